@@ -1,0 +1,242 @@
+//! Running a campaign: find or create it in the store, work out which runs
+//! are left, launch them one by one in campaign order, store each as it
+//! finishes, show progress, and stop cleanly on Ctrl-C.
+
+use anyhow::{Context, Result};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::launch::{Launcher, Outcome};
+use crate::plan::{self, Run};
+use crate::progress::Progress;
+use crate::record::{RunRecord, RunStatus};
+use crate::spec::{Spec, SpecError};
+use crate::store::{Campaign, Store};
+use crate::sys::{envinfo, proc};
+
+pub struct Options {
+    pub db: PathBuf,
+    pub quiet: bool,
+    /// Run again the runs stored as failed, timed out or skipped.
+    pub retry_failed: bool,
+}
+
+/// How a campaign invocation ended.
+pub struct Summary {
+    pub campaign: Campaign,
+    pub ran: usize,
+    pub already_done: usize,
+    pub by_status: [usize; 4],
+    /// The stop signal, when the user interrupted it.
+    pub interrupted: Option<i32>,
+}
+
+/// Check the parts of a spec that depend on this machine (CPUs exist).
+pub fn check_machine(spec: &Spec, origin: &str, allowed_cpus: &[usize]) -> Result<(), SpecError> {
+    for c in &spec.cpus {
+        c.resolve(allowed_cpus)
+            .map_err(|message| SpecError::Invalid {
+                origin: origin.to_string(),
+                key: "matrix.cpus".into(),
+                message,
+            })?;
+    }
+    Ok(())
+}
+
+/// Find the campaign of `spec` or create it; returns it with its full plan.
+pub fn open_campaign(
+    store: &mut Store,
+    spec: &Spec,
+    spec_toml: &str,
+    overrides: &[String],
+) -> Result<(Campaign, Vec<Run>, bool)> {
+    if let Some(c) = store.find_campaign(spec)? {
+        let runs = plan::expand(spec, c.seed);
+        return Ok((c, runs, false));
+    }
+    let seed = spec.seed.unwrap_or_else(crate::rng::fresh_seed);
+    let runs = plan::expand(spec, seed);
+    let c = store.create_campaign(spec, spec_toml, overrides, seed, runs.len())?;
+    Ok((c, runs, true))
+}
+
+pub fn run(
+    spec: &Spec,
+    origin: &str,
+    spec_toml: &str,
+    overrides: &[String],
+    opts: &Options,
+) -> Result<Summary> {
+    let env = envinfo::capture();
+    check_machine(spec, origin, &env.cpus_allowed)?;
+    let mut store = Store::open(&opts.db)?;
+    let (campaign, runs, created) = open_campaign(&mut store, spec, spec_toml, overrides)?;
+    if opts.retry_failed {
+        let n = store.forget_runs(
+            campaign.id,
+            &[RunStatus::Failed, RunStatus::TimedOut, RunStatus::Skipped],
+        )?;
+        if n > 0 && !opts.quiet {
+            eprintln!("retrying {n} failed, timed-out or skipped runs");
+        }
+    }
+    let done = store.finished_keys(campaign.id)?;
+    let pending: Vec<&Run> = runs.iter().filter(|r| !done.contains(&r.key)).collect();
+    let workdir = spec.workdir.clone().unwrap_or_else(std::env::temp_dir);
+    remove_stale_run_dirs(&workdir);
+
+    let rates = calibrate_quietly(&workdir);
+    let estimates: Vec<f64> = pending
+        .iter()
+        .map(|r| {
+            plan::estimate_run_s(r, env.cpus_allowed.len(), &rates) + spec.cooldown_ns as f64 / 1e9
+        })
+        .collect();
+    if !opts.quiet {
+        eprintln!(
+            "{} campaign {} \"{}\" in {} (seed {}, scale {}): {} runs, {} stored, {} to run, about {}",
+            if created { "new" } else { "resuming" },
+            campaign.id,
+            campaign.name,
+            opts.db.display(),
+            campaign.seed,
+            spec.scale,
+            runs.len(),
+            runs.len() - pending.len(),
+            pending.len(),
+            crate::progress::human_duration(estimates.iter().sum())
+        );
+        warn_rt_everywhere(spec, env.cpus_allowed.len());
+    }
+
+    let signals = proc::control_signals();
+    proc::block(&signals).context("blocking signals")?;
+    let launcher = Launcher::new(spec, &env, signals);
+    let mut progress = Progress::new(&estimates, opts.quiet);
+    let mut summary = Summary {
+        campaign: campaign.clone(),
+        ran: 0,
+        already_done: runs.len() - pending.len(),
+        by_status: [0; 4],
+        interrupted: None,
+    };
+    for (i, run) in pending.iter().enumerate() {
+        if let Some(sig) = proc::pending_stop_signal(&signals) {
+            summary.interrupted = Some(sig);
+            break;
+        }
+        progress.start(i, run);
+        match launcher.launch(run)? {
+            Outcome::Interrupted(sig) => {
+                summary.interrupted = Some(sig);
+                break;
+            }
+            Outcome::Done(rec) => {
+                store.insert_run(campaign.id, &rec)?;
+                summary.ran += 1;
+                summary.by_status[status_index(rec.status)] += 1;
+                progress.finish(i, run, &describe(&rec));
+            }
+        }
+        if i + 1 < pending.len()
+            && spec.cooldown_ns > 0
+            && let Some(sig) = cool_down(&signals, Duration::from_nanos(spec.cooldown_ns))
+        {
+            summary.interrupted = Some(sig);
+            break;
+        }
+    }
+    progress.done();
+    Ok(summary)
+}
+
+fn status_index(s: RunStatus) -> usize {
+    match s {
+        RunStatus::Ok => 0,
+        RunStatus::Failed => 1,
+        RunStatus::TimedOut => 2,
+        RunStatus::Skipped => 3,
+    }
+}
+
+/// One line on a finished run.
+fn describe(rec: &RunRecord) -> String {
+    match rec.status {
+        RunStatus::Ok => format!(
+            "ok, makespan {:.3} s, CPU {:.0}%",
+            rec.makespan_ns.unwrap_or(0) as f64 / 1e9,
+            rec.cpu_util.unwrap_or(0.0) * 100.0
+        ),
+        s => format!("{}: {}", s.as_str(), rec.reason),
+    }
+}
+
+/// Sleep between runs, waking early for a stop signal (returned).
+fn cool_down(signals: &libc::sigset_t, d: Duration) -> Option<i32> {
+    let end = std::time::Instant::now() + d;
+    loop {
+        let now = std::time::Instant::now();
+        if now >= end {
+            return None;
+        }
+        match proc::wait_signal(signals, end - now) {
+            Some(libc::SIGCHLD) => continue,
+            Some(sig) => return Some(sig),
+            None => return None,
+        }
+    }
+}
+
+fn calibrate_quietly(workdir: &Path) -> crate::workload::Rates {
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("schedlab-{}-", std::process::id()))
+        .tempdir_in(workdir)
+        .ok();
+    dir.as_ref()
+        .and_then(|d| crate::workload::calibrate(d.path()).ok())
+        .unwrap_or(crate::workload::Rates {
+            pi_iter_per_s: 5e8,
+            hash_per_s: 2e5,
+            flops_per_s: 1e9,
+            copy_bytes_per_s: 5e8,
+        })
+}
+
+/// Warn when RT workers will occupy every CPU: the machine then lives on the
+/// 5% that RT throttling leaves for everything else.
+fn warn_rt_everywhere(spec: &Spec, cpus: usize) {
+    use crate::policy::Class;
+    let rt = spec.policies.iter().any(|p| p.class() == Class::Realtime);
+    let all = spec
+        .cpus
+        .iter()
+        .any(|c| matches!(c, crate::spec::Cpus::All));
+    let many = spec.processes.iter().any(|&p| p as usize >= cpus);
+    if rt && all && many {
+        eprintln!(
+            "note: real-time workers will occupy all {cpus} CPUs; the rest of the machine gets only what RT \
+             throttling (sched_rt_runtime_us) leaves. schedlab keeps control and enforces timeout_s."
+        );
+    }
+}
+
+/// Remove run directories left by schedlab processes that no longer exist
+/// (killed with SIGKILL, power loss).
+fn remove_stale_run_dirs(workdir: &Path) {
+    let Ok(entries) = std::fs::read_dir(workdir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(rest) = name.strip_prefix("schedlab-") else {
+            continue;
+        };
+        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}

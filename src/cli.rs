@@ -1,0 +1,430 @@
+//! The command line: argument parsing (clap) and calls into the library.
+//! No experiment logic lives here.
+
+use anyhow::{Context, Result};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::spec::{self, SpecError, presets};
+use crate::store::Store;
+use crate::sys::{envinfo, probe};
+use crate::{campaign, export, plan};
+
+#[derive(Parser)]
+#[command(
+    name = "schedlab",
+    version,
+    about = "A Linux CPU-scheduler laboratory: run real workloads under every scheduling policy, measure what the \
+             scheduler did to each process, keep every run in SQLite.",
+    after_help = "Examples:\n  schedlab run --preset policies --scale 0.01\n  schedlab plan my-experiment.toml\n  \
+                  schedlab export --format csv > runs.csv\n  schedlab env"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a campaign (a spec file or a preset) and store every run; resumes
+    /// a campaign that was interrupted.
+    Run {
+        #[command(flatten)]
+        source: SpecSource,
+        #[command(flatten)]
+        db: DbArg,
+        /// No progress output.
+        #[arg(long, short)]
+        quiet: bool,
+        /// Run again the runs stored as failed, timed out or skipped.
+        #[arg(long)]
+        retry_failed: bool,
+    },
+    /// Show the runs a spec expands to, how many are stored, and a time estimate,
+    /// without running anything.
+    Plan {
+        #[command(flatten)]
+        source: SpecSource,
+        #[command(flatten)]
+        db: DbArg,
+        /// List every run in campaign order.
+        #[arg(long)]
+        list: bool,
+    },
+    /// Built-in experiment specs.
+    Preset {
+        #[command(subcommand)]
+        action: PresetAction,
+    },
+    /// Export stored runs: one row per process per run.
+    Export {
+        #[command(flatten)]
+        db: DbArg,
+        #[arg(long, value_enum, default_value = "csv")]
+        format: ExportFormat,
+        /// Only this campaign (see `schedlab campaigns`).
+        #[arg(long)]
+        campaign: Option<i64>,
+        /// Write to this file instead of standard output.
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+    },
+    /// List the campaigns in a database with their progress.
+    Campaigns {
+        #[command(flatten)]
+        db: DbArg,
+    },
+    /// What this machine allows: kernel, CPUs, HZ, preemption, RT limits,
+    /// cgroups, and which policies this user may set.
+    Env {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Internal: a worker process (started by `run`).
+    #[command(name = "__worker", hide = true)]
+    Worker { json: String },
+}
+
+#[derive(Subcommand)]
+enum PresetAction {
+    /// List the built-in presets.
+    List,
+    /// Print a preset as TOML, to start a spec from.
+    Show { name: String },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ExportFormat {
+    Csv,
+    Json,
+}
+
+#[derive(Args)]
+struct SpecSource {
+    /// The experiment spec (TOML).
+    spec: Option<PathBuf>,
+    /// Use a built-in preset instead of a file (`schedlab preset list`).
+    #[arg(long, conflicts_with = "spec")]
+    preset: Option<String>,
+    /// Multiply the work per process by F (e.g. 0.01 for a quick look).
+    #[arg(long, value_name = "F")]
+    scale: Option<f64>,
+    /// Override a key of the spec, e.g. --set repetitions=3 --set 'matrix.processes=[2,4]'.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+}
+
+#[derive(Args)]
+struct DbArg {
+    /// The SQLite database.
+    #[arg(long, default_value = "schedlab.db", env = "SCHEDLAB_DB")]
+    db: PathBuf,
+}
+
+/// A loaded spec with where it came from.
+struct Loaded {
+    spec: spec::Spec,
+    origin: String,
+    text: String,
+    overrides: Vec<String>,
+}
+
+impl SpecSource {
+    fn load(&self) -> Result<Loaded> {
+        let (origin, text) = match (&self.spec, &self.preset) {
+            (Some(path), None) => (
+                path.display().to_string(),
+                std::fs::read_to_string(path)
+                    .with_context(|| format!("cannot read spec {}", path.display()))?,
+            ),
+            (None, Some(name)) => {
+                let p = presets::find(name).ok_or_else(|| SpecError::Invalid {
+                    origin: "--preset".into(),
+                    key: name.clone(),
+                    message: format!("no such preset; available: {}", presets::names()),
+                })?;
+                (format!("preset {name}"), p.toml.to_string())
+            }
+            _ => {
+                return Err(SpecError::Parse {
+                    origin: "schedlab".into(),
+                    message: "give a spec file or --preset NAME (see `schedlab preset list`)"
+                        .into(),
+                }
+                .into());
+            }
+        };
+        let mut overrides = self.set.clone();
+        if let Some(f) = self.scale {
+            overrides.push(format!("scale={f:?}"));
+        }
+        let spec = spec::load(&text, &origin, &overrides)?;
+        Ok(Loaded {
+            spec,
+            origin,
+            text,
+            overrides,
+        })
+    }
+}
+
+/// Parse the command line, run it, and return the process exit code.
+pub fn main() -> i32 {
+    let cli = Cli::parse();
+    if let Command::Worker { json } = &cli.command {
+        return crate::worker::main(json);
+    }
+    match dispatch(cli.command) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            if e.downcast_ref::<SpecError>().is_some() {
+                2
+            } else {
+                1
+            }
+        }
+    }
+}
+
+fn dispatch(command: Command) -> Result<i32> {
+    match command {
+        Command::Run {
+            source,
+            db,
+            quiet,
+            retry_failed,
+        } => cmd_run(&source, &db.db, quiet, retry_failed),
+        Command::Plan { source, db, list } => cmd_plan(&source, &db.db, list),
+        Command::Preset {
+            action: PresetAction::List,
+        } => {
+            for p in presets::PRESETS {
+                println!("{:<12} {}", p.name, p.summary);
+            }
+            Ok(0)
+        }
+        Command::Preset {
+            action: PresetAction::Show { name },
+        } => {
+            let p = presets::find(&name).ok_or_else(|| SpecError::Invalid {
+                origin: "preset show".into(),
+                key: name.clone(),
+                message: format!("no such preset; available: {}", presets::names()),
+            })?;
+            print!("{}", p.toml);
+            Ok(0)
+        }
+        Command::Export {
+            db,
+            format,
+            campaign,
+            output,
+        } => {
+            let store = Store::open_existing(&db.db)?;
+            let rows = store.export_rows(campaign)?;
+            let mut out: Box<dyn Write> = match &output {
+                Some(path) => Box::new(std::io::BufWriter::new(
+                    std::fs::File::create(path)
+                        .with_context(|| format!("cannot write {}", path.display()))?,
+                )),
+                None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+            };
+            match format {
+                ExportFormat::Csv => export::write_csv(&rows, &mut out)?,
+                ExportFormat::Json => export::write_json(&rows, &mut out)?,
+            }
+            out.flush()?;
+            Ok(0)
+        }
+        Command::Campaigns { db } => {
+            let store = Store::open_existing(&db.db)?;
+            println!(
+                "{:>4}  {:<20} {:>8} {:>6} {:>6} {:>7} {:>9} {:>8}",
+                "id", "name", "planned", "ok", "failed", "timeout", "skipped", "scale"
+            );
+            for c in store.campaigns()? {
+                println!(
+                    "{:>4}  {:<20} {:>8} {:>6} {:>6} {:>7} {:>9} {:>8}",
+                    c.campaign.id,
+                    c.campaign.name,
+                    c.campaign.planned_runs,
+                    c.ok,
+                    c.failed,
+                    c.timed_out,
+                    c.skipped,
+                    c.campaign.scale
+                );
+            }
+            Ok(0)
+        }
+        Command::Env { json } => {
+            let env = envinfo::capture();
+            let privs = probe::probe();
+            if json {
+                println!("{}", envinfo::render_json(&env, &privs));
+            } else {
+                print!("{}", envinfo::render_text(&env, &privs));
+            }
+            Ok(0)
+        }
+        Command::Worker { .. } => unreachable!("handled before dispatch"),
+    }
+}
+
+fn cmd_run(source: &SpecSource, db: &Path, quiet: bool, retry_failed: bool) -> Result<i32> {
+    let l = source.load()?;
+    let opts = campaign::Options {
+        db: db.to_path_buf(),
+        quiet,
+        retry_failed,
+    };
+    let s = campaign::run(&l.spec, &l.origin, &l.text, &l.overrides, &opts)?;
+    let [ok, failed, timed_out, skipped] = s.by_status;
+    if !quiet {
+        eprintln!(
+            "campaign {}: {} runs this time (ok {ok}, failed {failed}, timed out {timed_out}, skipped {skipped}); \
+             {} were stored before",
+            s.campaign.id, s.ran, s.already_done
+        );
+    }
+    if let Some(sig) = s.interrupted {
+        eprintln!(
+            "interrupted by {}: finished runs are stored in {}; run the same command again to resume",
+            crate::sys::proc::signal_name(sig),
+            db.display()
+        );
+        return Ok(128 + sig);
+    }
+    Ok(0)
+}
+
+fn cmd_plan(source: &SpecSource, db: &Path, list: bool) -> Result<i32> {
+    let l = source.load()?;
+    let env = envinfo::capture();
+    campaign::check_machine(&l.spec, &l.origin, &env.cpus_allowed)?;
+    let (existing, done) = if db.exists() {
+        let store = Store::open(db)?;
+        match store.find_campaign(&l.spec)? {
+            Some(c) => {
+                let keys = store.finished_keys(c.id)?;
+                (Some(c), keys)
+            }
+            None => (None, Default::default()),
+        }
+    } else {
+        (None, Default::default())
+    };
+    let seed = existing.as_ref().map(|c| c.seed).or(l.spec.seed);
+    let runs = plan::expand(&l.spec, seed.unwrap_or(0));
+    let dir = tempfile::tempdir().context("creating a calibration directory")?;
+    let rates = crate::workload::calibrate(dir.path())?;
+    let s = &l.spec;
+    let pending: Vec<&plan::Run> = runs.iter().filter(|r| !done.contains(&r.key)).collect();
+    let est: f64 = pending
+        .iter()
+        .map(|r| {
+            plan::estimate_run_s(r, env.cpus_allowed.len(), &rates) + s.cooldown_ns as f64 / 1e9
+        })
+        .sum();
+    println!("campaign     {} ({})", s.name, l.origin);
+    if !s.description.is_empty() {
+        println!("             {}", s.description);
+    }
+    println!(
+        "policies     {}",
+        s.policies
+            .iter()
+            .map(|p| p.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    println!(
+        "workloads    {}",
+        s.workloads
+            .iter()
+            .map(|w| w.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    println!(
+        "processes    {}",
+        s.processes
+            .iter()
+            .map(|p| p.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    println!(
+        "priorities   {}",
+        s.priorities
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    println!(
+        "cpus         {}",
+        s.cpus
+            .iter()
+            .map(|c| c.label())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    println!("repetitions  {}", s.repetitions);
+    println!("scale        {}", s.scale);
+    println!(
+        "order        {}",
+        match (s.order, seed) {
+            (spec::Order::Sequential, _) => "sequential".to_string(),
+            (spec::Order::Shuffled, Some(seed)) => format!("shuffled, seed {seed}"),
+            (spec::Order::Shuffled, None) =>
+                "shuffled, seed drawn when the campaign starts".to_string(),
+        }
+    );
+    println!(
+        "runs         {} ({} stored in {}, {} to run)",
+        runs.len(),
+        runs.len() - pending.len(),
+        db.display(),
+        pending.len()
+    );
+    println!(
+        "estimate     {} for the runs left (from a {:.0} M iterations/s pi calibration on this machine; \
+         I/O and contention make real runs longer)",
+        crate::progress::human_duration(est),
+        rates.pi_iter_per_s / 1e6
+    );
+    if list {
+        if seed.is_none() && s.order == spec::Order::Shuffled {
+            println!(
+                "(listing in sequential order: the shuffle seed is drawn when the campaign starts)"
+            );
+        }
+        let runs = if seed.is_none() {
+            plan::expand(
+                &spec::Spec {
+                    order: spec::Order::Sequential,
+                    ..s.clone()
+                },
+                0,
+            )
+        } else {
+            runs.clone()
+        };
+        for r in &runs {
+            let mark = if done.contains(&r.key) { "stored" } else { "" };
+            println!("{:>5}  {:<70} {mark}", r.seq, r.label());
+        }
+    }
+    for p in probe::probe().policies.iter().filter(|p| !p.allowed) {
+        if l.spec.policies.iter().any(|sp| sp.name() == p.policy) {
+            println!(
+                "warning      {} runs will be skipped: {}",
+                p.policy, p.detail
+            );
+        }
+    }
+    Ok(0)
+}

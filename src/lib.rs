@@ -1,0 +1,19 @@
+//! schedlab: a Linux CPU-scheduler laboratory.
+//!
+//! Data flows one way: spec → plan → launch → collect → store → analyse → report.
+
+pub mod campaign;
+pub mod cli;
+pub mod export;
+pub mod launch;
+pub mod plan;
+pub mod policy;
+pub mod progress;
+pub mod record;
+pub mod rng;
+pub mod spec;
+pub mod stats;
+pub mod store;
+pub mod sys;
+pub mod worker;
+pub mod workload;

@@ -1,0 +1,212 @@
+//! Expand a spec into the runs of a campaign: the cartesian product of its
+//! factors × repetitions, in a seeded shuffled (or sequential) order, each
+//! with a stable key so a campaign can resume where it stopped.
+
+use serde::{Deserialize, Serialize};
+
+use crate::policy::{Policy, PriorityMode};
+use crate::rng::SplitMix64;
+use crate::spec::{Cpus, NamedWorkload, Order, Spec};
+use crate::workload::{Rates, Stop, Workload};
+
+/// One run: one combination of factors, one repetition.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Run {
+    /// Stable identity within a campaign, independent of order.
+    pub key: String,
+    /// Position in the campaign's order (0-based).
+    pub seq: usize,
+    pub policy: Policy,
+    /// The workload with the spec's scale already applied.
+    pub workload: NamedWorkload,
+    pub processes: u32,
+    pub priorities: PriorityMode,
+    pub cpus: Cpus,
+    /// Repetition number, 1-based.
+    pub rep: u32,
+}
+
+impl Run {
+    /// A short description for progress lines.
+    pub fn label(&self) -> String {
+        format!(
+            "{} {} ×{} {} cpus={} rep {}",
+            self.policy.name(),
+            self.workload.name,
+            self.processes,
+            self.priorities.name,
+            self.cpus.label(),
+            self.rep
+        )
+    }
+}
+
+/// The key of a run: its factor levels, joined.
+pub fn run_key(
+    policy: Policy,
+    workload: &str,
+    processes: u32,
+    priorities: &str,
+    cpus: &Cpus,
+    rep: u32,
+) -> String {
+    format!(
+        "policy={};workload={};processes={};priorities={};cpus={};rep={}",
+        policy.name(),
+        workload,
+        processes,
+        priorities,
+        cpus.label(),
+        rep
+    )
+}
+
+/// Every run of the spec, in campaign order. `seed` is used when the order is
+/// shuffled.
+pub fn expand(spec: &Spec, seed: u64) -> Vec<Run> {
+    let mut runs = Vec::new();
+    for rep in 1..=spec.repetitions {
+        for &policy in &spec.policies {
+            for w in &spec.workloads {
+                let workload = NamedWorkload {
+                    name: w.name.clone(),
+                    workload: if spec.scale == 1.0 {
+                        w.workload.clone()
+                    } else {
+                        w.workload.scaled(spec.scale)
+                    },
+                };
+                for &processes in &spec.processes {
+                    for priorities in &spec.priorities {
+                        for cpus in &spec.cpus {
+                            runs.push(Run {
+                                key: run_key(
+                                    policy,
+                                    &w.name,
+                                    processes,
+                                    &priorities.name,
+                                    cpus,
+                                    rep,
+                                ),
+                                seq: 0,
+                                policy,
+                                workload: workload.clone(),
+                                processes,
+                                priorities: priorities.clone(),
+                                cpus: cpus.clone(),
+                                rep,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if spec.order == Order::Shuffled {
+        SplitMix64::new(seed).shuffle(&mut runs);
+    }
+    for (i, r) in runs.iter_mut().enumerate() {
+        r.seq = i;
+    }
+    runs
+}
+
+/// Estimated wall time of one run in seconds: each process's CPU time,
+/// times the processes sharing each CPU.
+pub fn estimate_run_s(run: &Run, cpus_available: usize, rates: &Rates) -> f64 {
+    let cpus = match &run.cpus {
+        Cpus::All => cpus_available,
+        Cpus::List(l) => l.len(),
+    }
+    .max(1);
+    let per_process = run.workload.workload.estimate_cpu_s(rates);
+    let waves = (run.processes as f64 / cpus as f64).max(1.0);
+    match stop_of(&run.workload.workload) {
+        // A fixed duration does not stretch with more processes.
+        Stop::DurationNs(ns) => ns as f64 / 1e9,
+        Stop::Work(_) => per_process * waves,
+    }
+}
+
+fn stop_of(w: &Workload) -> Stop {
+    match w {
+        Workload::Pi(p) => p.stop,
+        Workload::Copy(p) => p.stop,
+        Workload::Mixed(p) => p.stop,
+        Workload::Matmul(p) => p.stop,
+        Workload::Hash(p) => p.stop,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(extra: &str) -> Spec {
+        let text = format!(
+            "name = \"t\"\nrepetitions = 2\n{extra}\n[matrix]\npolicy = [\"other\", \"fifo\"]\nworkload = [\"pi\", \"copy\"]\nprocesses = [1, 3]\n"
+        );
+        crate::spec::load(&text, "t.toml", &[]).unwrap()
+    }
+
+    #[test]
+    fn expands_the_cartesian_product_times_repetitions() {
+        let runs = expand(&spec(""), 1);
+        assert_eq!(runs.len(), 2 * 2 * 2 * 2);
+        let mut keys: Vec<_> = runs.iter().map(|r| r.key.clone()).collect();
+        keys.sort();
+        keys.dedup();
+        assert_eq!(keys.len(), runs.len(), "keys are unique");
+        assert!(runs.iter().enumerate().all(|(i, r)| r.seq == i));
+    }
+
+    #[test]
+    fn shuffle_is_deterministic_for_a_seed_and_sequential_is_not_shuffled() {
+        let s = spec("");
+        let a: Vec<_> = expand(&s, 42).into_iter().map(|r| r.key).collect();
+        let b: Vec<_> = expand(&s, 42).into_iter().map(|r| r.key).collect();
+        let c: Vec<_> = expand(&s, 43).into_iter().map(|r| r.key).collect();
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        let seq = spec("order = \"sequential\"");
+        let keys: Vec<_> = expand(&seq, 42).into_iter().map(|r| r.key).collect();
+        assert_eq!(
+            keys[0],
+            "policy=other;workload=pi;processes=1;priorities=uniform;cpus=all;rep=1"
+        );
+        assert_eq!(
+            keys[1],
+            "policy=other;workload=pi;processes=3;priorities=uniform;cpus=all;rep=1"
+        );
+    }
+
+    #[test]
+    fn scale_shrinks_the_work_of_every_run() {
+        let s = spec("scale = 0.01");
+        for r in expand(&s, 1) {
+            match &r.workload.workload {
+                Workload::Pi(p) => assert_eq!(p.stop, Stop::Work(1_000_000)),
+                Workload::Copy(p) => assert_eq!(p.stop, Stop::Work(10_240)),
+                _ => unreachable!(),
+            }
+        }
+    }
+
+    #[test]
+    fn estimate_counts_processes_per_cpu() {
+        let rates = Rates {
+            pi_iter_per_s: 1e8,
+            hash_per_s: 1e5,
+            flops_per_s: 1e9,
+            copy_bytes_per_s: 1e9,
+        };
+        let s = spec("");
+        let run = expand(&s, 1)
+            .into_iter()
+            .find(|r| r.processes == 3 && r.workload.name == "pi")
+            .unwrap();
+        // 1e8 iterations at 1e8/s = 1 s per process; 3 processes on 2 CPUs.
+        assert!((estimate_run_s(&run, 2, &rates) - 1.5).abs() < 1e-9);
+        assert!((estimate_run_s(&run, 4, &rates) - 1.0).abs() < 1e-9);
+    }
+}

@@ -1,0 +1,93 @@
+//! What a finished run produced: pure data passed from the launcher to the
+//! store and from the store to exports and reports.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+use crate::plan::Run;
+use crate::policy::ProcSched;
+use crate::sys::envinfo::EnvSnapshot;
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    Ok,
+    Failed,
+    TimedOut,
+    Skipped,
+}
+
+impl RunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Ok => "ok",
+            RunStatus::Failed => "failed",
+            RunStatus::TimedOut => "timed_out",
+            RunStatus::Skipped => "skipped",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<RunStatus> {
+        [
+            RunStatus::Ok,
+            RunStatus::Failed,
+            RunStatus::TimedOut,
+            RunStatus::Skipped,
+        ]
+        .into_iter()
+        .find(|r| r.as_str() == s)
+    }
+}
+
+/// One worker process of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProcessRecord {
+    pub index: u32,
+    pub pid: i32,
+    pub sched: ProcSched,
+    /// Start and finish of the work, in ns after the barrier was released
+    /// (None when the worker did not report, e.g. it crashed).
+    pub start_ns: Option<u64>,
+    pub end_ns: Option<u64>,
+    /// Wall time from barrier release to the end of the work, or to the
+    /// process's exit when it did not report.
+    pub wall_ns: u64,
+    pub utime_us: u64,
+    pub stime_us: u64,
+    pub nvcsw: u64,
+    pub nivcsw: u64,
+    pub minflt: u64,
+    pub majflt: u64,
+    pub maxrss_kb: u64,
+    /// From /proc/PID/schedstat, read after exit and before reaping.
+    pub run_ns: Option<u64>,
+    pub wait_ns: Option<u64>,
+    pub timeslices: Option<u64>,
+    pub work: Option<u64>,
+    pub work_unit: String,
+    pub figures: BTreeMap<String, f64>,
+    /// "exit code 0", "killed by signal 9 (SIGKILL)", …
+    pub exit: String,
+    pub ok: bool,
+    /// The last lines the worker wrote to stderr, when it failed.
+    pub stderr_tail: String,
+}
+
+/// A finished (or skipped) run with everything measured about it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub run: Run,
+    pub status: RunStatus,
+    pub reason: String,
+    /// Barrier release to the last worker's end, ns.
+    pub makespan_ns: Option<u64>,
+    /// Σ(user + system CPU) / (makespan × CPUs the run could use).
+    pub cpu_util: Option<f64>,
+    /// CPUs the workers were allowed on.
+    pub cpu_list: Vec<usize>,
+    /// Wall-clock start of the run, Unix ms.
+    pub started_unix_ms: i64,
+    pub env: EnvSnapshot,
+    pub processes: Vec<ProcessRecord>,
+}

@@ -1,0 +1,220 @@
+//! Experiment specs: parse the TOML ([`raw`]), apply `--set` overrides
+//! ([`overrides`]), and validate into a typed, checked [`Spec`]. Every error
+//! names the key at fault and what is allowed there.
+
+pub mod overrides;
+pub mod presets;
+pub mod raw;
+mod validate;
+
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+use crate::policy::{Deadline, Policy, PriorityMode};
+use crate::workload::Workload;
+
+pub use validate::validate;
+
+/// A user error in a spec or an override: which key, and what is wrong.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SpecError {
+    #[error("{origin}: {message}")]
+    Parse { origin: String, message: String },
+    #[error("{origin}: {key}: {message}")]
+    Invalid {
+        origin: String,
+        key: String,
+        message: String,
+    },
+}
+
+/// Run order of a campaign.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Order {
+    /// Randomised with a recorded seed, so drift in the machine (thermal,
+    /// other tenants) does not line up with one factor.
+    Shuffled,
+    Sequential,
+}
+
+/// Which CPUs the workers of a run may use.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cpus {
+    /// Every CPU schedlab itself may use.
+    All,
+    /// An explicit list (from "0", "0-1", "0,2-3").
+    List(Vec<usize>),
+}
+
+impl Cpus {
+    /// Parse "all" or a CPU list such as "0", "0-3" or "0,2-3".
+    pub fn parse(s: &str) -> Result<Cpus, String> {
+        let s = s.trim();
+        if s.eq_ignore_ascii_case("all") {
+            return Ok(Cpus::All);
+        }
+        let mut cpus = Vec::new();
+        for part in s.split(',') {
+            let part = part.trim();
+            let num = |t: &str| {
+                t.trim().parse::<usize>().map_err(|_| {
+                    format!(
+                        "\"{s}\" is not \"all\" or a CPU list such as \"0\", \"0-1\" or \"0,2-3\""
+                    )
+                })
+            };
+            match part.split_once('-') {
+                Some((a, b)) => {
+                    let (a, b) = (num(a)?, num(b)?);
+                    if a > b {
+                        return Err(format!("CPU range \"{part}\" runs backwards"));
+                    }
+                    cpus.extend(a..=b);
+                }
+                None => cpus.push(num(part)?),
+            }
+        }
+        cpus.sort_unstable();
+        cpus.dedup();
+        if cpus.len() > 1024 {
+            return Err(format!("\"{s}\" names more than 1024 CPUs"));
+        }
+        Ok(Cpus::List(cpus))
+    }
+
+    /// The canonical label: "all" or a compact list such as "0-1,3".
+    pub fn label(&self) -> String {
+        match self {
+            Cpus::All => "all".into(),
+            Cpus::List(cpus) => {
+                let mut parts = Vec::new();
+                let mut i = 0;
+                while i < cpus.len() {
+                    let mut j = i;
+                    while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
+                        j += 1;
+                    }
+                    parts.push(if i == j {
+                        cpus[i].to_string()
+                    } else {
+                        format!("{}-{}", cpus[i], cpus[j])
+                    });
+                    i = j + 1;
+                }
+                parts.join(",")
+            }
+        }
+    }
+
+    /// The concrete CPUs, given the CPUs schedlab may use. Err names the CPUs
+    /// that are not available.
+    pub fn resolve(&self, allowed: &[usize]) -> Result<Vec<usize>, String> {
+        match self {
+            Cpus::All => Ok(allowed.to_vec()),
+            Cpus::List(cpus) => {
+                let missing: Vec<String> = cpus
+                    .iter()
+                    .filter(|c| !allowed.contains(c))
+                    .map(|c| c.to_string())
+                    .collect();
+                if missing.is_empty() {
+                    Ok(cpus.clone())
+                } else {
+                    Err(format!(
+                        "CPU {} not available (this process may use CPUs {})",
+                        missing.join(", "),
+                        Cpus::List(allowed.to_vec()).label()
+                    ))
+                }
+            }
+        }
+    }
+}
+
+/// A workload under the name the matrix uses for it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NamedWorkload {
+    pub name: String,
+    pub workload: Workload,
+}
+
+/// A validated experiment spec.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Spec {
+    pub name: String,
+    pub description: String,
+    pub repetitions: u32,
+    pub order: Order,
+    /// None: a fresh seed is drawn when the campaign is created and stored.
+    pub seed: Option<u64>,
+    pub timeout_ns: u64,
+    pub cooldown_ns: u64,
+    pub workdir: Option<PathBuf>,
+    /// Work per process is multiplied by this (recorded with the campaign).
+    pub scale: f64,
+    pub policies: Vec<Policy>,
+    pub workloads: Vec<NamedWorkload>,
+    pub processes: Vec<u32>,
+    pub priorities: Vec<PriorityMode>,
+    pub cpus: Vec<Cpus>,
+    pub deadline: Deadline,
+}
+
+/// Parse and validate a spec from TOML text. `origin` names the file or
+/// preset in messages; `overrides` are `KEY=VALUE` strings from `--set`.
+pub fn load(text: &str, origin: &str, overrides: &[String]) -> Result<Spec, SpecError> {
+    let raw = if overrides.is_empty() {
+        // Straight from the text, so parse errors carry line and column.
+        toml::from_str::<raw::RawSpec>(text).map_err(|e| SpecError::Parse {
+            origin: origin.to_string(),
+            message: e.to_string().trim_end().to_string(),
+        })?
+    } else {
+        let mut table: toml::Table =
+            text.parse()
+                .map_err(|e: toml::de::Error| SpecError::Parse {
+                    origin: origin.to_string(),
+                    message: e.to_string().trim_end().to_string(),
+                })?;
+        for o in overrides {
+            overrides::apply(&mut table, o).map_err(|message| SpecError::Invalid {
+                origin: "--set".into(),
+                key: o.split('=').next().unwrap_or(o).trim().to_string(),
+                message,
+            })?;
+        }
+        raw::RawSpec::deserialize(toml::Value::Table(table)).map_err(|e| SpecError::Parse {
+            origin: format!("{origin} with --set overrides"),
+            message: e.to_string().trim_end().to_string(),
+        })?
+    };
+    validate(raw, origin)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists_parse_and_label() {
+        assert_eq!(Cpus::parse("all").unwrap(), Cpus::All);
+        assert_eq!(Cpus::parse("0").unwrap(), Cpus::List(vec![0]));
+        assert_eq!(
+            Cpus::parse("0,2-4, 3").unwrap(),
+            Cpus::List(vec![0, 2, 3, 4])
+        );
+        assert_eq!(Cpus::parse("0,2-4").unwrap().label(), "0,2-4");
+        assert!(Cpus::parse("x").unwrap_err().contains("CPU list"));
+        assert!(Cpus::parse("3-1").unwrap_err().contains("backwards"));
+    }
+
+    #[test]
+    fn cpus_resolve_against_allowed() {
+        assert_eq!(Cpus::All.resolve(&[0, 1]).unwrap(), vec![0, 1]);
+        assert_eq!(Cpus::List(vec![1]).resolve(&[0, 1]).unwrap(), vec![1]);
+        let e = Cpus::List(vec![5]).resolve(&[0, 1]).unwrap_err();
+        assert!(e.contains("CPU 5 not available"), "{e}");
+    }
+}

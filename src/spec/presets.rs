@@ -1,0 +1,47 @@
+//! Built-in experiment specs, one per seed report, shipped inside the binary.
+
+/// A preset: its name, one line on what it reproduces, and its TOML.
+pub struct Preset {
+    pub name: &'static str,
+    pub summary: &'static str,
+    pub toml: &'static str,
+}
+
+pub const PRESETS: &[Preset] = &[
+    Preset {
+        name: "policies",
+        summary: "seed 000: pi / copy / mixed under OTHER, FIFO, RR with 5, 20, 200 processes, 10 repetitions",
+        toml: include_str!("../../presets/policies.toml"),
+    },
+    Preset {
+        name: "priorities",
+        summary: "seed 001: the same workloads with uniform and non-uniform priorities, 10, 50, 100 processes, 3 repetitions",
+        toml: include_str!("../../presets/priorities.toml"),
+    },
+];
+
+pub fn find(name: &str) -> Option<&'static Preset> {
+    PRESETS.iter().find(|p| p.name == name)
+}
+
+pub fn names() -> String {
+    PRESETS
+        .iter()
+        .map(|p| p.name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_preset_is_a_valid_spec() {
+        for p in PRESETS {
+            let spec = crate::spec::load(p.toml, p.name, &[])
+                .unwrap_or_else(|e| panic!("{}: {e}", p.name));
+            assert_eq!(spec.name, p.name);
+        }
+    }
+}

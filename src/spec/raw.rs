@@ -1,0 +1,84 @@
+//! The TOML spec as written: serde structs that mirror the file, with every
+//! field optional and unknown keys refused. `super::validate` turns them into
+//! the checked [`super::Spec`].
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSpec {
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub repetitions: Option<i64>,
+    pub order: Option<String>,
+    pub seed: Option<i64>,
+    pub timeout_s: Option<f64>,
+    pub cooldown_s: Option<f64>,
+    pub workdir: Option<String>,
+    pub scale: Option<f64>,
+    pub matrix: Option<RawMatrix>,
+    #[serde(default)]
+    pub workloads: BTreeMap<String, RawWorkload>,
+    #[serde(default)]
+    pub priorities: BTreeMap<String, RawPriorities>,
+    pub deadline: Option<RawDeadline>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawMatrix {
+    pub policy: Option<Vec<String>>,
+    pub workload: Option<Vec<String>>,
+    pub processes: Option<Vec<i64>>,
+    pub priorities: Option<Vec<String>>,
+    pub cpus: Option<Vec<String>>,
+}
+
+/// One `[workloads.NAME]` table. `kind` defaults to NAME.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawWorkload {
+    pub kind: Option<String>,
+    pub duration_s: Option<f64>,
+    // pi, mixed
+    pub iterations: Option<i64>,
+    // copy, mixed
+    pub bytes: Option<i64>,
+    pub chunk_bytes: Option<i64>,
+    pub sync: Option<String>,
+    // mixed (rounds of pi + copy), hash (SHA-256 rounds per hash)
+    pub rounds: Option<i64>,
+    // matmul
+    pub n: Option<i64>,
+    pub multiplies: Option<i64>,
+    // hash
+    pub hashes: Option<i64>,
+}
+
+/// An integer or a list of integers (`nice = 0` or `nice = [-10, 10]`).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum IntOrList {
+    Int(i64),
+    List(Vec<i64>),
+}
+
+/// One `[priorities.NAME]` table.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPriorities {
+    pub mode: Option<String>,
+    pub nice: Option<IntOrList>,
+    pub rt_priority: Option<IntOrList>,
+}
+
+/// `[deadline]`: the SCHED_DEADLINE reservation of every process.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawDeadline {
+    /// Microseconds, or the string "auto".
+    pub runtime_us: Option<toml::Value>,
+    pub deadline_us: Option<i64>,
+    pub period_us: Option<i64>,
+}

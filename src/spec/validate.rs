@@ -1,0 +1,659 @@
+//! Raw spec → checked [`Spec`]: defaults, ranges and cross-key rules. Each
+//! error names the key and the values it allows.
+
+use std::path::PathBuf;
+
+use super::raw::{IntOrList, RawPriorities, RawSpec, RawWorkload};
+use super::{Cpus, NamedWorkload, Order, Spec, SpecError};
+use crate::policy::{
+    Assignment, Deadline, NICE_MAX, NICE_MIN, Policy, PriorityMode, RT_MAX, RT_MIN,
+};
+use crate::workload::{
+    CopyParams, HashParams, MatmulParams, MixedParams, PiParams, Stop, SyncMode, Workload,
+};
+
+pub const WORKLOAD_KINDS: [&str; 5] = ["pi", "copy", "mixed", "matmul", "hash"];
+pub const MAX_PROCESSES: i64 = 10_000;
+const SYNC_MODES: &str = "none, fsync_end, fsync_each, direct";
+
+struct Ctx<'a> {
+    origin: &'a str,
+}
+
+impl Ctx<'_> {
+    fn err(&self, key: impl Into<String>, message: impl Into<String>) -> SpecError {
+        SpecError::Invalid {
+            origin: self.origin.to_string(),
+            key: key.into(),
+            message: message.into(),
+        }
+    }
+
+    fn positive(&self, key: &str, v: i64) -> Result<u64, SpecError> {
+        if v <= 0 {
+            return Err(self.err(key, format!("must be a positive integer, got {v}")));
+        }
+        Ok(v as u64)
+    }
+
+    fn seconds(&self, key: &str, v: f64, allow_zero: bool) -> Result<u64, SpecError> {
+        if !v.is_finite() || v < 0.0 || (!allow_zero && v == 0.0) {
+            let what = if allow_zero {
+                "zero or more"
+            } else {
+                "more than zero"
+            };
+            return Err(self.err(key, format!("must be {what} seconds, got {v}")));
+        }
+        if v > 7.0 * 86400.0 {
+            return Err(self.err(key, format!("{v} s is more than a week")));
+        }
+        Ok((v * 1e9).round() as u64)
+    }
+}
+
+/// Validate a raw spec. `origin` is the file or preset name used in errors
+/// and as the default campaign name.
+pub fn validate(raw: RawSpec, origin: &str) -> Result<Spec, SpecError> {
+    let cx = Ctx { origin };
+    let name = raw.name.clone().unwrap_or_else(|| {
+        std::path::Path::new(origin)
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "experiment".into())
+    });
+    if name.trim().is_empty() {
+        return Err(cx.err("name", "must not be empty"));
+    }
+    let repetitions = match raw.repetitions {
+        None => 3,
+        Some(r) if (1..=100_000).contains(&r) => r as u32,
+        Some(r) => {
+            return Err(cx.err(
+                "repetitions",
+                format!("must be between 1 and 100000, got {r}"),
+            ));
+        }
+    };
+    let order = match raw.order.as_deref() {
+        None | Some("shuffled") => Order::Shuffled,
+        Some("sequential") => Order::Sequential,
+        Some(o) => {
+            return Err(cx.err(
+                "order",
+                format!("unknown order \"{o}\"; allowed: shuffled, sequential"),
+            ));
+        }
+    };
+    let seed = match raw.seed {
+        None => None,
+        Some(s) if s >= 0 => Some(s as u64),
+        Some(s) => return Err(cx.err("seed", format!("must be zero or positive, got {s}"))),
+    };
+    let timeout_ns = cx.seconds("timeout_s", raw.timeout_s.unwrap_or(600.0), false)?;
+    let cooldown_ns = cx.seconds("cooldown_s", raw.cooldown_s.unwrap_or(0.5), true)?;
+    let scale = raw.scale.unwrap_or(1.0);
+    if !(scale.is_finite() && scale > 0.0 && scale <= 1000.0) {
+        return Err(cx.err(
+            "scale",
+            format!("must be more than 0 and at most 1000, got {scale}"),
+        ));
+    }
+    let workdir = match raw.workdir.as_deref() {
+        None => None,
+        Some("") => return Err(cx.err("workdir", "must not be empty")),
+        Some(w) => Some(PathBuf::from(w)),
+    };
+
+    let matrix = raw.matrix.clone().unwrap_or_default();
+
+    let policies = match &matrix.policy {
+        None => vec![Policy::Other],
+        Some(list) => {
+            non_empty(&cx, "matrix.policy", list.len())?;
+            let mut out = Vec::new();
+            for p in list {
+                let policy = Policy::parse(p).ok_or_else(|| {
+                    cx.err(
+                        "matrix.policy",
+                        format!("unknown policy \"{p}\"; allowed: {}", Policy::names()),
+                    )
+                })?;
+                push_unique(&cx, "matrix.policy", &mut out, policy, p)?;
+            }
+            out
+        }
+    };
+
+    for (name, w) in &raw.workloads {
+        // Check every defined workload, used or not, so typos surface.
+        build_workload(&cx, name, w)?;
+    }
+    let workload_names = matrix.workload.clone().unwrap_or_else(|| vec!["pi".into()]);
+    non_empty(&cx, "matrix.workload", workload_names.len())?;
+    let mut workloads: Vec<NamedWorkload> = Vec::new();
+    for n in &workload_names {
+        let workload = match raw.workloads.get(n) {
+            Some(w) => build_workload(&cx, n, w)?,
+            None if WORKLOAD_KINDS.contains(&n.as_str()) => {
+                build_workload(&cx, n, &RawWorkload::default())?
+            }
+            None => {
+                let defined: Vec<&str> = raw.workloads.keys().map(|s| s.as_str()).collect();
+                return Err(cx.err(
+                    "matrix.workload",
+                    format!(
+                        "unknown workload \"{n}\"; allowed: {}{}",
+                        WORKLOAD_KINDS.join(", "),
+                        if defined.is_empty() {
+                            String::new()
+                        } else {
+                            format!(", or one defined under [workloads]: {}", defined.join(", "))
+                        }
+                    ),
+                ));
+            }
+        };
+        if workloads.iter().any(|w| &w.name == n) {
+            return Err(cx.err("matrix.workload", format!("\"{n}\" is listed twice")));
+        }
+        workloads.push(NamedWorkload {
+            name: n.clone(),
+            workload,
+        });
+    }
+
+    let processes = match &matrix.processes {
+        None => vec![1],
+        Some(list) => {
+            non_empty(&cx, "matrix.processes", list.len())?;
+            let mut out = Vec::new();
+            for &p in list {
+                if !(1..=MAX_PROCESSES).contains(&p) {
+                    return Err(cx.err(
+                        "matrix.processes",
+                        format!("each count must be between 1 and {MAX_PROCESSES}, got {p}"),
+                    ));
+                }
+                push_unique(&cx, "matrix.processes", &mut out, p as u32, &p.to_string())?;
+            }
+            out
+        }
+    };
+
+    for (name, p) in &raw.priorities {
+        build_priorities(&cx, name, p)?;
+    }
+    let priority_names = matrix
+        .priorities
+        .clone()
+        .unwrap_or_else(|| vec!["uniform".into()]);
+    non_empty(&cx, "matrix.priorities", priority_names.len())?;
+    let mut priorities: Vec<PriorityMode> = Vec::new();
+    for n in &priority_names {
+        let assignment = match raw.priorities.get(n) {
+            Some(p) => build_priorities(&cx, n, p)?,
+            None => builtin_priorities(n).ok_or_else(|| {
+                let defined: Vec<&str> = raw.priorities.keys().map(|s| s.as_str()).collect();
+                cx.err(
+                    "matrix.priorities",
+                    format!(
+                        "unknown priority mode \"{n}\"; allowed: uniform, spread, nonuniform{}",
+                        if defined.is_empty() {
+                            String::new()
+                        } else {
+                            format!(
+                                ", or one defined under [priorities]: {}",
+                                defined.join(", ")
+                            )
+                        }
+                    ),
+                )
+            })?,
+        };
+        if priorities.iter().any(|p| &p.name == n) {
+            return Err(cx.err("matrix.priorities", format!("\"{n}\" is listed twice")));
+        }
+        priorities.push(PriorityMode {
+            name: n.clone(),
+            assignment,
+        });
+    }
+
+    let cpus = match &matrix.cpus {
+        None => vec![Cpus::All],
+        Some(list) => {
+            non_empty(&cx, "matrix.cpus", list.len())?;
+            let mut out = Vec::new();
+            for c in list {
+                let parsed = Cpus::parse(c).map_err(|m| cx.err("matrix.cpus", m))?;
+                if out.contains(&parsed) {
+                    return Err(cx.err("matrix.cpus", format!("\"{c}\" is listed twice")));
+                }
+                out.push(parsed);
+            }
+            out
+        }
+    };
+
+    let deadline = build_deadline(&cx, &raw)?;
+
+    Ok(Spec {
+        name,
+        description: raw.description.clone().unwrap_or_default(),
+        repetitions,
+        order,
+        seed,
+        timeout_ns,
+        cooldown_ns,
+        workdir,
+        scale,
+        policies,
+        workloads,
+        processes,
+        priorities,
+        cpus,
+        deadline,
+    })
+}
+
+fn non_empty(cx: &Ctx, key: &str, len: usize) -> Result<(), SpecError> {
+    if len == 0 {
+        return Err(cx.err(key, "must list at least one value"));
+    }
+    Ok(())
+}
+
+fn push_unique<T: PartialEq>(
+    cx: &Ctx,
+    key: &str,
+    out: &mut Vec<T>,
+    v: T,
+    shown: &str,
+) -> Result<(), SpecError> {
+    if out.contains(&v) {
+        return Err(cx.err(key, format!("\"{shown}\" is listed twice")));
+    }
+    out.push(v);
+    Ok(())
+}
+
+/// The keys each workload kind takes, for "not a parameter of" errors.
+fn allowed_keys(kind: &str) -> &'static [&'static str] {
+    match kind {
+        "pi" => &["kind", "iterations", "duration_s"],
+        "copy" => &["kind", "bytes", "chunk_bytes", "sync", "duration_s"],
+        "mixed" => &[
+            "kind",
+            "rounds",
+            "iterations",
+            "bytes",
+            "chunk_bytes",
+            "sync",
+            "duration_s",
+        ],
+        "matmul" => &["kind", "n", "multiplies", "duration_s"],
+        "hash" => &["kind", "hashes", "rounds", "duration_s"],
+        _ => &[],
+    }
+}
+
+fn given_keys(w: &RawWorkload) -> Vec<&'static str> {
+    let mut keys = Vec::new();
+    let mut add = |present: bool, k: &'static str| {
+        if present {
+            keys.push(k)
+        }
+    };
+    add(w.kind.is_some(), "kind");
+    add(w.duration_s.is_some(), "duration_s");
+    add(w.iterations.is_some(), "iterations");
+    add(w.bytes.is_some(), "bytes");
+    add(w.chunk_bytes.is_some(), "chunk_bytes");
+    add(w.sync.is_some(), "sync");
+    add(w.rounds.is_some(), "rounds");
+    add(w.n.is_some(), "n");
+    add(w.multiplies.is_some(), "multiplies");
+    add(w.hashes.is_some(), "hashes");
+    keys
+}
+
+fn build_workload(cx: &Ctx, name: &str, w: &RawWorkload) -> Result<Workload, SpecError> {
+    let base = format!("workloads.{name}");
+    let kind = w.kind.clone().unwrap_or_else(|| name.to_string());
+    if !WORKLOAD_KINDS.contains(&kind.as_str()) {
+        let key = if w.kind.is_some() {
+            format!("{base}.kind")
+        } else {
+            base.clone()
+        };
+        return Err(cx.err(
+            key,
+            format!(
+                "unknown workload kind \"{kind}\"; allowed: {} (set `kind` when the table's name is not a kind)",
+                WORKLOAD_KINDS.join(", ")
+            ),
+        ));
+    }
+    let allowed = allowed_keys(&kind);
+    for k in given_keys(w) {
+        if !allowed.contains(&k) {
+            return Err(cx.err(
+                format!("{base}.{k}"),
+                format!(
+                    "not a parameter of a {kind} workload; its parameters: {}",
+                    allowed[1..].join(", ")
+                ),
+            ));
+        }
+    }
+    let key = |k: &str| format!("{base}.{k}");
+    let duration = match w.duration_s {
+        Some(d) => Some(cx.seconds(&key("duration_s"), d, false)?),
+        None => None,
+    };
+    // Fixed work or fixed duration, never both.
+    let stop = |amount_key: &str, amount: Option<i64>, default: u64| -> Result<Stop, SpecError> {
+        match (amount, duration) {
+            (Some(_), Some(_)) => Err(cx.err(
+                key(amount_key),
+                format!(
+                    "give either {amount_key} (fixed work) or duration_s (fixed time), not both"
+                ),
+            )),
+            (None, Some(d)) => Ok(Stop::DurationNs(d)),
+            (Some(a), None) => Ok(Stop::Work(cx.positive(&key(amount_key), a)?)),
+            (None, None) => Ok(Stop::Work(default)),
+        }
+    };
+    let sync = || -> Result<SyncMode, SpecError> {
+        Ok(match w.sync.as_deref() {
+            None | Some("none") => SyncMode::None,
+            Some("fsync_end") => SyncMode::FsyncEnd,
+            Some("fsync_each") => SyncMode::FsyncEach,
+            Some("direct") => SyncMode::Direct,
+            Some(s) => {
+                return Err(cx.err(
+                    key("sync"),
+                    format!("unknown sync mode \"{s}\"; allowed: {SYNC_MODES}"),
+                ));
+            }
+        })
+    };
+    let chunk = |bytes: Option<u64>| -> Result<u64, SpecError> {
+        let c = cx.positive(&key("chunk_bytes"), w.chunk_bytes.unwrap_or(1024))?;
+        if c > 64 << 20 {
+            return Err(cx.err(
+                key("chunk_bytes"),
+                format!("at most 67108864 (64 MiB), got {c}"),
+            ));
+        }
+        if let Some(b) = bytes
+            && c > b
+        {
+            return Err(cx.err(
+                key("chunk_bytes"),
+                format!("{c} is larger than bytes = {b}"),
+            ));
+        }
+        Ok(c)
+    };
+    let positive_or = |k: &str, v: Option<i64>, default: u64| -> Result<u64, SpecError> {
+        match v {
+            Some(v) => cx.positive(&key(k), v),
+            None => Ok(default),
+        }
+    };
+    Ok(match kind.as_str() {
+        "pi" => Workload::Pi(PiParams {
+            stop: stop("iterations", w.iterations, 100_000_000)?,
+        }),
+        "copy" => {
+            let stop = stop("bytes", w.bytes, 1_024_000)?;
+            let chunk_bytes = chunk(match stop {
+                Stop::Work(b) => Some(b),
+                Stop::DurationNs(_) => None,
+            })?;
+            let sync = sync()?;
+            check_direct(cx, &key("chunk_bytes"), sync, chunk_bytes)?;
+            Workload::Copy(CopyParams {
+                stop,
+                chunk_bytes,
+                sync,
+            })
+        }
+        "mixed" => {
+            let copy_bytes = positive_or("bytes", w.bytes, 1_024_000)?;
+            let chunk_bytes = chunk(Some(copy_bytes))?;
+            let sync = sync()?;
+            check_direct(cx, &key("chunk_bytes"), sync, chunk_bytes)?;
+            Workload::Mixed(MixedParams {
+                stop: stop("rounds", w.rounds, 10)?,
+                pi_iterations: positive_or("iterations", w.iterations, 100_000_000)?,
+                copy_bytes,
+                chunk_bytes,
+                sync,
+            })
+        }
+        "matmul" => {
+            let n = positive_or("n", w.n, 100)?;
+            if n > 8192 {
+                return Err(cx.err(
+                    key("n"),
+                    format!("at most 8192 (three n×n matrices of f64), got {n}"),
+                ));
+            }
+            Workload::Matmul(MatmulParams {
+                n,
+                stop: stop("multiplies", w.multiplies, 1)?,
+            })
+        }
+        "hash" => {
+            let rounds = positive_or("rounds", w.rounds, 16)?;
+            if rounds > 1_000_000 {
+                return Err(cx.err(
+                    key("rounds"),
+                    format!("at most 1000000 SHA-256 rounds per hash, got {rounds}"),
+                ));
+            }
+            Workload::Hash(HashParams {
+                stop: stop("hashes", w.hashes, 2_000_000)?,
+                rounds: rounds as u32,
+            })
+        }
+        _ => unreachable!("kind checked against WORKLOAD_KINDS above"),
+    })
+}
+
+fn check_direct(cx: &Ctx, key: &str, sync: SyncMode, chunk: u64) -> Result<(), SpecError> {
+    if sync == SyncMode::Direct && chunk % 4096 != 0 {
+        return Err(cx.err(
+            key,
+            format!("sync = \"direct\" (O_DIRECT) needs a multiple of 4096, got {chunk}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Priority modes available without a `[priorities]` table.
+fn builtin_priorities(name: &str) -> Option<Assignment> {
+    match name {
+        "uniform" => Some(Assignment::Uniform {
+            nice: 0,
+            rt_priority: 50,
+        }),
+        "spread" | "nonuniform" => Some(Assignment::Spread {
+            nice: (-10, 10),
+            rt_priority: (1, 99),
+        }),
+        _ => None,
+    }
+}
+
+fn build_priorities(cx: &Ctx, name: &str, p: &RawPriorities) -> Result<Assignment, SpecError> {
+    let base = format!("priorities.{name}");
+    let mode = match p.mode.as_deref() {
+        Some(m) => m.to_string(),
+        None => match builtin_priorities(name) {
+            Some(a) => a.mode_name().to_string(),
+            None => {
+                return Err(cx.err(
+                    format!("{base}.mode"),
+                    "missing; allowed: uniform, spread, list",
+                ));
+            }
+        },
+    };
+    let defaults = match mode.as_str() {
+        "uniform" => builtin_priorities("uniform"),
+        "spread" => builtin_priorities("spread"),
+        "list" => None,
+        m => {
+            return Err(cx.err(
+                format!("{base}.mode"),
+                format!("unknown mode \"{m}\"; allowed: uniform, spread, list"),
+            ));
+        }
+    };
+    let check = |key: &str, v: i64, lo: i32, hi: i32| -> Result<i32, SpecError> {
+        if v < lo as i64 || v > hi as i64 {
+            return Err(cx.err(
+                format!("{base}.{key}"),
+                format!("{v} is out of range {lo}..{hi}"),
+            ));
+        }
+        Ok(v as i32)
+    };
+    let range_of = |key: &str| {
+        if key == "nice" {
+            (NICE_MIN, NICE_MAX)
+        } else {
+            (RT_MIN, RT_MAX)
+        }
+    };
+    match mode.as_str() {
+        "uniform" => {
+            let Some(Assignment::Uniform {
+                nice: dn,
+                rt_priority: dr,
+            }) = defaults
+            else {
+                unreachable!()
+            };
+            let one = |key: &str, v: &Option<IntOrList>, d: i32| -> Result<i32, SpecError> {
+                let (lo, hi) = range_of(key);
+                match v {
+                    None => Ok(d),
+                    Some(IntOrList::Int(x)) => check(key, *x, lo, hi),
+                    Some(IntOrList::List(_)) => Err(cx.err(
+                        format!("{base}.{key}"),
+                        "mode \"uniform\" takes one integer, not a list",
+                    )),
+                }
+            };
+            Ok(Assignment::Uniform {
+                nice: one("nice", &p.nice, dn)?,
+                rt_priority: one("rt_priority", &p.rt_priority, dr)?,
+            })
+        }
+        "spread" => {
+            let Some(Assignment::Spread {
+                nice: dn,
+                rt_priority: dr,
+            }) = defaults
+            else {
+                unreachable!()
+            };
+            let pair = |key: &str,
+                        v: &Option<IntOrList>,
+                        d: (i32, i32)|
+             -> Result<(i32, i32), SpecError> {
+                let (lo, hi) = range_of(key);
+                match v {
+                    None => Ok(d),
+                    Some(IntOrList::List(l)) if l.len() == 2 => {
+                        Ok((check(key, l[0], lo, hi)?, check(key, l[1], lo, hi)?))
+                    }
+                    _ => Err(cx.err(
+                        format!("{base}.{key}"),
+                        "mode \"spread\" takes a range [first, last], e.g. [-10, 10]",
+                    )),
+                }
+            };
+            Ok(Assignment::Spread {
+                nice: pair("nice", &p.nice, dn)?,
+                rt_priority: pair("rt_priority", &p.rt_priority, dr)?,
+            })
+        }
+        _ => {
+            let list = |key: &str, v: &Option<IntOrList>, d: i32| -> Result<Vec<i32>, SpecError> {
+                let (lo, hi) = range_of(key);
+                match v {
+                    None => Ok(vec![d]),
+                    Some(IntOrList::Int(x)) => Ok(vec![check(key, *x, lo, hi)?]),
+                    Some(IntOrList::List(l)) if !l.is_empty() => {
+                        l.iter().map(|x| check(key, *x, lo, hi)).collect()
+                    }
+                    Some(IntOrList::List(_)) => {
+                        Err(cx.err(format!("{base}.{key}"), "the list must not be empty"))
+                    }
+                }
+            };
+            if p.nice.is_none() && p.rt_priority.is_none() {
+                return Err(cx.err(
+                    &base,
+                    "mode \"list\" needs nice = [...] and/or rt_priority = [...]",
+                ));
+            }
+            Ok(Assignment::List {
+                nice: list("nice", &p.nice, 0)?,
+                rt_priority: list("rt_priority", &p.rt_priority, 50)?,
+            })
+        }
+    }
+}
+
+fn build_deadline(cx: &Ctx, raw: &RawSpec) -> Result<Deadline, SpecError> {
+    let d = raw.deadline.clone().unwrap_or_default();
+    let period_us = match d.period_us {
+        None => 10_000,
+        Some(p) => cx.positive("deadline.period_us", p)?,
+    };
+    let deadline_us = match d.deadline_us {
+        None => period_us,
+        Some(x) => cx.positive("deadline.deadline_us", x)?,
+    };
+    let runtime_us = match &d.runtime_us {
+        None => None,
+        Some(toml::Value::String(s)) if s == "auto" => None,
+        Some(toml::Value::Integer(r)) => Some(cx.positive("deadline.runtime_us", *r)?),
+        Some(v) => {
+            return Err(cx.err(
+                "deadline.runtime_us",
+                format!("must be \"auto\" or a positive integer of µs, got {v}"),
+            ));
+        }
+    };
+    if deadline_us > period_us {
+        return Err(cx.err(
+            "deadline.deadline_us",
+            format!("SCHED_DEADLINE needs runtime ≤ deadline ≤ period; deadline {deadline_us} µs > period {period_us} µs"),
+        ));
+    }
+    if let Some(r) = runtime_us
+        && r > deadline_us
+    {
+        return Err(cx.err(
+            "deadline.runtime_us",
+            format!("SCHED_DEADLINE needs runtime ≤ deadline ≤ period; runtime {r} µs > deadline {deadline_us} µs"),
+        ));
+    }
+    if period_us > 4_000_000 {
+        return Err(cx.err("deadline.period_us", format!("at most 4000000 µs (the kernel's sched_deadline_period_max_us default), got {period_us}")));
+    }
+    Ok(Deadline {
+        runtime_ns: runtime_us.map(|r| r * 1000),
+        deadline_ns: deadline_us * 1000,
+        period_ns: period_us * 1000,
+    })
+}

@@ -1,0 +1,478 @@
+//! The SQLite store: the only module that speaks SQL. One file holds every
+//! campaign; every finished run is committed in its own transaction the
+//! moment it ends, so a crash or Ctrl-C loses at most the run in progress.
+
+mod schema;
+
+use anyhow::{Context, Result, bail};
+use rusqlite::{Connection, OptionalExtension, params};
+use sha2::{Digest, Sha256};
+use std::collections::HashSet;
+use std::path::Path;
+
+use crate::record::{RunRecord, RunStatus};
+use crate::spec::Spec;
+use crate::sys::envinfo::EnvSnapshot;
+
+pub use schema::MIGRATIONS;
+
+pub struct Store {
+    conn: Connection,
+}
+
+/// A campaign row.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Campaign {
+    pub id: i64,
+    pub name: String,
+    pub seed: u64,
+    pub scale: f64,
+    pub planned_runs: u64,
+    pub created_unix_ms: i64,
+}
+
+/// A campaign with its progress, for listings.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct CampaignSummary {
+    pub campaign: Campaign,
+    pub ok: u64,
+    pub failed: u64,
+    pub timed_out: u64,
+    pub skipped: u64,
+}
+
+/// One row of an export: one process of one run (or one row for a run
+/// without processes, such as a skipped one).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ExportRow {
+    pub campaign: i64,
+    pub campaign_name: String,
+    pub run: i64,
+    pub run_key: String,
+    pub seq: i64,
+    pub policy: String,
+    pub workload: String,
+    pub workload_kind: String,
+    pub processes: i64,
+    pub priority_mode: String,
+    pub cpus: String,
+    pub rep: i64,
+    pub scale: f64,
+    pub status: String,
+    pub reason: String,
+    pub makespan_ns: Option<i64>,
+    pub cpu_util: Option<f64>,
+    pub process_index: Option<i64>,
+    pub pid: Option<i64>,
+    pub nice: Option<i64>,
+    pub rt_priority: Option<i64>,
+    pub start_ns: Option<i64>,
+    pub end_ns: Option<i64>,
+    pub wall_ns: Option<i64>,
+    pub utime_us: Option<i64>,
+    pub stime_us: Option<i64>,
+    pub nvcsw: Option<i64>,
+    pub nivcsw: Option<i64>,
+    pub minflt: Option<i64>,
+    pub majflt: Option<i64>,
+    pub maxrss_kb: Option<i64>,
+    pub run_ns: Option<i64>,
+    pub wait_ns: Option<i64>,
+    pub timeslices: Option<i64>,
+    pub work: Option<i64>,
+    pub work_unit: Option<String>,
+    pub exit: Option<String>,
+}
+
+/// The identity of a campaign: a hash of the validated spec. The same spec
+/// (and scale, and seed if one was given) resumes the same campaign.
+pub fn identity(spec: &Spec) -> String {
+    let json = serde_json::to_string(spec).expect("a spec always serialises");
+    let digest = Sha256::digest(json.as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn i(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+impl Store {
+    /// Open (creating if needed) the database at `path` and bring its schema
+    /// up to date.
+    pub fn open(path: &Path) -> Result<Store> {
+        if let Some(dir) = path.parent()
+            && !dir.as_os_str().is_empty()
+            && !dir.exists()
+        {
+            bail!(
+                "cannot create database {}: directory {} does not exist",
+                path.display(),
+                dir.display()
+            );
+        }
+        let conn = Connection::open(path)
+            .with_context(|| format!("cannot open database {}", path.display()))?;
+        let mut store = Store { conn };
+        store
+            .configure()
+            .with_context(|| format!("cannot use database {}", path.display()))?;
+        Ok(store)
+    }
+
+    /// Open an existing database read-only for export and reports.
+    pub fn open_existing(path: &Path) -> Result<Store> {
+        if !path.exists() {
+            bail!(
+                "database {} does not exist (run `schedlab run` first, or pass --db)",
+                path.display()
+            );
+        }
+        Store::open(path)
+    }
+
+    fn configure(&mut self) -> Result<()> {
+        self.conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        let mode: String = self
+            .conn
+            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+        if mode != "wal" && mode != "memory" {
+            bail!("SQLite could not switch to WAL mode (journal_mode is {mode})");
+        }
+        self.conn
+            .execute_batch("PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;")?;
+        let version: i64 = self
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        let known = MIGRATIONS.len() as i64;
+        if version > known {
+            bail!(
+                "the database has schema version {version}, newer than this schedlab understands ({known}); upgrade schedlab"
+            );
+        }
+        for (n, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+            let tx = self.conn.transaction()?;
+            tx.execute_batch(sql)
+                .with_context(|| format!("schema migration {}", n + 1))?;
+            tx.pragma_update(None, "user_version", (n + 1) as i64)?;
+            tx.commit()?;
+        }
+        Ok(())
+    }
+
+    pub fn schema_version(&self) -> Result<i64> {
+        Ok(self
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))?)
+    }
+
+    /// The campaign of this spec, if one exists already.
+    pub fn find_campaign(&self, spec: &Spec) -> Result<Option<Campaign>> {
+        let id = identity(spec);
+        self.conn
+            .query_row(
+                "SELECT id, name, seed, scale, planned_runs, created_unix_ms FROM campaigns WHERE identity = ?1",
+                [&id],
+                campaign_from_row,
+            )
+            .optional()
+            .context("reading campaigns")
+    }
+
+    /// Create the campaign of this spec with its seed and run count.
+    pub fn create_campaign(
+        &mut self,
+        spec: &Spec,
+        spec_toml: &str,
+        overrides: &[String],
+        seed: u64,
+        planned_runs: usize,
+    ) -> Result<Campaign> {
+        let now = unix_ms();
+        self.conn.execute(
+            "INSERT INTO campaigns (name, description, identity, seed, scale, planned_runs, spec_json, spec_toml,
+                                    overrides, created_unix_ms, schedlab_version)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            params![
+                spec.name,
+                spec.description,
+                identity(spec),
+                i(seed),
+                spec.scale,
+                planned_runs as i64,
+                serde_json::to_string(spec)?,
+                spec_toml,
+                serde_json::to_string(overrides)?,
+                now,
+                env!("CARGO_PKG_VERSION"),
+            ],
+        )?;
+        Ok(Campaign {
+            id: self.conn.last_insert_rowid(),
+            name: spec.name.clone(),
+            seed,
+            scale: spec.scale,
+            planned_runs: planned_runs as u64,
+            created_unix_ms: now,
+        })
+    }
+
+    /// Keys of the runs of a campaign that are stored (finished).
+    pub fn finished_keys(&self, campaign_id: i64) -> Result<HashSet<String>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT run_key FROM runs WHERE campaign_id = ?1")?;
+        let keys = stmt
+            .query_map([campaign_id], |r| r.get::<_, String>(0))?
+            .collect::<rusqlite::Result<HashSet<_>>>()?;
+        Ok(keys)
+    }
+
+    /// Forget the runs of a campaign with these statuses so they run again.
+    pub fn forget_runs(&mut self, campaign_id: i64, statuses: &[RunStatus]) -> Result<usize> {
+        let tx = self.conn.transaction()?;
+        let mut n = 0;
+        for s in statuses {
+            n += tx.execute(
+                "DELETE FROM runs WHERE campaign_id = ?1 AND status = ?2",
+                params![campaign_id, s.as_str()],
+            )?;
+        }
+        tx.commit()?;
+        Ok(n)
+    }
+
+    fn environment_id(tx: &rusqlite::Transaction, env: &EnvSnapshot) -> Result<i64> {
+        // The fingerprint leaves out what changes from run to run (load).
+        let mut stable = env.clone();
+        stable.load_avg_1m = None;
+        let json = serde_json::to_string(&stable)?;
+        let fingerprint: String = Sha256::digest(json.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        if let Some(id) = tx
+            .query_row(
+                "SELECT id FROM environments WHERE fingerprint = ?1",
+                [&fingerprint],
+                |r| r.get(0),
+            )
+            .optional()?
+        {
+            return Ok(id);
+        }
+        tx.execute(
+            "INSERT INTO environments (fingerprint, kernel_release, cpu_model, cpus_online, hz, preempt_model,
+                 sched_rt_runtime_us, sched_rt_period_us, sched_rr_timeslice_ms, cgroup_version, virtualization,
+                 schedlab_version, json)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+            params![
+                fingerprint,
+                env.kernel_release,
+                env.cpu_model,
+                env.cpus_online as i64,
+                env.hz,
+                env.preempt_model,
+                env.sched_rt_runtime_us,
+                env.sched_rt_period_us,
+                env.sched_rr_timeslice_ms,
+                env.cgroup_version,
+                env.virtualization,
+                env.schedlab_version,
+                json,
+            ],
+        )?;
+        Ok(tx.last_insert_rowid())
+    }
+
+    /// Store a finished run and its processes in one transaction.
+    pub fn insert_run(&mut self, campaign_id: i64, rec: &RunRecord) -> Result<i64> {
+        let tx = self.conn.transaction()?;
+        let env_id = Self::environment_id(&tx, &rec.env)?;
+        let run = &rec.run;
+        tx.execute(
+            "INSERT INTO runs (campaign_id, run_key, seq, policy, workload, workload_kind, processes, priority_mode,
+                 cpus, cpu_list, rep, status, reason, makespan_ns, cpu_util, started_unix_ms, load_avg_1m,
+                 environment_id, resolved_json)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
+            params![
+                campaign_id,
+                run.key,
+                run.seq as i64,
+                run.policy.name(),
+                run.workload.name,
+                run.workload.workload.kind(),
+                run.processes as i64,
+                run.priorities.name,
+                run.cpus.label(),
+                crate::spec::Cpus::List(rec.cpu_list.clone()).label(),
+                run.rep as i64,
+                rec.status.as_str(),
+                rec.reason,
+                rec.makespan_ns.map(i),
+                rec.cpu_util,
+                rec.started_unix_ms,
+                rec.env.load_avg_1m,
+                env_id,
+                serde_json::to_string(run)?,
+            ],
+        )
+        .with_context(|| format!("storing run {}", run.key))?;
+        let run_id = tx.last_insert_rowid();
+        {
+            let mut stmt = tx.prepare(
+                "INSERT INTO processes (run_id, process_index, pid, policy, nice, rt_priority, dl_runtime_ns,
+                     dl_deadline_ns, dl_period_ns, start_ns, end_ns, wall_ns, utime_us, stime_us, nvcsw, nivcsw,
+                     minflt, majflt, maxrss_kb, run_ns, wait_ns, timeslices, work, work_unit, figures_json, exit,
+                     ok, stderr_tail)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,
+                     ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28)",
+            )?;
+            for p in &rec.processes {
+                stmt.execute(params![
+                    run_id,
+                    p.index as i64,
+                    p.pid as i64,
+                    p.sched.policy.name(),
+                    p.sched.nice,
+                    p.sched.rt_priority,
+                    p.sched.dl_runtime_ns.map(i),
+                    p.sched.dl_deadline_ns.map(i),
+                    p.sched.dl_period_ns.map(i),
+                    p.start_ns.map(i),
+                    p.end_ns.map(i),
+                    i(p.wall_ns),
+                    i(p.utime_us),
+                    i(p.stime_us),
+                    i(p.nvcsw),
+                    i(p.nivcsw),
+                    i(p.minflt),
+                    i(p.majflt),
+                    i(p.maxrss_kb),
+                    p.run_ns.map(i),
+                    p.wait_ns.map(i),
+                    p.timeslices.map(i),
+                    p.work.map(i),
+                    p.work_unit,
+                    serde_json::to_string(&p.figures)?,
+                    p.exit,
+                    p.ok,
+                    p.stderr_tail,
+                ])?;
+            }
+        }
+        tx.commit()
+            .with_context(|| format!("committing run {}", run.key))?;
+        Ok(run_id)
+    }
+
+    /// Every campaign with counts of its runs by status.
+    pub fn campaigns(&self) -> Result<Vec<CampaignSummary>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT c.id, c.name, c.seed, c.scale, c.planned_runs, c.created_unix_ms,
+                    COALESCE(SUM(r.status = 'ok'), 0), COALESCE(SUM(r.status = 'failed'), 0),
+                    COALESCE(SUM(r.status = 'timed_out'), 0), COALESCE(SUM(r.status = 'skipped'), 0)
+             FROM campaigns c LEFT JOIN runs r ON r.campaign_id = c.id
+             GROUP BY c.id ORDER BY c.id",
+        )?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(CampaignSummary {
+                    campaign: campaign_from_row(r)?,
+                    ok: r.get::<_, i64>(6)? as u64,
+                    failed: r.get::<_, i64>(7)? as u64,
+                    timed_out: r.get::<_, i64>(8)? as u64,
+                    skipped: r.get::<_, i64>(9)? as u64,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
+    /// Rows for export: one per process of every run (one per run without
+    /// processes), of one campaign or all, in campaign then run order.
+    pub fn export_rows(&self, campaign: Option<i64>) -> Result<Vec<ExportRow>> {
+        if let Some(id) = campaign {
+            let exists: bool = self.conn.query_row(
+                "SELECT EXISTS (SELECT 1 FROM campaigns WHERE id = ?1)",
+                [id],
+                |r| r.get(0),
+            )?;
+            if !exists {
+                bail!("campaign {id} is not in this database (`schedlab campaigns` lists them)");
+            }
+        }
+        let mut stmt = self.conn.prepare(
+            "SELECT c.id, c.name, r.id, r.run_key, r.seq, r.policy, r.workload, r.workload_kind, r.processes,
+                    r.priority_mode, r.cpus, r.rep, c.scale, r.status, r.reason, r.makespan_ns, r.cpu_util,
+                    p.process_index, p.pid, p.nice, p.rt_priority, p.start_ns, p.end_ns, p.wall_ns, p.utime_us,
+                    p.stime_us, p.nvcsw, p.nivcsw, p.minflt, p.majflt, p.maxrss_kb, p.run_ns, p.wait_ns,
+                    p.timeslices, p.work, p.work_unit, p.exit
+             FROM runs r JOIN campaigns c ON c.id = r.campaign_id
+             LEFT JOIN processes p ON p.run_id = r.id
+             WHERE ?1 IS NULL OR c.id = ?1
+             ORDER BY c.id, r.seq, p.process_index",
+        )?;
+        let rows = stmt
+            .query_map([campaign], |r| {
+                Ok(ExportRow {
+                    campaign: r.get(0)?,
+                    campaign_name: r.get(1)?,
+                    run: r.get(2)?,
+                    run_key: r.get(3)?,
+                    seq: r.get(4)?,
+                    policy: r.get(5)?,
+                    workload: r.get(6)?,
+                    workload_kind: r.get(7)?,
+                    processes: r.get(8)?,
+                    priority_mode: r.get(9)?,
+                    cpus: r.get(10)?,
+                    rep: r.get(11)?,
+                    scale: r.get(12)?,
+                    status: r.get(13)?,
+                    reason: r.get(14)?,
+                    makespan_ns: r.get(15)?,
+                    cpu_util: r.get(16)?,
+                    process_index: r.get(17)?,
+                    pid: r.get(18)?,
+                    nice: r.get(19)?,
+                    rt_priority: r.get(20)?,
+                    start_ns: r.get(21)?,
+                    end_ns: r.get(22)?,
+                    wall_ns: r.get(23)?,
+                    utime_us: r.get(24)?,
+                    stime_us: r.get(25)?,
+                    nvcsw: r.get(26)?,
+                    nivcsw: r.get(27)?,
+                    minflt: r.get(28)?,
+                    majflt: r.get(29)?,
+                    maxrss_kb: r.get(30)?,
+                    run_ns: r.get(31)?,
+                    wait_ns: r.get(32)?,
+                    timeslices: r.get(33)?,
+                    work: r.get(34)?,
+                    work_unit: r.get(35)?,
+                    exit: r.get(36)?,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+}
+
+fn campaign_from_row(r: &rusqlite::Row) -> rusqlite::Result<Campaign> {
+    Ok(Campaign {
+        id: r.get(0)?,
+        name: r.get(1)?,
+        seed: r.get::<_, i64>(2)? as u64,
+        scale: r.get(3)?,
+        planned_runs: r.get::<_, i64>(4)? as u64,
+        created_unix_ms: r.get(5)?,
+    })
+}
+
+pub fn unix_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}

@@ -1,0 +1,111 @@
+//! The database schema as an ordered list of migrations. The database's
+//! `PRAGMA user_version` is the number of migrations applied; each migration
+//! runs in its own transaction, so a crash leaves the schema at a version.
+
+/// Migration `i` brings the schema from version `i` to `i + 1`. Append only:
+/// never edit a migration that has shipped.
+pub const MIGRATIONS: &[&str] = &[
+    // 1: campaigns, runs, processes, environments.
+    r#"
+    CREATE TABLE campaigns (
+        id               INTEGER PRIMARY KEY,
+        name             TEXT NOT NULL,
+        description      TEXT NOT NULL DEFAULT '',
+        identity         TEXT NOT NULL UNIQUE,   -- sha256 of the resolved spec
+        seed             INTEGER NOT NULL,       -- the shuffle seed used
+        scale            REAL NOT NULL,
+        planned_runs     INTEGER NOT NULL,
+        spec_json        TEXT NOT NULL,          -- the validated spec
+        spec_toml        TEXT NOT NULL,          -- the text it came from
+        overrides        TEXT NOT NULL DEFAULT '[]',
+        created_unix_ms  INTEGER NOT NULL,
+        schedlab_version TEXT NOT NULL
+    );
+
+    CREATE TABLE environments (
+        id                    INTEGER PRIMARY KEY,
+        fingerprint           TEXT NOT NULL UNIQUE,
+        kernel_release        TEXT NOT NULL,
+        cpu_model             TEXT NOT NULL,
+        cpus_online           INTEGER NOT NULL,
+        hz                    INTEGER,
+        preempt_model         TEXT NOT NULL,
+        sched_rt_runtime_us   INTEGER,
+        sched_rt_period_us    INTEGER,
+        sched_rr_timeslice_ms INTEGER,
+        cgroup_version        TEXT NOT NULL,
+        virtualization        TEXT NOT NULL,
+        schedlab_version      TEXT NOT NULL,
+        json                  TEXT NOT NULL
+    );
+
+    CREATE TABLE runs (
+        id              INTEGER PRIMARY KEY,
+        campaign_id     INTEGER NOT NULL REFERENCES campaigns(id) ON DELETE CASCADE,
+        run_key         TEXT NOT NULL,
+        seq             INTEGER NOT NULL,
+        policy          TEXT NOT NULL,
+        workload        TEXT NOT NULL,
+        workload_kind   TEXT NOT NULL,
+        processes       INTEGER NOT NULL,
+        priority_mode   TEXT NOT NULL,
+        cpus            TEXT NOT NULL,
+        cpu_list        TEXT NOT NULL,
+        rep             INTEGER NOT NULL,
+        status          TEXT NOT NULL CHECK (status IN ('ok', 'failed', 'timed_out', 'skipped')),
+        reason          TEXT NOT NULL DEFAULT '',
+        makespan_ns     INTEGER,
+        cpu_util        REAL,
+        started_unix_ms INTEGER NOT NULL,
+        load_avg_1m     REAL,
+        environment_id  INTEGER NOT NULL REFERENCES environments(id),
+        resolved_json   TEXT NOT NULL,
+        UNIQUE (campaign_id, run_key)
+    );
+
+    CREATE TABLE processes (
+        run_id        INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        process_index INTEGER NOT NULL,
+        pid           INTEGER NOT NULL,
+        policy        TEXT NOT NULL,
+        nice          INTEGER,
+        rt_priority   INTEGER,
+        dl_runtime_ns INTEGER,
+        dl_deadline_ns INTEGER,
+        dl_period_ns  INTEGER,
+        start_ns      INTEGER,
+        end_ns        INTEGER,
+        wall_ns       INTEGER NOT NULL,
+        utime_us      INTEGER NOT NULL,
+        stime_us      INTEGER NOT NULL,
+        nvcsw         INTEGER NOT NULL,
+        nivcsw        INTEGER NOT NULL,
+        minflt        INTEGER NOT NULL,
+        majflt        INTEGER NOT NULL,
+        maxrss_kb     INTEGER NOT NULL,
+        run_ns        INTEGER,
+        wait_ns       INTEGER,
+        timeslices    INTEGER,
+        work          INTEGER,
+        work_unit     TEXT NOT NULL,
+        figures_json  TEXT NOT NULL,
+        exit          TEXT NOT NULL,
+        ok            INTEGER NOT NULL,
+        stderr_tail   TEXT NOT NULL DEFAULT '',
+        PRIMARY KEY (run_id, process_index)
+    );
+
+    CREATE INDEX runs_by_campaign ON runs (campaign_id, status);
+    "#,
+];
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_migration_applies_in_order() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        for m in super::MIGRATIONS {
+            conn.execute_batch(m).unwrap();
+        }
+    }
+}

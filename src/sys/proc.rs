@@ -1,0 +1,314 @@
+//! Process control for the launcher: pipes, signal masks, waiting with a
+//! timeout, reaping with resource usage, and the monotonic clock.
+//!
+//! The parent blocks SIGCHLD/SIGINT/SIGTERM/SIGHUP for the whole campaign and
+//! takes them synchronously with `sigtimedwait`, so it sleeps in the kernel
+//! while workers run and never races a signal handler. Workers unblock them
+//! in the child before `exec`.
+
+use std::io;
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::time::Duration;
+
+/// Resource usage of a reaped child (`struct rusage` from `wait4`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Usage {
+    pub utime_us: u64,
+    pub stime_us: u64,
+    pub nvcsw: u64,
+    pub nivcsw: u64,
+    pub minflt: u64,
+    pub majflt: u64,
+    pub maxrss_kb: u64,
+}
+
+/// How a child ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    Code(i32),
+    Signal(i32),
+}
+
+impl Exit {
+    pub fn success(self) -> bool {
+        self == Exit::Code(0)
+    }
+
+    pub fn describe(self) -> String {
+        match self {
+            Exit::Code(c) => format!("exit code {c}"),
+            Exit::Signal(s) => format!("killed by signal {s} ({})", signal_name(s)),
+        }
+    }
+}
+
+pub fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGXCPU => "SIGXCPU",
+        _ => "signal",
+    }
+}
+
+/// CLOCK_MONOTONIC in nanoseconds: the one clock parent and workers share.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is valid and writable; CLOCK_MONOTONIC always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// A pipe with both ends close-on-exec: (read, write).
+pub fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0i32; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: pipe2 succeeded, so both are fresh descriptors we now own.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// The signals the launcher takes synchronously.
+pub fn control_signals() -> libc::sigset_t {
+    // SAFETY: sigemptyset/sigaddset initialise and fill a local sigset_t.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for s in [libc::SIGCHLD, libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            libc::sigaddset(&mut set, s);
+        }
+        set
+    }
+}
+
+/// Block `set` in the calling thread (and so in threads it spawns later).
+pub fn block(set: &libc::sigset_t) -> io::Result<()> {
+    // SAFETY: valid sigset pointer; old mask not requested.
+    let rc = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, set, std::ptr::null_mut()) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::from_raw_os_error(rc))
+    }
+}
+
+/// Unblock every signal. Async-signal-safe: used in the child before exec.
+pub fn unblock_all_raw() -> Result<(), i32> {
+    // SAFETY: local sigset initialised by sigemptyset; sigprocmask is
+    // async-signal-safe.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        if libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut()) != 0 {
+            return Err(*libc::__errno_location());
+        }
+    }
+    Ok(())
+}
+
+/// Wait up to `timeout` for one of the blocked signals in `set`.
+/// Returns the signal number, or None on timeout.
+pub fn wait_signal(set: &libc::sigset_t, timeout: Duration) -> Option<i32> {
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
+    loop {
+        // SAFETY: valid sigset and timespec; siginfo not requested.
+        let sig = unsafe { libc::sigtimedwait(set, std::ptr::null_mut(), &ts) };
+        if sig > 0 {
+            return Some(sig);
+        }
+        match io::Error::last_os_error().raw_os_error() {
+            Some(libc::EINTR) => continue,
+            _ => return None, // EAGAIN: timed out
+        }
+    }
+}
+
+/// A pending control signal other than SIGCHLD (Ctrl-C, TERM, HUP), taken
+/// without waiting; SIGCHLDs found on the way are discarded.
+pub fn pending_stop_signal(set: &libc::sigset_t) -> Option<i32> {
+    while let Some(sig) = wait_signal(set, Duration::ZERO) {
+        if sig != libc::SIGCHLD {
+            return Some(sig);
+        }
+    }
+    None
+}
+
+/// A child that has exited but is not reaped yet (WNOWAIT), so that its
+/// /proc/PID files can still be read. None if no child has exited.
+pub fn exited_child() -> io::Result<Option<i32>> {
+    // SAFETY: zeroed siginfo is valid; waitid fills it.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    let rc = unsafe {
+        libc::waitid(
+            libc::P_ALL,
+            0,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        )
+    };
+    if rc != 0 {
+        let err = io::Error::last_os_error();
+        if err.raw_os_error() == Some(libc::ECHILD) {
+            return Ok(None);
+        }
+        return Err(err);
+    }
+    // SAFETY: waitid succeeded; si_pid is valid for SIGCHLD siginfo (0 if none).
+    let pid = unsafe { info.si_pid() };
+    Ok(if pid == 0 { None } else { Some(pid) })
+}
+
+fn usage_from(ru: &libc::rusage) -> Usage {
+    let tv_us = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64;
+    Usage {
+        utime_us: tv_us(ru.ru_utime),
+        stime_us: tv_us(ru.ru_stime),
+        nvcsw: ru.ru_nvcsw as u64,
+        nivcsw: ru.ru_nivcsw as u64,
+        minflt: ru.ru_minflt as u64,
+        majflt: ru.ru_majflt as u64,
+        maxrss_kb: ru.ru_maxrss as u64,
+    }
+}
+
+/// Resource usage of the calling process so far (`getrusage(RUSAGE_SELF)`).
+pub fn self_usage() -> Usage {
+    // SAFETY: zeroed rusage is valid; getrusage fills it and cannot fail for
+    // RUSAGE_SELF with a valid pointer.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    usage_from(&ru)
+}
+
+impl Usage {
+    /// What happened between `earlier` and `self` (max RSS is kept as is:
+    /// it is a high-water mark, not a counter).
+    pub fn since(&self, earlier: &Usage) -> Usage {
+        Usage {
+            utime_us: self.utime_us.saturating_sub(earlier.utime_us),
+            stime_us: self.stime_us.saturating_sub(earlier.stime_us),
+            nvcsw: self.nvcsw.saturating_sub(earlier.nvcsw),
+            nivcsw: self.nivcsw.saturating_sub(earlier.nivcsw),
+            minflt: self.minflt.saturating_sub(earlier.minflt),
+            majflt: self.majflt.saturating_sub(earlier.majflt),
+            maxrss_kb: self.maxrss_kb,
+        }
+    }
+}
+
+/// Reap `pid` with `wait4`, returning how it ended and its resource usage.
+pub fn reap(pid: i32) -> io::Result<(Exit, Usage)> {
+    let mut status = 0;
+    // SAFETY: zeroed rusage is valid; wait4 fills it.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+        if rc == pid {
+            break;
+        }
+        let err = io::Error::last_os_error();
+        if err.raw_os_error() != Some(libc::EINTR) {
+            return Err(err);
+        }
+    }
+    let exit = if libc::WIFEXITED(status) {
+        Exit::Code(libc::WEXITSTATUS(status))
+    } else {
+        Exit::Signal(libc::WTERMSIG(status))
+    };
+    Ok((exit, usage_from(&ru)))
+}
+
+/// Send `sig` to `pid`; a process that is already gone is not an error.
+pub fn kill(pid: i32, sig: i32) {
+    // SAFETY: kill has no memory arguments.
+    unsafe { libc::kill(pid, sig) };
+}
+
+/// Ask the kernel to SIGKILL the calling process when its parent dies, so no
+/// worker outlives a schedlab that was killed. Async-signal-safe.
+pub fn die_with_parent_raw() -> Result<(), i32> {
+    // SAFETY: prctl with integer arguments only.
+    let rc = unsafe {
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        // SAFETY: reading errno of this thread.
+        Err(unsafe { *libc::__errno_location() })
+    }
+}
+
+/// Put the calling process in a process group of its own, so a Ctrl-C typed
+/// at the terminal reaches schedlab (which stops the run cleanly) and not the
+/// workers directly. Async-signal-safe.
+pub fn own_process_group_raw() -> Result<(), i32> {
+    // SAFETY: setpgid with integer arguments only.
+    if unsafe { libc::setpgid(0, 0) } == 0 {
+        Ok(())
+    } else {
+        // SAFETY: reading errno of this thread.
+        Err(unsafe { *libc::__errno_location() })
+    }
+}
+
+/// `dup2(fd, target)`; the copy is not close-on-exec. Async-signal-safe.
+pub fn dup2_raw(fd: i32, target: i32) -> Result<(), i32> {
+    // SAFETY: dup2 with integer arguments only.
+    if unsafe { libc::dup2(fd, target) } == target {
+        Ok(())
+    } else {
+        // SAFETY: reading errno of this thread.
+        Err(unsafe { *libc::__errno_location() })
+    }
+}
+
+/// Whether standard error is a terminal.
+pub fn stderr_is_tty() -> bool {
+    // SAFETY: isatty has no memory arguments.
+    unsafe { libc::isatty(2) == 1 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn monotonic_clock_advances() {
+        let a = monotonic_ns();
+        std::thread::sleep(Duration::from_millis(2));
+        assert!(monotonic_ns() >= a + 2_000_000);
+    }
+
+    #[test]
+    fn exit_descriptions() {
+        assert!(Exit::Code(0).success());
+        assert_eq!(Exit::Signal(9).describe(), "killed by signal 9 (SIGKILL)");
+        assert_eq!(Exit::Code(3).describe(), "exit code 3");
+    }
+}

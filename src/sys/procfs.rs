@@ -1,0 +1,162 @@
+//! procfs parsing: pure parsers over file contents, plus thin readers that
+//! fetch the text and hand it to them.
+
+use std::io;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+/// `/proc/PID/schedstat`: CPU time, time spent runnable but waiting for a
+/// CPU, and the number of times the task was scheduled in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct SchedStat {
+    /// `sum_exec_runtime`, nanoseconds on a CPU.
+    pub run_ns: u64,
+    /// `run_delay`, nanoseconds waiting on a run queue.
+    pub wait_ns: u64,
+    /// `pcount`, number of timeslices run on a CPU.
+    pub timeslices: u64,
+}
+
+/// Parses `"<sum_exec_runtime ns> <run_delay ns> <pcount>\n"`.
+///
+/// The first three whitespace-separated fields must be unsigned integers;
+/// fields after them (none today) are ignored so a future kernel that
+/// appends one still parses.
+pub fn parse_schedstat(text: &str) -> Option<SchedStat> {
+    let mut fields = text.split_ascii_whitespace();
+    let run_ns = fields.next()?.parse().ok()?;
+    let wait_ns = fields.next()?.parse().ok()?;
+    let timeslices = fields.next()?.parse().ok()?;
+    Some(SchedStat {
+        run_ns,
+        wait_ns,
+        timeslices,
+    })
+}
+
+/// Reads and parses a schedstat file (`/proc/PID/schedstat` or
+/// `/proc/PID/task/TID/schedstat`).
+pub fn read_schedstat_at(path: &Path) -> io::Result<SchedStat> {
+    let text = std::fs::read_to_string(path)?;
+    parse_schedstat(&text).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("unexpected content in {}: {:?}", path.display(), text),
+        )
+    })
+}
+
+/// `/proc/PID/schedstat`. Still readable for a zombie (exited, not yet
+/// reaped) child, which is how totals of a finished process are collected.
+pub fn read_schedstat(pid: i32) -> io::Result<SchedStat> {
+    read_schedstat_at(Path::new(&format!("/proc/{pid}/schedstat")))
+}
+
+/// Parses a file holding one (possibly negative) integer, such as a sysctl
+/// (`sched_rt_runtime_us` is -1 when RT throttling is disabled).
+pub fn parse_i64_text(text: &str) -> Option<i64> {
+    text.trim().parse().ok()
+}
+
+/// Reads a file holding one integer; `None` when missing, unreadable or not
+/// an integer.
+pub fn read_i64_file(path: &Path) -> Option<i64> {
+    parse_i64_text(&std::fs::read_to_string(path).ok()?)
+}
+
+/// Reads a file holding one non-negative integer; `None` when missing,
+/// unreadable, negative or not an integer.
+pub fn read_u64_file(path: &Path) -> Option<u64> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+/// Reads a file's trimmed text; `None` when missing or unreadable.
+pub fn read_trimmed(path: &Path) -> Option<String> {
+    Some(std::fs::read_to_string(path).ok()?.trim().to_string())
+}
+
+/// First field of `/proc/loadavg` (`"0.14 0.12 0.05 1/86 4575"`): the
+/// one-minute load average.
+pub fn parse_loadavg_1m(text: &str) -> Option<f64> {
+    let v: f64 = text.split_ascii_whitespace().next()?.parse().ok()?;
+    v.is_finite().then_some(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_schedstat_line() {
+        assert_eq!(
+            parse_schedstat("123456789 4242 17\n"),
+            Some(SchedStat {
+                run_ns: 123_456_789,
+                wait_ns: 4242,
+                timeslices: 17
+            })
+        );
+    }
+
+    #[test]
+    fn schedstat_tolerates_trailing_fields_but_not_garbage() {
+        assert_eq!(parse_schedstat("1 2 3 4").map(|s| s.timeslices), Some(3));
+        assert_eq!(parse_schedstat(""), None);
+        assert_eq!(parse_schedstat("1 2\n"), None);
+        assert_eq!(parse_schedstat("1 -2 3\n"), None);
+        assert_eq!(parse_schedstat("a b c\n"), None);
+    }
+
+    #[test]
+    fn reads_own_schedstat() {
+        // Burn a little CPU so run time is certainly non-zero.
+        let mut x = 0u64;
+        for i in 0..1_000_000u64 {
+            x = std::hint::black_box(x.wrapping_add(i * i));
+        }
+        std::hint::black_box(x);
+        let s = read_schedstat(std::process::id() as i32).expect("read own schedstat");
+        assert!(s.run_ns > 0, "{s:?}");
+        assert!(s.timeslices > 0, "{s:?}");
+    }
+
+    #[test]
+    fn schedstat_of_missing_pid_is_not_found() {
+        // PIDs are capped by pid_max (at most 2^22), so this one never exists.
+        let err = read_schedstat(i32::MAX).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::NotFound);
+    }
+
+    #[test]
+    fn invalid_schedstat_content_is_invalid_data() {
+        let dir = std::env::temp_dir().join(format!("schedlab-procfs-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("schedstat");
+        std::fs::write(&path, "not a schedstat\n").unwrap();
+        let err = read_schedstat_at(&path).unwrap_err();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidData);
+    }
+
+    #[test]
+    fn integer_files() {
+        assert_eq!(parse_i64_text("950000\n"), Some(950_000));
+        assert_eq!(parse_i64_text(" -1 \n"), Some(-1));
+        assert_eq!(parse_i64_text("max\n"), None);
+        assert_eq!(parse_i64_text(""), None);
+        assert_eq!(
+            read_i64_file(Path::new("/proc/sys/kernel/sched_rt_period_us")).map(|v| v > 0),
+            Some(true)
+        );
+        assert_eq!(read_i64_file(Path::new("/nonexistent/schedlab")), None);
+        assert_eq!(read_u64_file(Path::new("/nonexistent/schedlab")), None);
+    }
+
+    #[test]
+    fn loadavg() {
+        assert_eq!(parse_loadavg_1m("0.14 0.12 0.05 1/86 4575\n"), Some(0.14));
+        assert_eq!(parse_loadavg_1m(""), None);
+        assert_eq!(parse_loadavg_1m("nan 1 1"), None);
+    }
+}

@@ -1,0 +1,118 @@
+//! The worker side: what a re-executed `schedlab __worker` process does. It
+//! was put under its policy, priority and affinity before exec; here it waits
+//! on the start barrier, runs its workload, and leaves its result in a file
+//! for the parent.
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use std::io::Read;
+use std::os::fd::FromRawFd;
+use std::path::PathBuf;
+
+use crate::sys::proc::{Usage, monotonic_ns, self_usage};
+use crate::sys::procfs::{SchedStat, read_schedstat};
+use crate::workload::{WorkContext, WorkOutput, Workload};
+
+/// The descriptor number the barrier's read end is moved to before exec.
+pub const BARRIER_FD: i32 = 3;
+
+/// Environment variable for fault injection in tests:
+/// `abort-worker:N` makes worker N abort right after the barrier.
+pub const FAULT_ENV: &str = "SCHEDLAB_FAULT";
+
+/// What the parent tells a worker (one JSON argument).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WorkerArgs {
+    pub workload: Workload,
+    pub dir: PathBuf,
+    pub index: usize,
+}
+
+/// What a worker reports (the file `result-<index>.json`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WorkerResult {
+    /// CLOCK_MONOTONIC when the barrier opened for this worker and when its
+    /// work ended.
+    pub start_ns: u64,
+    pub end_ns: u64,
+    /// The worker's own counters at those two moments, so that process
+    /// start-up (exec, loading, waiting on the barrier) and exit stay out of
+    /// the measurement.
+    pub usage_start: Usage,
+    pub usage_end: Usage,
+    pub schedstat_start: Option<SchedStat>,
+    pub schedstat_end: Option<SchedStat>,
+    pub output: WorkOutput,
+}
+
+pub fn result_path(dir: &std::path::Path, index: usize) -> PathBuf {
+    dir.join(format!("result-{index}.json"))
+}
+
+pub fn stderr_path(dir: &std::path::Path, index: usize) -> PathBuf {
+    dir.join(format!("stderr-{index}.txt"))
+}
+
+/// Entry point of worker mode. Returns the process exit code.
+pub fn main(json: &str) -> i32 {
+    match run(json) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("worker error: {e:#}");
+            1
+        }
+    }
+}
+
+fn run(json: &str) -> Result<()> {
+    let args: WorkerArgs =
+        serde_json::from_str(json).context("bad worker arguments (this mode is internal)")?;
+    wait_for_barrier()?;
+    let start_ns = monotonic_ns();
+    let usage_start = self_usage();
+    let schedstat_start = read_schedstat(std::process::id() as i32).ok();
+    if let Ok(fault) = std::env::var(FAULT_ENV)
+        && fault == format!("abort-worker:{}", args.index)
+    {
+        eprintln!("fault injection: worker {} aborts", args.index);
+        std::process::abort();
+    }
+    let output = args.workload.run(&WorkContext {
+        dir: args.dir.clone(),
+        index: args.index,
+    })?;
+    let end_ns = monotonic_ns();
+    let usage_end = self_usage();
+    let schedstat_end = read_schedstat(std::process::id() as i32).ok();
+    let result = WorkerResult {
+        start_ns,
+        end_ns,
+        usage_start,
+        usage_end,
+        schedstat_start,
+        schedstat_end,
+        output,
+    };
+    let path = result_path(&args.dir, args.index);
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, serde_json::to_vec(&result)?)
+        .with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+/// Block until the parent closes the barrier's write end (EOF).
+fn wait_for_barrier() -> Result<()> {
+    // SAFETY: the parent dup2'ed the barrier's read end to BARRIER_FD before
+    // exec; this process owns it from here on.
+    let mut barrier = unsafe { std::fs::File::from_raw_fd(BARRIER_FD) };
+    let mut buf = [0u8; 16];
+    loop {
+        match barrier.read(&mut buf) {
+            Ok(0) => return Ok(()),
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e).context("reading the start barrier"),
+        }
+    }
+}

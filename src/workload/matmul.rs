@@ -1,0 +1,215 @@
+//! The matmul workload: dense n×n f64 matrix multiply C = A·B, the classic
+//! FPU- and memory-bandwidth-bound kernel (its cache footprint, 24·n² bytes,
+//! makes it sensitive to migrations and to sharing a core's caches).
+//!
+//! This file owns the deterministic inputs (`matrix_a`, `matrix_b`), the
+//! i-k-j multiply (`multiply`), the checksum identity that verifies it
+//! (`check_product`), and the worker loop. Figures: `mflops`
+//! (2n³·multiplies / elapsed / 1e6), `checksum` (sum of C).
+
+use super::{MatmulParams, Stop, WorkOutput, deadline, elapsed_ns, figures, past};
+use anyhow::{Context, ensure};
+use std::hint::black_box;
+use std::time::Instant;
+
+/// Largest n accepted: three 16384² matrices already take 6 GiB.
+pub const MAX_N: u64 = 16_384;
+
+/// Floating-point operations of one n×n multiply (one multiply and one add
+/// per inner step).
+pub fn flops_per_multiply(n: u64) -> f64 {
+    2.0 * (n as f64).powi(3)
+}
+
+/// A[i][j] = ((i·7 + j·3) mod 17) / 17 − 0.5, row-major.
+pub fn matrix_a(n: usize) -> Vec<f64> {
+    matrix(n, |i, j| ((i * 7 + j * 3) % 17) as f64 / 17.0 - 0.5)
+}
+
+/// B[i][j] = ((i·5 + j·11) mod 13) / 13 − 0.5, row-major. A different
+/// pattern from A so that the product is not symmetric by accident.
+pub fn matrix_b(n: usize) -> Vec<f64> {
+    matrix(n, |i, j| ((i * 5 + j * 11) % 13) as f64 / 13.0 - 0.5)
+}
+
+fn matrix(n: usize, f: impl Fn(usize, usize) -> f64) -> Vec<f64> {
+    (0..n * n).map(|x| f(x / n, x % n)).collect()
+}
+
+/// C = A·B for row-major n×n matrices, in i-k-j order: the inner loop
+/// streams a row of B into a row of C, which is cache-friendly and
+/// vectorises without reassociating any sum.
+pub fn multiply(n: usize, a: &[f64], b: &[f64], c: &mut [f64]) {
+    // A caller bug, not a user or OS condition: `run` builds all three.
+    assert!(
+        a.len() == n * n && b.len() == n * n && c.len() == n * n,
+        "multiply: matrices must hold n² = {} elements",
+        n * n
+    );
+    if n == 0 {
+        return;
+    }
+    for (a_row, c_row) in a.chunks_exact(n).zip(c.chunks_exact_mut(n)) {
+        c_row.fill(0.0);
+        for (&a_ik, b_row) in a_row.iter().zip(b.chunks_exact(n)) {
+            for (c_ij, &b_kj) in c_row.iter_mut().zip(b_row) {
+                *c_ij += a_ik * b_kj;
+            }
+        }
+    }
+}
+
+/// Verify C = A·B cheaply (O(n²)) with the identity
+/// sum(C) = Σ_k colsum_A(k) · rowsum_B(k), to a relative error of 1e-9 of
+/// Σ_k colsum|A|(k) · rowsum|B|(k), the magnitude that bounds rounding
+/// (sum(C) itself may be near zero). Returns sum(C).
+pub fn check_product(n: usize, a: &[f64], b: &[f64], c: &[f64]) -> anyhow::Result<f64> {
+    let mut col_a = vec![0.0; n];
+    let mut col_abs_a = vec![0.0; n];
+    for row in a.chunks_exact(n.max(1)) {
+        for (k, &x) in row.iter().enumerate() {
+            col_a[k] += x;
+            col_abs_a[k] += x.abs();
+        }
+    }
+    let mut expected = 0.0;
+    let mut scale = 0.0;
+    for (k, row) in b.chunks_exact(n.max(1)).enumerate() {
+        expected += col_a[k] * row.iter().sum::<f64>();
+        scale += col_abs_a[k] * row.iter().map(|x| x.abs()).sum::<f64>();
+    }
+    let sum: f64 = c.iter().sum();
+    let tolerance = 1e-9 * scale.max(f64::MIN_POSITIVE);
+    ensure!(
+        (sum - expected).abs() <= tolerance,
+        "matmul check failed: sum(C) = {sum}, expected {expected} (tolerance {tolerance})"
+    );
+    Ok(sum)
+}
+
+/// Worker loop for the matmul workload.
+pub fn run(p: &MatmulParams) -> anyhow::Result<WorkOutput> {
+    ensure!(
+        (1..=MAX_N).contains(&p.n),
+        "matmul n must be between 1 and {MAX_N}, got {}",
+        p.n
+    );
+    let n = usize::try_from(p.n).context("matmul n does not fit in memory")?;
+    let a = matrix_a(n);
+    let b = matrix_b(n);
+    let mut c = vec![0.0; n * n];
+    let mut done = 0u64;
+    let start = Instant::now();
+    // black_box on the inputs and the output of every multiply: the
+    // compiler must assume A and B may have changed and that C is read, so
+    // no multiply can be hoisted or skipped.
+    let step = |c: &mut Vec<f64>| {
+        multiply(n, black_box(&a), black_box(&b), c);
+        black_box(&mut *c);
+    };
+    match p.stop {
+        Stop::Work(count) => {
+            for _ in 0..count {
+                step(&mut c);
+                done += 1;
+            }
+        }
+        Stop::DurationNs(ns) => {
+            let end = deadline(start, ns);
+            while !past(end) {
+                step(&mut c);
+                done += 1;
+            }
+        }
+    }
+    let elapsed = elapsed_ns(start);
+    let checksum = if done > 0 {
+        check_product(n, &a, &b, &c)?
+    } else {
+        0.0
+    };
+    let mflops = flops_per_multiply(p.n) * done as f64 / (elapsed.max(1) as f64 / 1e9) / 1e6;
+    Ok(WorkOutput {
+        work: done,
+        elapsed_ns: elapsed,
+        figures: figures([("mflops", mflops), ("checksum", checksum)]),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_by_two_by_hand() {
+        let a = [1.0, 2.0, 3.0, 4.0];
+        let b = [5.0, 6.0, 7.0, 8.0];
+        let mut c = [f64::NAN; 4];
+        multiply(2, &a, &b, &mut c);
+        assert_eq!(c, [19.0, 22.0, 43.0, 50.0]);
+        assert_eq!(check_product(2, &a, &b, &c).unwrap(), 134.0);
+    }
+
+    #[test]
+    fn matrices_follow_the_formula() {
+        let a = matrix_a(20);
+        assert_eq!(a[0], -0.5);
+        assert_eq!(a[3 * 20 + 4], ((3 * 7 + 4 * 3) % 17) as f64 / 17.0 - 0.5);
+        let b = matrix_b(20);
+        assert_eq!(b[2 * 20 + 1], ((2 * 5 + 11) % 13) as f64 / 13.0 - 0.5);
+    }
+
+    #[test]
+    fn checksum_identity_holds_and_detects_errors() {
+        let n = 37;
+        let (a, b) = (matrix_a(n), matrix_b(n));
+        let mut c = vec![0.0; n * n];
+        multiply(n, &a, &b, &mut c);
+        // Against a naive i-j-k product.
+        for i in [0, 5, 36] {
+            for j in [0, 17, 36] {
+                let dot: f64 = (0..n).map(|k| a[i * n + k] * b[k * n + j]).sum();
+                assert!((c[i * n + j] - dot).abs() < 1e-12);
+            }
+        }
+        check_product(n, &a, &b, &c).unwrap();
+        c[n + 3] += 1e-3;
+        let e = check_product(n, &a, &b, &c).unwrap_err().to_string();
+        assert!(e.contains("matmul check failed"), "{e}");
+    }
+
+    #[test]
+    fn run_reports_mflops() {
+        let out = run(&MatmulParams {
+            n: 32,
+            stop: Stop::Work(3),
+        })
+        .unwrap();
+        assert_eq!(out.work, 3);
+        assert!(out.figures["mflops"] > 0.0);
+        let (a, b) = (matrix_a(32), matrix_b(32));
+        let mut c = vec![0.0; 32 * 32];
+        multiply(32, &a, &b, &mut c);
+        assert_eq!(out.figures["checksum"], c.iter().sum::<f64>());
+
+        let d = run(&MatmulParams {
+            n: 16,
+            stop: Stop::DurationNs(5_000_000),
+        })
+        .unwrap();
+        assert!(d.work >= 1 && d.elapsed_ns >= 5_000_000);
+    }
+
+    #[test]
+    fn rejects_bad_n() {
+        for n in [0, MAX_N + 1] {
+            let e = run(&MatmulParams {
+                n,
+                stop: Stop::Work(1),
+            })
+            .unwrap_err()
+            .to_string();
+            assert!(e.contains("matmul n"), "{e}");
+        }
+    }
+}

@@ -1,0 +1,640 @@
+//! The workloads a worker process runs, and what they report.
+//!
+//! This module owns the workload *descriptions* (serde types that travel in
+//! specs, plans and the store), the dispatch from a description to the code
+//! that runs it, the per-process scaling rule (`Workload::scaled`), the
+//! parent-side preparation of input files (`Workload::prepare`), and the
+//! quick machine calibration used for time estimates (`calibrate`).
+//!
+//! Each workload lives in its own file, which holds a pure work function
+//! (unit-tested without processes or clocks) plus the loop a worker runs:
+//!
+//! - `pi`: Leibniz series, pure floating-point CPU work.
+//! - `copy`: file copy through the page cache, with fsync, or with O_DIRECT.
+//! - `mixed`: alternating rounds of pi and copy (CPU bursts between I/O).
+//! - `matmul`: dense n×n f64 matrix multiply (memory- and FPU-bound).
+//! - `hash`: crypt-like chained SHA-256 (integer CPU work).
+//!
+//! Every workload verifies its own result after the timed loop (pi estimate,
+//! copied bytes, checksum identity, digest fold), so that an optimiser or a
+//! silent I/O failure can never turn "work" into a no-op that still reports a
+//! time.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+pub mod copy;
+pub mod hash;
+pub mod matmul;
+pub mod mixed;
+pub mod pi;
+
+/// How a workload stops: after a fixed amount of work (time taken is the result),
+/// or after a fixed duration (work done is the result).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stop {
+    Work(u64),
+    DurationNs(u64),
+}
+
+/// How the copy part of a workload reaches the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SyncMode {
+    /// Page cache only; writeback happens whenever the kernel decides.
+    None,
+    /// One fsync of the output at the end (of each copy pass).
+    FsyncEnd,
+    /// fdatasync after every write.
+    FsyncEach,
+    /// O_DIRECT on input and output: every read and write goes to the device.
+    Direct,
+}
+
+/// Leibniz-series pi. Work unit: iterations.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PiParams {
+    pub stop: Stop,
+}
+
+/// File copy. `Stop::Work(bytes to copy)`; work unit: bytes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CopyParams {
+    pub stop: Stop,
+    pub chunk_bytes: u64,
+    pub sync: SyncMode,
+}
+
+/// Alternating pi and copy. `Stop::Work(rounds)`; one round = `pi_iterations`
+/// of pi then `copy_bytes` of copy; work unit: rounds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MixedParams {
+    pub stop: Stop,
+    pub pi_iterations: u64,
+    pub copy_bytes: u64,
+    pub chunk_bytes: u64,
+    pub sync: SyncMode,
+}
+
+/// Dense matrix multiply. `Stop::Work(number of n×n multiplies)`; work unit: multiplies.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MatmulParams {
+    pub n: u64,
+    pub stop: Stop,
+}
+
+/// Crypt-like hashing. Work unit: hashes; one hash = `rounds` chained SHA-256.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HashParams {
+    pub stop: Stop,
+    pub rounds: u32,
+}
+
+/// One workload, tagged by `kind` in serialised form.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Workload {
+    Pi(PiParams),
+    Copy(CopyParams),
+    Mixed(MixedParams),
+    Matmul(MatmulParams),
+    Hash(HashParams),
+}
+
+/// What a worker needs to know about where it runs.
+pub struct WorkContext {
+    /// Per-run directory (copy/mixed read `input.dat` and write `out-<index>.dat` here).
+    pub dir: PathBuf,
+    /// Index of this process within the run (names its output file, salts hashes).
+    pub index: usize,
+}
+
+/// What a worker reports after running its workload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkOutput {
+    /// Work done, in `Workload::work_unit()`.
+    pub work: u64,
+    /// Measured by the worker around its work loop (CLOCK_MONOTONIC).
+    pub elapsed_ns: u64,
+    /// Workload-specific figures (see each workload's module).
+    pub figures: BTreeMap<String, f64>,
+}
+
+/// Throughput rates measured on this machine by `calibrate`, used by
+/// `Workload::estimate_cpu_s`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Rates {
+    pub pi_iter_per_s: f64,
+    /// Hashes per second at `rounds = 16`.
+    pub hash_per_s: f64,
+    pub flops_per_s: f64,
+    pub copy_bytes_per_s: f64,
+}
+
+/// Name of the shared input file copy/mixed read, inside the run directory.
+pub const INPUT_FILE: &str = "input.dat";
+
+/// Path of the output file process `index` writes inside `dir`.
+pub fn output_path(dir: &Path, index: usize) -> PathBuf {
+    dir.join(format!("out-{index}.dat"))
+}
+
+impl Workload {
+    /// "pi" | "copy" | "mixed" | "matmul" | "hash".
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Workload::Pi(_) => "pi",
+            Workload::Copy(_) => "copy",
+            Workload::Mixed(_) => "mixed",
+            Workload::Matmul(_) => "matmul",
+            Workload::Hash(_) => "hash",
+        }
+    }
+
+    /// "iterations" | "bytes" | "rounds" | "multiplies" | "hashes".
+    pub fn work_unit(&self) -> &'static str {
+        match self {
+            Workload::Pi(_) => "iterations",
+            Workload::Copy(_) => "bytes",
+            Workload::Mixed(_) => "rounds",
+            Workload::Matmul(_) => "multiplies",
+            Workload::Hash(_) => "hashes",
+        }
+    }
+
+    /// Shrink the work per process by factor f (0 < f, usually ≤ 1).
+    ///
+    /// `Stop::Work` amounts and durations are multiplied by f (rounded, at
+    /// least 1). Matmul scales its count of multiplies; when that count would
+    /// drop below 1 it keeps one multiply and scales n by cbrt(count·f)
+    /// instead (never below 8, never above the original n), so total flops
+    /// still shrink by about f. Mixed scales `pi_iterations` and `copy_bytes`
+    /// but keeps its rounds, because the number of rounds shapes the
+    /// CPU/I-O alternation being studied (a duration still scales).
+    ///
+    /// Pure. A non-positive or NaN f shrinks everything to its minimum.
+    pub fn scaled(&self, f: f64) -> Workload {
+        match self {
+            Workload::Pi(p) => Workload::Pi(PiParams {
+                stop: scale_stop(p.stop, f),
+            }),
+            Workload::Copy(p) => Workload::Copy(CopyParams {
+                stop: scale_stop(p.stop, f),
+                ..p.clone()
+            }),
+            Workload::Mixed(p) => Workload::Mixed(MixedParams {
+                stop: match p.stop {
+                    Stop::Work(rounds) => Stop::Work(rounds),
+                    Stop::DurationNs(ns) => Stop::DurationNs(scale_amount(ns, f)),
+                },
+                pi_iterations: scale_amount(p.pi_iterations, f),
+                copy_bytes: scale_amount(p.copy_bytes, f),
+                ..p.clone()
+            }),
+            Workload::Matmul(p) => Workload::Matmul(scale_matmul(p, f)),
+            Workload::Hash(p) => Workload::Hash(HashParams {
+                stop: scale_stop(p.stop, f),
+                ..p.clone()
+            }),
+        }
+    }
+
+    /// Whether it touches files (copy, mixed): the parent then creates a per-run directory.
+    pub fn needs_dir(&self) -> bool {
+        matches!(self, Workload::Copy(_) | Workload::Mixed(_))
+    }
+
+    /// Parent side, before any worker is spawned (outside the measurement):
+    /// create the shared input file `input.dat` in `dir` for copy/mixed,
+    /// of the size one process reads, filled with non-zero pseudo-random
+    /// bytes, written and fsynced. No-op for the other workloads.
+    pub fn prepare(&self, dir: &Path) -> anyhow::Result<()> {
+        let bytes = match self {
+            Workload::Copy(p) => copy::input_bytes(p),
+            Workload::Mixed(p) => p.copy_bytes,
+            Workload::Pi(_) | Workload::Matmul(_) | Workload::Hash(_) => return Ok(()),
+        };
+        copy::write_input(&dir.join(INPUT_FILE), bytes, true)
+    }
+
+    /// Worker side: run the workload to completion and report.
+    pub fn run(&self, ctx: &WorkContext) -> anyhow::Result<WorkOutput> {
+        match self {
+            Workload::Pi(p) => pi::run(p),
+            Workload::Copy(p) => copy::run(p, ctx),
+            Workload::Mixed(p) => mixed::run(p, ctx),
+            Workload::Matmul(p) => matmul::run(p),
+            Workload::Hash(p) => hash::run(p, ctx.index as u64),
+        }
+    }
+
+    /// Rough cost model for time estimates: seconds of one CPU for one
+    /// process, given measured rates. Duration-mode workloads cost their
+    /// duration. Copy costs are based on page-cache throughput, so fsync and
+    /// O_DIRECT runs will take longer than estimated.
+    pub fn estimate_cpu_s(&self, rates: &Rates) -> f64 {
+        let per_unit = match self {
+            Workload::Pi(_) => 1.0 / rates.pi_iter_per_s,
+            Workload::Copy(_) => 1.0 / rates.copy_bytes_per_s,
+            Workload::Mixed(p) => {
+                p.pi_iterations as f64 / rates.pi_iter_per_s
+                    + p.copy_bytes as f64 / rates.copy_bytes_per_s
+            }
+            Workload::Matmul(p) => matmul::flops_per_multiply(p.n) / rates.flops_per_s,
+            // The rate was measured at 16 rounds; one hash costs rounds + 1
+            // SHA-256 calls (the seed derivation plus the chain).
+            Workload::Hash(p) => {
+                (f64::from(p.rounds) + 1.0)
+                    / (f64::from(hash::CALIBRATION_ROUNDS) + 1.0)
+                    / rates.hash_per_s
+            }
+        };
+        match self.stop() {
+            Stop::Work(n) => n as f64 * per_unit,
+            Stop::DurationNs(ns) => ns as f64 / 1e9,
+        }
+    }
+
+    fn stop(&self) -> Stop {
+        match self {
+            Workload::Pi(p) => p.stop,
+            Workload::Copy(p) => p.stop,
+            Workload::Mixed(p) => p.stop,
+            Workload::Matmul(p) => p.stop,
+            Workload::Hash(p) => p.stop,
+        }
+    }
+}
+
+/// `x·f` rounded, at least 1 (`as` saturates, so huge or NaN products are safe).
+fn scale_amount(x: u64, f: f64) -> u64 {
+    ((x as f64 * f).round() as u64).max(1)
+}
+
+fn scale_stop(stop: Stop, f: f64) -> Stop {
+    match stop {
+        Stop::Work(n) => Stop::Work(scale_amount(n, f)),
+        Stop::DurationNs(ns) => Stop::DurationNs(scale_amount(ns, f)),
+    }
+}
+
+fn scale_matmul(p: &MatmulParams, f: f64) -> MatmulParams {
+    match p.stop {
+        Stop::DurationNs(ns) => MatmulParams {
+            n: p.n,
+            stop: Stop::DurationNs(scale_amount(ns, f)),
+        },
+        Stop::Work(count) => {
+            let wanted = count as f64 * f;
+            // NaN (from a NaN f) counts as "below one multiply".
+            if wanted < 1.0 || wanted.is_nan() {
+                // One multiply of a smaller matrix: flops go as n³, so n
+                // shrinks by the cube root of the remaining factor.
+                let shrink = wanted.max(0.0).cbrt();
+                let floor = p.n.min(8);
+                let n = ((p.n as f64 * shrink).round() as u64).clamp(floor, p.n);
+                MatmulParams {
+                    n,
+                    stop: Stop::Work(1),
+                }
+            } else {
+                MatmulParams {
+                    n: p.n,
+                    stop: Stop::Work(scale_amount(count, f)),
+                }
+            }
+        }
+    }
+}
+
+/// Work done per second, guarding against a zero elapsed time.
+pub(crate) fn per_second(work: f64, elapsed_ns: u64) -> f64 {
+    work / (elapsed_ns.max(1) as f64 / 1e9)
+}
+
+/// Nanoseconds since `start`, saturating (u64 ns covers 584 years).
+pub(crate) fn elapsed_ns(start: Instant) -> u64 {
+    u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// The instant at which a duration-mode loop stops. A duration too large to
+/// represent means "never", which is what the user asked for.
+pub(crate) fn deadline(start: Instant, duration_ns: u64) -> Option<Instant> {
+    start.checked_add(Duration::from_nanos(duration_ns))
+}
+
+/// Whether a duration-mode loop should stop now.
+pub(crate) fn past(deadline: Option<Instant>) -> bool {
+    deadline.is_some_and(|d| Instant::now() >= d)
+}
+
+/// Build a figures map from (name, value) pairs.
+pub(crate) fn figures<const N: usize>(pairs: [(&str, f64); N]) -> BTreeMap<String, f64> {
+    pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+}
+
+/// Budget per calibration probe; four probes plus the input file stay
+/// within about 0.3 s.
+const CALIBRATION_PROBE_NS: u64 = 50_000_000;
+
+/// Measure the rates `estimate_cpu_s` needs, quickly (≤ about 0.3 s total),
+/// using scratch files in `dir` that are removed afterwards.
+pub fn calibrate(dir: &Path) -> anyhow::Result<Rates> {
+    let probe = Stop::DurationNs(CALIBRATION_PROBE_NS);
+
+    let pi_out = pi::run(&PiParams { stop: probe })?;
+    let pi_iter_per_s = per_second(pi_out.work as f64, pi_out.elapsed_ns);
+
+    let hash_out = hash::run(
+        &HashParams {
+            stop: probe,
+            rounds: hash::CALIBRATION_ROUNDS,
+        },
+        0,
+    )?;
+    let hash_per_s = per_second(hash_out.work as f64, hash_out.elapsed_ns);
+
+    // n = 64 keeps the three matrices (96 KiB) in cache, as most real sizes
+    // that matter for scheduling experiments are about as cache-friendly.
+    let mm = MatmulParams { n: 64, stop: probe };
+    let mm_out = matmul::run(&mm)?;
+    let flops_per_s = per_second(
+        mm_out.work as f64 * matmul::flops_per_multiply(mm.n),
+        mm_out.elapsed_ns,
+    );
+
+    let copy_bytes_per_s = copy::calibrate(dir, CALIBRATION_PROBE_NS)?;
+
+    let rates = Rates {
+        pi_iter_per_s,
+        hash_per_s,
+        flops_per_s,
+        copy_bytes_per_s,
+    };
+    for (name, v) in [
+        ("pi_iter_per_s", pi_iter_per_s),
+        ("hash_per_s", hash_per_s),
+        ("flops_per_s", flops_per_s),
+        ("copy_bytes_per_s", copy_bytes_per_s),
+    ] {
+        anyhow::ensure!(
+            v.is_finite() && v > 0.0,
+            "calibration measured an unusable {name} = {v}"
+        );
+    }
+    Ok(rates)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pi(stop: Stop) -> Workload {
+        Workload::Pi(PiParams { stop })
+    }
+
+    #[test]
+    fn kind_and_work_unit() {
+        let w = [
+            pi(Stop::Work(1)),
+            Workload::Copy(CopyParams {
+                stop: Stop::Work(1),
+                chunk_bytes: 1,
+                sync: SyncMode::None,
+            }),
+            Workload::Mixed(MixedParams {
+                stop: Stop::Work(1),
+                pi_iterations: 1,
+                copy_bytes: 1,
+                chunk_bytes: 1,
+                sync: SyncMode::None,
+            }),
+            Workload::Matmul(MatmulParams {
+                n: 8,
+                stop: Stop::Work(1),
+            }),
+            Workload::Hash(HashParams {
+                stop: Stop::Work(1),
+                rounds: 1,
+            }),
+        ];
+        let kinds: Vec<_> = w
+            .iter()
+            .map(|w| (w.kind(), w.work_unit(), w.needs_dir()))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("pi", "iterations", false),
+                ("copy", "bytes", true),
+                ("mixed", "rounds", true),
+                ("matmul", "multiplies", false),
+                ("hash", "hashes", false)
+            ]
+        );
+    }
+
+    #[test]
+    fn serde_shape() {
+        let w = Workload::Hash(HashParams {
+            stop: Stop::DurationNs(5),
+            rounds: 16,
+        });
+        let s = serde_json::to_string(&w).unwrap();
+        assert_eq!(s, r#"{"kind":"hash","stop":{"duration_ns":5},"rounds":16}"#);
+        let back: Workload = serde_json::from_str(&s).unwrap();
+        assert_eq!(back, w);
+        let c: Workload = serde_json::from_str(
+            r#"{"kind":"copy","stop":{"work":10},"chunk_bytes":4096,"sync":"fsync_each"}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            c,
+            Workload::Copy(CopyParams {
+                stop: Stop::Work(10),
+                chunk_bytes: 4096,
+                sync: SyncMode::FsyncEach
+            })
+        );
+    }
+
+    #[test]
+    fn scaled_pi_copy_hash() {
+        assert_eq!(pi(Stop::Work(1000)).scaled(0.25), pi(Stop::Work(250)));
+        assert_eq!(
+            pi(Stop::DurationNs(1000)).scaled(0.5),
+            pi(Stop::DurationNs(500))
+        );
+        // Rounded, and clamped to at least 1.
+        assert_eq!(pi(Stop::Work(10)).scaled(0.26), pi(Stop::Work(3)));
+        assert_eq!(pi(Stop::Work(10)).scaled(0.001), pi(Stop::Work(1)));
+        assert_eq!(pi(Stop::DurationNs(3)).scaled(0.0), pi(Stop::DurationNs(1)));
+        assert_eq!(pi(Stop::Work(10)).scaled(f64::NAN), pi(Stop::Work(1)));
+
+        let c = Workload::Copy(CopyParams {
+            stop: Stop::Work(1 << 20),
+            chunk_bytes: 4096,
+            sync: SyncMode::Direct,
+        });
+        assert_eq!(
+            c.scaled(0.5),
+            Workload::Copy(CopyParams {
+                stop: Stop::Work(1 << 19),
+                chunk_bytes: 4096,
+                sync: SyncMode::Direct
+            })
+        );
+
+        let h = Workload::Hash(HashParams {
+            stop: Stop::Work(100),
+            rounds: 16,
+        });
+        assert_eq!(
+            h.scaled(0.1),
+            Workload::Hash(HashParams {
+                stop: Stop::Work(10),
+                rounds: 16
+            })
+        );
+    }
+
+    #[test]
+    fn scaled_mixed_keeps_rounds() {
+        let m = Workload::Mixed(MixedParams {
+            stop: Stop::Work(20),
+            pi_iterations: 1000,
+            copy_bytes: 8192,
+            chunk_bytes: 4096,
+            sync: SyncMode::FsyncEnd,
+        });
+        assert_eq!(
+            m.scaled(0.5),
+            Workload::Mixed(MixedParams {
+                stop: Stop::Work(20),
+                pi_iterations: 500,
+                copy_bytes: 4096,
+                chunk_bytes: 4096,
+                sync: SyncMode::FsyncEnd,
+            })
+        );
+        let d = Workload::Mixed(MixedParams {
+            stop: Stop::DurationNs(1000),
+            pi_iterations: 3,
+            copy_bytes: 3,
+            chunk_bytes: 1,
+            sync: SyncMode::None,
+        });
+        assert_eq!(
+            d.scaled(0.1),
+            Workload::Mixed(MixedParams {
+                stop: Stop::DurationNs(100),
+                pi_iterations: 1,
+                copy_bytes: 1,
+                chunk_bytes: 1,
+                sync: SyncMode::None,
+            })
+        );
+    }
+
+    #[test]
+    fn scaled_matmul() {
+        let mm = |n, stop| Workload::Matmul(MatmulParams { n, stop });
+        // Count scales while it stays ≥ 1.
+        assert_eq!(mm(100, Stop::Work(10)).scaled(0.5), mm(100, Stop::Work(5)));
+        assert_eq!(mm(100, Stop::Work(10)).scaled(0.1), mm(100, Stop::Work(1)));
+        // Below one multiply, n shrinks by cbrt: 256 · cbrt(1/8) = 128.
+        assert_eq!(mm(256, Stop::Work(1)).scaled(0.125), mm(128, Stop::Work(1)));
+        // Two multiplies scaled by 1/16 leave 1/8 of one: n shrinks by cbrt(1/8).
+        assert_eq!(
+            mm(256, Stop::Work(2)).scaled(1.0 / 16.0),
+            mm(128, Stop::Work(1))
+        );
+        // n never drops below 8, nor grows if it started below 8.
+        assert_eq!(mm(64, Stop::Work(1)).scaled(1e-9), mm(8, Stop::Work(1)));
+        assert_eq!(mm(5, Stop::Work(1)).scaled(0.01), mm(5, Stop::Work(1)));
+        // Duration mode scales the duration only.
+        assert_eq!(
+            mm(300, Stop::DurationNs(1000)).scaled(0.25),
+            mm(300, Stop::DurationNs(250))
+        );
+    }
+
+    #[test]
+    fn estimates() {
+        let rates = Rates {
+            pi_iter_per_s: 1e8,
+            hash_per_s: 1000.0,
+            flops_per_s: 2e9,
+            copy_bytes_per_s: 1e9,
+        };
+        assert_eq!(pi(Stop::Work(100_000_000)).estimate_cpu_s(&rates), 1.0);
+        assert_eq!(
+            pi(Stop::DurationNs(2_500_000_000)).estimate_cpu_s(&rates),
+            2.5
+        );
+        let mm = Workload::Matmul(MatmulParams {
+            n: 1000,
+            stop: Stop::Work(3),
+        });
+        assert!((mm.estimate_cpu_s(&rates) - 3.0).abs() < 1e-12);
+        let h = Workload::Hash(HashParams {
+            stop: Stop::Work(1000),
+            rounds: 16,
+        });
+        assert!((h.estimate_cpu_s(&rates) - 1.0).abs() < 1e-12);
+        let mixed = Workload::Mixed(MixedParams {
+            stop: Stop::Work(10),
+            pi_iterations: 10_000_000,
+            copy_bytes: 100_000_000,
+            chunk_bytes: 4096,
+            sync: SyncMode::None,
+        });
+        assert!((mixed.estimate_cpu_s(&rates) - 2.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn calibrate_rates_positive() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = calibrate(dir.path()).unwrap();
+        println!("calibrated rates: {r:?}");
+        for v in [
+            r.pi_iter_per_s,
+            r.hash_per_s,
+            r.flops_per_s,
+            r.copy_bytes_per_s,
+        ] {
+            assert!(v.is_finite() && v > 0.0, "{r:?}");
+        }
+        // Scratch files are cleaned up.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn prepare_and_run_through_dispatch() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = Workload::Copy(CopyParams {
+            stop: Stop::Work(10_000),
+            chunk_bytes: 1024,
+            sync: SyncMode::None,
+        });
+        w.prepare(dir.path()).unwrap();
+        let input = std::fs::read(dir.path().join(INPUT_FILE)).unwrap();
+        assert_eq!(input.len(), 10_000);
+        assert!(input.iter().all(|&b| b != 0));
+        let out = w
+            .run(&WorkContext {
+                dir: dir.path().to_path_buf(),
+                index: 3,
+            })
+            .unwrap();
+        assert_eq!(out.work, 10_000);
+        assert!(!output_path(dir.path(), 3).exists());
+        // Workloads without files do nothing in prepare.
+        let empty = tempfile::tempdir().unwrap();
+        pi(Stop::Work(1)).prepare(empty.path()).unwrap();
+        assert_eq!(std::fs::read_dir(empty.path()).unwrap().count(), 0);
+    }
+}
