@@ -466,7 +466,7 @@ fn build_workload(cx: &Ctx, name: &str, w: &RawWorkload) -> Result<Workload, Spe
 }
 
 fn check_direct(cx: &Ctx, key: &str, sync: SyncMode, chunk: u64) -> Result<(), SpecError> {
-    if sync == SyncMode::Direct && chunk % 4096 != 0 {
+    if sync == SyncMode::Direct && !chunk.is_multiple_of(4096) {
         return Err(cx.err(
             key,
             format!("sync = \"direct\" (O_DIRECT) needs a multiple of 4096, got {chunk}"),

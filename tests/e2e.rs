@@ -1,0 +1,547 @@
+//! End-to-end tests of the schedlab binary on tiny specs with real worker
+//! processes under real policies. Real-time work is kept short, pinned to
+//! CPU 0 and under a timeout.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_schedlab")
+}
+
+fn schedlab(args: &[&str], dir: &Path) -> Output {
+    Command::new(bin())
+        .args(args)
+        .current_dir(dir)
+        .env("CI", "1")
+        .env_remove("SCHEDLAB_DB")
+        .output()
+        .expect("run schedlab")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// RT policies need root or CAP_SYS_NICE; say why a test does not run.
+fn may_use_rt(test: &str) -> bool {
+    let ok = schedlab::sys::probe::probe()
+        .policies
+        .iter()
+        .any(|p| p.policy == "fifo" && p.allowed);
+    if !ok {
+        eprintln!(
+            "skipping {test}: SCHED_FIFO is not permitted for this user (needs root or CAP_SYS_NICE)"
+        );
+    }
+    ok
+}
+
+fn write_spec(dir: &Path, name: &str, body: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, body).unwrap();
+    p
+}
+
+fn db(dir: &Path) -> rusqlite::Connection {
+    rusqlite::Connection::open(dir.join("t.db")).unwrap()
+}
+
+fn count(conn: &rusqlite::Connection, sql: &str) -> i64 {
+    conn.query_row(sql, [], |r| r.get(0)).unwrap()
+}
+
+#[test]
+fn campaign_of_three_policies_lands_in_the_database() {
+    if !may_use_rt("campaign_of_three_policies_lands_in_the_database") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    write_spec(
+        dir.path(),
+        "s.toml",
+        r#"
+name = "e2e"
+repetitions = 1
+cooldown_s = 0
+timeout_s = 30
+[matrix]
+policy = ["other", "fifo", "rr"]
+workload = ["pi", "copy"]
+processes = [2]
+cpus = ["0"]
+[workloads.pi]
+iterations = 2_000_000
+[workloads.copy]
+bytes = 65_536
+"#,
+    );
+    let o = schedlab(&["run", "s.toml", "--db", "t.db"], dir.path());
+    assert!(o.status.success(), "{}", text(&o));
+    let conn = db(dir.path());
+    assert_eq!(
+        count(&conn, "SELECT COUNT(*) FROM runs WHERE status = 'ok'"),
+        6
+    );
+    assert_eq!(
+        count(&conn, "SELECT COUNT(*) FROM processes WHERE ok = 1"),
+        12
+    );
+    assert_eq!(
+        count(&conn, "SELECT COUNT(DISTINCT policy) FROM processes"),
+        3
+    );
+    // Every process reported its work and its scheduler statistics.
+    assert_eq!(
+        count(
+            &conn,
+            "SELECT COUNT(*) FROM processes WHERE work IS NULL OR run_ns IS NULL"
+        ),
+        0
+    );
+    assert_eq!(
+        count(
+            &conn,
+            "SELECT COUNT(*) FROM processes WHERE policy = 'fifo' AND rt_priority = 50"
+        ),
+        4
+    );
+
+    let o = schedlab(&["export", "--db", "t.db", "--format", "csv"], dir.path());
+    assert!(o.status.success(), "{}", text(&o));
+    let csv = String::from_utf8(o.stdout).unwrap();
+    assert_eq!(csv.lines().count(), 13, "header + 12 process rows");
+    let header = csv.lines().next().unwrap();
+    for col in [
+        "campaign",
+        "run",
+        "policy",
+        "workload",
+        "processes",
+        "priority_mode",
+        "cpus",
+        "rep",
+        "process_index",
+        "nice",
+        "rt_priority",
+        "wall_ns",
+        "utime_us",
+        "stime_us",
+        "nvcsw",
+        "nivcsw",
+        "run_ns",
+        "wait_ns",
+        "timeslices",
+        "work",
+        "status",
+    ] {
+        assert!(header.split(',').any(|c| c == col), "missing column {col}");
+    }
+    let o = schedlab(&["export", "--db", "t.db", "--format", "json"], dir.path());
+    let rows: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(rows.as_array().unwrap().len(), 12);
+
+    // Running the same spec again finds nothing left to do.
+    let o = schedlab(&["run", "s.toml", "--db", "t.db"], dir.path());
+    assert!(o.status.success());
+    assert!(text(&o).contains("0 to run"), "{}", text(&o));
+    assert_eq!(count(&db(dir.path()), "SELECT COUNT(*) FROM runs"), 6);
+}
+
+#[test]
+fn fifo_runs_pinned_workers_one_after_the_other_while_other_shares_the_cpu() {
+    if !may_use_rt("fifo_runs_pinned_workers_one_after_the_other") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // 0.4 s of pi per worker, timed from when each one first runs: long
+    // enough for CFS to preempt many times (HZ=250), short enough to be safe
+    // under FIFO, and the same in debug and release builds.
+    write_spec(
+        dir.path(),
+        "k.toml",
+        r#"
+name = "kernel-fact"
+repetitions = 1
+order = "sequential"
+cooldown_s = 0
+timeout_s = 20
+[matrix]
+policy = ["fifo", "other"]
+workload = ["pi"]
+processes = [2]
+cpus = ["0"]
+[workloads.pi]
+duration_s = 0.4
+"#,
+    );
+    let o = schedlab(&["run", "k.toml", "--db", "t.db"], dir.path());
+    assert!(o.status.success(), "{}", text(&o));
+    let conn = db(dir.path());
+    let rows = |policy: &str| -> Vec<(i64, i64, i64)> {
+        let mut st = conn
+            .prepare(
+                "SELECT p.nivcsw, p.start_ns, p.end_ns FROM processes p JOIN runs r ON r.id = p.run_id
+                 WHERE r.policy = ?1 ORDER BY p.start_ns",
+            )
+            .unwrap();
+        st.query_map([policy], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    let fifo = rows("fifo");
+    let other = rows("other");
+    assert_eq!(fifo.len(), 2);
+    assert_eq!(other.len(), 2);
+    // FIFO: no involuntary switches (a noisy VM may preempt once or twice
+    // for kernel threads of higher priority), and the second worker starts
+    // its work only when the first has finished.
+    for (nivcsw, _, _) in &fifo {
+        assert!(
+            *nivcsw <= 5,
+            "FIFO worker was preempted {nivcsw} times: {fifo:?}"
+        );
+    }
+    let (first_end, second_start) = (fifo[0].2, fifo[1].1);
+    assert!(
+        second_start >= first_end - 5_000_000,
+        "FIFO workers overlapped: first ended at {first_end} ns, second started at {second_start} ns"
+    );
+    // OTHER: both start at once, share the CPU and are switched many times.
+    for (nivcsw, _, _) in &other {
+        assert!(
+            *nivcsw >= 20,
+            "OTHER worker was switched only {nivcsw} times: {other:?}"
+        );
+    }
+    assert!(
+        other[1].1 < other[0].2 / 4,
+        "OTHER workers did not run side by side: {other:?}"
+    );
+}
+
+fn tiny_pinned_spec(dir: &Path, runs_iterations: u64) -> PathBuf {
+    write_spec(
+        dir,
+        "r.toml",
+        &format!(
+            r#"
+name = "resume"
+repetitions = 4
+seed = 7
+cooldown_s = 0.05
+timeout_s = 30
+[matrix]
+policy = ["other", "batch"]
+workload = ["pi"]
+processes = [2]
+cpus = ["0"]
+[workloads.pi]
+iterations = {runs_iterations}
+"#
+        ),
+    )
+}
+
+/// Start a campaign, wait until `at_least` runs are stored, then send `sig`.
+fn interrupt_after(dir: &Path, at_least: i64, sig: i32) -> std::process::ExitStatus {
+    let mut child = Command::new(bin())
+        .args(["run", "r.toml", "--db", "t.db"])
+        .current_dir(dir)
+        .env("CI", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    loop {
+        std::thread::sleep(Duration::from_millis(20));
+        let stored = if dir.join("t.db").exists() {
+            rusqlite::Connection::open(dir.join("t.db"))
+                .and_then(|c| c.query_row("SELECT COUNT(*) FROM runs", [], |r| r.get::<_, i64>(0)))
+                .unwrap_or(0)
+        } else {
+            0
+        };
+        if stored >= at_least {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "campaign made no progress"
+        );
+    }
+    unsafe { libc::kill(child.id() as i32, sig) };
+    child.wait().unwrap()
+}
+
+fn stored_runs(dir: &Path) -> Vec<(i64, String, i64)> {
+    let conn = db(dir);
+    let mut st = conn
+        .prepare("SELECT id, run_key, started_unix_ms FROM runs ORDER BY id")
+        .unwrap();
+    st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+#[test]
+fn killed_campaign_resumes_without_losing_or_repeating_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    tiny_pinned_spec(dir.path(), 60_000_000);
+    let status = interrupt_after(dir.path(), 2, libc::SIGKILL);
+    assert!(!status.success());
+    let before = stored_runs(dir.path());
+    assert!(
+        before.len() >= 2 && before.len() < 8,
+        "stored {} runs before the kill",
+        before.len()
+    );
+    // No worker outlives a killed schedlab (PR_SET_PDEATHSIG).
+    std::thread::sleep(Duration::from_millis(200));
+    let o = schedlab(&["run", "r.toml", "--db", "t.db"], dir.path());
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("resuming campaign 1"), "{}", text(&o));
+    let after = stored_runs(dir.path());
+    assert_eq!(after.len(), 8, "every run exactly once");
+    // What was stored before the kill is still there, unchanged.
+    for row in &before {
+        assert!(after.contains(row), "run {row:?} was lost or repeated");
+    }
+    let mut keys: Vec<_> = after.iter().map(|r| r.1.clone()).collect();
+    keys.dedup();
+    assert_eq!(keys.len(), 8);
+}
+
+#[test]
+fn ctrl_c_stops_cleanly_and_the_campaign_resumes() {
+    let dir = tempfile::tempdir().unwrap();
+    tiny_pinned_spec(dir.path(), 60_000_000);
+    let status = interrupt_after(dir.path(), 1, libc::SIGINT);
+    assert_eq!(status.code(), Some(130), "exit code after SIGINT");
+    let before = stored_runs(dir.path());
+    assert!(!before.is_empty() && before.len() < 8);
+    // The run directory of the interrupted run was removed.
+    let o = schedlab(&["run", "r.toml", "--db", "t.db"], dir.path());
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(stored_runs(dir.path()).len(), 8);
+}
+
+#[test]
+fn invalid_specs_name_the_key_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "[matrix]\npolicy = [\"fifo\", \"wfq\"]\n",
+            "matrix.policy",
+            "allowed: other, batch, idle, fifo, rr, deadline",
+        ),
+        (
+            "[matrix]\nprocesses = [0]\n",
+            "matrix.processes",
+            "between 1 and",
+        ),
+        (
+            "[matrix]\nworkload = [\"spin\"]\n",
+            "matrix.workload",
+            "unknown workload \"spin\"",
+        ),
+        (
+            "[priorities.u]\nmode = \"uniform\"\nnice = 25\n",
+            "priorities.u.nice",
+            "out of range -20..19",
+        ),
+        (
+            "[priorities.s]\nmode = \"spread\"\nrt_priority = [0, 99]\n",
+            "priorities.s.rt_priority",
+            "out of range 1..99",
+        ),
+        (
+            "[deadline]\nruntime_us = 20000\ndeadline_us = 10000\nperiod_us = 10000\n",
+            "deadline.runtime_us",
+            "runtime ≤ deadline ≤ period",
+        ),
+        (
+            "[workloads.pi]\nbytes = 5\n",
+            "workloads.pi.bytes",
+            "not a parameter of a pi workload",
+        ),
+        ("repetitons = 3\n", "repetitons", "unknown field"),
+        ("[matrix]\ncpus = [\"0-x\"]\n", "matrix.cpus", "CPU list"),
+        (
+            "[matrix]\ncpus = [\"63\"]\n",
+            "matrix.cpus",
+            "CPU 63 not available",
+        ),
+    ];
+    for (body, key, message) in cases {
+        write_spec(dir.path(), "bad.toml", body);
+        let o = schedlab(&["run", "bad.toml", "--db", "t.db"], dir.path());
+        let out = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{body}: {out}");
+        assert!(
+            out.contains(key) && out.contains(message),
+            "{body}: expected {key} / {message} in: {out}"
+        );
+        assert!(!out.contains("panicked"), "{out}");
+    }
+    // Overrides are validated like the file.
+    let o = schedlab(
+        &[
+            "plan",
+            "--preset",
+            "policies",
+            "--set",
+            "matrix.processes=[2,-1]",
+        ],
+        dir.path(),
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("matrix.processes"), "{}", text(&o));
+    let o = schedlab(&["run", "--preset", "nope"], dir.path());
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o).contains("available: policies, priorities"),
+        "{}",
+        text(&o)
+    );
+    let o = schedlab(&["run", "missing.toml"], dir.path());
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o).contains("cannot read spec missing.toml"),
+        "{}",
+        text(&o)
+    );
+    assert!(
+        !dir.path().join("t.db").exists(),
+        "nothing is created for an invalid spec"
+    );
+}
+
+#[test]
+fn a_crashing_worker_is_recorded_as_failed_and_the_campaign_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    write_spec(
+        dir.path(),
+        "c.toml",
+        "name = \"crash\"\nrepetitions = 2\ncooldown_s = 0\n[matrix]\nprocesses = [3]\ncpus = [\"0\"]\n\
+         [workloads.pi]\niterations = 1_000_000\n",
+    );
+    let o = Command::new(bin())
+        .args(["run", "c.toml", "--db", "t.db"])
+        .current_dir(dir.path())
+        .env("CI", "1")
+        .env(schedlab::worker::FAULT_ENV, "abort-worker:1")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let conn = db(dir.path());
+    assert_eq!(
+        count(&conn, "SELECT COUNT(*) FROM runs WHERE status = 'failed'"),
+        2,
+        "both runs ran"
+    );
+    let reason: String = conn
+        .query_row("SELECT reason FROM runs LIMIT 1", [], |r| r.get(0))
+        .unwrap();
+    assert!(
+        reason.contains("worker 1") && reason.contains("SIGABRT"),
+        "{reason}"
+    );
+    let (ok, tail): (i64, String) = conn
+        .query_row(
+            "SELECT ok, stderr_tail FROM processes WHERE process_index = 1 LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(ok, 0);
+    assert!(tail.contains("fault injection"), "{tail}");
+    assert_eq!(
+        count(&conn, "SELECT COUNT(*) FROM processes WHERE ok = 1"),
+        4,
+        "the other workers finished"
+    );
+}
+
+#[test]
+fn a_run_over_its_timeout_is_killed_and_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    write_spec(
+        dir.path(),
+        "t.toml",
+        "name = \"slow\"\nrepetitions = 1\ntimeout_s = 0.3\n[matrix]\nprocesses = [2]\ncpus = [\"0\"]\n\
+         [workloads.pi]\nduration_s = 30\n",
+    );
+    let start = Instant::now();
+    let o = schedlab(&["run", "t.toml", "--db", "t.db"], dir.path());
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "the timeout was not enforced"
+    );
+    let conn = db(dir.path());
+    let (status, reason): (String, String) = conn
+        .query_row("SELECT status, reason FROM runs", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    assert_eq!(status, "timed_out");
+    assert!(reason.contains("timeout_s = 0.3"), "{reason}");
+    assert_eq!(
+        count(
+            &conn,
+            "SELECT COUNT(*) FROM processes WHERE exit LIKE '%SIGKILL%'"
+        ),
+        2
+    );
+}
+
+#[test]
+fn plan_and_presets_describe_the_campaign_without_running_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = schedlab(&["preset", "list"], dir.path());
+    assert!(text(&o).contains("policies") && text(&o).contains("priorities"));
+    let o = schedlab(&["preset", "show", "policies"], dir.path());
+    let toml_text = String::from_utf8(o.stdout).unwrap();
+    assert!(schedlab::spec::load(&toml_text, "shown", &[]).is_ok());
+    let o = schedlab(
+        &["plan", "--preset", "policies", "--scale", "0.01"],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("runs         270"), "{}", text(&o));
+    let o = schedlab(
+        &[
+            "plan",
+            "--preset",
+            "priorities",
+            "--set",
+            "repetitions=1",
+            "--list",
+        ],
+        dir.path(),
+    );
+    assert!(text(&o).contains("runs         54"), "{}", text(&o));
+    assert!(
+        !dir.path().join("schedlab.db").exists(),
+        "plan does not create a database"
+    );
+}
+
+#[test]
+fn env_reports_the_machine() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = schedlab(&["env", "--json"], dir.path());
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["env"]["cpus_online"].as_u64().unwrap() >= 1);
+    assert_eq!(v["privileges"]["policies"].as_array().unwrap().len(), 6);
+}
