@@ -1,5 +1,39 @@
+//! Pure statistics for schedlab's report: which differences between
+//! scheduling policies are real, how large they are, and with what
+//! confidence.
+//!
+//! Every function is a pure function of slices (bootstraps take an explicit
+//! seed), returns `Option`/NaN instead of panicking on degenerate input, and
+//! never produces NaN from zero variance. Nothing here removes data: outlier
+//! functions only flag.
+//!
+//! - [`summary`]: mean, median, sd, CV, t-interval; type-7 percentiles.
+//! - [`dist`]: normal and Student-t distributions and their special
+//!   functions.
+//! - [`bootstrap`]: seeded percentile-bootstrap CIs of a mean and a ratio.
+//! - [`outliers`]: modified z-score and Tukey IQR flags.
+//! - [`hypothesis`]: Welch's t-test, Mann–Whitney U, Holm–Bonferroni.
+//! - [`fairness`]: Jain's index, the kernel nice-to-weight table, predicted
+//!   vs observed CPU shares.
+//! - [`regression`]: OLS and log–log slope.
+
 pub mod bootstrap;
 pub mod dist;
+pub mod fairness;
 pub mod hypothesis;
 pub mod outliers;
+pub mod regression;
 pub mod summary;
+
+pub use bootstrap::{bootstrap_mean_ci, bootstrap_ratio_ci};
+pub use dist::{normal_cdf, normal_quantile, normal_sf, t_cdf, t_quantile, t_sf, t_two_sided_p};
+pub use fairness::{
+    SCHED_PRIO_TO_WEIGHT, jain_index, nearest_nice_for_ratio, nice_weight, normalize_shares,
+    predicted_shares, share_error,
+};
+pub use hypothesis::{
+    MannWhitney, MannWhitneyMethod, WelchTest, holm, mann_whitney_u, welch_t_test,
+};
+pub use outliers::{iqr_fences, iqr_outliers, modified_z_outliers, modified_z_scores};
+pub use regression::{Fit, loglog_slope, ols};
+pub use summary::{Summary, percentile, summarize};
