@@ -19,6 +19,9 @@ pub struct Options {
     pub quiet: bool,
     /// Run again the runs stored as failed, timed out or skipped.
     pub retry_failed: bool,
+    /// Allow what is refused by default because it can freeze the machine:
+    /// RT work with RT throttling disabled, an RT hog on every CPU.
+    pub force: bool,
 }
 
 /// How a campaign invocation ended.
@@ -31,15 +34,60 @@ pub struct Summary {
     pub interrupted: Option<i32>,
 }
 
-/// Check the parts of a spec that depend on this machine (CPUs exist).
-pub fn check_machine(spec: &Spec, origin: &str, allowed_cpus: &[usize]) -> Result<(), SpecError> {
+/// Check the parts of a spec that depend on this machine: CPUs exist, RT
+/// runtimes fit the period, and nothing risks freezing the machine unless
+/// `force` says so.
+pub fn check_machine(
+    spec: &Spec,
+    origin: &str,
+    env: &envinfo::EnvSnapshot,
+    force: bool,
+) -> Result<(), SpecError> {
+    let err = |key: &str, message: String| SpecError::Invalid {
+        origin: origin.to_string(),
+        key: key.into(),
+        message,
+    };
+    let allowed = &env.cpus_allowed;
     for c in &spec.cpus {
-        c.resolve(allowed_cpus)
-            .map_err(|message| SpecError::Invalid {
-                origin: origin.to_string(),
-                key: "matrix.cpus".into(),
-                message,
-            })?;
+        c.resolve(allowed).map_err(|m| err("matrix.cpus", m))?;
+    }
+    let period = env.sched_rt_period_us.unwrap_or(1_000_000);
+    for &v in &spec.rt_runtime_us {
+        if v > period {
+            return Err(err(
+                "matrix.rt_runtime_us",
+                format!("{v} µs is longer than sched_rt_period_us = {period} µs"),
+            ));
+        }
+    }
+    let unlimited = spec.rt_runtime_us.contains(&-1)
+        || (spec.rt_runtime_us.is_empty() && env.sched_rt_runtime_us == Some(-1));
+    let rt_work = spec.hog.is_some()
+        || spec
+            .policies
+            .iter()
+            .any(|p| p.class() != crate::policy::Class::Fair);
+    if unlimited && rt_work && !force {
+        return Err(err(
+            "matrix.rt_runtime_us",
+            "real-time work with RT throttling disabled (sched_rt_runtime_us = -1) can freeze \
+             the machine; refused without --force"
+                .into(),
+        ));
+    }
+    if let Some(hog) = &spec.hog {
+        let cpus = hog.cpus.resolve(allowed).map_err(|m| err("hog.cpus", m))?;
+        if cpus.len() >= allowed.len() && !force {
+            return Err(err(
+                "hog.cpus",
+                format!(
+                    "an RT CPU hog on every CPU ({}) leaves the machine only what RT throttling \
+                     spares; refused without --force",
+                    hog.cpus.label()
+                ),
+            ));
+        }
     }
     Ok(())
 }
@@ -69,7 +117,7 @@ pub fn run(
     opts: &Options,
 ) -> Result<Summary> {
     let env = envinfo::capture();
-    check_machine(spec, origin, &env.cpus_allowed)?;
+    check_machine(spec, origin, &env, opts.force)?;
     let mut store = Store::open(&opts.db)?;
     let (campaign, runs, created) = open_campaign(&mut store, spec, spec_toml, overrides)?;
     if opts.retry_failed {
@@ -112,6 +160,13 @@ pub fn run(
 
     let signals = proc::control_signals();
     proc::block(&signals).context("blocking signals")?;
+    // Kernel settings the campaign sweeps are journaled before the first
+    // change and put back when the guard is restored or dropped (also on
+    // error and Ctrl-C, since the signals are taken synchronously here).
+    let mut rt_guard = match pending.iter().any(|r| r.rt_runtime_us.is_some()) {
+        true => Some(RtGuardPending::acquire()?),
+        false => None,
+    };
     let launcher = Launcher::new(spec, &env, signals);
     let mut progress = Progress::new(&estimates, opts.quiet);
     let mut summary = Summary {
@@ -127,6 +182,11 @@ pub fn run(
             break;
         }
         progress.start(i, run);
+        if let (Some(guard), Some(v)) = (rt_guard.as_mut(), run.rt_runtime_us) {
+            guard
+                .set_runtime(v)
+                .with_context(|| format!("setting sched_rt_runtime_us = {v} for {}", run.label()))?;
+        }
         match launcher.launch(run)? {
             Outcome::Interrupted(sig) => {
                 summary.interrupted = Some(sig);
@@ -148,6 +208,9 @@ pub fn run(
         }
     }
     progress.done();
+    if let Some(guard) = rt_guard {
+        guard.restore().context("restoring sched_rt_runtime_us")?;
+    }
     Ok(summary)
 }
 
@@ -238,5 +301,19 @@ fn remove_stale_run_dirs(workdir: &Path) {
         if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
             let _ = std::fs::remove_dir_all(e.path());
         }
+    }
+}
+
+/// Placeholder until sys::knobs lands (being written): refuses sweeps.
+struct RtGuardPending;
+impl RtGuardPending {
+    fn acquire() -> Result<RtGuardPending> {
+        anyhow::bail!("sched_rt_runtime_us sweeps are not available yet")
+    }
+    fn set_runtime(&mut self, _v: i64) -> Result<()> {
+        Ok(())
+    }
+    fn restore(self) -> Result<()> {
+        Ok(())
     }
 }

@@ -40,6 +40,10 @@ enum Command {
         /// Run again the runs stored as failed, timed out or skipped.
         #[arg(long)]
         retry_failed: bool,
+        /// Allow RT work with RT throttling disabled, or an RT hog on every CPU
+        /// (both can freeze the machine).
+        #[arg(long)]
+        force: bool,
     },
     /// Show the runs a spec expands to, how many are stored, and a time estimate,
     /// without running anything.
@@ -195,7 +199,8 @@ fn dispatch(command: Command) -> Result<i32> {
             db,
             quiet,
             retry_failed,
-        } => cmd_run(&source, &db.db, quiet, retry_failed),
+            force,
+        } => cmd_run(&source, &db.db, quiet, retry_failed, force),
         Command::Plan { source, db, list } => cmd_plan(&source, &db.db, list),
         Command::Preset {
             action: PresetAction::List,
@@ -273,12 +278,19 @@ fn dispatch(command: Command) -> Result<i32> {
     }
 }
 
-fn cmd_run(source: &SpecSource, db: &Path, quiet: bool, retry_failed: bool) -> Result<i32> {
+fn cmd_run(
+    source: &SpecSource,
+    db: &Path,
+    quiet: bool,
+    retry_failed: bool,
+    force: bool,
+) -> Result<i32> {
     let l = source.load()?;
     let opts = campaign::Options {
         db: db.to_path_buf(),
         quiet,
         retry_failed,
+        force,
     };
     let s = campaign::run(&l.spec, &l.origin, &l.text, &l.overrides, &opts)?;
     let [ok, failed, timed_out, skipped] = s.by_status;
@@ -303,7 +315,7 @@ fn cmd_run(source: &SpecSource, db: &Path, quiet: bool, retry_failed: bool) -> R
 fn cmd_plan(source: &SpecSource, db: &Path, list: bool) -> Result<i32> {
     let l = source.load()?;
     let env = envinfo::capture();
-    campaign::check_machine(&l.spec, &l.origin, &env.cpus_allowed)?;
+    campaign::check_machine(&l.spec, &l.origin, &env, true)?;
     let (existing, done) = if db.exists() {
         let store = Store::open(db)?;
         match store.find_campaign(&l.spec)? {

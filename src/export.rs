@@ -46,6 +46,8 @@ pub const COLUMNS: &[&str] = &[
     "maxrss_kb",
     "work_unit",
     "exit",
+    "role",
+    "rt_runtime_us",
 ];
 
 fn opt<T: ToString>(v: &Option<T>) -> String {
@@ -91,6 +93,8 @@ fn fields(r: &ExportRow) -> Vec<String> {
         opt(&r.maxrss_kb),
         opt(&r.work_unit),
         opt(&r.exit),
+        opt(&r.role),
+        opt(&r.rt_runtime_us),
     ]
 }
 
@@ -169,6 +173,8 @@ mod tests {
             work: Some(1000),
             work_unit: Some("iterations".into()),
             exit: Some("exit code 0".into()),
+            rt_runtime_us: None,
+            role: Some("worker".into()),
         };
         assert_eq!(fields(&row).len(), COLUMNS.len());
         let mut out = Vec::new();

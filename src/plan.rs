@@ -24,13 +24,19 @@ pub struct Run {
     pub cpus: Cpus,
     /// Repetition number, 1-based.
     pub rep: u32,
+    /// `sched_rt_runtime_us` in force during the run, when the spec sweeps it.
+    pub rt_runtime_us: Option<i64>,
 }
 
 impl Run {
     /// A short description for progress lines.
     pub fn label(&self) -> String {
+        let rt = match self.rt_runtime_us {
+            Some(v) => format!(" rt_runtime={v}µs"),
+            None => String::new(),
+        };
         format!(
-            "{} {} ×{} {} cpus={} rep {}",
+            "{} {} ×{} {} cpus={}{rt} rep {}",
             self.policy.name(),
             self.workload.name,
             self.processes,
@@ -48,10 +54,14 @@ pub fn run_key(
     processes: u32,
     priorities: &str,
     cpus: &Cpus,
+    rt_runtime_us: Option<i64>,
     rep: u32,
 ) -> String {
+    let rt = rt_runtime_us
+        .map(|v| format!(";rt_runtime_us={v}"))
+        .unwrap_or_default();
     format!(
-        "policy={};workload={};processes={};priorities={};cpus={};rep={}",
+        "policy={};workload={};processes={};priorities={};cpus={}{rt};rep={}",
         policy.name(),
         workload,
         processes,
@@ -64,6 +74,11 @@ pub fn run_key(
 /// Every run of the spec, in campaign order. `seed` is used when the order is
 /// shuffled.
 pub fn expand(spec: &Spec, seed: u64) -> Vec<Run> {
+    let rt_levels: Vec<Option<i64>> = if spec.rt_runtime_us.is_empty() {
+        vec![None]
+    } else {
+        spec.rt_runtime_us.iter().map(|&v| Some(v)).collect()
+    };
     let mut runs = Vec::new();
     for rep in 1..=spec.repetitions {
         for &policy in &spec.policies {
@@ -79,23 +94,27 @@ pub fn expand(spec: &Spec, seed: u64) -> Vec<Run> {
                 for &processes in &spec.processes {
                     for priorities in &spec.priorities {
                         for cpus in &spec.cpus {
-                            runs.push(Run {
-                                key: run_key(
+                            for &rt in &rt_levels {
+                                runs.push(Run {
+                                    key: run_key(
+                                        policy,
+                                        &w.name,
+                                        processes,
+                                        &priorities.name,
+                                        cpus,
+                                        rt,
+                                        rep,
+                                    ),
+                                    seq: 0,
                                     policy,
-                                    &w.name,
+                                    workload: workload.clone(),
                                     processes,
-                                    &priorities.name,
-                                    cpus,
+                                    priorities: priorities.clone(),
+                                    cpus: cpus.clone(),
                                     rep,
-                                ),
-                                seq: 0,
-                                policy,
-                                workload: workload.clone(),
-                                processes,
-                                priorities: priorities.clone(),
-                                cpus: cpus.clone(),
-                                rep,
-                            });
+                                    rt_runtime_us: rt,
+                                });
+                            }
                         }
                     }
                 }

@@ -44,6 +44,8 @@ impl RunStatus {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProcessRecord {
     pub index: u32,
+    /// "worker" (measured) or "hog" (an RT CPU hog run beside the workers).
+    pub role: String,
     pub pid: i32,
     pub sched: ProcSched,
     /// Start and finish of the work, in ns after the barrier was released
@@ -90,4 +92,19 @@ pub struct RunRecord {
     pub started_unix_ms: i64,
     pub env: EnvSnapshot,
     pub processes: Vec<ProcessRecord>,
+    /// Time slices handed out by schedlab's own scheduler (WRR), if any.
+    pub slices: Vec<SliceRow>,
+    /// Policy-specific facts about the run (JSON object).
+    pub extra: serde_json::Value,
+}
+
+/// One slice of schedlab's own scheduler, times after barrier release.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SliceRow {
+    pub process_index: u32,
+    pub cpu: u32,
+    pub planned_start_ns: u64,
+    pub planned_end_ns: u64,
+    pub actual_end_ns: u64,
+    pub cpu_ns: u64,
 }

@@ -341,7 +341,7 @@ fn invalid_specs_name_the_key_and_exit_2() {
         (
             "[matrix]\npolicy = [\"fifo\", \"wfq\"]\n",
             "matrix.policy",
-            "allowed: other, batch, idle, fifo, rr, deadline",
+            "allowed: other, batch, idle, fifo, rr, deadline, wrr",
         ),
         (
             "[matrix]\nprocesses = [0]\n",

@@ -18,6 +18,7 @@ use crate::spec::Spec;
 use crate::sys::envinfo::{self, EnvSnapshot};
 use crate::sys::proc::{self, Exit, Usage};
 use crate::sys::{probe, procfs};
+use crate::workload::{PiParams, Stop, Workload};
 use crate::worker::{self, WorkerArgs, WorkerResult};
 
 pub use guard::ParentPriority;
@@ -44,6 +45,7 @@ pub struct Launcher {
     /// The signals taken synchronously (blocked for the whole campaign).
     pub signals: libc::sigset_t,
     pub deadline: policy::Deadline,
+    pub hog: Option<crate::spec::Hog>,
 }
 
 impl Launcher {
@@ -60,6 +62,7 @@ impl Launcher {
             rt_fraction,
             signals,
             deadline: spec.deadline,
+            hog: spec.hog.clone(),
         }
     }
 
@@ -67,10 +70,10 @@ impl Launcher {
     pub fn launch(&self, run: &Run) -> Result<Outcome> {
         let started_unix_ms = crate::store::unix_ms();
         let env = envinfo::capture();
-        let skipped = |cpu_list: Vec<usize>, reason: String| {
+        let finished = |status: RunStatus, cpu_list: Vec<usize>, reason: String| {
             Ok(Outcome::Done(Box::new(RunRecord {
                 run: run.clone(),
-                status: RunStatus::Skipped,
+                status,
                 reason,
                 makespan_ns: None,
                 cpu_util: None,
@@ -78,86 +81,103 @@ impl Launcher {
                 started_unix_ms,
                 env: env.clone(),
                 processes: Vec::new(),
+                slices: Vec::new(),
+                extra: serde_json::json!({}),
             })))
         };
         let cpus = match run.cpus.resolve(&self.allowed_cpus) {
             Ok(c) => c,
-            Err(m) => return skipped(Vec::new(), format!("cpus = \"{}\": {m}", run.cpus.label())),
+            Err(m) => {
+                let reason = format!("cpus = \"{}\": {m}", run.cpus.label());
+                return finished(RunStatus::Skipped, Vec::new(), reason);
+            }
         };
         if run.policy == policy::Policy::Deadline && cpus.len() < self.allowed_cpus.len() {
-            return skipped(
-                cpus,
-                format!(
-                    "SCHED_DEADLINE tasks must be allowed on every CPU of their root domain; cpus = \"{}\" \
-                     restricts them (use cpus = \"all\", or an exclusive cpuset)",
-                    run.cpus.label()
-                ),
+            let reason = format!(
+                "SCHED_DEADLINE tasks must be allowed on every CPU of their root domain; \
+                 cpus = \"{}\" restricts them (use cpus = \"all\", or an exclusive cpuset)",
+                run.cpus.label()
             );
+            return finished(RunStatus::Skipped, cpus, reason);
         }
-        let scheds = policy::assign(
+        let mut members: Vec<Member> = policy::assign(
             run.policy,
             &run.priorities.assignment,
             &self.deadline,
             run.processes as usize,
             cpus.len(),
             self.rt_fraction,
-        );
+        )
+        .into_iter()
+        .map(|sched| Member {
+            role: Role::Worker,
+            sched,
+            cpus: cpus.clone(),
+            workload: run.workload.workload.clone(),
+        })
+        .collect();
+        if let Some(hog) = &self.hog {
+            let hog_cpus = match hog.cpus.resolve(&self.allowed_cpus) {
+                Ok(c) => c,
+                Err(m) => {
+                    let reason = format!("hog.cpus = \"{}\": {m}", hog.cpus.label());
+                    return finished(RunStatus::Skipped, cpus, reason);
+                }
+            };
+            members.push(Member {
+                role: Role::Hog,
+                sched: ProcSched::realtime(hog.policy, hog.rt_priority),
+                cpus: hog_cpus,
+                // Spins until the last worker ends, when it is killed.
+                workload: Workload::Pi(PiParams {
+                    stop: Stop::DurationNs(self.timeout.as_nanos() as u64 + 60_000_000_000),
+                }),
+            });
+        }
 
-        std::fs::create_dir_all(&self.workdir)
-            .with_context(|| format!("cannot create work directory {}", self.workdir.display()))?;
+        std::fs::create_dir_all(&self.workdir).with_context(|| {
+            format!("cannot create work directory {}", self.workdir.display())
+        })?;
         let dir = tempfile::Builder::new()
             .prefix(&format!("schedlab-{}-", std::process::id()))
             .tempdir_in(&self.workdir)
             .with_context(|| {
-                format!(
-                    "cannot create a run directory in {}",
-                    self.workdir.display()
-                )
+                format!("cannot create a run directory in {}", self.workdir.display())
             })?;
         run.workload.workload.prepare(dir.path()).with_context(|| {
-            format!(
-                "preparing the {} workload in {}",
-                run.workload.name,
-                dir.path().display()
-            )
+            let shown = dir.path().display();
+            format!("preparing the {} workload in {shown}", run.workload.name)
         })?;
 
         let (barrier_r, barrier_w) = proc::pipe().context("creating the start barrier")?;
-        let mut pids: Vec<i32> = Vec::with_capacity(scheds.len());
-        for (index, sched) in scheds.iter().enumerate() {
+        let mut pids: Vec<i32> = Vec::with_capacity(members.len());
+        for (index, m) in members.iter().enumerate() {
             let args = WorkerArgs {
-                workload: run.workload.workload.clone(),
+                workload: m.workload.clone(),
                 dir: dir.path().to_path_buf(),
                 index,
             };
-            match spawn::spawn_worker(&args, sched, &cpus, &barrier_r, dir.path()) {
+            match spawn::spawn_worker(&args, &m.sched, &m.cpus, &barrier_r, dir.path()) {
                 Ok(pid) => pids.push(pid),
                 Err(e) => {
                     kill_and_reap(&pids);
+                    let who = match m.role {
+                        Role::Worker => format!("worker {}", e.index),
+                        Role::Hog => "the RT hog".to_string(),
+                    };
                     let reason = match e.errno {
                         Some(errno @ (libc::EPERM | libc::EBUSY | libc::EINVAL)) => format!(
-                            "worker {} could not be put under {}: {}",
-                            e.index,
-                            describe_sched(sched),
-                            probe::errno_explanation(run.policy.name(), errno)
+                            "{who} could not be put under {}: {}",
+                            describe_sched(&m.sched),
+                            probe::errno_explanation(m.sched.policy.name(), errno)
                         ),
-                        _ => format!("worker {} could not be started: {}", e.index, e.message),
+                        _ => format!("{who} could not be started: {}", e.message),
                     };
                     let status = match e.errno {
                         Some(libc::EPERM | libc::EBUSY) => RunStatus::Skipped,
                         _ => RunStatus::Failed,
                     };
-                    return Ok(Outcome::Done(Box::new(RunRecord {
-                        run: run.clone(),
-                        status,
-                        reason,
-                        makespan_ns: None,
-                        cpu_util: None,
-                        cpu_list: cpus,
-                        started_unix_ms,
-                        env,
-                        processes: Vec::new(),
-                    })));
+                    return finished(status, cpus, reason);
                 }
             }
         }
@@ -165,33 +185,67 @@ impl Launcher {
 
         // Stay in control of RT workers: the parent outranks them while it
         // sleeps, so it can reap, enforce the timeout and take Ctrl-C.
-        let raised = if scheds.iter().any(|s| s.policy.class() != Class::Fair) {
+        let raised = if members.iter().any(|m| m.sched.policy.class() != Class::Fair) {
             ParentPriority::raise()
         } else {
             ParentPriority::unchanged()
         };
+        let hogs: Vec<(usize, i32)> = members
+            .iter()
+            .zip(&pids)
+            .enumerate()
+            .filter(|(_, (m, _))| m.role == Role::Hog)
+            .map(|(i, (_, &pid))| (i, pid))
+            .collect();
+        let hog_start: HashMap<i32, procfs::SchedStat> = hogs
+            .iter()
+            .filter_map(|&(_, pid)| procfs::read_schedstat(pid).ok().map(|s| (pid, s)))
+            .collect();
         let release_ns = proc::monotonic_ns();
         drop(barrier_w); // EOF on every worker's barrier: go.
-        let waited = self.wait_all(&pids, release_ns);
+        let waited = self.wait_all(&pids, &hogs, release_ns);
         drop(raised);
         let waited = waited?;
 
         if let Some(sig) = waited.interrupted {
             return Ok(Outcome::Interrupted(sig));
         }
-        Ok(Outcome::Done(Box::new(build_record(
+        let ctx = RecordContext {
             run,
-            &scheds,
-            &pids,
-            &waited,
+            members: &members,
+            pids: &pids,
+            waited: &waited,
+            hog_start: &hog_start,
             release_ns,
-            dir.path(),
-            cpus,
-            started_unix_ms,
-            env,
-            self.timeout,
-        ))))
+            dir: dir.path(),
+            timeout: self.timeout,
+        };
+        Ok(Outcome::Done(Box::new(ctx.build(cpus, started_unix_ms, env))))
     }
+}
+
+/// Whether a process is measured or runs beside the measured ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Worker,
+    Hog,
+}
+
+impl Role {
+    fn as_str(self) -> &'static str {
+        match self {
+            Role::Worker => "worker",
+            Role::Hog => "hog",
+        }
+    }
+}
+
+/// One process of a run: what it runs and how it is scheduled.
+struct Member {
+    role: Role,
+    sched: ProcSched,
+    cpus: Vec<usize>,
+    workload: Workload,
 }
 
 /// What waiting for the workers observed.
@@ -199,17 +253,22 @@ struct Waited {
     /// Per pid: how it ended, its usage, its schedstat, and when it was seen
     /// to exit (monotonic ns).
     ended: HashMap<i32, (Exit, Usage, Option<procfs::SchedStat>, u64)>,
+    /// Hogs: schedstat and time when the last worker had ended.
+    hog_end: HashMap<i32, (procfs::SchedStat, u64)>,
     timed_out: bool,
     interrupted: Option<i32>,
 }
 
 impl Launcher {
     /// Sleep until every worker has exited, the timeout passes, or a stop
-    /// signal arrives; reap each worker as it exits.
-    fn wait_all(&self, pids: &[i32], release_ns: u64) -> Result<Waited> {
+    /// signal arrives; reap each worker as it exits. Hogs are stopped once
+    /// the last worker has ended.
+    fn wait_all(&self, pids: &[i32], hogs: &[(usize, i32)], release_ns: u64) -> Result<Waited> {
         let mut live: std::collections::HashSet<i32> = pids.iter().copied().collect();
+        let hog_pids: Vec<i32> = hogs.iter().map(|h| h.1).collect();
         let mut w = Waited {
             ended: HashMap::new(),
+            hog_end: HashMap::new(),
             timed_out: false,
             interrupted: None,
         };
@@ -228,6 +287,18 @@ impl Launcher {
             }
             if live.is_empty() {
                 return Ok(w);
+            }
+            if !killed && live.iter().all(|p| hog_pids.contains(p)) {
+                // Every worker is done: the hogs' window ends now.
+                let now = proc::monotonic_ns();
+                for &p in &live {
+                    if let Ok(s) = procfs::read_schedstat(p) {
+                        w.hog_end.insert(p, (s, now));
+                    }
+                    proc::kill(p, libc::SIGKILL);
+                }
+                killed = true;
+                continue;
             }
             let now = proc::monotonic_ns();
             if now >= deadline_ns && !killed {
@@ -277,6 +348,7 @@ fn describe_sched(s: &ProcSched) -> String {
             s.policy.name().to_uppercase(),
             s.rt_priority.unwrap_or(0)
         ),
+        Class::Wrr => format!("WRR weight {}", s.weight.unwrap_or(1)),
         Class::Deadline => format!(
             "SCHED_DEADLINE runtime {} µs / deadline {} µs / period {} µs",
             s.dl_runtime_ns.unwrap_or(0) / 1000,
@@ -297,53 +369,107 @@ fn stderr_tail(path: &Path) -> String {
     lines[lines.len().saturating_sub(10)..].join("\n")
 }
 
-#[allow(clippy::too_many_arguments)]
-fn build_record(
-    run: &Run,
-    scheds: &[ProcSched],
-    pids: &[i32],
-    waited: &Waited,
+/// Everything needed to turn what was observed into a [`RunRecord`].
+struct RecordContext<'a> {
+    run: &'a Run,
+    members: &'a [Member],
+    pids: &'a [i32],
+    waited: &'a Waited,
+    hog_start: &'a HashMap<i32, procfs::SchedStat>,
     release_ns: u64,
-    dir: &Path,
-    cpu_list: Vec<usize>,
-    started_unix_ms: i64,
-    env: EnvSnapshot,
+    dir: &'a Path,
     timeout: Duration,
-) -> RunRecord {
-    let mut processes = Vec::with_capacity(pids.len());
-    let mut failures = Vec::new();
-    for (index, (&pid, sched)) in pids.iter().zip(scheds).enumerate() {
-        let (exit, usage, stat, seen_ns) = waited.ended.get(&pid).copied().unwrap_or((
+}
+
+impl RecordContext<'_> {
+    fn build(&self, cpu_list: Vec<usize>, started_unix_ms: i64, env: EnvSnapshot) -> RunRecord {
+        let mut processes = Vec::with_capacity(self.pids.len());
+        let mut failures = Vec::new();
+        for (index, (&pid, m)) in self.pids.iter().zip(self.members).enumerate() {
+            let p = match m.role {
+                Role::Worker => self.worker(index, pid, m),
+                Role::Hog => self.hog(index, pid, m),
+            };
+            if !p.ok && m.role == Role::Worker && !self.waited.timed_out {
+                let what = if p.exit == "exit code 0" {
+                    "exited without a result".to_string()
+                } else {
+                    p.exit.clone()
+                };
+                failures.push(match p.stderr_tail.lines().last() {
+                    Some(last) if !last.is_empty() => format!("worker {index}: {what}: {last}"),
+                    _ => format!("worker {index}: {what}"),
+                });
+            }
+            processes.push(p);
+        }
+        let workers = || processes.iter().filter(|p| p.role == "worker");
+        let makespan_ns = workers().map(|p| p.wall_ns).max();
+        let cpu_us: u64 = workers().map(|p| p.utime_us + p.stime_us).sum();
+        let cpu_util = makespan_ns
+            .filter(|&m| m > 0)
+            .map(|m| cpu_us as f64 * 1000.0 / (m as f64 * cpu_list.len().max(1) as f64));
+        let (status, reason) = if self.waited.timed_out {
+            let unfinished = workers().filter(|p| !p.ok).count();
+            let total = workers().count();
+            let timeout_s = self.timeout.as_secs_f64();
+            (
+                RunStatus::TimedOut,
+                format!(
+                    "the run exceeded timeout_s = {timeout_s} s; {unfinished} of {total} workers were killed"
+                ),
+            )
+        } else if !failures.is_empty() {
+            let more = match failures.len() {
+                n if n > 3 => format!(" (and {} more)", n - 3),
+                _ => String::new(),
+            };
+            let shown = failures[..failures.len().min(3)].join("; ");
+            (RunStatus::Failed, format!("{shown}{more}"))
+        } else {
+            (RunStatus::Ok, String::new())
+        };
+        RunRecord {
+            run: self.run.clone(),
+            status,
+            reason,
+            makespan_ns,
+            cpu_util,
+            cpu_list,
+            started_unix_ms,
+            env,
+            processes,
+            slices: Vec::new(),
+            extra: serde_json::json!({}),
+        }
+    }
+
+    fn since(&self, t: u64) -> u64 {
+        t.saturating_sub(self.release_ns)
+    }
+
+    fn ended(&self, pid: i32) -> (Exit, Usage, Option<procfs::SchedStat>, u64) {
+        self.waited.ended.get(&pid).copied().unwrap_or((
             Exit::Signal(libc::SIGKILL),
             Usage::default(),
             None,
             proc::monotonic_ns(),
-        ));
-        let result: Option<WorkerResult> = std::fs::read(worker::result_path(dir, index))
+        ))
+    }
+
+    fn worker(&self, index: usize, pid: i32, m: &Member) -> ProcessRecord {
+        let (exit, usage, stat, seen_ns) = self.ended(pid);
+        let result: Option<WorkerResult> = std::fs::read(worker::result_path(self.dir, index))
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok());
         let ok = exit.success() && result.is_some();
         let tail = if ok {
             String::new()
         } else {
-            stderr_tail(&worker::stderr_path(dir, index))
+            stderr_tail(&worker::stderr_path(self.dir, index))
         };
-        if !ok && !waited.timed_out {
-            let what = if exit.success() {
-                "exited without a result".to_string()
-            } else {
-                exit.describe()
-            };
-            let last = tail.lines().last().unwrap_or("").to_string();
-            failures.push(if last.is_empty() {
-                format!("worker {index}: {what}")
-            } else {
-                format!("worker {index}: {what}: {last}")
-            });
-        }
-        let since = |t: u64| t.saturating_sub(release_ns);
         let (start_ns, end_ns) = match &result {
-            Some(r) => (Some(since(r.start_ns)), Some(since(r.end_ns))),
+            Some(r) => (Some(self.since(r.start_ns)), Some(self.since(r.end_ns))),
             None => (None, None),
         };
         // The measured window is barrier → end of work when the worker
@@ -355,23 +481,20 @@ fn build_record(
                     ..r.usage_end.since(&r.usage_start)
                 },
                 match (r.schedstat_start, r.schedstat_end) {
-                    (Some(a), Some(b)) => Some(procfs::SchedStat {
-                        run_ns: b.run_ns.saturating_sub(a.run_ns),
-                        wait_ns: b.wait_ns.saturating_sub(a.wait_ns),
-                        timeslices: b.timeslices.saturating_sub(a.timeslices),
-                    }),
+                    (Some(a), Some(b)) => Some(b.since(&a)),
                     _ => stat,
                 },
             ),
             None => (usage, stat),
         };
-        processes.push(ProcessRecord {
+        ProcessRecord {
             index: index as u32,
+            role: m.role.as_str().to_string(),
             pid,
-            sched: *sched,
+            sched: m.sched,
             start_ns,
             end_ns,
-            wall_ns: end_ns.unwrap_or_else(|| since(seen_ns)),
+            wall_ns: end_ns.unwrap_or_else(|| self.since(seen_ns)),
             utime_us: usage.utime_us,
             stime_us: usage.stime_us,
             nvcsw: usage.nvcsw,
@@ -383,7 +506,7 @@ fn build_record(
             wait_ns: stat.map(|s| s.wait_ns),
             timeslices: stat.map(|s| s.timeslices),
             work: result.as_ref().map(|r| r.output.work),
-            work_unit: run.workload.workload.work_unit().to_string(),
+            work_unit: m.workload.work_unit().to_string(),
             figures: result
                 .as_ref()
                 .map(|r| r.output.figures.clone())
@@ -391,45 +514,48 @@ fn build_record(
             exit: exit.describe(),
             ok,
             stderr_tail: tail,
-        });
+        }
     }
-    let makespan_ns = processes.iter().map(|p| p.wall_ns).max();
-    let cpu_us: u64 = processes.iter().map(|p| p.utime_us + p.stime_us).sum();
-    let cpu_util = makespan_ns
-        .filter(|&m| m > 0)
-        .map(|m| cpu_us as f64 * 1000.0 / (m as f64 * cpu_list.len().max(1) as f64));
-    let (status, reason) = if waited.timed_out {
-        let unfinished = processes.iter().filter(|p| !p.ok).count();
-        (
-            RunStatus::TimedOut,
-            format!(
-                "the run exceeded timeout_s = {} s; {unfinished} of {} workers were killed",
-                timeout.as_secs_f64(),
-                processes.len()
-            ),
-        )
-    } else if !failures.is_empty() {
-        let more = if failures.len() > 3 {
-            format!(" (and {} more)", failures.len() - 3)
-        } else {
-            String::new()
+
+    /// A hog is measured by the parent over the workers' window: from
+    /// barrier release to the moment the last worker ended.
+    fn hog(&self, index: usize, pid: i32, m: &Member) -> ProcessRecord {
+        let (exit, usage, _, seen_ns) = self.ended(pid);
+        let window = match (self.hog_start.get(&pid), self.waited.hog_end.get(&pid)) {
+            (Some(a), Some((b, t))) => Some((b.since(a), self.since(*t))),
+            _ => None,
         };
-        (
-            RunStatus::Failed,
-            format!("{}{more}", failures[..failures.len().min(3)].join("; ")),
-        )
-    } else {
-        (RunStatus::Ok, String::new())
-    };
-    RunRecord {
-        run: run.clone(),
-        status,
-        reason,
-        makespan_ns,
-        cpu_util,
-        cpu_list,
-        started_unix_ms,
-        env,
-        processes,
+        let mut figures = std::collections::BTreeMap::new();
+        if let Some((stat, wall)) = window
+            && wall > 0
+        {
+            figures.insert("cpu_share".to_string(), stat.run_ns as f64 / wall as f64);
+        }
+        ProcessRecord {
+            index: index as u32,
+            role: m.role.as_str().to_string(),
+            pid,
+            sched: m.sched,
+            start_ns: Some(0),
+            end_ns: window.map(|w| w.1),
+            wall_ns: window.map(|w| w.1).unwrap_or_else(|| self.since(seen_ns)),
+            utime_us: usage.utime_us,
+            stime_us: usage.stime_us,
+            nvcsw: usage.nvcsw,
+            nivcsw: usage.nivcsw,
+            minflt: usage.minflt,
+            majflt: usage.majflt,
+            maxrss_kb: usage.maxrss_kb,
+            run_ns: window.map(|w| w.0.run_ns),
+            wait_ns: window.map(|w| w.0.wait_ns),
+            timeslices: window.map(|w| w.0.timeslices),
+            work: None,
+            work_unit: "ns".to_string(),
+            figures,
+            exit: exit.describe(),
+            // Killed on purpose once the workers were done.
+            ok: window.is_some(),
+            stderr_tail: String::new(),
+        }
     }
 }

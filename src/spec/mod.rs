@@ -159,7 +159,20 @@ pub struct Spec {
     pub processes: Vec<u32>,
     pub priorities: Vec<PriorityMode>,
     pub cpus: Vec<Cpus>,
+    /// Values of `sched_rt_runtime_us` to run under (a factor of the
+    /// matrix); empty: the setting is left as it is.
+    pub rt_runtime_us: Vec<i64>,
     pub deadline: Deadline,
+    pub hog: Option<Hog>,
+}
+
+/// A real-time CPU hog that runs beside the measured workers of every run,
+/// from barrier release until the last worker ends.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Hog {
+    pub policy: Policy,
+    pub rt_priority: i32,
+    pub cpus: Cpus,
 }
 
 /// Parse and validate a spec from TOML text. `origin` names the file or

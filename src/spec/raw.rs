@@ -23,6 +23,7 @@ pub struct RawSpec {
     #[serde(default)]
     pub priorities: BTreeMap<String, RawPriorities>,
     pub deadline: Option<RawDeadline>,
+    pub hog: Option<RawHog>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
@@ -33,6 +34,7 @@ pub struct RawMatrix {
     pub processes: Option<Vec<i64>>,
     pub priorities: Option<Vec<String>>,
     pub cpus: Option<Vec<String>>,
+    pub rt_runtime_us: Option<Vec<i64>>,
 }
 
 /// One `[workloads.NAME]` table. `kind` defaults to NAME.
@@ -71,6 +73,7 @@ pub struct RawPriorities {
     pub mode: Option<String>,
     pub nice: Option<IntOrList>,
     pub rt_priority: Option<IntOrList>,
+    pub weight: Option<IntOrList>,
 }
 
 /// `[deadline]`: the SCHED_DEADLINE reservation of every process.
@@ -81,4 +84,13 @@ pub struct RawDeadline {
     pub runtime_us: Option<toml::Value>,
     pub deadline_us: Option<i64>,
     pub period_us: Option<i64>,
+}
+
+/// `[hog]`: a real-time CPU hog run beside the measured workers (seed 004).
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawHog {
+    pub policy: Option<String>,
+    pub rt_priority: Option<i64>,
+    pub cpus: Option<String>,
 }

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use super::raw::{IntOrList, RawPriorities, RawSpec, RawWorkload};
-use super::{Cpus, NamedWorkload, Order, Spec, SpecError};
+use super::{Cpus, Hog, NamedWorkload, Order, Spec, SpecError};
 use crate::policy::{
     Assignment, Deadline, NICE_MAX, NICE_MIN, Policy, PriorityMode, RT_MAX, RT_MIN,
 };
@@ -14,6 +14,10 @@ use crate::workload::{
 
 pub const WORKLOAD_KINDS: [&str; 5] = ["pi", "copy", "mixed", "matmul", "hash"];
 pub const MAX_PROCESSES: i64 = 10_000;
+/// The kernel's largest `sched_rt_period_us` is INT_MAX µs, but schedlab's
+/// sweeps stay within one second periods or so; runtimes are checked against
+/// the machine's period before anything is changed.
+const MAX_RT_PERIOD_US: i64 = 1_000_000_000;
 const SYNC_MODES: &str = "none, fsync_end, fsync_each, direct";
 
 struct Ctx<'a> {
@@ -238,6 +242,43 @@ pub fn validate(raw: RawSpec, origin: &str) -> Result<Spec, SpecError> {
 
     let deadline = build_deadline(&cx, &raw)?;
 
+    let rt_runtime_us = match &matrix.rt_runtime_us {
+        None => Vec::new(),
+        Some(list) => {
+            non_empty(&cx, "matrix.rt_runtime_us", list.len())?;
+            let mut out = Vec::new();
+            for &v in list {
+                if v < -1 || v > MAX_RT_PERIOD_US {
+                    return Err(cx.err(
+                        "matrix.rt_runtime_us",
+                        format!("{v} is not -1 (unlimited) or 0..={MAX_RT_PERIOD_US} µs"),
+                    ));
+                }
+                push_unique(&cx, "matrix.rt_runtime_us", &mut out, v, &v.to_string())?;
+            }
+            out
+        }
+    };
+    let hog = match &raw.hog {
+        None => None,
+        Some(h) => {
+            let policy = match h.policy.as_deref() {
+                None => Policy::Fifo,
+                Some(p) => match Policy::parse(p) {
+                    Some(p @ (Policy::Fifo | Policy::Rr)) => p,
+                    _ => return Err(cx.err("hog.policy", format!("\"{p}\" is not a real-time policy; allowed: fifo, rr"))),
+                },
+            };
+            let rt_priority = match h.rt_priority {
+                None => 50,
+                Some(v) if (RT_MIN as i64..=RT_MAX as i64).contains(&v) => v as i32,
+                Some(v) => return Err(cx.err("hog.rt_priority", format!("{v} is out of range {RT_MIN}..{RT_MAX}"))),
+            };
+            let cpus = Cpus::parse(h.cpus.as_deref().unwrap_or("0")).map_err(|m| cx.err("hog.cpus", m))?;
+            Some(Hog { policy, rt_priority, cpus })
+        }
+    };
+
     Ok(Spec {
         name,
         description: raw.description.clone().unwrap_or_default(),
@@ -253,7 +294,9 @@ pub fn validate(raw: RawSpec, origin: &str) -> Result<Spec, SpecError> {
         processes,
         priorities,
         cpus,
+        rt_runtime_us,
         deadline,
+        hog,
     })
 }
 
@@ -481,14 +524,28 @@ fn builtin_priorities(name: &str) -> Option<Assignment> {
         "uniform" => Some(Assignment::Uniform {
             nice: 0,
             rt_priority: 50,
+            weight: 1,
         }),
         "spread" | "nonuniform" => Some(Assignment::Spread {
             nice: (-10, 10),
             rt_priority: (1, 99),
+            weight: (1, 20),
         }),
         _ => None,
     }
 }
+
+/// Valid range of each priority key.
+fn range_of(key: &str) -> (i64, i64) {
+    match key {
+        "nice" => (NICE_MIN as i64, NICE_MAX as i64),
+        "rt_priority" => (RT_MIN as i64, RT_MAX as i64),
+        _ => (1, MAX_WEIGHT),
+    }
+}
+
+/// Largest WRR weight: a slice of quantum × weight must stay reasonable.
+pub const MAX_WEIGHT: i64 = 1000;
 
 fn build_priorities(cx: &Ctx, name: &str, p: &RawPriorities) -> Result<Assignment, SpecError> {
     let base = format!("priorities.{name}");
@@ -499,117 +556,96 @@ fn build_priorities(cx: &Ctx, name: &str, p: &RawPriorities) -> Result<Assignmen
             None => {
                 return Err(cx.err(
                     format!("{base}.mode"),
-                    "missing; allowed: uniform, spread, list",
+                    "missing; allowed: uniform, spread, list, weights",
                 ));
             }
         },
     };
-    let defaults = match mode.as_str() {
-        "uniform" => builtin_priorities("uniform"),
-        "spread" => builtin_priorities("spread"),
-        "list" => None,
-        m => {
-            return Err(cx.err(
-                format!("{base}.mode"),
-                format!("unknown mode \"{m}\"; allowed: uniform, spread, list"),
-            ));
+    let check = |key: &str, v: i64| -> Result<i64, SpecError> {
+        let (lo, hi) = range_of(key);
+        if v < lo || v > hi {
+            return Err(cx.err(format!("{base}.{key}"), format!("{v} is out of range {lo}..{hi}")));
         }
+        Ok(v)
     };
-    let check = |key: &str, v: i64, lo: i32, hi: i32| -> Result<i32, SpecError> {
-        if v < lo as i64 || v > hi as i64 {
-            return Err(cx.err(
+    let one = |key: &str, v: &Option<IntOrList>, d: i64| -> Result<i64, SpecError> {
+        match v {
+            None => Ok(d),
+            Some(IntOrList::Int(x)) => check(key, *x),
+            Some(IntOrList::List(_)) => Err(cx.err(
                 format!("{base}.{key}"),
-                format!("{v} is out of range {lo}..{hi}"),
-            ));
-        }
-        Ok(v as i32)
-    };
-    let range_of = |key: &str| {
-        if key == "nice" {
-            (NICE_MIN, NICE_MAX)
-        } else {
-            (RT_MIN, RT_MAX)
+                format!("mode \"{mode}\" takes one integer here, not a list"),
+            )),
         }
     };
+    let pair = |key: &str, v: &Option<IntOrList>, d: (i64, i64)| -> Result<(i64, i64), SpecError> {
+        match v {
+            None => Ok(d),
+            Some(IntOrList::List(l)) if l.len() == 2 => Ok((check(key, l[0])?, check(key, l[1])?)),
+            _ => Err(cx.err(
+                format!("{base}.{key}"),
+                "mode \"spread\" takes a range [first, last], e.g. [-10, 10]",
+            )),
+        }
+    };
+    let list = |key: &str, v: &Option<IntOrList>, d: i64| -> Result<Vec<i64>, SpecError> {
+        match v {
+            None => Ok(vec![d]),
+            Some(IntOrList::Int(x)) => Ok(vec![check(key, *x)?]),
+            Some(IntOrList::List(l)) if !l.is_empty() => l.iter().map(|x| check(key, *x)).collect(),
+            Some(IntOrList::List(_)) => Err(cx.err(format!("{base}.{key}"), "the list must not be empty")),
+        }
+    };
+    let i32s = |v: Vec<i64>| v.into_iter().map(|x| x as i32).collect::<Vec<_>>();
+    let u32s = |v: Vec<i64>| v.into_iter().map(|x| x as u32).collect::<Vec<_>>();
     match mode.as_str() {
-        "uniform" => {
-            let Some(Assignment::Uniform {
-                nice: dn,
-                rt_priority: dr,
-            }) = defaults
-            else {
-                unreachable!()
-            };
-            let one = |key: &str, v: &Option<IntOrList>, d: i32| -> Result<i32, SpecError> {
-                let (lo, hi) = range_of(key);
-                match v {
-                    None => Ok(d),
-                    Some(IntOrList::Int(x)) => check(key, *x, lo, hi),
-                    Some(IntOrList::List(_)) => Err(cx.err(
-                        format!("{base}.{key}"),
-                        "mode \"uniform\" takes one integer, not a list",
-                    )),
-                }
-            };
-            Ok(Assignment::Uniform {
-                nice: one("nice", &p.nice, dn)?,
-                rt_priority: one("rt_priority", &p.rt_priority, dr)?,
-            })
-        }
+        "uniform" => Ok(Assignment::Uniform {
+            nice: one("nice", &p.nice, 0)? as i32,
+            rt_priority: one("rt_priority", &p.rt_priority, 50)? as i32,
+            weight: one("weight", &p.weight, 1)? as u32,
+        }),
         "spread" => {
-            let Some(Assignment::Spread {
-                nice: dn,
-                rt_priority: dr,
-            }) = defaults
-            else {
-                unreachable!()
-            };
-            let pair = |key: &str,
-                        v: &Option<IntOrList>,
-                        d: (i32, i32)|
-             -> Result<(i32, i32), SpecError> {
-                let (lo, hi) = range_of(key);
-                match v {
-                    None => Ok(d),
-                    Some(IntOrList::List(l)) if l.len() == 2 => {
-                        Ok((check(key, l[0], lo, hi)?, check(key, l[1], lo, hi)?))
-                    }
-                    _ => Err(cx.err(
-                        format!("{base}.{key}"),
-                        "mode \"spread\" takes a range [first, last], e.g. [-10, 10]",
-                    )),
-                }
-            };
+            let nice = pair("nice", &p.nice, (-10, 10))?;
+            let rt = pair("rt_priority", &p.rt_priority, (1, 99))?;
+            let weight = pair("weight", &p.weight, (1, 20))?;
             Ok(Assignment::Spread {
-                nice: pair("nice", &p.nice, dn)?,
-                rt_priority: pair("rt_priority", &p.rt_priority, dr)?,
+                nice: (nice.0 as i32, nice.1 as i32),
+                rt_priority: (rt.0 as i32, rt.1 as i32),
+                weight: (weight.0 as u32, weight.1 as u32),
             })
         }
-        _ => {
-            let list = |key: &str, v: &Option<IntOrList>, d: i32| -> Result<Vec<i32>, SpecError> {
-                let (lo, hi) = range_of(key);
-                match v {
-                    None => Ok(vec![d]),
-                    Some(IntOrList::Int(x)) => Ok(vec![check(key, *x, lo, hi)?]),
-                    Some(IntOrList::List(l)) if !l.is_empty() => {
-                        l.iter().map(|x| check(key, *x, lo, hi)).collect()
-                    }
-                    Some(IntOrList::List(_)) => {
-                        Err(cx.err(format!("{base}.{key}"), "the list must not be empty"))
-                    }
-                }
-            };
-            if p.nice.is_none() && p.rt_priority.is_none() {
+        "list" => {
+            if p.nice.is_none() && p.rt_priority.is_none() && p.weight.is_none() {
                 return Err(cx.err(
                     &base,
-                    "mode \"list\" needs nice = [...] and/or rt_priority = [...]",
+                    "mode \"list\" needs nice = [...], rt_priority = [...] and/or weight = [...]",
                 ));
             }
             Ok(Assignment::List {
-                nice: list("nice", &p.nice, 0)?,
-                rt_priority: list("rt_priority", &p.rt_priority, 50)?,
+                nice: i32s(list("nice", &p.nice, 0)?),
+                rt_priority: i32s(list("rt_priority", &p.rt_priority, 50)?),
+                weight: u32s(list("weight", &p.weight, 1)?),
             })
         }
+        "weights" => {
+            if p.nice.is_some() {
+                return Err(cx.err(
+                    format!("{base}.nice"),
+                    "mode \"weights\" derives nice values from the weights; remove nice",
+                ));
+            }
+            if p.weight.is_none() {
+                return Err(cx.err(format!("{base}.weight"), "mode \"weights\" needs weight = [...]"));
+            }
+            Ok(Assignment::Weights {
+                weight: u32s(list("weight", &p.weight, 1)?),
+                rt_priority: one("rt_priority", &p.rt_priority, 50)? as i32,
+            })
+        }
+        m => Err(cx.err(
+            format!("{base}.mode"),
+            format!("unknown mode \"{m}\"; allowed: uniform, spread, list, weights"),
+        )),
     }
 }
 

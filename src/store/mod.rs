@@ -2,6 +2,7 @@
 //! campaign; every finished run is committed in its own transaction the
 //! moment it ends, so a crash or Ctrl-C loses at most the run in progress.
 
+mod analysis;
 mod schema;
 
 use anyhow::{Context, Result, bail};
@@ -14,6 +15,10 @@ use crate::record::{RunRecord, RunStatus};
 use crate::spec::Spec;
 use crate::sys::envinfo::EnvSnapshot;
 
+pub use analysis::{
+    ReportCampaign, ReportEnvironment, ReportProcess, ReportRun, SyntheticEnv, SyntheticProcess,
+    SyntheticRun,
+};
 pub use schema::MIGRATIONS;
 
 pub struct Store {
@@ -82,6 +87,8 @@ pub struct ExportRow {
     pub work: Option<i64>,
     pub work_unit: Option<String>,
     pub exit: Option<String>,
+    pub rt_runtime_us: Option<i64>,
+    pub role: Option<String>,
 }
 
 /// The identity of a campaign: a hash of the validated spec. The same spec
@@ -292,8 +299,9 @@ impl Store {
         tx.execute(
             "INSERT INTO runs (campaign_id, run_key, seq, policy, workload, workload_kind, processes, priority_mode,
                  cpus, cpu_list, rep, status, reason, makespan_ns, cpu_util, started_unix_ms, load_avg_1m,
-                 environment_id, resolved_json)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
+                 environment_id, resolved_json, rt_runtime_us, extra_json)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,
+                     ?20, ?21)",
             params![
                 campaign_id,
                 run.key,
@@ -314,23 +322,26 @@ impl Store {
                 rec.env.load_avg_1m,
                 env_id,
                 serde_json::to_string(run)?,
+                run.rt_runtime_us,
+                serde_json::to_string(&rec.extra)?,
             ],
         )
         .with_context(|| format!("storing run {}", run.key))?;
         let run_id = tx.last_insert_rowid();
         {
             let mut stmt = tx.prepare(
-                "INSERT INTO processes (run_id, process_index, pid, policy, nice, rt_priority, dl_runtime_ns,
+                "INSERT INTO processes (run_id, process_index, role, pid, policy, nice, rt_priority, dl_runtime_ns,
                      dl_deadline_ns, dl_period_ns, start_ns, end_ns, wall_ns, utime_us, stime_us, nvcsw, nivcsw,
                      minflt, majflt, maxrss_kb, run_ns, wait_ns, timeslices, work, work_unit, figures_json, exit,
                      ok, stderr_tail)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,
-                     ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28)",
+                     ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29)",
             )?;
             for p in &rec.processes {
                 stmt.execute(params![
                     run_id,
                     p.index as i64,
+                    p.role,
                     p.pid as i64,
                     p.sched.policy.name(),
                     p.sched.nice,
@@ -357,6 +368,25 @@ impl Store {
                     p.exit,
                     p.ok,
                     p.stderr_tail,
+                ])?;
+            }
+        }
+        {
+            let mut stmt = tx.prepare(
+                "INSERT INTO slices (run_id, seq, process_index, cpu, planned_start_ns, planned_end_ns,
+                     actual_end_ns, cpu_ns)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            )?;
+            for (seq, sl) in rec.slices.iter().enumerate() {
+                stmt.execute(params![
+                    run_id,
+                    seq as i64,
+                    sl.process_index as i64,
+                    sl.cpu as i64,
+                    i(sl.planned_start_ns),
+                    i(sl.planned_end_ns),
+                    i(sl.actual_end_ns),
+                    i(sl.cpu_ns),
                 ])?;
             }
         }
@@ -406,7 +436,7 @@ impl Store {
                     r.priority_mode, r.cpus, r.rep, c.scale, r.status, r.reason, r.makespan_ns, r.cpu_util,
                     p.process_index, p.pid, p.nice, p.rt_priority, p.start_ns, p.end_ns, p.wall_ns, p.utime_us,
                     p.stime_us, p.nvcsw, p.nivcsw, p.minflt, p.majflt, p.maxrss_kb, p.run_ns, p.wait_ns,
-                    p.timeslices, p.work, p.work_unit, p.exit
+                    p.timeslices, p.work, p.work_unit, p.exit, r.rt_runtime_us, p.role
              FROM runs r JOIN campaigns c ON c.id = r.campaign_id
              LEFT JOIN processes p ON p.run_id = r.id
              WHERE ?1 IS NULL OR c.id = ?1
@@ -452,6 +482,8 @@ impl Store {
                     work: r.get(34)?,
                     work_unit: r.get(35)?,
                     exit: r.get(36)?,
+                    rt_runtime_us: r.get(37)?,
+                    role: r.get(38)?,
                 })
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;

@@ -59,13 +59,16 @@ pub const MIGRATIONS: &[&str] = &[
         started_unix_ms INTEGER NOT NULL,
         load_avg_1m     REAL,
         environment_id  INTEGER NOT NULL REFERENCES environments(id),
+        rt_runtime_us   INTEGER,                -- sched_rt_runtime_us during the run, when swept
         resolved_json   TEXT NOT NULL,
+        extra_json      TEXT NOT NULL DEFAULT '{}',  -- policy-specific facts (e.g. the WRR dispatcher's)
         UNIQUE (campaign_id, run_key)
     );
 
     CREATE TABLE processes (
         run_id        INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
         process_index INTEGER NOT NULL,
+        role          TEXT NOT NULL DEFAULT 'worker',  -- 'worker', or 'hog' (an RT CPU hog beside them)
         pid           INTEGER NOT NULL,
         policy        TEXT NOT NULL,
         nice          INTEGER,
@@ -93,6 +96,18 @@ pub const MIGRATIONS: &[&str] = &[
         ok            INTEGER NOT NULL,
         stderr_tail   TEXT NOT NULL DEFAULT '',
         PRIMARY KEY (run_id, process_index)
+    );
+
+    CREATE TABLE slices (
+        run_id           INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        seq              INTEGER NOT NULL,
+        process_index    INTEGER NOT NULL,
+        cpu              INTEGER NOT NULL,
+        planned_start_ns INTEGER NOT NULL,     -- after barrier release
+        planned_end_ns   INTEGER NOT NULL,
+        actual_end_ns    INTEGER NOT NULL,
+        cpu_ns           INTEGER NOT NULL,     -- CPU time the task received in the slice
+        PRIMARY KEY (run_id, seq)
     );
 
     CREATE INDEX runs_by_campaign ON runs (campaign_id, status);

@@ -18,6 +18,18 @@ pub struct SchedStat {
     pub timeslices: u64,
 }
 
+impl SchedStat {
+    /// The counters accumulated since `earlier` (saturating, so a reading
+    /// from another process never underflows).
+    pub fn since(&self, earlier: &SchedStat) -> SchedStat {
+        SchedStat {
+            run_ns: self.run_ns.saturating_sub(earlier.run_ns),
+            wait_ns: self.wait_ns.saturating_sub(earlier.wait_ns),
+            timeslices: self.timeslices.saturating_sub(earlier.timeslices),
+        }
+    }
+}
+
 /// Parses `"<sum_exec_runtime ns> <run_delay ns> <pcount>\n"`.
 ///
 /// The first three whitespace-separated fields must be unsigned integers;
