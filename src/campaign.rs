@@ -12,7 +12,7 @@ use crate::progress::Progress;
 use crate::record::{RunRecord, RunStatus};
 use crate::spec::{Spec, SpecError};
 use crate::store::{Campaign, Store};
-use crate::sys::{envinfo, proc};
+use crate::sys::{envinfo, knobs, proc};
 
 pub struct Options {
     pub db: PathBuf,
@@ -164,7 +164,10 @@ pub fn run(
     // change and put back when the guard is restored or dropped (also on
     // error and Ctrl-C, since the signals are taken synchronously here).
     let mut rt_guard = match pending.iter().any(|r| r.rt_runtime_us.is_some()) {
-        true => Some(RtGuardPending::acquire()?),
+        true => {
+            knobs::ensure_signals_blocked()?;
+            Some(knobs::RtGuard::acquire().context("cannot change sched_rt_runtime_us")?)
+        }
         false => None,
     };
     let launcher = Launcher::new(spec, &env, signals);
@@ -304,16 +307,3 @@ fn remove_stale_run_dirs(workdir: &Path) {
     }
 }
 
-/// Placeholder until sys::knobs lands (being written): refuses sweeps.
-struct RtGuardPending;
-impl RtGuardPending {
-    fn acquire() -> Result<RtGuardPending> {
-        anyhow::bail!("sched_rt_runtime_us sweeps are not available yet")
-    }
-    fn set_runtime(&mut self, _v: i64) -> Result<()> {
-        Ok(())
-    }
-    fn restore(self) -> Result<()> {
-        Ok(())
-    }
-}

@@ -179,6 +179,16 @@ pub fn main() -> i32 {
     if let Command::Worker { json } = &cli.command {
         return crate::worker::main(json);
     }
+    // A schedlab killed while it had changed a kernel setting left a journal:
+    // put the machine back before doing anything else.
+    match crate::sys::knobs::recover_leftover() {
+        Ok(Some(warning)) => eprintln!("warning: {warning}"),
+        Ok(None) => {}
+        Err(e) => {
+            eprintln!("error: could not restore kernel settings left changed by an earlier schedlab: {e:#}");
+            return 1;
+        }
+    }
     match dispatch(cli.command) {
         Ok(code) => code,
         Err(e) => {

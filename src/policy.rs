@@ -276,8 +276,10 @@ impl Deadline {
         let share = 0.9 * rt_fraction * cpus as f64 * fraction;
         // One process can use at most one CPU, and the kernel refuses
         // runtimes under 1024 ns; keep whole µs.
-        let r = (self.deadline_ns as f64 * share.min(1.0)) as u64;
-        (r / 1000 * 1000).max(1024)
+        let r_us = self.deadline_ns as f64 * share.min(1.0) / 1000.0;
+        // Floor to whole µs (never above the share), tolerating the last bit
+        // of floating-point error so 3,420,000.0 does not become 3,419,000.
+        ((r_us + 1e-6).floor() as u64 * 1000).max(1024)
     }
 }
 

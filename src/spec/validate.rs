@@ -248,7 +248,7 @@ pub fn validate(raw: RawSpec, origin: &str) -> Result<Spec, SpecError> {
             non_empty(&cx, "matrix.rt_runtime_us", list.len())?;
             let mut out = Vec::new();
             for &v in list {
-                if v < -1 || v > MAX_RT_PERIOD_US {
+                if !(-1..=MAX_RT_PERIOD_US).contains(&v) {
                     return Err(cx.err(
                         "matrix.rt_runtime_us",
                         format!("{v} is not -1 (unlimited) or 0..={MAX_RT_PERIOD_US} µs"),
