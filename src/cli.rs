@@ -85,6 +85,12 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Show or change a process's scheduling policy, or start a command under
+    /// one (like chrt and taskset, with the kernel's refusals explained).
+    Policy {
+        #[command(subcommand)]
+        action: crate::policyctl::PolicyCommand,
+    },
     /// Internal: a worker process (started by `run`).
     #[command(name = "__worker", hide = true)]
     Worker { json: String },
@@ -284,6 +290,7 @@ fn dispatch(command: Command) -> Result<i32> {
             }
             Ok(0)
         }
+        Command::Policy { action } => crate::policyctl::run(action),
         Command::Worker { .. } => unreachable!("handled before dispatch"),
     }
 }

@@ -545,3 +545,60 @@ fn env_reports_the_machine() {
     assert!(v["env"]["cpus_online"].as_u64().unwrap() >= 1);
     assert_eq!(v["privileges"]["policies"].as_array().unwrap().len(), 6);
 }
+
+#[test]
+fn a_policy_the_user_may_not_set_is_skipped_with_how_to_get_it() {
+    // Needs root to drop to an unprivileged user; as a normal user the
+    // skip path is what every RT run takes anyway.
+    if unsafe { libc::geteuid() } != 0 || !Path::new("/usr/bin/setpriv").exists() {
+        eprintln!("skipping: needs root and setpriv to run schedlab as an unprivileged user");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    write_spec(
+        dir.path(),
+        "u.toml",
+        "name = \"unprivileged\"\nrepetitions = 1\ncooldown_s = 0\n[matrix]\npolicy = [\"other\", \"fifo\"]\n\
+         processes = [2]\ncpus = [\"0\"]\n[workloads.pi]\niterations = 1_000_000\n",
+    );
+    let o = Command::new("/usr/bin/setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+        ])
+        .arg(bin())
+        .args(["run", "u.toml", "--db", "t.db"])
+        .current_dir(dir.path())
+        .env("CI", "1")
+        .env("TMPDIR", dir.path())
+        .env("SCHEDLAB_JOURNAL", dir.path().join("journal.json"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let conn = db(dir.path());
+    let (status, reason): (String, String) = conn
+        .query_row(
+            "SELECT status, reason FROM runs WHERE policy = 'fifo'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(status, "skipped");
+    assert!(
+        reason.contains("CAP_SYS_NICE") && reason.contains("RLIMIT_RTPRIO"),
+        "{reason}"
+    );
+    let other: String = conn
+        .query_row("SELECT status FROM runs WHERE policy = 'other'", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(other, "ok", "the rest of the campaign runs");
+}
