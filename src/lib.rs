@@ -8,6 +8,7 @@ pub mod export;
 pub mod launch;
 pub mod plan;
 pub mod policy;
+pub mod policyctl;
 pub mod progress;
 pub mod record;
 pub mod rng;
