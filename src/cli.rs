@@ -91,9 +91,48 @@ enum Command {
         #[command(subcommand)]
         action: crate::policyctl::PolicyCommand,
     },
+    /// Benchmarks of schedlab itself (figures, not tests).
+    Bench {
+        #[command(subcommand)]
+        which: BenchCommand,
+    },
     /// Internal: a worker process (started by `run`).
     #[command(name = "__worker", hide = true)]
     Worker { json: String },
+}
+
+#[derive(Subcommand)]
+enum BenchCommand {
+    /// schedlab's aio workload against fio with the same settings on the same file.
+    Aio(AioBenchArgs),
+}
+
+#[derive(Args)]
+struct AioBenchArgs {
+    /// Size of the file both sides read and write.
+    #[arg(long, default_value_t = 64 << 20)]
+    file_bytes: u64,
+    /// Bytes per operation.
+    #[arg(long, default_value_t = 4096)]
+    block_bytes: u64,
+    /// Operations in flight.
+    #[arg(long, default_value_t = 32)]
+    queue_depth: u32,
+    /// Percent of operations that are reads.
+    #[arg(long, default_value_t = 100)]
+    read_pct: u8,
+    /// Go through the page cache instead of O_DIRECT.
+    #[arg(long)]
+    buffered: bool,
+    /// Seconds per trial of each side.
+    #[arg(long, default_value_t = 5.0)]
+    duration_s: f64,
+    /// Trials per side (alternating).
+    #[arg(long, default_value_t = 5)]
+    trials: u32,
+    /// Directory for the test file (default: $TMPDIR).
+    #[arg(long)]
+    dir: Option<PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -291,6 +330,22 @@ fn dispatch(command: Command) -> Result<i32> {
             Ok(0)
         }
         Command::Policy { action } => crate::policyctl::run(action),
+        Command::Bench {
+            which: BenchCommand::Aio(a),
+        } => {
+            let defaults = crate::bench::aio::AioBenchOptions::default();
+            crate::bench::aio::run(crate::bench::aio::AioBenchOptions {
+                file_bytes: a.file_bytes,
+                block_bytes: a.block_bytes,
+                queue_depth: a.queue_depth,
+                read_pct: a.read_pct,
+                direct: !a.buffered,
+                duration_s: a.duration_s,
+                trials: a.trials,
+                dir: a.dir.unwrap_or(defaults.dir),
+            })?;
+            Ok(0)
+        }
         Command::Worker { .. } => unreachable!("handled before dispatch"),
     }
 }

@@ -2,6 +2,7 @@
 //!
 //! Data flows one way: spec → plan → launch → collect → store → analyse → report.
 
+pub mod bench;
 pub mod campaign;
 pub mod cli;
 pub mod export;
@@ -18,3 +19,4 @@ pub mod store;
 pub mod sys;
 pub mod worker;
 pub mod workload;
+pub mod wrr;

@@ -148,13 +148,7 @@ pub fn estimate_run_s(run: &Run, cpus_available: usize, rates: &Rates) -> f64 {
 }
 
 fn stop_of(w: &Workload) -> Stop {
-    match w {
-        Workload::Pi(p) => p.stop,
-        Workload::Copy(p) => p.stop,
-        Workload::Mixed(p) => p.stop,
-        Workload::Matmul(p) => p.stop,
-        Workload::Hash(p) => p.stop,
-    }
+    w.stop()
 }
 
 #[cfg(test)]

@@ -13,7 +13,9 @@ use std::time::Duration;
 
 use crate::plan::Run;
 use crate::policy::{self, Class, ProcSched};
-use crate::record::{ProcessRecord, RunRecord, RunStatus};
+use crate::record::{ProcessRecord, RunRecord, RunStatus, SliceRow};
+use crate::spec::{WrrMechanism, WrrSettings};
+use crate::wrr::{self, DispatchReport, Dispatcher, Mechanism, SliceRule, Task, WrrPolicy};
 use crate::spec::Spec;
 use crate::sys::envinfo::{self, EnvSnapshot};
 use crate::sys::proc::{self, Exit, Usage};
@@ -46,6 +48,9 @@ pub struct Launcher {
     pub signals: libc::sigset_t,
     pub deadline: policy::Deadline,
     pub hog: Option<crate::spec::Hog>,
+    pub wrr: WrrSettings,
+    /// The WRR mechanism this machine allows, probed on first use.
+    wrr_mechanism: std::sync::OnceLock<Mechanism>,
 }
 
 impl Launcher {
@@ -63,6 +68,8 @@ impl Launcher {
             signals,
             deadline: spec.deadline,
             hog: spec.hog.clone(),
+            wrr: spec.wrr,
+            wrr_mechanism: std::sync::OnceLock::new(),
         }
     }
 
@@ -92,27 +99,34 @@ impl Launcher {
                 return finished(RunStatus::Skipped, Vec::new(), reason);
             }
         };
-        if run.policy == policy::Policy::Deadline && cpus.len() < self.allowed_cpus.len() {
-            let reason = format!(
-                "SCHED_DEADLINE tasks must be allowed on every CPU of their root domain; \
-                 cpus = \"{}\" restricts them (use cpus = \"all\", or an exclusive cpuset)",
-                run.cpus.label()
-            );
-            return finished(RunStatus::Skipped, cpus, reason);
-        }
+        // SCHED_DEADLINE tasks cannot be pinned to part of their root
+        // domain: on a CPU subset they run on every CPU, with the bandwidth
+        // of the subset reserved (the same CPU time, spread in time).
+        let bandwidth_cpus = cpus.len();
+        let cpus = match run.policy {
+            policy::Policy::Deadline if cpus.len() < self.allowed_cpus.len() => {
+                self.allowed_cpus.clone()
+            }
+            _ => cpus,
+        };
         let mut members: Vec<Member> = policy::assign(
             run.policy,
             &run.priorities.assignment,
             &self.deadline,
             run.processes as usize,
-            cpus.len(),
+            bandwidth_cpus,
             self.rt_fraction,
         )
         .into_iter()
-        .map(|sched| Member {
+        .enumerate()
+        .map(|(i, sched)| Member {
             role: Role::Worker,
             sched,
-            cpus: cpus.clone(),
+            // WRR keeps a run queue per CPU: each worker lives on one.
+            cpus: match run.policy {
+                policy::Policy::Wrr => vec![cpus[i % cpus.len()]],
+                _ => cpus.clone(),
+            },
             workload: run.workload.workload.clone(),
         })
         .collect();
@@ -183,6 +197,19 @@ impl Launcher {
         }
         drop(barrier_r);
 
+        // schedlab's own scheduler takes the workers over before they are
+        // released (they are still blocked on the barrier).
+        let dispatcher = match run.policy {
+            policy::Policy::Wrr => match self.start_wrr(&members, &pids) {
+                Ok(d) => Some(d),
+                Err((status, reason)) => {
+                    kill_and_reap(&pids);
+                    return finished(status, cpus, reason);
+                }
+            },
+            _ => None,
+        };
+
         // Stay in control of RT workers: the parent outranks them while it
         // sleeps, so it can reap, enforce the timeout and take Ctrl-C.
         let raised = if members.iter().any(|m| m.sched.policy.class() != Class::Fair) {
@@ -203,7 +230,8 @@ impl Launcher {
             .collect();
         let release_ns = proc::monotonic_ns();
         drop(barrier_w); // EOF on every worker's barrier: go.
-        let waited = self.wait_all(&pids, &hogs, release_ns);
+        let waited = self.wait_all(&pids, &hogs, release_ns, dispatcher.as_ref());
+        let dispatched = dispatcher.map(Dispatcher::stop);
         drop(raised);
         let waited = waited?;
 
@@ -220,7 +248,87 @@ impl Launcher {
             dir: dir.path(),
             timeout: self.timeout,
         };
-        Ok(Outcome::Done(Box::new(ctx.build(cpus, started_unix_ms, env))))
+        let mut record = ctx.build(cpus, started_unix_ms, env);
+        if bandwidth_cpus < record.cpu_list.len() {
+            record.extra = serde_json::json!({
+                "deadline": format!(
+                    "SCHED_DEADLINE cannot be pinned to cpus = \"{}\": the workers ran on every CPU \
+                     with the bandwidth of {bandwidth_cpus} CPU(s) reserved",
+                    run.cpus.label()
+                )
+            });
+        }
+        if let Some(report) = dispatched {
+            attach_dispatch(&mut record, &report, release_ns);
+        }
+        Ok(Outcome::Done(Box::new(record)))
+    }
+
+    /// Start the WRR dispatcher over the workers: a run queue per CPU,
+    /// slice = quantum × weight. Err is the status and reason to record.
+    fn start_wrr(&self, members: &[Member], pids: &[i32]) -> Result<Dispatcher, (RunStatus, String)> {
+        let tasks: Vec<Task> = members
+            .iter()
+            .enumerate()
+            .map(|(i, m)| Task {
+                id: i,
+                weight: m.sched.weight.unwrap_or(1),
+                cpu: m.cpus[0],
+            })
+            .collect();
+        let rule = SliceRule::Weighted {
+            quantum_ns: self.wrr.quantum_ns,
+        };
+        let policy = WrrPolicy::new(tasks, rule).map_err(|e| (RunStatus::Failed, format!("WRR: {e}")))?;
+        let mechanism = match self.wrr.mechanism {
+            Some(WrrMechanism::Fifo) => {
+                wrr::fifo_check(wrr::DEFAULT_BASE_PRIO + 2).map_err(|why| {
+                    (
+                        RunStatus::Skipped,
+                        format!("wrr.mechanism = \"fifo\" is not permitted: {why}"),
+                    )
+                })?;
+                Mechanism::Fifo
+            }
+            Some(WrrMechanism::Signals) => Mechanism::Signals,
+            None => *self.wrr_mechanism.get_or_init(wrr::available_mechanism),
+        };
+        Dispatcher::start(policy, pids.to_vec(), mechanism, wrr::DEFAULT_BASE_PRIO)
+            .map_err(|e| (RunStatus::Failed, format!("the WRR dispatcher could not start: {e:#}")))
+    }
+}
+
+/// Store what the WRR dispatcher did: every slice (times after barrier
+/// release) and a summary of its precision and cost.
+fn attach_dispatch(record: &mut RunRecord, report: &DispatchReport, release_ns: u64) {
+    let since = |t: u64| t.saturating_sub(release_ns);
+    record.slices = report
+        .slices
+        .iter()
+        .map(|s| SliceRow {
+            process_index: s.task as u32,
+            cpu: s.cpu as u32,
+            planned_start_ns: since(s.planned_start_ns),
+            planned_end_ns: since(s.planned_end_ns),
+            actual_end_ns: since(s.actual_end_ns),
+            cpu_ns: s.cpu_ns,
+        })
+        .collect();
+    record.extra = serde_json::json!({
+        "wrr": {
+            "mechanism": report.mechanism.name(),
+            "slices": report.slices.len(),
+            "dispatcher_cpu_ns": report.dispatcher_cpu_ns,
+            "dispatcher_overhead": report.overhead(),
+            "dispatcher_rt": report.dispatcher_rt,
+            "lateness_p50_ns": report.lateness_quantile(0.5),
+            "lateness_p99_ns": report.lateness_quantile(0.99),
+            "errors": report.errors,
+        }
+    });
+    if !report.errors.is_empty() && record.status == RunStatus::Ok {
+        record.status = RunStatus::Failed;
+        record.reason = format!("WRR dispatcher: {}", report.errors.join("; "));
     }
 }
 
@@ -263,7 +371,13 @@ impl Launcher {
     /// Sleep until every worker has exited, the timeout passes, or a stop
     /// signal arrives; reap each worker as it exits. Hogs are stopped once
     /// the last worker has ended.
-    fn wait_all(&self, pids: &[i32], hogs: &[(usize, i32)], release_ns: u64) -> Result<Waited> {
+    fn wait_all(
+        &self,
+        pids: &[i32],
+        hogs: &[(usize, i32)],
+        release_ns: u64,
+        dispatcher: Option<&Dispatcher>,
+    ) -> Result<Waited> {
         let mut live: std::collections::HashSet<i32> = pids.iter().copied().collect();
         let hog_pids: Vec<i32> = hogs.iter().map(|h| h.1).collect();
         let mut w = Waited {
@@ -279,6 +393,9 @@ impl Launcher {
                 // Still a zombie: its schedstat is readable until it is reaped.
                 let stat = procfs::read_schedstat(pid).ok();
                 let seen_ns = proc::monotonic_ns();
+                if let (Some(d), Some(index)) = (dispatcher, pids.iter().position(|&p| p == pid)) {
+                    d.task_exited(index);
+                }
                 let (exit, usage) =
                     proc::reap(pid).with_context(|| format!("reaping worker pid {pid}"))?;
                 if live.remove(&pid) {

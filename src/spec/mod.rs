@@ -164,6 +164,24 @@ pub struct Spec {
     pub rt_runtime_us: Vec<i64>,
     pub deadline: Deadline,
     pub hog: Option<Hog>,
+    pub wrr: WrrSettings,
+}
+
+/// How schedlab's weighted round robin runs: slice = quantum × weight.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct WrrSettings {
+    pub quantum_ns: u64,
+    /// None: the first mechanism this machine allows (FIFO, else signals).
+    pub mechanism: Option<WrrMechanism>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WrrMechanism {
+    /// Workers at SCHED_FIFO, raised in turn by a dispatcher thread per CPU.
+    Fifo,
+    /// SIGSTOP/SIGCONT, one worker running per CPU (no privilege needed).
+    Signals,
 }
 
 /// A real-time CPU hog that runs beside the measured workers of every run,

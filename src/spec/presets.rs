@@ -18,6 +18,26 @@ pub const PRESETS: &[Preset] = &[
         summary: "seed 001: the same workloads with uniform and non-uniform priorities, 10, 50, 100 processes, 3 repetitions",
         toml: include_str!("../../presets/priorities.toml"),
     },
+    Preset {
+        name: "rt-throttle",
+        summary: "seed 004: aio throughput beside an RT CPU hog as sched_rt_runtime_us goes from 1,000,000 to 100,000 µs",
+        toml: include_str!("../../presets/rt-throttle.toml"),
+    },
+    Preset {
+        name: "wrr-weights",
+        summary: "seed 002: WRR weights 1..20 on one CPU (hashes in 30 s, time for 2M hashes) against CFS nice and DEADLINE",
+        toml: include_str!("../../presets/wrr-weights.toml"),
+    },
+    Preset {
+        name: "wrr-classes",
+        summary: "seed 003: WRR foreground 100 ms / background 10 ms slices on one CPU against CFS nice",
+        toml: include_str!("../../presets/wrr-classes.toml"),
+    },
+    Preset {
+        name: "matmul",
+        summary: "seed 003: matrix multiply n = 75/100/150 × 20..100 processes under NORMAL/FIFO/RR/WRR on one CPU",
+        toml: include_str!("../../presets/matmul.toml"),
+    },
 ];
 
 pub fn find(name: &str) -> Option<&'static Preset> {

@@ -24,6 +24,7 @@ pub struct RawSpec {
     pub priorities: BTreeMap<String, RawPriorities>,
     pub deadline: Option<RawDeadline>,
     pub hog: Option<RawHog>,
+    pub wrr: Option<RawWrr>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
@@ -56,6 +57,12 @@ pub struct RawWorkload {
     pub multiplies: Option<i64>,
     // hash
     pub hashes: Option<i64>,
+    // aio (also bytes, duration_s)
+    pub file_bytes: Option<i64>,
+    pub block_bytes: Option<i64>,
+    pub queue_depth: Option<i64>,
+    pub read_pct: Option<i64>,
+    pub direct: Option<bool>,
 }
 
 /// An integer or a list of integers (`nice = 0` or `nice = [-10, 10]`).
@@ -93,4 +100,12 @@ pub struct RawHog {
     pub policy: Option<String>,
     pub rt_priority: Option<i64>,
     pub cpus: Option<String>,
+}
+
+/// `[wrr]`: schedlab's weighted round robin.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawWrr {
+    pub quantum_ms: Option<f64>,
+    pub mechanism: Option<String>,
 }

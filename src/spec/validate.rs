@@ -4,15 +4,16 @@
 use std::path::PathBuf;
 
 use super::raw::{IntOrList, RawPriorities, RawSpec, RawWorkload};
-use super::{Cpus, Hog, NamedWorkload, Order, Spec, SpecError};
+use super::{Cpus, Hog, NamedWorkload, Order, Spec, SpecError, WrrMechanism, WrrSettings};
 use crate::policy::{
     Assignment, Deadline, NICE_MAX, NICE_MIN, Policy, PriorityMode, RT_MAX, RT_MIN,
 };
 use crate::workload::{
-    CopyParams, HashParams, MatmulParams, MixedParams, PiParams, Stop, SyncMode, Workload,
+    AioParams, CopyParams, HashParams, MatmulParams, MixedParams, PiParams, Stop, SyncMode,
+    Workload, aio,
 };
 
-pub const WORKLOAD_KINDS: [&str; 5] = ["pi", "copy", "mixed", "matmul", "hash"];
+pub const WORKLOAD_KINDS: [&str; 6] = ["pi", "copy", "mixed", "matmul", "hash", "aio"];
 pub const MAX_PROCESSES: i64 = 10_000;
 /// The kernel's largest `sched_rt_period_us` is INT_MAX µs, but schedlab's
 /// sweeps stay within one second periods or so; runtimes are checked against
@@ -279,6 +280,32 @@ pub fn validate(raw: RawSpec, origin: &str) -> Result<Spec, SpecError> {
         }
     };
 
+    let wrr = {
+        let w = raw.wrr.clone().unwrap_or_default();
+        let quantum_ms = w.quantum_ms.unwrap_or(10.0);
+        if !(quantum_ms.is_finite() && (0.1..=10_000.0).contains(&quantum_ms)) {
+            return Err(cx.err(
+                "wrr.quantum_ms",
+                format!("must be between 0.1 and 10000 ms, got {quantum_ms}"),
+            ));
+        }
+        let mechanism = match w.mechanism.as_deref() {
+            None | Some("auto") => None,
+            Some("fifo") => Some(WrrMechanism::Fifo),
+            Some("signals") => Some(WrrMechanism::Signals),
+            Some(m) => {
+                return Err(cx.err(
+                    "wrr.mechanism",
+                    format!("unknown mechanism \"{m}\"; allowed: auto, fifo, signals"),
+                ));
+            }
+        };
+        WrrSettings {
+            quantum_ns: (quantum_ms * 1e6).round() as u64,
+            mechanism,
+        }
+    };
+
     Ok(Spec {
         name,
         description: raw.description.clone().unwrap_or_default(),
@@ -297,6 +324,7 @@ pub fn validate(raw: RawSpec, origin: &str) -> Result<Spec, SpecError> {
         rt_runtime_us,
         deadline,
         hog,
+        wrr,
     })
 }
 
@@ -337,6 +365,16 @@ fn allowed_keys(kind: &str) -> &'static [&'static str] {
         ],
         "matmul" => &["kind", "n", "multiplies", "duration_s"],
         "hash" => &["kind", "hashes", "rounds", "duration_s"],
+        "aio" => &[
+            "kind",
+            "bytes",
+            "file_bytes",
+            "block_bytes",
+            "queue_depth",
+            "read_pct",
+            "direct",
+            "duration_s",
+        ],
         _ => &[],
     }
 }
@@ -358,6 +396,11 @@ fn given_keys(w: &RawWorkload) -> Vec<&'static str> {
     add(w.n.is_some(), "n");
     add(w.multiplies.is_some(), "multiplies");
     add(w.hashes.is_some(), "hashes");
+    add(w.file_bytes.is_some(), "file_bytes");
+    add(w.block_bytes.is_some(), "block_bytes");
+    add(w.queue_depth.is_some(), "queue_depth");
+    add(w.read_pct.is_some(), "read_pct");
+    add(w.direct.is_some(), "direct");
     keys
 }
 
@@ -502,6 +545,66 @@ fn build_workload(cx: &Ctx, name: &str, w: &RawWorkload) -> Result<Workload, Spe
             Workload::Hash(HashParams {
                 stop: stop("hashes", w.hashes, 2_000_000)?,
                 rounds: rounds as u32,
+            })
+        }
+        "aio" => {
+            let file_bytes = positive_or("file_bytes", w.file_bytes, 64 << 20)?;
+            if file_bytes > 1 << 40 {
+                return Err(cx.err(
+                    key("file_bytes"),
+                    format!("at most 1099511627776 (1 TiB), got {file_bytes}"),
+                ));
+            }
+            let direct = w.direct.unwrap_or(true);
+            let block_bytes = positive_or("block_bytes", w.block_bytes, 4096)?;
+            if block_bytes > aio::MAX_BLOCK_BYTES {
+                return Err(cx.err(
+                    key("block_bytes"),
+                    format!("at most 67108864 (64 MiB), got {block_bytes}"),
+                ));
+            }
+            if direct && !block_bytes.is_multiple_of(4096) {
+                return Err(cx.err(
+                    key("block_bytes"),
+                    format!("direct = true (O_DIRECT) needs a multiple of 4096, got {block_bytes}"),
+                ));
+            }
+            if block_bytes > file_bytes {
+                return Err(cx.err(
+                    key("block_bytes"),
+                    format!("{block_bytes} is larger than file_bytes = {file_bytes}"),
+                ));
+            }
+            let queue_depth = w.queue_depth.unwrap_or(32);
+            if !(1..=i64::from(aio::MAX_QUEUE_DEPTH)).contains(&queue_depth) {
+                return Err(cx.err(
+                    key("queue_depth"),
+                    format!("must be between 1 and 4096, got {queue_depth}"),
+                ));
+            }
+            if queue_depth as u64 * block_bytes > aio::MAX_BUFFER_BYTES {
+                return Err(cx.err(
+                    key("queue_depth"),
+                    format!(
+                        "queue_depth × block_bytes = {queue_depth} × {block_bytes} is more than 1 GiB of buffers per process"
+                    ),
+                ));
+            }
+            let read_pct = w.read_pct.unwrap_or(100);
+            if !(0..=100).contains(&read_pct) {
+                return Err(cx.err(
+                    key("read_pct"),
+                    format!("must be between 0 and 100 (percent of operations that are reads), got {read_pct}"),
+                ));
+            }
+            Workload::Aio(AioParams {
+                stop: stop("bytes", w.bytes, 256 << 20)?,
+                file_bytes,
+                block_bytes,
+                queue_depth: queue_depth as u32,
+                read_pct: read_pct as u8,
+                direct,
+                seed: None,
             })
         }
         _ => unreachable!("kind checked against WORKLOAD_KINDS above"),

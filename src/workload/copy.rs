@@ -74,7 +74,7 @@ pub fn write_input(path: &Path, len: u64, fsync: bool) -> anyhow::Result<()> {
 
 /// Fill `buf` with pseudo-random bytes in 1..=255 (xorshift64*). Non-zero
 /// so that no filesystem can store the input as a sparse or compressed hole.
-fn fill_nonzero(buf: &mut [u8], state: &mut u64) {
+pub(crate) fn fill_nonzero(buf: &mut [u8], state: &mut u64) {
     for chunk in buf.chunks_mut(8) {
         *state ^= *state >> 12;
         *state ^= *state << 25;
@@ -88,14 +88,14 @@ fn fill_nonzero(buf: &mut [u8], state: &mut u64) {
 
 /// A buffer whose usable part starts at a `DIRECT_ALIGN` boundary, obtained
 /// by over-allocating and offsetting, which needs no unsafe code.
-struct AlignedBuf {
+pub(crate) struct AlignedBuf {
     storage: Vec<u8>,
     offset: usize,
     len: usize,
 }
 
 impl AlignedBuf {
-    fn new(len: usize) -> anyhow::Result<Self> {
+    pub(crate) fn new(len: usize) -> anyhow::Result<Self> {
         let align = DIRECT_ALIGN as usize;
         let storage = vec![0u8; len + align];
         let offset = storage.as_ptr().align_offset(align);
@@ -110,7 +110,7 @@ impl AlignedBuf {
         })
     }
 
-    fn as_mut(&mut self) -> &mut [u8] {
+    pub(crate) fn as_mut(&mut self) -> &mut [u8] {
         &mut self.storage[self.offset..self.offset + self.len]
     }
 }
@@ -142,7 +142,7 @@ pub struct Copier {
 }
 
 /// Whether an error is the kernel refusing O_DIRECT (EINVAL).
-fn is_einval(e: &std::io::Error) -> bool {
+pub(crate) fn is_einval(e: &std::io::Error) -> bool {
     e.raw_os_error() == Some(libc::EINVAL)
 }
 
@@ -156,7 +156,7 @@ fn io_error(e: std::io::Error, what: &str, path: &Path, direct: bool) -> anyhow:
     }
 }
 
-fn direct_unsupported(path: &Path) -> String {
+pub(crate) fn direct_unsupported(path: &Path) -> String {
     let dir = path.parent().unwrap_or(path);
     format!(
         "O_DIRECT is not supported by the filesystem holding {} (EINVAL on {})",

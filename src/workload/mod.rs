@@ -14,6 +14,8 @@
 //! - `mixed`: alternating rounds of pi and copy (CPU bursts between I/O).
 //! - `matmul`: dense n×n f64 matrix multiply (memory- and FPU-bound).
 //! - `hash`: crypt-like chained SHA-256 (integer CPU work).
+//! - `aio`: random block reads/writes through io_uring with a queue depth
+//!   (asynchronous I/O, fio-like).
 //!
 //! Every workload verifies its own result after the timed loop (pi estimate,
 //! copied bytes, checksum identity, digest fold), so that an optimiser or a
@@ -25,6 +27,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+pub mod aio;
 pub mod copy;
 pub mod hash;
 pub mod matmul;
@@ -93,6 +96,27 @@ pub struct HashParams {
     pub rounds: u32,
 }
 
+/// Asynchronous random I/O through io_uring on one shared file. Work unit:
+/// bytes transferred (`Stop::Work(bytes)` or a duration).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AioParams {
+    pub stop: Stop,
+    /// Size of the shared file `aio.dat` the parent creates.
+    pub file_bytes: u64,
+    /// Bytes per operation; offsets are multiples of it.
+    pub block_bytes: u64,
+    /// Operations kept in flight.
+    pub queue_depth: u32,
+    /// Share of operations that are reads, in percent (0..=100).
+    pub read_pct: u8,
+    /// O_DIRECT (block_bytes a multiple of 4096) rather than the page cache.
+    pub direct: bool,
+    /// Seed of the random offsets (mixed with the process index);
+    /// `aio::DEFAULT_SEED` when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+}
+
 /// One workload, tagged by `kind` in serialised form.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -102,6 +126,7 @@ pub enum Workload {
     Mixed(MixedParams),
     Matmul(MatmulParams),
     Hash(HashParams),
+    Aio(AioParams),
 }
 
 /// What a worker needs to know about where it runs.
@@ -143,7 +168,7 @@ pub fn output_path(dir: &Path, index: usize) -> PathBuf {
 }
 
 impl Workload {
-    /// "pi" | "copy" | "mixed" | "matmul" | "hash".
+    /// "pi" | "copy" | "mixed" | "matmul" | "hash" | "aio".
     pub fn kind(&self) -> &'static str {
         match self {
             Workload::Pi(_) => "pi",
@@ -151,10 +176,11 @@ impl Workload {
             Workload::Mixed(_) => "mixed",
             Workload::Matmul(_) => "matmul",
             Workload::Hash(_) => "hash",
+            Workload::Aio(_) => "aio",
         }
     }
 
-    /// "iterations" | "bytes" | "rounds" | "multiplies" | "hashes".
+    /// "iterations" | "bytes" | "rounds" | "multiplies" | "hashes" | "bytes" (aio).
     pub fn work_unit(&self) -> &'static str {
         match self {
             Workload::Pi(_) => "iterations",
@@ -162,6 +188,7 @@ impl Workload {
             Workload::Mixed(_) => "rounds",
             Workload::Matmul(_) => "multiplies",
             Workload::Hash(_) => "hashes",
+            Workload::Aio(_) => "bytes",
         }
     }
 
@@ -173,7 +200,8 @@ impl Workload {
     /// instead (never below 8, never above the original n), so total flops
     /// still shrink by about f. Mixed scales `pi_iterations` and `copy_bytes`
     /// but keeps its rounds, because the number of rounds shapes the
-    /// CPU/I-O alternation being studied (a duration still scales).
+    /// CPU/I-O alternation being studied (a duration still scales). Aio
+    /// scales its bytes or duration, never the file it works on.
     ///
     /// Pure. A non-positive or NaN f shrinks everything to its minimum.
     pub fn scaled(&self, f: f64) -> Workload {
@@ -199,22 +227,31 @@ impl Workload {
                 stop: scale_stop(p.stop, f),
                 ..p.clone()
             }),
+            Workload::Aio(p) => Workload::Aio(AioParams {
+                stop: scale_stop(p.stop, f),
+                ..p.clone()
+            }),
         }
     }
 
-    /// Whether it touches files (copy, mixed): the parent then creates a per-run directory.
+    /// Whether it touches files (copy, mixed, aio): the parent then creates a per-run directory.
     pub fn needs_dir(&self) -> bool {
-        matches!(self, Workload::Copy(_) | Workload::Mixed(_))
+        matches!(
+            self,
+            Workload::Copy(_) | Workload::Mixed(_) | Workload::Aio(_)
+        )
     }
 
     /// Parent side, before any worker is spawned (outside the measurement):
     /// create the shared input file `input.dat` in `dir` for copy/mixed,
     /// of the size one process reads, filled with non-zero pseudo-random
-    /// bytes, written and fsynced. No-op for the other workloads.
+    /// bytes, written and fsynced; for aio the shared file `aio.dat` of
+    /// `file_bytes`, likewise. No-op for the other workloads.
     pub fn prepare(&self, dir: &Path) -> anyhow::Result<()> {
         let bytes = match self {
             Workload::Copy(p) => copy::input_bytes(p),
             Workload::Mixed(p) => p.copy_bytes,
+            Workload::Aio(p) => return aio::prepare(p, dir),
             Workload::Pi(_) | Workload::Matmul(_) | Workload::Hash(_) => return Ok(()),
         };
         copy::write_input(&dir.join(INPUT_FILE), bytes, true)
@@ -228,17 +265,19 @@ impl Workload {
             Workload::Mixed(p) => mixed::run(p, ctx),
             Workload::Matmul(p) => matmul::run(p),
             Workload::Hash(p) => hash::run(p, ctx.index as u64),
+            Workload::Aio(p) => aio::run(p, ctx),
         }
     }
 
     /// Rough cost model for time estimates: seconds of one CPU for one
     /// process, given measured rates. Duration-mode workloads cost their
     /// duration. Copy costs are based on page-cache throughput, so fsync and
-    /// O_DIRECT runs will take longer than estimated.
+    /// O_DIRECT runs will take longer than estimated. Aio uses the copy
+    /// rate as a proxy (a device-bound direct run will take longer).
     pub fn estimate_cpu_s(&self, rates: &Rates) -> f64 {
         let per_unit = match self {
             Workload::Pi(_) => 1.0 / rates.pi_iter_per_s,
-            Workload::Copy(_) => 1.0 / rates.copy_bytes_per_s,
+            Workload::Copy(_) | Workload::Aio(_) => 1.0 / rates.copy_bytes_per_s,
             Workload::Mixed(p) => {
                 p.pi_iterations as f64 / rates.pi_iter_per_s
                     + p.copy_bytes as f64 / rates.copy_bytes_per_s
@@ -258,13 +297,15 @@ impl Workload {
         }
     }
 
-    fn stop(&self) -> Stop {
+    /// How the workload stops (its amount of work, or its duration).
+    pub fn stop(&self) -> Stop {
         match self {
             Workload::Pi(p) => p.stop,
             Workload::Copy(p) => p.stop,
             Workload::Mixed(p) => p.stop,
             Workload::Matmul(p) => p.stop,
             Workload::Hash(p) => p.stop,
+            Workload::Aio(p) => p.stop,
         }
     }
 }
@@ -593,6 +634,69 @@ mod tests {
             sync: SyncMode::None,
         });
         assert!((mixed.estimate_cpu_s(&rates) - 2.0).abs() < 1e-12);
+    }
+
+    fn aio(stop: Stop) -> Workload {
+        Workload::Aio(AioParams {
+            stop,
+            file_bytes: 1 << 20,
+            block_bytes: 4096,
+            queue_depth: 4,
+            read_pct: 100,
+            direct: true,
+            seed: None,
+        })
+    }
+
+    #[test]
+    fn aio_kind_serde_scale_estimate() {
+        let w = aio(Stop::Work(1 << 20));
+        assert_eq!(
+            (w.kind(), w.work_unit(), w.needs_dir()),
+            ("aio", "bytes", true)
+        );
+        let s = serde_json::to_string(&w).unwrap();
+        assert_eq!(
+            s,
+            r#"{"kind":"aio","stop":{"work":1048576},"file_bytes":1048576,"block_bytes":4096,"queue_depth":4,"read_pct":100,"direct":true}"#
+        );
+        assert_eq!(serde_json::from_str::<Workload>(&s).unwrap(), w);
+        // Scaling shrinks the bytes or the duration, never the file.
+        assert_eq!(w.scaled(0.25), aio(Stop::Work(1 << 18)));
+        assert_eq!(
+            aio(Stop::DurationNs(1000)).scaled(0.5),
+            aio(Stop::DurationNs(500))
+        );
+        let rates = Rates {
+            pi_iter_per_s: 1.0,
+            hash_per_s: 1.0,
+            flops_per_s: 1.0,
+            copy_bytes_per_s: (1 << 20) as f64,
+        };
+        assert_eq!(w.estimate_cpu_s(&rates), 1.0);
+        assert_eq!(
+            aio(Stop::DurationNs(2_000_000_000)).estimate_cpu_s(&rates),
+            2.0
+        );
+        assert_eq!(w.stop(), Stop::Work(1 << 20));
+    }
+
+    #[test]
+    fn aio_prepare_and_run_through_dispatch() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = aio(Stop::Work(256 << 10));
+        w.prepare(dir.path()).unwrap();
+        let file = std::fs::read(dir.path().join(aio::AIO_FILE)).unwrap();
+        assert_eq!(file.len(), 1 << 20);
+        assert!(file.iter().all(|&b| b != 0));
+        let out = w
+            .run(&WorkContext {
+                dir: dir.path().to_path_buf(),
+                index: 1,
+            })
+            .unwrap();
+        assert_eq!(out.work, 256 << 10);
+        assert_eq!(out.figures["ops"], 64.0);
     }
 
     #[test]

@@ -1,0 +1,3 @@
+//! Benchmarks run from the command line (`schedlab bench ...`), not tests.
+
+pub mod aio;

@@ -1,0 +1,14 @@
+//! Weighted round robin (the kernel schedulers of seeds 002 and 003) on a
+//! stock kernel: a pure policy ([`policy`]) and a user-space dispatcher
+//! that applies it to real worker processes ([`dispatch`]) and measures how
+//! exactly the weights are delivered.
+
+pub mod dispatch;
+mod os;
+pub mod policy;
+
+pub use dispatch::{
+    DEFAULT_BASE_PRIO, DispatchReport, Dispatcher, Mechanism, SliceEnd, SliceRecord,
+    available_mechanism, fifo_check,
+};
+pub use policy::{SliceRule, Task, WrrError, WrrPolicy, ideal_shares};

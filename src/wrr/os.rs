@@ -1,0 +1,276 @@
+//! The few system calls the WRR dispatcher needs beyond `crate::sys`:
+//! process descriptors (signals and exit notification that cannot hit a
+//! recycled pid), an absolute CLOCK_MONOTONIC timer, a stop event, one
+//! `poll` over the three, and the state letter of `/proc/PID/stat`.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+/// A process descriptor (`pidfd_open`). It stays bound to the process it was
+/// opened for: signals sent through it can never reach a later process that
+/// reuses the pid, and it becomes readable when the process exits (turns
+/// zombie), before the launcher reaps it.
+#[derive(Debug)]
+pub struct PidFd {
+    fd: OwnedFd,
+}
+
+impl PidFd {
+    pub fn open(pid: i32) -> io::Result<PidFd> {
+        // SAFETY: pidfd_open takes a pid and flags (0) and returns a new
+        // descriptor or -1; no memory is passed.
+        let fd =
+            unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::c_long, 0 as libc::c_long) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: the call succeeded, so `fd` is a fresh descriptor we own
+        // (pidfds are always close-on-exec).
+        Ok(PidFd {
+            fd: unsafe { OwnedFd::from_raw_fd(fd as i32) },
+        })
+    }
+
+    /// `pidfd_send_signal(fd, sig)`; ESRCH once the process has exited.
+    pub fn signal(&self, sig: i32) -> io::Result<()> {
+        // SAFETY: a valid pidfd, a signal number, no siginfo (NULL) and no
+        // flags; the kernel reads no memory from us.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_pidfd_send_signal,
+                self.fd.as_raw_fd() as libc::c_long,
+                sig as libc::c_long,
+                std::ptr::null::<libc::siginfo_t>(),
+                0 as libc::c_long,
+            )
+        };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+
+    /// Whether the process has exited (zombie or reaped), without waiting.
+    pub fn exited(&self) -> bool {
+        let mut pfd = libc::pollfd {
+            fd: self.fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid, writable pollfd; timeout 0 never blocks.
+        let rc = unsafe { libc::poll(&mut pfd, 1, 0) };
+        rc > 0 && pfd.revents != 0
+    }
+}
+
+/// A CLOCK_MONOTONIC timerfd armed at absolute times. Unlike a relative
+/// sleep it cannot drift when the caller is delayed between computing and
+/// arming, and timerfd expiry is not widened by the thread's timer slack.
+#[derive(Debug)]
+pub struct AbsTimer {
+    fd: OwnedFd,
+}
+
+impl AbsTimer {
+    pub fn new() -> io::Result<AbsTimer> {
+        // SAFETY: timerfd_create takes two integers and returns a new
+        // descriptor or -1.
+        let fd = unsafe {
+            libc::timerfd_create(
+                libc::CLOCK_MONOTONIC,
+                libc::TFD_CLOEXEC | libc::TFD_NONBLOCK,
+            )
+        };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: fresh descriptor, owned from here on.
+        Ok(AbsTimer {
+            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+        })
+    }
+
+    /// Fire once at CLOCK_MONOTONIC `at_ns` (at once if that has passed).
+    /// Re-arming resets the expiry count, so it never needs to be read.
+    pub fn arm_at(&self, at_ns: u64) -> io::Result<()> {
+        // 0 would disarm the timer; 1 ns is "already passed" all the same.
+        let at_ns = at_ns.max(1);
+        let spec = libc::itimerspec {
+            it_interval: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            it_value: libc::timespec {
+                tv_sec: (at_ns / 1_000_000_000) as libc::time_t,
+                tv_nsec: (at_ns % 1_000_000_000) as libc::c_long,
+            },
+        };
+        // SAFETY: valid descriptor, a valid itimerspec to read, and no old
+        // value requested (NULL).
+        let rc = unsafe {
+            libc::timerfd_settime(
+                self.fd.as_raw_fd(),
+                libc::TFD_TIMER_ABSTIME,
+                &spec,
+                std::ptr::null_mut(),
+            )
+        };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+}
+
+/// A level-triggered event (eventfd never read): once set, every waiter
+/// sees it, now and later.
+#[derive(Debug)]
+pub struct Event {
+    fd: OwnedFd,
+}
+
+impl Event {
+    pub fn new() -> io::Result<Event> {
+        // SAFETY: eventfd takes two integers and returns a new descriptor
+        // or -1.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: fresh descriptor, owned from here on.
+        Ok(Event {
+            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+        })
+    }
+
+    pub fn set(&self) {
+        let one: u64 = 1;
+        // SAFETY: writes the 8 bytes of `one` to our eventfd. It can only
+        // fail with EAGAIN when the counter is near u64::MAX, which a
+        // handful of writes of 1 never reach; then it is set anyway.
+        unsafe {
+            libc::write(
+                self.fd.as_raw_fd(),
+                (&one as *const u64).cast(),
+                std::mem::size_of::<u64>(),
+            )
+        };
+    }
+}
+
+/// What ended a [`wait`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wake {
+    Stop,
+    Exited,
+    Timer,
+}
+
+/// Sleep until the timer fires, the process exits or the stop event is set
+/// (checked in that order of precedence: stop, exit, timer).
+pub fn wait(timer: &AbsTimer, process: &PidFd, stop: &Event) -> io::Result<Wake> {
+    let mut fds = [
+        stop.fd.as_raw_fd(),
+        process.fd.as_raw_fd(),
+        timer.fd.as_raw_fd(),
+    ]
+    .map(|fd| libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    });
+    loop {
+        // SAFETY: `fds` is an array of three valid, writable pollfds;
+        // timeout -1 waits until one is ready.
+        let rc = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, -1) };
+        if rc > 0 {
+            break;
+        }
+        let err = io::Error::last_os_error();
+        if rc < 0 && err.raw_os_error() != Some(libc::EINTR) {
+            return Err(err);
+        }
+    }
+    Ok(if fds[0].revents != 0 {
+        Wake::Stop
+    } else if fds[1].revents != 0 {
+        Wake::Exited
+    } else {
+        Wake::Timer
+    })
+}
+
+/// The state letter of `/proc/PID/stat` text ('R', 'S', 'D', 'T', 'Z', …):
+/// the first field after the command name, which is in parentheses and may
+/// itself contain spaces and parentheses.
+pub fn parse_stat_state(text: &str) -> Option<char> {
+    let rest = &text[text.rfind(')')? + 1..];
+    rest.split_ascii_whitespace().next()?.chars().next()
+}
+
+/// The state letter of process `pid`, None if it cannot be read (gone).
+pub fn proc_state(pid: i32) -> Option<char> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat_state(&text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_state_parses_odd_names() {
+        assert_eq!(parse_stat_state("42 (sh) R 1 42 42 0"), Some('R'));
+        assert_eq!(parse_stat_state("42 (a) b) (c) T 1 42"), Some('T'));
+        assert_eq!(parse_stat_state("42 (sh)"), None);
+        assert_eq!(parse_stat_state("garbage"), None);
+        // This thread is running while it reads its own state.
+        assert_eq!(proc_state(crate::sys::sched::gettid()), Some('R'));
+    }
+
+    #[test]
+    fn timer_and_event_wake_a_wait() {
+        let me = PidFd::open(std::process::id() as i32).unwrap();
+        assert!(!me.exited());
+        let timer = AbsTimer::new().unwrap();
+        let stop = Event::new().unwrap();
+        let at = crate::sys::proc::monotonic_ns() + 2_000_000;
+        timer.arm_at(at).unwrap();
+        assert_eq!(wait(&timer, &me, &stop).unwrap(), Wake::Timer);
+        assert!(crate::sys::proc::monotonic_ns() >= at);
+        // Re-arming in the past fires at once.
+        timer.arm_at(1).unwrap();
+        assert_eq!(wait(&timer, &me, &stop).unwrap(), Wake::Timer);
+        stop.set();
+        timer.arm_at(u64::MAX / 2).unwrap();
+        assert_eq!(wait(&timer, &me, &stop).unwrap(), Wake::Stop);
+        assert_eq!(wait(&timer, &me, &stop).unwrap(), Wake::Stop, "stays set");
+    }
+
+    #[test]
+    fn pidfd_sees_exit_before_reaping() {
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "exit 0"])
+            .spawn()
+            .unwrap();
+        let pidfd = PidFd::open(child.id() as i32).unwrap();
+        let timer = AbsTimer::new().unwrap();
+        let stop = Event::new().unwrap();
+        timer
+            .arm_at(crate::sys::proc::monotonic_ns() + 10_000_000_000)
+            .unwrap();
+        assert_eq!(wait(&timer, &pidfd, &stop).unwrap(), Wake::Exited);
+        assert!(pidfd.exited());
+        assert_eq!(proc_state(child.id() as i32), Some('Z'));
+        child.wait().unwrap();
+        // Reaped: the descriptor refuses rather than reaching a new owner of
+        // the pid.
+        assert!(pidfd.exited());
+        assert_eq!(
+            pidfd.signal(libc::SIGCONT).unwrap_err().raw_os_error(),
+            Some(libc::ESRCH)
+        );
+    }
+}
