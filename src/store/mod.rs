@@ -2,7 +2,6 @@
 //! campaign; every finished run is committed in its own transaction the
 //! moment it ends, so a crash or Ctrl-C loses at most the run in progress.
 
-mod analysis;
 mod schema;
 
 use anyhow::{Context, Result, bail};
@@ -15,10 +14,6 @@ use crate::record::{RunRecord, RunStatus};
 use crate::spec::Spec;
 use crate::sys::envinfo::EnvSnapshot;
 
-pub use analysis::{
-    ReportCampaign, ReportEnvironment, ReportProcess, ReportRun, SyntheticEnv, SyntheticProcess,
-    SyntheticRun,
-};
 pub use schema::MIGRATIONS;
 
 pub struct Store {
