@@ -6,6 +6,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+/// Tests whose figures depend on having CPU 0 to themselves (kernel facts,
+/// WRR shares) take this lock so they do not run at the same time.
+static CPU0: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn cpu0() -> std::sync::MutexGuard<'static, ()> {
+    CPU0.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_schedlab")
 }
@@ -155,6 +163,7 @@ bytes = 65_536
 
 #[test]
 fn fifo_runs_pinned_workers_one_after_the_other_while_other_shares_the_cpu() {
+    let _cpu0 = cpu0();
     if !may_use_rt("fifo_runs_pinned_workers_one_after_the_other") {
         return;
     }
@@ -380,6 +389,31 @@ fn invalid_specs_name_the_key_and_exit_2() {
             "matrix.cpus",
             "CPU 63 not available",
         ),
+        (
+            "[priorities.w]\nmode = \"weights\"\nweight = [0, 2]\n",
+            "priorities.w.weight",
+            "0 is out of range 1..1000",
+        ),
+        (
+            "[priorities.w]\nmode = \"weights\"\nweight = [-3]\n",
+            "priorities.w.weight",
+            "-3 is out of range 1..1000",
+        ),
+        (
+            "[priorities.w]\nmode = \"weights\"\nweight = [\"heavy\"]\n",
+            "weight = [\"heavy\"]",
+            "invalid type: string \"heavy\"",
+        ),
+        (
+            "[wrr]\nquantum_ms = 0\n",
+            "wrr.quantum_ms",
+            "between 0.1 and 10000 ms",
+        ),
+        (
+            "[hog]\ncpus = \"0-1\"\n",
+            "hog.cpus",
+            "refused without --force",
+        ),
     ];
     for (body, key, message) in cases {
         write_spec(dir.path(), "bad.toml", body);
@@ -601,4 +635,169 @@ fn a_policy_the_user_may_not_set_is_skipped_with_how_to_get_it() {
         })
         .unwrap();
     assert_eq!(other, "ok", "the rest of the campaign runs");
+}
+
+fn wrr_spec(dir: &Path, mechanism: &str, seconds: f64) -> PathBuf {
+    write_spec(
+        dir,
+        "w.toml",
+        &format!(
+            r#"
+name = "wrr-e2e"
+repetitions = 1
+cooldown_s = 0
+timeout_s = 30
+[matrix]
+policy = ["wrr"]
+workload = ["hash"]
+processes = [3]
+priorities = ["w"]
+cpus = ["0"]
+[priorities.w]
+mode = "weights"
+weight = [1, 2, 4]
+[workloads.hash]
+duration_s = {seconds}
+[wrr]
+quantum_ms = 10
+mechanism = "{mechanism}"
+"#
+        ),
+    )
+}
+
+/// Shares of work of the three workers of the single run in the database.
+fn work_shares(dir: &Path) -> Vec<f64> {
+    let conn = db(dir);
+    let mut st = conn
+        .prepare("SELECT work FROM processes WHERE role = 'worker' ORDER BY process_index")
+        .unwrap();
+    let work: Vec<f64> = st
+        .query_map([], |r| r.get::<_, i64>(0))
+        .unwrap()
+        .map(|w| w.unwrap() as f64)
+        .collect();
+    let total: f64 = work.iter().sum();
+    work.iter().map(|w| w / total).collect()
+}
+
+#[test]
+fn wrr_delivers_cpu_in_proportion_to_the_weights() {
+    let _cpu0 = cpu0();
+    // Tolerance: ±3 percentage points of the whole CPU. Over 3 s at a 10 ms
+    // quantum there are about 40 rounds of 70 ms; the last, partial round
+    // alone can shift a share by up to 70 ms / 3 s ≈ 2.3 points, and the
+    // noisy VM adds timer lateness of well under a millisecond per slice.
+    for mechanism in ["fifo", "signals"] {
+        if mechanism == "fifo" && !may_use_rt("wrr fifo mechanism") {
+            continue;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        wrr_spec(dir.path(), mechanism, 3.0);
+        let o = schedlab(&["run", "w.toml", "--db", "t.db"], dir.path());
+        assert!(o.status.success(), "{}", text(&o));
+        let shares = work_shares(dir.path());
+        let ideal = [1.0 / 7.0, 2.0 / 7.0, 4.0 / 7.0];
+        for (s, i) in shares.iter().zip(ideal) {
+            assert!(
+                (s - i).abs() < 0.03,
+                "{mechanism}: shares {shares:?} vs ideal {ideal:?}"
+            );
+        }
+        let conn = db(dir.path());
+        let (extra, slices): (String, i64) = conn
+            .query_row(
+                "SELECT extra_json, (SELECT COUNT(*) FROM slices) FROM runs",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert!(
+            extra.contains(&format!("\"mechanism\":\"{mechanism}\"")),
+            "{extra}"
+        );
+        assert!(slices > 50, "only {slices} slices recorded");
+    }
+}
+
+/// Worker processes of schedlab still alive (found by their command line),
+/// with their state letter from /proc/PID/stat.
+fn leftover_workers(dir: &Path) -> Vec<(i32, char)> {
+    let needle = dir.to_string_lossy().into_owned();
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(cmd) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        let cmd = String::from_utf8_lossy(&cmd);
+        if cmd.contains("__worker") && cmd.contains(&needle) {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let state = stat
+                .rsplit(") ")
+                .next()
+                .and_then(|r| r.chars().next())
+                .unwrap_or('?');
+            out.push((pid, state));
+        }
+    }
+    out
+}
+
+#[test]
+fn an_interrupted_wrr_run_leaves_no_worker_stopped_or_real_time() {
+    let _cpu0 = cpu0();
+    for (mechanism, sig) in [
+        ("signals", libc::SIGKILL),
+        ("signals", libc::SIGINT),
+        ("fifo", libc::SIGKILL),
+    ] {
+        if mechanism == "fifo" && !may_use_rt("interrupted wrr fifo run") {
+            continue;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        wrr_spec(dir.path(), mechanism, 20.0);
+        let mut child = Command::new(bin())
+            .args(["run", "w.toml", "--db", "t.db"])
+            .current_dir(dir.path())
+            .env("CI", "1")
+            .env("TMPDIR", dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Wait until the workers are being dispatched.
+        let start = Instant::now();
+        while leftover_workers(dir.path()).len() < 3 {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "workers never appeared"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        unsafe { libc::kill(child.id() as i32, sig) };
+        child.wait().unwrap();
+        let start = Instant::now();
+        loop {
+            let left = leftover_workers(dir.path());
+            if left.is_empty() {
+                break;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(5),
+                "{mechanism}/{sig}: workers left behind (pid, state): {left:?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        if sig == libc::SIGINT {
+            assert_eq!(
+                count(&db(dir.path()), "SELECT COUNT(*) FROM runs"),
+                0,
+                "the interrupted run is not stored"
+            );
+        }
+    }
 }

@@ -66,11 +66,39 @@ pub struct RawWorkload {
 }
 
 /// An integer or a list of integers (`nice = 0` or `nice = [-10, 10]`).
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 #[serde(untagged)]
 pub enum IntOrList {
     Int(i64),
     List(Vec<i64>),
+}
+
+impl<'de> Deserialize<'de> for IntOrList {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = IntOrList;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an integer or a list of integers, such as 5 or [1, 4, 8]")
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<IntOrList, E> {
+                Ok(IntOrList::Int(v))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<IntOrList, E> {
+                i64::try_from(v)
+                    .map(IntOrList::Int)
+                    .map_err(|_| E::custom(format!("{v} is too large")))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<IntOrList, A::Error> {
+                let mut out = Vec::new();
+                while let Some(v) = seq.next_element::<i64>()? {
+                    out.push(v);
+                }
+                Ok(IntOrList::List(out))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// One `[priorities.NAME]` table.
