@@ -105,6 +105,28 @@ enum Command {
 enum BenchCommand {
     /// schedlab's aio workload against fio with the same settings on the same file.
     Aio(AioBenchArgs),
+    /// How exactly WRR (both mechanisms), CFS nice and SCHED_DEADLINE deliver
+    /// weighted shares of one CPU, with the dispatcher's overhead and lateness.
+    Wrr(WrrBenchArgs),
+}
+
+#[derive(Args)]
+struct WrrBenchArgs {
+    /// Weights of the workers, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,4,8,12,16,20")]
+    weights: Vec<u32>,
+    /// Seconds each way is measured.
+    #[arg(long, default_value_t = 30.0)]
+    seconds: f64,
+    /// WRR quantum: slice = quantum × weight.
+    #[arg(long, default_value_t = 10.0)]
+    quantum_ms: f64,
+    /// The CPU the workers share.
+    #[arg(long, default_value_t = 0)]
+    cpu: usize,
+    /// Keep the runs in this database (default: a temporary one).
+    #[arg(long)]
+    db: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -330,6 +352,18 @@ fn dispatch(command: Command) -> Result<i32> {
             Ok(0)
         }
         Command::Policy { action } => crate::policyctl::run(action),
+        Command::Bench {
+            which: BenchCommand::Wrr(a),
+        } => {
+            crate::bench::wrr::run(crate::bench::wrr::WrrBenchOptions {
+                weights: a.weights,
+                seconds: a.seconds,
+                quantum_ms: a.quantum_ms,
+                cpu: a.cpu,
+                db: a.db,
+            })?;
+            Ok(0)
+        }
         Command::Bench {
             which: BenchCommand::Aio(a),
         } => {

@@ -45,6 +45,15 @@ pub struct WorkerResult {
     pub output: WorkOutput,
 }
 
+/// The file in which the parent leaves the barrier's release time.
+pub fn release_path(dir: &std::path::Path) -> PathBuf {
+    dir.join("release")
+}
+
+fn read_release_ns(dir: &std::path::Path) -> Option<u64> {
+    std::fs::read_to_string(release_path(dir)).ok()?.trim().parse().ok()
+}
+
 pub fn result_path(dir: &std::path::Path, index: usize) -> PathBuf {
     dir.join(format!("result-{index}.json"))
 }
@@ -77,10 +86,21 @@ fn run(json: &str) -> Result<()> {
         eprintln!("fault injection: worker {} aborts", args.index);
         std::process::abort();
     }
-    let output = args.workload.run(&WorkContext {
+    // A fixed duration runs from barrier release, as "work done by each in
+    // 30 s" means: a worker that gets the CPU late has less of it left.
+    let elapsed_ns = read_release_ns(&args.dir).map_or(0, |r| start_ns.saturating_sub(r));
+    let ctx = WorkContext {
         dir: args.dir.clone(),
         index: args.index,
-    })?;
+    };
+    let output = match args.workload.remaining_after(elapsed_ns) {
+        Some(w) => w.run(&ctx)?,
+        None => WorkOutput {
+            work: 0,
+            elapsed_ns: 0,
+            figures: Default::default(),
+        },
+    };
     let end_ns = monotonic_ns();
     let usage_end = self_usage();
     let schedstat_end = read_schedstat(std::process::id() as i32).ok();

@@ -1,3 +1,4 @@
 //! Benchmarks run from the command line (`schedlab bench ...`), not tests.
 
 pub mod aio;
+pub mod wrr;

@@ -228,7 +228,10 @@ impl Launcher {
             .iter()
             .filter_map(|&(_, pid)| procfs::read_schedstat(pid).ok().map(|s| (pid, s)))
             .collect();
+        // Fixed durations run from release: workers read it after the barrier.
         let release_ns = proc::monotonic_ns();
+        std::fs::write(worker::release_path(dir.path()), release_ns.to_string())
+            .context("writing the release time")?;
         drop(barrier_w); // EOF on every worker's barrier: go.
         let waited = self.wait_all(&pids, &hogs, release_ns, dispatcher.as_ref());
         let dispatched = dispatcher.map(Dispatcher::stop);

@@ -2,6 +2,7 @@
 //! campaign; every finished run is committed in its own transaction the
 //! moment it ends, so a crash or Ctrl-C loses at most the run in progress.
 
+mod analysis;
 mod schema;
 
 use anyhow::{Context, Result, bail};
@@ -14,6 +15,10 @@ use crate::record::{RunRecord, RunStatus};
 use crate::spec::Spec;
 use crate::sys::envinfo::EnvSnapshot;
 
+pub use analysis::{
+    ReportCampaign, ReportEnvironment, ReportProcess, ReportRun, SyntheticEnv, SyntheticProcess,
+    SyntheticRun,
+};
 pub use schema::MIGRATIONS;
 
 pub struct Store {
@@ -483,6 +488,42 @@ impl Store {
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
         Ok(rows)
+    }
+}
+
+impl Store {
+    /// The WRR slices of a run, in the order they were handed out.
+    pub fn slices(&self, run_id: i64) -> Result<Vec<crate::record::SliceRow>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT process_index, cpu, planned_start_ns, planned_end_ns, actual_end_ns, cpu_ns
+             FROM slices WHERE run_id = ?1 ORDER BY seq",
+        )?;
+        let rows = stmt
+            .query_map([run_id], |r| {
+                Ok(crate::record::SliceRow {
+                    process_index: r.get::<_, i64>(0)? as u32,
+                    cpu: r.get::<_, i64>(1)? as u32,
+                    planned_start_ns: r.get::<_, i64>(2)? as u64,
+                    planned_end_ns: r.get::<_, i64>(3)? as u64,
+                    actual_end_ns: r.get::<_, i64>(4)? as u64,
+                    cpu_ns: r.get::<_, i64>(5)? as u64,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
+    /// The policy-specific facts of each run of a campaign: (run id, JSON).
+    pub fn run_extras(&self, campaign: i64) -> Result<Vec<(i64, serde_json::Value)>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, extra_json FROM runs WHERE campaign_id = ?1 ORDER BY seq")?;
+        let rows = stmt
+            .query_map([campaign], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        rows.into_iter()
+            .map(|(id, json)| Ok((id, serde_json::from_str(&json)?)))
+            .collect()
     }
 }
 

@@ -308,6 +308,32 @@ impl Workload {
             Workload::Aio(p) => p.stop,
         }
     }
+
+    /// The same workload with its stop condition replaced.
+    pub fn with_stop(&self, stop: Stop) -> Workload {
+        let mut w = self.clone();
+        match &mut w {
+            Workload::Pi(p) => p.stop = stop,
+            Workload::Copy(p) => p.stop = stop,
+            Workload::Mixed(p) => p.stop = stop,
+            Workload::Matmul(p) => p.stop = stop,
+            Workload::Hash(p) => p.stop = stop,
+            Workload::Aio(p) => p.stop = stop,
+        }
+        w
+    }
+
+    /// A fixed-duration workload whose clock started `elapsed_ns` ago (at
+    /// barrier release, when the worker itself got the CPU later): what is
+    /// left of its duration, or None when nothing is. Fixed-work workloads
+    /// are returned unchanged.
+    pub fn remaining_after(&self, elapsed_ns: u64) -> Option<Workload> {
+        match self.stop() {
+            Stop::Work(_) => Some(self.clone()),
+            Stop::DurationNs(d) if d > elapsed_ns => Some(self.with_stop(Stop::DurationNs(d - elapsed_ns))),
+            Stop::DurationNs(_) => None,
+        }
+    }
 }
 
 /// `x·f` rounded, at least 1 (`as` saturates, so huge or NaN products are safe).
@@ -427,6 +453,20 @@ pub fn calibrate(dir: &Path) -> anyhow::Result<Rates> {
         );
     }
     Ok(rates)
+}
+
+#[cfg(test)]
+mod remaining_tests {
+    use super::*;
+
+    #[test]
+    fn duration_is_counted_from_release() {
+        let w = Workload::Pi(PiParams { stop: Stop::DurationNs(1_000) });
+        assert_eq!(w.remaining_after(300).unwrap().stop(), Stop::DurationNs(700));
+        assert!(w.remaining_after(1_000).is_none());
+        let fixed = Workload::Pi(PiParams { stop: Stop::Work(5) });
+        assert_eq!(fixed.remaining_after(10_000).unwrap(), fixed);
+    }
 }
 
 #[cfg(test)]
