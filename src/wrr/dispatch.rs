@@ -1375,7 +1375,10 @@ mod tests {
         assert!(sleeper_slices.len() >= 3, "{sleeper_slices:?}");
         for s in &sleeper_slices {
             assert_eq!(s.end, SliceEnd::Blocked, "{s:?}");
-            assert!(s.cpu_ns < 100_000, "{s:?}");
+            // The sleeper forfeits its turn; its own start-up (exec of
+            // `sleep`, about a millisecond, more on a loaded machine) can
+            // fall in its first turn, but never a slice's worth.
+            assert!(s.cpu_ns < 5_000_000, "{s:?}");
             // No carry from a blocked slice: the next one aims at the slice.
             assert_eq!(s.target_ns, s.slice_ns, "{s:?}");
             assert!(s.actual_end_ns >= s.planned_end_ns, "{s:?}");
