@@ -91,6 +91,9 @@ enum Command {
         #[command(subcommand)]
         action: crate::policyctl::PolicyCommand,
     },
+    /// Turn a campaign into statistics, findings, tables and charts: one
+    /// self-contained HTML file, Markdown or JSON.
+    Report(crate::report::ReportArgs),
     /// Benchmarks of schedlab itself (figures, not tests).
     Bench {
         #[command(subcommand)]
@@ -108,6 +111,8 @@ enum BenchCommand {
     /// How exactly WRR (both mechanisms), CFS nice and SCHED_DEADLINE deliver
     /// weighted shares of one CPU, with the dispatcher's overhead and lateness.
     Wrr(WrrBenchArgs),
+    /// Time `report` over a synthetic database of 10,000 runs × 100 processes.
+    Report(crate::bench::report::BenchReportArgs),
 }
 
 #[derive(Args)]
@@ -352,6 +357,10 @@ fn dispatch(command: Command) -> Result<i32> {
             Ok(0)
         }
         Command::Policy { action } => crate::policyctl::run(action),
+        Command::Report(args) => crate::report::run(args),
+        Command::Bench {
+            which: BenchCommand::Report(args),
+        } => crate::bench::report::run(args),
         Command::Bench {
             which: BenchCommand::Wrr(a),
         } => {

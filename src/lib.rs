@@ -12,6 +12,7 @@ pub mod policy;
 pub mod policyctl;
 pub mod progress;
 pub mod record;
+pub mod report;
 pub mod rng;
 pub mod spec;
 pub mod stats;

@@ -1,0 +1,161 @@
+//! `schedlab bench report`: how fast `schedlab report` is on a large
+//! campaign. Builds a synthetic database (by default 10,000 runs × 100
+//! processes = 1,000,000 process rows, in one transaction), then times the
+//! analysis and the rendering to HTML, Markdown and JSON, and prints the
+//! times, the peak resident memory and the rows.
+
+use anyhow::{Context, Result};
+use clap::Args;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use crate::report::synth::{self, SynthConfig};
+use crate::report::{Format, Options, Report};
+use crate::store::Store;
+
+/// Report time target, s.
+pub const TARGET_S: f64 = 10.0;
+/// Peak resident memory target, bytes.
+pub const TARGET_RSS: u64 = 1 << 30;
+
+/// Arguments of `schedlab bench report`.
+#[derive(Debug, Clone, Args)]
+pub struct BenchReportArgs {
+    /// Keep the synthetic database at this path (default: a temporary file,
+    /// removed afterwards). An existing file is replaced.
+    #[arg(long)]
+    pub db: Option<PathBuf>,
+    /// Repetitions per condition; 40 conditions, half with 50 and half with
+    /// 150 processes (default 250: 10,000 runs, 1,000,000 process rows).
+    #[arg(long, default_value_t = 250)]
+    pub repetitions: u32,
+    /// Write the three reports into this directory (default: discard them).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// Peak resident set size of this process so far, bytes (VmHWM).
+pub fn peak_rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// Reset the peak RSS (Linux ≥ 4.0), so a phase can be measured alone.
+fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+fn mib(b: u64) -> String {
+    if b < 1 << 20 {
+        format!("{:.0} KiB", b as f64 / 1024.0)
+    } else {
+        format!("{:.0} MiB", b as f64 / (1024.0 * 1024.0))
+    }
+}
+
+/// Run the benchmark and print its figures. Exit code 0 when both targets
+/// are met, 1 otherwise.
+pub fn run(args: BenchReportArgs) -> Result<i32> {
+    let tmp = tempfile::tempdir().context("creating a temporary directory")?;
+    let path = args
+        .db
+        .clone()
+        .unwrap_or_else(|| tmp.path().join("bench.db"));
+    for suffix in ["", "-wal", "-shm"] {
+        let p = PathBuf::from(format!("{}{suffix}", path.display()));
+        if p.exists() {
+            std::fs::remove_file(&p).with_context(|| format!("removing {}", p.display()))?;
+        }
+    }
+    let cfg = SynthConfig {
+        repetitions: args.repetitions.max(1),
+        ..SynthConfig::bench()
+    };
+
+    let t = Instant::now();
+    let mut store = Store::open(&path)?;
+    let (campaign, rows) = synth::create(&mut store, &cfg)?;
+    let gen_s = t.elapsed().as_secs_f64();
+    let runs = cfg.policies.len()
+        * cfg.workloads.len()
+        * cfg.processes.len()
+        * cfg.priorities.len()
+        * cfg.repetitions as usize;
+    let gen_rss = peak_rss();
+    drop(store);
+    let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0)
+        + std::fs::metadata(format!("{}-wal", path.display()))
+            .map(|m| m.len())
+            .unwrap_or(0);
+    println!(
+        "synthetic database   {} ({} on disk)",
+        path.display(),
+        mib(size)
+    );
+    println!("runs                 {runs} (campaign {campaign})");
+    println!("process rows         {rows}");
+    println!("generation           {gen_s:.2} s (one transaction, prepared statements)");
+
+    let reset = reset_peak_rss();
+    let t = Instant::now();
+    let store = Store::open_existing(&path)?;
+    let report = Report::build(
+        &store,
+        &Options {
+            campaign: Some(campaign),
+            ..Options::default()
+        },
+    )?;
+    let analyse_s = t.elapsed().as_secs_f64();
+    println!(
+        "analysis             {analyse_s:.2} s ({} conditions, {} comparisons, {} outlier values)",
+        report.analysis.conditions.len(),
+        report.analysis.comparisons.len(),
+        report.analysis.outliers.len()
+    );
+    let mut render_s = 0.0;
+    for (format, name) in [
+        (Format::Html, "html"),
+        (Format::Md, "md"),
+        (Format::Json, "json"),
+    ] {
+        let t = Instant::now();
+        let text = report.render(format);
+        let s = t.elapsed().as_secs_f64();
+        render_s += s;
+        println!(
+            "render {name:<5}         {s:.2} s ({})",
+            mib(text.len() as u64)
+        );
+        if let Some(dir) = &args.out {
+            std::fs::create_dir_all(dir)?;
+            let p = dir.join(format!("report.{name}"));
+            std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))?;
+        }
+    }
+    let total = analyse_s + render_s;
+    let rss = peak_rss();
+    println!("report total         {total:.2} s (analysis + three formats)");
+    match (rss, reset) {
+        (Some(r), true) => println!(
+            "peak RSS             {} during the report (VmHWM, reset after generation, which peaked at {})",
+            mib(r),
+            gen_rss.map_or_else(|| "unknown".into(), mib)
+        ),
+        (Some(r), false) => println!(
+            "peak RSS             {} (VmHWM of the whole process: it could not be reset)",
+            mib(r)
+        ),
+        (None, _) => println!("peak RSS             unknown (no /proc/self/status)"),
+    }
+    let time_ok = total < TARGET_S;
+    let rss_ok = rss.is_none_or(|r| r < TARGET_RSS);
+    println!(
+        "targets              report < {TARGET_S} s: {}; peak RSS < 1 GiB: {}",
+        if time_ok { "met" } else { "MISSED" },
+        if rss_ok { "met" } else { "MISSED" }
+    );
+    Ok(if time_ok && rss_ok { 0 } else { 1 })
+}

@@ -1,0 +1,194 @@
+//! The metrics a report can analyse, with their names, units and how each is
+//! obtained from a process row.
+
+use serde::Serialize;
+
+use crate::store::ReportProcess;
+
+/// A measured quantity. Per-process metrics are averaged over the processes
+/// of a run to give the run's value; `makespan` is a property of the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+#[value(rename_all = "snake_case")]
+pub enum Metric {
+    /// Wall time of a process, s.
+    Wall,
+    /// User CPU time, s.
+    Utime,
+    /// System CPU time, s.
+    Stime,
+    /// (user + system CPU) / wall time, %.
+    CpuPct,
+    /// Voluntary context switches.
+    Nvcsw,
+    /// Involuntary context switches (preemptions).
+    Nivcsw,
+    /// Run-queue wait (schedstat), ms.
+    Wait,
+    /// On-CPU time (schedstat), s.
+    Run,
+    /// Time slices (schedstat).
+    Timeslices,
+    /// Work done, in the workload's unit.
+    Work,
+    /// Run makespan: barrier release to the last worker's end, s.
+    Makespan,
+}
+
+/// Number of per-process metrics (every metric but makespan).
+pub const PER_PROCESS: usize = 10;
+
+impl Metric {
+    pub const ALL: [Metric; 11] = [
+        Metric::Wall,
+        Metric::Utime,
+        Metric::Stime,
+        Metric::CpuPct,
+        Metric::Nvcsw,
+        Metric::Nivcsw,
+        Metric::Wait,
+        Metric::Run,
+        Metric::Timeslices,
+        Metric::Work,
+        Metric::Makespan,
+    ];
+
+    /// The name used on the command line and in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Wall => "wall",
+            Metric::Utime => "utime",
+            Metric::Stime => "stime",
+            Metric::CpuPct => "cpu_pct",
+            Metric::Nvcsw => "nvcsw",
+            Metric::Nivcsw => "nivcsw",
+            Metric::Wait => "wait",
+            Metric::Run => "run",
+            Metric::Timeslices => "timeslices",
+            Metric::Work => "work",
+            Metric::Makespan => "makespan",
+        }
+    }
+
+    /// Words for sentences and titles.
+    pub fn label(self) -> &'static str {
+        match self {
+            Metric::Wall => "wall time",
+            Metric::Utime => "user CPU time",
+            Metric::Stime => "system CPU time",
+            Metric::CpuPct => "CPU %",
+            Metric::Nvcsw => "voluntary context switches",
+            Metric::Nivcsw => "involuntary context switches",
+            Metric::Wait => "run-queue wait",
+            Metric::Run => "on-CPU time",
+            Metric::Timeslices => "time slices",
+            Metric::Work => "work done",
+            Metric::Makespan => "makespan",
+        }
+    }
+
+    /// Unit of the values ("" for counts; work's unit depends on the
+    /// workload and is given separately).
+    pub fn unit(self) -> &'static str {
+        match self {
+            Metric::Wall | Metric::Utime | Metric::Stime | Metric::Run | Metric::Makespan => "s",
+            Metric::CpuPct => "%",
+            Metric::Wait => "ms",
+            Metric::Nvcsw | Metric::Nivcsw | Metric::Timeslices | Metric::Work => "",
+        }
+    }
+
+    /// Whether the label is a plural noun ("context switches are").
+    pub fn plural(self) -> bool {
+        matches!(self, Metric::Nvcsw | Metric::Nivcsw | Metric::Timeslices)
+    }
+
+    /// Whether the metric is measured per process (all but makespan).
+    pub fn per_process(self) -> bool {
+        self != Metric::Makespan
+    }
+
+    /// Index among the per-process metrics (`None` for makespan).
+    pub fn process_slot(self) -> Option<usize> {
+        match self {
+            Metric::Makespan => None,
+            m => Some(m as usize),
+        }
+    }
+
+    /// The comma-separated list of names, for messages.
+    pub fn names() -> String {
+        Metric::ALL.map(|m| m.name()).join(", ")
+    }
+
+    pub fn parse(s: &str) -> Option<Metric> {
+        Metric::ALL.into_iter().find(|m| m.name() == s.trim())
+    }
+}
+
+/// The per-process metric values of a process row, indexed by
+/// [`Metric::process_slot`]; NaN where the row has no value (schedstat
+/// missing, zero wall time for CPU %).
+pub fn process_values(p: &ReportProcess) -> [f64; PER_PROCESS] {
+    let opt = |v: Option<i64>, scale: f64| v.map_or(f64::NAN, |x| x as f64 * scale);
+    let wall_s = p.wall_ns as f64 / 1e9;
+    let cpu_s = (p.utime_us + p.stime_us) as f64 / 1e6;
+    [
+        wall_s,
+        p.utime_us as f64 / 1e6,
+        p.stime_us as f64 / 1e6,
+        if p.wall_ns > 0 {
+            100.0 * cpu_s / wall_s
+        } else {
+            f64::NAN
+        },
+        p.nvcsw as f64,
+        p.nivcsw as f64,
+        opt(p.wait_ns, 1e-6),
+        opt(p.run_ns, 1e-9),
+        opt(p.timeslices, 1.0),
+        opt(p.work, 1.0),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_follow_the_enum_order() {
+        for (i, m) in Metric::ALL.iter().enumerate().take(PER_PROCESS) {
+            assert_eq!(m.process_slot(), Some(i));
+            assert!(m.per_process());
+        }
+        assert_eq!(Metric::Makespan.process_slot(), None);
+        assert_eq!(Metric::parse("cpu_pct"), Some(Metric::CpuPct));
+        assert_eq!(Metric::parse("bogus"), None);
+        assert!(Metric::names().starts_with("wall, utime"));
+    }
+
+    #[test]
+    fn values_of_a_process() {
+        let p = ReportProcess {
+            run_id: 1,
+            process_index: 0,
+            nice: Some(0),
+            rt_priority: None,
+            wall_ns: 2_000_000_000,
+            utime_us: 1_500_000,
+            stime_us: 500_000,
+            nvcsw: 3,
+            nivcsw: 40,
+            run_ns: Some(2_000_000_000),
+            wait_ns: Some(5_000_000),
+            timeslices: None,
+            work: Some(1000),
+        };
+        let v = process_values(&p);
+        assert_eq!(v[0], 2.0);
+        assert_eq!(v[3], 100.0);
+        assert_eq!(v[6], 5.0);
+        assert!(v[8].is_nan());
+        assert_eq!(v[9], 1000.0);
+    }
+}

@@ -1,0 +1,277 @@
+//! `schedlab report`: which differences between policies are real, how
+//! large, with what confidence — as one self-contained HTML file with
+//! charts, as Markdown for the terminal and lab reports, or as JSON.
+//!
+//! Data flow: [`analyse`] reads a campaign from the [`Store`] (streaming its
+//! process rows) and computes every statistic with [`crate::stats`]; a list
+//! of [`Section`]s renders the [`Analysis`] to each format.
+
+pub mod analyse;
+pub mod charts;
+pub mod fmt;
+pub mod html;
+pub mod metric;
+pub mod sections;
+pub mod svg;
+pub mod synth;
+
+use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
+use serde_json::{Value, json};
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use crate::store::Store;
+
+pub use analyse::{Analysis, Options, analyse};
+pub use metric::Metric;
+pub use sections::{Section, default_sections};
+
+/// Output format of a report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// One self-contained HTML file with charts (no network, no scripts).
+    Html,
+    /// Markdown: findings and tables, for the terminal or a lab report.
+    Md,
+    /// JSON: every statistic, for scripts.
+    Json,
+}
+
+/// Arguments of `schedlab report`.
+#[derive(Debug, Clone, Args)]
+#[command(
+    after_help = "Output: HTML is written to report.html unless -o says otherwise; Markdown and JSON go to \
+                        standard output unless -o names a file (\"-o -\" always means standard output). Without \
+                        --format, the format follows the -o extension (.md, .json, else HTML).\n\n\
+                        Examples:\n  schedlab report --db results.db -o report.html\n  \
+                        schedlab report --db results.db --format md\n  \
+                        schedlab report --db results.db --format json > summary.json\n  \
+                        schedlab report --db results.db --campaign 3 --metric wall,nivcsw"
+)]
+pub struct ReportArgs {
+    /// The SQLite database.
+    #[arg(long, default_value = "schedlab.db", env = "SCHEDLAB_DB")]
+    pub db: PathBuf,
+    /// Campaign to report on (default: the latest; `schedlab campaigns` lists them).
+    #[arg(long)]
+    pub campaign: Option<i64>,
+    /// Output format (default: from the -o extension, else html).
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
+    /// Output file, or "-" for standard output (default: report.html for HTML, standard output otherwise).
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+    /// Only these metrics, comma-separated (default: all).
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "METRIC,...")]
+    pub metric: Vec<Metric>,
+    /// Base seed of the bootstrap intervals (recorded in the report).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub bootstrap_seed: u64,
+    /// Most bootstrap resamples per interval (fewer for very large conditions; recorded).
+    #[arg(long, default_value_t = 2000, value_name = "N", value_parser = clap::value_parser!(u64).range(100..=1_000_000))]
+    pub resamples: u64,
+}
+
+impl ReportArgs {
+    /// The format to write: --format, else from the -o extension, else HTML.
+    pub fn resolved_format(&self) -> Format {
+        if let Some(f) = self.format {
+            return f;
+        }
+        let ext = self
+            .output
+            .as_deref()
+            .and_then(Path::extension)
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase);
+        match ext.as_deref() {
+            Some("md" | "markdown") => Format::Md,
+            Some("json") => Format::Json,
+            _ => Format::Html,
+        }
+    }
+
+    /// Where to write: a file, or None for standard output.
+    pub fn destination(&self) -> Option<PathBuf> {
+        match &self.output {
+            Some(p) if p.as_os_str() == "-" => None,
+            Some(p) => Some(p.clone()),
+            None if self.resolved_format() == Format::Html => Some(PathBuf::from("report.html")),
+            None => None,
+        }
+    }
+
+    pub fn options(&self) -> Options {
+        Options {
+            campaign: self.campaign,
+            metrics: if self.metric.is_empty() {
+                Metric::ALL.to_vec()
+            } else {
+                self.metric.clone()
+            },
+            bootstrap_seed: self.bootstrap_seed,
+            resamples: self.resamples as usize,
+        }
+    }
+}
+
+/// An analysed campaign and the sections that render it.
+pub struct Report {
+    pub analysis: Analysis,
+    sections: Vec<Box<dyn Section>>,
+}
+
+impl Report {
+    /// Analyse a campaign and prepare the default sections.
+    pub fn build(store: &Store, opts: &Options) -> Result<Report> {
+        Report::with_sections(store, opts, default_sections())
+    }
+
+    /// Analyse a campaign and prepare the given sections.
+    pub fn with_sections(
+        store: &Store,
+        opts: &Options,
+        mut sections: Vec<Box<dyn Section>>,
+    ) -> Result<Report> {
+        let analysis = analyse(store, opts)?;
+        for s in &mut sections {
+            s.prepare(store, &analysis)
+                .with_context(|| format!("preparing report section {}", s.id()))?;
+        }
+        Ok(Report { analysis, sections })
+    }
+
+    fn active(&self) -> impl Iterator<Item = &dyn Section> {
+        self.sections
+            .iter()
+            .map(|s| s.as_ref())
+            .filter(|s| s.applies(&self.analysis))
+    }
+
+    /// "schedlab report: NAME (campaign N)".
+    pub fn title(&self) -> String {
+        let c = &self.analysis.campaign;
+        format!("schedlab report: {} (campaign {})", c.name, c.id)
+    }
+
+    pub fn html(&self) -> String {
+        let a = &self.analysis;
+        let mut body = String::new();
+        let mut toc = Vec::new();
+        for s in self.active() {
+            let inner = s.html(a);
+            if inner.is_empty() {
+                continue;
+            }
+            toc.push((s.id().to_string(), s.title().to_string()));
+            let _ = write!(
+                body,
+                "<section id=\"{}\">\n<h2>{}</h2>\n{inner}</section>\n",
+                fmt::esc(s.id()),
+                fmt::esc(s.title())
+            );
+        }
+        let c = &a.campaign;
+        html::page(
+            &self.title(),
+            &format!(
+                "{} ok runs of {} planned · created {} · scale {}",
+                a.counts.ok,
+                c.planned_runs,
+                fmt::utc(c.created_unix_ms),
+                c.scale
+            ),
+            &toc,
+            &body,
+            &format!(
+                "Generated by schedlab {} from campaign {} of the database. Open offline; hover over chart marks for \
+                 exact values. `schedlab report --format json` gives every number.",
+                env!("CARGO_PKG_VERSION"),
+                c.id
+            ),
+        )
+    }
+
+    pub fn markdown(&self) -> String {
+        let a = &self.analysis;
+        let mut out = format!("# {}\n\n", self.title());
+        for s in self.active() {
+            let inner = s.markdown(a);
+            if inner.is_empty() {
+                continue;
+            }
+            let _ = write!(out, "## {}\n\n{}", s.title(), inner.trim_end());
+            out.push_str("\n\n");
+        }
+        let trimmed = out.trim_end().len();
+        out.truncate(trimmed);
+        out.push('\n');
+        out
+    }
+
+    pub fn json(&self) -> Value {
+        let a = &self.analysis;
+        let mut v = json!({
+            "schedlab_report": 1,
+            "schedlab_version": env!("CARGO_PKG_VERSION"),
+            "campaign": a.campaign,
+            "settings": a.settings,
+        });
+        for s in self.active() {
+            if let Some(x) = s.json(a) {
+                v[s.id()] = x;
+            }
+        }
+        v
+    }
+
+    pub fn render(&self, format: Format) -> String {
+        match format {
+            Format::Html => self.html(),
+            Format::Md => self.markdown(),
+            Format::Json => {
+                let mut s =
+                    serde_json::to_string_pretty(&self.json()).expect("a report serialises");
+                s.push('\n');
+                s
+            }
+        }
+    }
+}
+
+/// `schedlab report`: analyse a campaign and write the report. Returns the
+/// process exit code.
+pub fn run(args: ReportArgs) -> Result<i32> {
+    let store = Store::open_existing(&args.db)?;
+    let format = args.resolved_format();
+    let report = Report::build(&store, &args.options())?;
+    let text = report.render(format);
+    match args.destination() {
+        None => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(text.as_bytes())?;
+            out.flush()?;
+        }
+        Some(path) => {
+            std::fs::write(&path, text.as_bytes())
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            let a = &report.analysis;
+            eprintln!(
+                "wrote {}: campaign {} “{}”, {} ok runs in {} conditions, {} of {} comparisons significant",
+                path.display(),
+                a.campaign.id,
+                a.campaign.name,
+                a.counts.ok,
+                a.conditions.len(),
+                a.count_verdict(analyse::Verdict::Different),
+                a.comparisons
+                    .iter()
+                    .filter(|c| c.p_adjusted.is_some())
+                    .count()
+            );
+        }
+    }
+    Ok(0)
+}

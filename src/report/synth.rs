@@ -1,0 +1,458 @@
+//! Deterministic synthetic campaigns for the report's tests and benchmark:
+//! a real spec expanded by [`crate::plan::expand`], with measurements drawn
+//! from a simple scheduling model (weighted processor sharing for fair
+//! policies and RR, run-to-completion for FIFO) plus seeded noise, written
+//! with [`Store::insert_synthetic_runs`].
+
+use anyhow::{Context, Result};
+
+use crate::plan::Run;
+use crate::policy::{Class, Policy};
+use crate::rng::SplitMix64;
+use crate::stats::fairness::nice_weight;
+use crate::store::{Store, SyntheticEnv, SyntheticProcess, SyntheticRun};
+
+use super::fmt::fnv1a;
+
+/// What happens to one run instead of the model's measurement.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SpecialKind {
+    Failed(String),
+    TimedOut,
+    Skipped(String),
+    /// Every time measurement of the run multiplied by this (an outlier).
+    Slow(f64),
+}
+
+/// A run singled out by its factors and repetition.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Special {
+    pub policy: String,
+    pub workload: String,
+    pub processes: u32,
+    pub priorities: String,
+    pub rep: u32,
+    pub kind: SpecialKind,
+}
+
+/// A synthetic campaign.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SynthConfig {
+    pub name: String,
+    pub policies: Vec<String>,
+    /// Workload kinds with default parameters: "pi", "copy", "mixed".
+    pub workloads: Vec<String>,
+    pub processes: Vec<u32>,
+    pub priorities: Vec<String>,
+    /// "0" (pinned) or "all" (= `machine_cpus` CPUs).
+    pub cpus: String,
+    pub machine_cpus: usize,
+    pub repetitions: u32,
+    pub seed: u64,
+    /// Relative run-to-run noise (sd of the log of a run's times).
+    pub noise: f64,
+    pub specials: Vec<Special>,
+    pub created_unix_ms: i64,
+}
+
+impl SynthConfig {
+    /// A small campaign: OTHER, BATCH and FIFO on pi and copy, 2 and 8
+    /// processes pinned to CPU 0, uniform and spread priorities, 10 runs
+    /// each; with one failed, one timed-out and three skipped runs and one
+    /// very slow run.
+    pub fn small() -> SynthConfig {
+        let s = |p: &str, w: &str, n: u32, pr: &str, rep: u32, kind: SpecialKind| Special {
+            policy: p.into(),
+            workload: w.into(),
+            processes: n,
+            priorities: pr.into(),
+            rep,
+            kind,
+        };
+        let skip = || {
+            SpecialKind::Skipped(
+                "SCHED_FIFO is not permitted: needs root or CAP_SYS_NICE (or an RLIMIT_RTPRIO of at least 99)".into(),
+            )
+        };
+        SynthConfig {
+            name: "synthetic".into(),
+            policies: vec!["other".into(), "batch".into(), "fifo".into()],
+            workloads: vec!["pi".into(), "copy".into()],
+            processes: vec![2, 8],
+            priorities: vec!["uniform".into(), "spread".into()],
+            cpus: "0".into(),
+            machine_cpus: 2,
+            repetitions: 10,
+            seed: 7,
+            noise: 0.03,
+            specials: vec![
+                s("other", "pi", 8, "uniform", 4, SpecialKind::Slow(17.6)),
+                s(
+                    "batch",
+                    "copy",
+                    2,
+                    "uniform",
+                    2,
+                    SpecialKind::Failed(
+                        "worker 1: exit code 1: No space left on device (os error 28)".into(),
+                    ),
+                ),
+                s("fifo", "pi", 2, "uniform", 7, SpecialKind::TimedOut),
+                s("fifo", "copy", 8, "spread", 1, skip()),
+                s("fifo", "copy", 8, "spread", 2, skip()),
+                s("fifo", "copy", 8, "spread", 3, skip()),
+                s("fifo", "copy", 8, "spread", 4, skip()),
+                s("fifo", "copy", 8, "spread", 5, skip()),
+                s("fifo", "copy", 8, "spread", 6, skip()),
+                s("fifo", "copy", 8, "spread", 7, skip()),
+                s("fifo", "copy", 8, "spread", 8, skip()),
+            ],
+            created_unix_ms: 1_735_732_800_000,
+        }
+    }
+
+    /// The benchmark's campaign: 5 policies × pi/copy × 50/150 processes ×
+    /// uniform/spread, 250 runs each: 10,000 runs, 1,000,000 process rows.
+    pub fn bench() -> SynthConfig {
+        SynthConfig {
+            name: "bench".into(),
+            policies: ["other", "batch", "idle", "fifo", "rr"]
+                .map(String::from)
+                .to_vec(),
+            workloads: vec!["pi".into(), "copy".into()],
+            processes: vec![50, 150],
+            priorities: vec!["uniform".into(), "spread".into()],
+            cpus: "all".into(),
+            machine_cpus: 2,
+            repetitions: 250,
+            seed: 11,
+            noise: 0.04,
+            specials: Vec::new(),
+            created_unix_ms: 1_735_732_800_000,
+        }
+    }
+
+    fn toml(&self) -> String {
+        let list = |v: &[String]| {
+            v.iter()
+                .map(|s| format!("\"{s}\""))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        format!(
+            "name = \"{}\"\nrepetitions = {}\nseed = {}\ncooldown_s = 0\n\n[matrix]\npolicy = [{}]\nworkload = [{}]\n\
+             processes = [{}]\npriorities = [{}]\ncpus = [\"{}\"]\n\n[workloads.pi]\niterations = 10_000_000\n\n\
+             [workloads.copy]\nbytes = 1_024_000\n\n[workloads.mixed]\nrounds = 4\niterations = 1_000_000\nbytes = 65_536\n",
+            self.name,
+            self.repetitions,
+            self.seed,
+            list(&self.policies),
+            list(&self.workloads),
+            self.processes
+                .iter()
+                .map(|p| p.to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            list(&self.priorities),
+            self.cpus
+        )
+    }
+}
+
+/// The environment of synthetic runs.
+pub fn synthetic_env(cpus: usize) -> SyntheticEnv {
+    SyntheticEnv {
+        fingerprint: format!("synthetic-{cpus}"),
+        kernel_release: "6.1.0-synthetic".into(),
+        cpu_model: "Synthetic CPU @ 2.0GHz".into(),
+        cpus_online: cpus as i64,
+        hz: Some(250),
+        preempt_model: "voluntary (dynamic)".into(),
+        sched_rt_runtime_us: Some(950_000),
+        sched_rt_period_us: Some(1_000_000),
+        sched_rr_timeslice_ms: Some(100),
+        cgroup_version: "v2".into(),
+        virtualization: "kvm".into(),
+        schedlab_version: "0.0.0-synthetic".into(),
+    }
+}
+
+/// Finish times of jobs of `demand` CPU-seconds each under weighted
+/// processor sharing on `cpus` CPUs (no job faster than one CPU).
+fn gps_finish(weights: &[f64], demand: f64, cpus: usize) -> Vec<f64> {
+    let n = weights.len();
+    let mut left = vec![demand; n];
+    let mut done = vec![f64::NAN; n];
+    let mut active: Vec<usize> = (0..n).collect();
+    let mut now = 0.0;
+    while !active.is_empty() {
+        // Water-filling: shares proportional to weight, capped at 1 CPU.
+        let mut rate = vec![0.0; n];
+        let mut free: Vec<usize> = active.clone();
+        let mut capacity = cpus as f64;
+        loop {
+            let total: f64 = free.iter().map(|&i| weights[i]).sum();
+            let capped: Vec<usize> = free
+                .iter()
+                .copied()
+                .filter(|&i| capacity * weights[i] / total >= 1.0)
+                .collect();
+            if capped.is_empty() {
+                for &i in &free {
+                    rate[i] = capacity * weights[i] / total;
+                }
+                break;
+            }
+            for &i in &capped {
+                rate[i] = 1.0;
+                capacity -= 1.0;
+            }
+            free.retain(|i| !capped.contains(i));
+            if free.is_empty() || capacity <= 0.0 {
+                break;
+            }
+        }
+        let dt = active
+            .iter()
+            .map(|&i| left[i] / rate[i])
+            .fold(f64::INFINITY, f64::min);
+        now += dt;
+        for &i in &active {
+            left[i] -= rate[i] * dt;
+        }
+        active.retain(|&i| {
+            if left[i] <= demand * 1e-9 {
+                done[i] = now;
+                false
+            } else {
+                true
+            }
+        });
+    }
+    done
+}
+
+/// Finish times of jobs run to completion in priority order on `cpus` CPUs.
+fn fifo_finish(priorities: &[i32], demand: f64, cpus: usize) -> Vec<f64> {
+    let mut order: Vec<usize> = (0..priorities.len()).collect();
+    order.sort_by_key(|&i| (-priorities[i], i));
+    let mut free_at = vec![0.0_f64; cpus.max(1)];
+    let mut done = vec![0.0_f64; priorities.len()];
+    for i in order {
+        let (k, t) = free_at
+            .iter()
+            .copied()
+            .enumerate()
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .expect("a CPU");
+        done[i] = t + demand;
+        free_at[k] = t + demand;
+    }
+    done
+}
+
+/// A standard normal draw.
+fn normal(rng: &mut SplitMix64) -> f64 {
+    let u1 = 1.0 - rng.next_f64();
+    let u2 = rng.next_f64();
+    (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+}
+
+/// The model's measurement of one run.
+fn measure(cfg: &SynthConfig, run: &Run, cpus: usize) -> SyntheticRun {
+    let policy = run.policy.name();
+    let kind = run.workload.workload.kind();
+    let n = run.processes as usize;
+    let class = run.policy.class();
+    let prio: Vec<Option<i32>> = (0..n)
+        .map(|i| run.priorities.assignment.value(class, i, n))
+        .collect();
+    // CPU demand per process (s) and its user fraction; I/O wait (s).
+    let (demand, user, io, csw) = match kind {
+        "pi" => (0.40, 0.995, 0.0, 2.0),
+        "copy" => (0.08, 0.12, 0.06, 250.0),
+        _ => (0.25, 0.70, 0.03, 80.0),
+    };
+    // What the policy does to I/O-bound work (the effect the report should find).
+    let io_factor = match (kind, policy) {
+        ("pi", _) => 1.0,
+        (_, "other") => 0.62,
+        (_, "batch") => 0.66,
+        (_, "idle") => 1.4,
+        _ => 1.0,
+    };
+    let finish = match class {
+        Class::Realtime if run.policy == Policy::Fifo => {
+            let p: Vec<i32> = prio.iter().map(|p| p.unwrap_or(50)).collect();
+            fifo_finish(&p, demand, cpus)
+        }
+        _ => {
+            let w: Vec<f64> = prio
+                .iter()
+                .map(|p| match (class, p) {
+                    (Class::Fair, Some(nice)) if run.policy != Policy::Idle => {
+                        f64::from(nice_weight((*nice).clamp(-20, 19)).unwrap_or(1024))
+                    }
+                    (Class::Fair, _) => 3.0,
+                    _ => 1024.0,
+                })
+                .collect();
+            gps_finish(&w, demand, cpus)
+        }
+    };
+    let mut rng = SplitMix64::new(cfg.seed ^ fnv1a(&run.key));
+    let run_noise = (cfg.noise * normal(&mut rng)).exp();
+    let slow = cfg
+        .specials
+        .iter()
+        .find(|s| matches(s, run))
+        .and_then(|s| match s.kind {
+            SpecialKind::Slow(f) => Some(f),
+            _ => None,
+        })
+        .unwrap_or(1.0);
+    let procs: Vec<SyntheticProcess> = (0..n)
+        .map(|i| {
+            let noise = run_noise * (0.4 * cfg.noise * normal(&mut rng)).exp();
+            let cpu = demand * (0.01 * normal(&mut rng)).exp();
+            let io_s = io * io_factor * n as f64 / cpus as f64;
+            let wall = (finish[i] + io_s) * noise * slow;
+            let utime = cpu * user;
+            let stime = cpu - utime;
+            let nvcsw = (csw * io_factor * (1.0 + 0.05 * normal(&mut rng)))
+                .max(0.0)
+                .round();
+            let nivcsw = match policy {
+                "fifo" => 0.0,
+                "rr" => (wall / 0.1).floor(),
+                _ if n > cpus => (wall / 0.004 * (1.0 + 0.05 * normal(&mut rng))).round(),
+                _ => (wall / 0.2).round(),
+            };
+            let wait = (wall - cpu - io_s).max(0.0);
+            let (nice, rt) = match class {
+                Class::Fair => (prio[i].map(i64::from), None),
+                Class::Realtime => (None, prio[i].map(i64::from)),
+                _ => (None, None),
+            };
+            SyntheticProcess {
+                nice,
+                rt_priority: rt,
+                wall_ns: (wall * 1e9) as i64,
+                utime_us: (utime * 1e6) as i64,
+                stime_us: (stime * 1e6) as i64,
+                nvcsw: nvcsw as i64,
+                nivcsw: nivcsw as i64,
+                run_ns: Some((cpu * 1e9) as i64),
+                wait_ns: Some((wait * 1e9) as i64),
+                timeslices: Some((nvcsw + nivcsw + 1.0) as i64),
+                work: Some(match kind {
+                    "pi" => 10_000_000,
+                    "copy" => 1_024_000,
+                    _ => 4,
+                }),
+                work_unit: run.workload.workload.work_unit().to_string(),
+            }
+        })
+        .collect();
+    let makespan = procs.iter().map(|p| p.wall_ns).max().unwrap_or(0);
+    let cpu_total: f64 = procs
+        .iter()
+        .map(|p| (p.utime_us + p.stime_us) as f64 / 1e6)
+        .sum();
+    SyntheticRun {
+        run_key: run.key.clone(),
+        seq: run.seq as i64,
+        policy: policy.to_string(),
+        workload: run.workload.name.clone(),
+        workload_kind: kind.to_string(),
+        processes: n as i64,
+        priority_mode: run.priorities.name.clone(),
+        cpus: run.cpus.label(),
+        cpu_list: if cfg.cpus == "all" {
+            format!("0-{}", cpus - 1)
+        } else {
+            cfg.cpus.clone()
+        },
+        rep: i64::from(run.rep),
+        status: "ok".into(),
+        reason: String::new(),
+        makespan_ns: Some(makespan),
+        cpu_util: Some(cpu_total / (makespan as f64 / 1e9 * cpus as f64)),
+        started_unix_ms: cfg.created_unix_ms + 1000 * run.seq as i64,
+        load_avg_1m: Some(0.1 + 0.01 * (run.seq % 7) as f64),
+        procs,
+    }
+}
+
+fn matches(s: &Special, run: &Run) -> bool {
+    s.policy == run.policy.name()
+        && s.workload == run.workload.name
+        && s.processes == run.processes
+        && s.priorities == run.priorities.name
+        && s.rep == run.rep
+}
+
+/// Create the campaign of `cfg` in `store` with every run; returns the
+/// campaign id and the number of process rows.
+pub fn create(store: &mut Store, cfg: &SynthConfig) -> Result<(i64, u64)> {
+    let toml = cfg.toml();
+    let spec = crate::spec::load(&toml, "synthetic", &[]).context("synthetic spec")?;
+    let runs = crate::plan::expand(&spec, cfg.seed);
+    let campaign = store.create_campaign(&spec, &toml, &[], cfg.seed, runs.len())?;
+    store.set_campaign_meta(campaign.id, cfg.created_unix_ms, "0.0.0-synthetic")?;
+    let cpus = if cfg.cpus == "all" {
+        cfg.machine_cpus
+    } else {
+        cfg.cpus.split(',').count()
+    };
+    let env = synthetic_env(cfg.machine_cpus);
+    let records = runs.iter().map(|run| {
+        let mut r = measure(cfg, run, cpus);
+        if let Some(s) = cfg.specials.iter().find(|s| matches(s, run)) {
+            let (status, reason) = match &s.kind {
+                SpecialKind::Failed(why) => ("failed", why.clone()),
+                SpecialKind::TimedOut => ("timed_out", format!("over the {} s timeout", 600)),
+                SpecialKind::Skipped(why) => ("skipped", why.clone()),
+                SpecialKind::Slow(_) => ("ok", String::new()),
+            };
+            if status != "ok" {
+                r.status = status.into();
+                r.reason = reason;
+                r.makespan_ns = None;
+                r.cpu_util = None;
+                r.procs.clear();
+            }
+        }
+        r
+    });
+    let rows = store.insert_synthetic_runs(campaign.id, &env, records)?;
+    Ok((campaign.id, rows))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn processor_sharing_follows_weights() {
+        // Equal weights on one CPU: everyone finishes at n × demand.
+        let f = gps_finish(&[1.0, 1.0, 1.0], 1.0, 1);
+        for t in f {
+            assert!((t - 3.0).abs() < 1e-9);
+        }
+        // Weight 3:1 on one CPU: the heavy job finishes at 4/3, the light at 2.
+        let f = gps_finish(&[3.0, 1.0], 1.0, 1);
+        assert!((f[0] - 4.0 / 3.0).abs() < 1e-9, "{f:?}");
+        assert!((f[1] - 2.0).abs() < 1e-9, "{f:?}");
+        // Two jobs on two CPUs: each gets a whole CPU whatever the weights.
+        let f = gps_finish(&[3.0, 1.0], 1.0, 2);
+        assert!((f[0] - 1.0).abs() < 1e-9 && (f[1] - 1.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn fifo_runs_to_completion_by_priority() {
+        assert_eq!(fifo_finish(&[50, 50, 50], 1.0, 1), vec![1.0, 2.0, 3.0]);
+        assert_eq!(fifo_finish(&[1, 99], 1.0, 1), vec![2.0, 1.0]);
+        assert_eq!(fifo_finish(&[50, 50, 50], 1.0, 2), vec![1.0, 1.0, 2.0]);
+    }
+}

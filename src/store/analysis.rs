@@ -1,0 +1,457 @@
+//! The queries behind `schedlab report`, and a bulk insert of synthetic runs
+//! for the report's benchmark and tests.
+//!
+//! Reports read databases written by any schedlab version, so optional
+//! columns (`runs.rt_runtime_us`, `processes.role`) are looked up in the
+//! schema rather than assumed. Process rows are streamed to a callback, never
+//! collected here: a campaign can hold millions of them.
+
+use anyhow::{Context, Result, bail};
+use rusqlite::{OptionalExtension, params};
+use serde::Serialize;
+
+use super::Store;
+
+/// A campaign as the report describes it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReportCampaign {
+    pub id: i64,
+    pub name: String,
+    pub description: String,
+    pub seed: u64,
+    pub scale: f64,
+    pub planned_runs: u64,
+    pub created_unix_ms: i64,
+    pub schedlab_version: String,
+    /// The validated spec (JSON), for the order of factor levels.
+    #[serde(skip)]
+    pub spec_json: String,
+}
+
+/// One stored run of a campaign (any status).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReportRun {
+    pub id: i64,
+    pub seq: i64,
+    pub policy: String,
+    pub workload: String,
+    pub workload_kind: String,
+    pub processes: i64,
+    pub priority_mode: String,
+    pub cpus: String,
+    /// The CPUs the workers were allowed on, e.g. "0" or "0-1".
+    pub cpu_list: String,
+    /// `sched_rt_runtime_us` during the run when the campaign swept it.
+    pub rt_runtime_us: Option<i64>,
+    pub rep: i64,
+    pub status: String,
+    pub reason: String,
+    pub makespan_ns: Option<i64>,
+    pub cpu_util: Option<f64>,
+    pub load_avg_1m: Option<f64>,
+    pub environment_id: i64,
+}
+
+/// An environment the runs of a campaign were made in, with how many runs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReportEnvironment {
+    pub id: i64,
+    pub runs: i64,
+    pub kernel_release: String,
+    pub cpu_model: String,
+    pub cpus_online: i64,
+    pub hz: Option<i64>,
+    pub preempt_model: String,
+    pub sched_rt_runtime_us: Option<i64>,
+    pub sched_rt_period_us: Option<i64>,
+    pub sched_rr_timeslice_ms: Option<i64>,
+    pub cgroup_version: String,
+    pub virtualization: String,
+    pub schedlab_version: String,
+}
+
+/// The measured figures of one worker process of an ok run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReportProcess {
+    pub run_id: i64,
+    pub process_index: i64,
+    pub nice: Option<i64>,
+    pub rt_priority: Option<i64>,
+    pub wall_ns: i64,
+    pub utime_us: i64,
+    pub stime_us: i64,
+    pub nvcsw: i64,
+    pub nivcsw: i64,
+    pub run_ns: Option<i64>,
+    pub wait_ns: Option<i64>,
+    pub timeslices: Option<i64>,
+    pub work: Option<i64>,
+}
+
+/// A synthetic environment for [`Store::insert_synthetic_runs`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct SyntheticEnv {
+    pub fingerprint: String,
+    pub kernel_release: String,
+    pub cpu_model: String,
+    pub cpus_online: i64,
+    pub hz: Option<i64>,
+    pub preempt_model: String,
+    pub sched_rt_runtime_us: Option<i64>,
+    pub sched_rt_period_us: Option<i64>,
+    pub sched_rr_timeslice_ms: Option<i64>,
+    pub cgroup_version: String,
+    pub virtualization: String,
+    pub schedlab_version: String,
+}
+
+/// A synthetic run for [`Store::insert_synthetic_runs`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct SyntheticRun {
+    pub run_key: String,
+    pub seq: i64,
+    pub policy: String,
+    pub workload: String,
+    pub workload_kind: String,
+    pub processes: i64,
+    pub priority_mode: String,
+    pub cpus: String,
+    pub cpu_list: String,
+    pub rep: i64,
+    pub status: String,
+    pub reason: String,
+    pub makespan_ns: Option<i64>,
+    pub cpu_util: Option<f64>,
+    pub started_unix_ms: i64,
+    pub load_avg_1m: Option<f64>,
+    pub procs: Vec<SyntheticProcess>,
+}
+
+/// A synthetic worker process of a [`SyntheticRun`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct SyntheticProcess {
+    pub nice: Option<i64>,
+    pub rt_priority: Option<i64>,
+    pub wall_ns: i64,
+    pub utime_us: i64,
+    pub stime_us: i64,
+    pub nvcsw: i64,
+    pub nivcsw: i64,
+    pub run_ns: Option<i64>,
+    pub wait_ns: Option<i64>,
+    pub timeslices: Option<i64>,
+    pub work: Option<i64>,
+    pub work_unit: String,
+}
+
+impl Store {
+    /// Whether `table` has a column `column` (older databases lack some).
+    pub fn has_column(&self, table: &str, column: &str) -> Result<bool> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2")?;
+        Ok(stmt.exists(params![table, column])?)
+    }
+
+    /// The campaign a report is about: `id`, or the latest one.
+    pub fn report_campaign(&self, id: Option<i64>) -> Result<ReportCampaign> {
+        let sql = "SELECT id, name, description, seed, scale, planned_runs, created_unix_ms, schedlab_version,
+                          spec_json
+                   FROM campaigns WHERE (?1 IS NULL OR id = ?1) ORDER BY id DESC LIMIT 1";
+        let found = self
+            .conn
+            .query_row(sql, [id], |r| {
+                Ok(ReportCampaign {
+                    id: r.get(0)?,
+                    name: r.get(1)?,
+                    description: r.get(2)?,
+                    seed: r.get::<_, i64>(3)? as u64,
+                    scale: r.get(4)?,
+                    planned_runs: r.get::<_, i64>(5)? as u64,
+                    created_unix_ms: r.get(6)?,
+                    schedlab_version: r.get(7)?,
+                    spec_json: r.get(8)?,
+                })
+            })
+            .optional()
+            .context("reading campaigns")?;
+        match (found, id) {
+            (Some(c), _) => Ok(c),
+            (None, None) => bail!("the database has no campaign yet (run `schedlab run` first)"),
+            (None, Some(id)) => {
+                let ids: Vec<String> = self
+                    .conn
+                    .prepare("SELECT id FROM campaigns ORDER BY id")?
+                    .query_map([], |r| r.get::<_, i64>(0))?
+                    .map(|r| r.map(|v| v.to_string()))
+                    .collect::<rusqlite::Result<_>>()?;
+                bail!(
+                    "campaign {id} is not in this database (it has campaign{} {}; `schedlab campaigns` lists them)",
+                    if ids.len() == 1 { "" } else { "s" },
+                    if ids.is_empty() {
+                        "none".to_string()
+                    } else {
+                        ids.join(", ")
+                    }
+                )
+            }
+        }
+    }
+
+    /// Every stored run of a campaign, any status, in campaign order.
+    pub fn report_runs(&self, campaign_id: i64) -> Result<Vec<ReportRun>> {
+        let rt = if self.has_column("runs", "rt_runtime_us")? {
+            "rt_runtime_us"
+        } else {
+            "NULL"
+        };
+        let sql = format!(
+            "SELECT id, seq, policy, workload, workload_kind, processes, priority_mode, cpus, cpu_list, {rt}, rep,
+                    status, reason, makespan_ns, cpu_util, load_avg_1m, environment_id
+             FROM runs WHERE campaign_id = ?1 ORDER BY seq, id"
+        );
+        let mut stmt = self.conn.prepare(&sql)?;
+        let rows = stmt
+            .query_map([campaign_id], |r| {
+                Ok(ReportRun {
+                    id: r.get(0)?,
+                    seq: r.get(1)?,
+                    policy: r.get(2)?,
+                    workload: r.get(3)?,
+                    workload_kind: r.get(4)?,
+                    processes: r.get(5)?,
+                    priority_mode: r.get(6)?,
+                    cpus: r.get(7)?,
+                    cpu_list: r.get(8)?,
+                    rt_runtime_us: r.get(9)?,
+                    rep: r.get(10)?,
+                    status: r.get(11)?,
+                    reason: r.get(12)?,
+                    makespan_ns: r.get(13)?,
+                    cpu_util: r.get(14)?,
+                    load_avg_1m: r.get(15)?,
+                    environment_id: r.get(16)?,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .context("reading runs")?;
+        Ok(rows)
+    }
+
+    /// The environments of a campaign's runs, with the number of runs in each.
+    pub fn report_environments(&self, campaign_id: i64) -> Result<Vec<ReportEnvironment>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT e.id, COUNT(r.id), e.kernel_release, e.cpu_model, e.cpus_online, e.hz, e.preempt_model,
+                    e.sched_rt_runtime_us, e.sched_rt_period_us, e.sched_rr_timeslice_ms, e.cgroup_version,
+                    e.virtualization, e.schedlab_version
+             FROM environments e JOIN runs r ON r.environment_id = e.id
+             WHERE r.campaign_id = ?1 GROUP BY e.id ORDER BY MIN(r.seq)",
+        )?;
+        let rows = stmt
+            .query_map([campaign_id], |r| {
+                Ok(ReportEnvironment {
+                    id: r.get(0)?,
+                    runs: r.get(1)?,
+                    kernel_release: r.get(2)?,
+                    cpu_model: r.get(3)?,
+                    cpus_online: r.get(4)?,
+                    hz: r.get(5)?,
+                    preempt_model: r.get(6)?,
+                    sched_rt_runtime_us: r.get(7)?,
+                    sched_rt_period_us: r.get(8)?,
+                    sched_rr_timeslice_ms: r.get(9)?,
+                    cgroup_version: r.get(10)?,
+                    virtualization: r.get(11)?,
+                    schedlab_version: r.get(12)?,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .context("reading environments")?;
+        Ok(rows)
+    }
+
+    /// The unit of `work` of each workload of a campaign ("iterations",
+    /// "bytes", …), from one process of one run of it.
+    pub fn report_work_units(&self, campaign_id: i64) -> Result<Vec<(String, String)>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT w.workload, (SELECT p.work_unit FROM processes p WHERE p.run_id = w.run LIMIT 1)
+             FROM (SELECT workload, MIN(id) AS run FROM runs WHERE campaign_id = ?1 AND status = 'ok'
+                   GROUP BY workload) w",
+        )?;
+        let rows = stmt
+            .query_map([campaign_id], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, Option<String>>(1)?.unwrap_or_default(),
+                ))
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
+    /// Stream the worker processes of the ok runs of a campaign to `f`, in
+    /// no particular order (RT hogs run beside the workers are left out).
+    /// Returns the number of rows.
+    pub fn for_each_report_process(
+        &self,
+        campaign_id: i64,
+        mut f: impl FnMut(&ReportProcess),
+    ) -> Result<u64> {
+        let role = if self.has_column("processes", "role")? {
+            "AND p.role = 'worker'"
+        } else {
+            ""
+        };
+        let sql = format!(
+            "SELECT p.run_id, p.process_index, p.nice, p.rt_priority, p.wall_ns, p.utime_us, p.stime_us, p.nvcsw,
+                    p.nivcsw, p.run_ns, p.wait_ns, p.timeslices, p.work
+             FROM runs r JOIN processes p ON p.run_id = r.id
+             WHERE r.campaign_id = ?1 AND r.status = 'ok' {role}"
+        );
+        let mut stmt = self.conn.prepare(&sql)?;
+        let mut rows = stmt.query([campaign_id])?;
+        let mut n = 0u64;
+        while let Some(r) = rows.next()? {
+            f(&ReportProcess {
+                run_id: r.get(0)?,
+                process_index: r.get(1)?,
+                nice: r.get(2)?,
+                rt_priority: r.get(3)?,
+                wall_ns: r.get(4)?,
+                utime_us: r.get(5)?,
+                stime_us: r.get(6)?,
+                nvcsw: r.get(7)?,
+                nivcsw: r.get(8)?,
+                run_ns: r.get(9)?,
+                wait_ns: r.get(10)?,
+                timeslices: r.get(11)?,
+                work: r.get(12)?,
+            });
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// Insert synthetic runs (benchmarks, tests) into a campaign in one
+    /// transaction with prepared statements. Columns added by later schema
+    /// versions keep their defaults. Returns the number of process rows.
+    pub fn insert_synthetic_runs(
+        &mut self,
+        campaign_id: i64,
+        env: &SyntheticEnv,
+        runs: impl IntoIterator<Item = SyntheticRun>,
+    ) -> Result<u64> {
+        let tx = self.conn.transaction()?;
+        let env_id: i64 = match tx
+            .query_row(
+                "SELECT id FROM environments WHERE fingerprint = ?1",
+                [&env.fingerprint],
+                |r| r.get(0),
+            )
+            .optional()?
+        {
+            Some(id) => id,
+            None => {
+                tx.execute(
+                    "INSERT INTO environments (fingerprint, kernel_release, cpu_model, cpus_online, hz,
+                         preempt_model, sched_rt_runtime_us, sched_rt_period_us, sched_rr_timeslice_ms,
+                         cgroup_version, virtualization, schedlab_version, json)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, '{}')",
+                    params![
+                        env.fingerprint,
+                        env.kernel_release,
+                        env.cpu_model,
+                        env.cpus_online,
+                        env.hz,
+                        env.preempt_model,
+                        env.sched_rt_runtime_us,
+                        env.sched_rt_period_us,
+                        env.sched_rr_timeslice_ms,
+                        env.cgroup_version,
+                        env.virtualization,
+                        env.schedlab_version,
+                    ],
+                )?;
+                tx.last_insert_rowid()
+            }
+        };
+        let mut rows = 0u64;
+        {
+            let mut run_stmt = tx.prepare(
+                "INSERT INTO runs (campaign_id, run_key, seq, policy, workload, workload_kind, processes,
+                     priority_mode, cpus, cpu_list, rep, status, reason, makespan_ns, cpu_util, started_unix_ms,
+                     load_avg_1m, environment_id, resolved_json)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, '{}')",
+            )?;
+            let mut proc_stmt = tx.prepare(
+                "INSERT INTO processes (run_id, process_index, pid, policy, nice, rt_priority, wall_ns, utime_us,
+                     stime_us, nvcsw, nivcsw, minflt, majflt, maxrss_kb, run_ns, wait_ns, timeslices, work,
+                     work_unit, figures_json, exit, ok)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 0, 0, 0, ?12, ?13, ?14, ?15, ?16, '{}',
+                     'exit code 0', 1)",
+            )?;
+            for run in runs {
+                run_stmt.execute(params![
+                    campaign_id,
+                    run.run_key,
+                    run.seq,
+                    run.policy,
+                    run.workload,
+                    run.workload_kind,
+                    run.processes,
+                    run.priority_mode,
+                    run.cpus,
+                    run.cpu_list,
+                    run.rep,
+                    run.status,
+                    run.reason,
+                    run.makespan_ns,
+                    run.cpu_util,
+                    run.started_unix_ms,
+                    run.load_avg_1m,
+                    env_id,
+                ])?;
+                let run_id = tx.last_insert_rowid();
+                for (i, p) in run.procs.iter().enumerate() {
+                    proc_stmt.execute(params![
+                        run_id,
+                        i as i64,
+                        10_000 + i as i64,
+                        run.policy,
+                        p.nice,
+                        p.rt_priority,
+                        p.wall_ns,
+                        p.utime_us,
+                        p.stime_us,
+                        p.nvcsw,
+                        p.nivcsw,
+                        p.run_ns,
+                        p.wait_ns,
+                        p.timeslices,
+                        p.work,
+                        p.work_unit,
+                    ])?;
+                    rows += 1;
+                }
+            }
+        }
+        tx.commit().context("committing synthetic runs")?;
+        Ok(rows)
+    }
+
+    /// Set a campaign's creation time and recorded schedlab version
+    /// (synthetic databases whose reports must not change with the clock or
+    /// the crate version).
+    pub fn set_campaign_meta(
+        &mut self,
+        campaign_id: i64,
+        created_unix_ms: i64,
+        schedlab_version: &str,
+    ) -> Result<()> {
+        self.conn.execute(
+            "UPDATE campaigns SET created_unix_ms = ?2, schedlab_version = ?3 WHERE id = ?1",
+            params![campaign_id, created_unix_ms, schedlab_version],
+        )?;
+        Ok(())
+    }
+}

@@ -1,0 +1,765 @@
+//! Tests of `schedlab report`: a golden Markdown report of a fixed synthetic
+//! campaign, the structure of the HTML and JSON reports, and an end-to-end
+//! run (real campaign → HTML → headless Chromium screenshot).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use schedlab::report::synth::{self, SynthConfig};
+use schedlab::report::{Format, Metric, Options, Report};
+use schedlab::store::Store;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join("fixtures")
+        .join(name)
+}
+
+/// The small synthetic campaign in a fresh database.
+fn small_campaign(dir: &Path) -> (Store, i64) {
+    let mut store = Store::open(&dir.join("synthetic.db")).unwrap();
+    let (id, rows) = synth::create(&mut store, &SynthConfig::small()).unwrap();
+    assert!(rows > 0);
+    (store, id)
+}
+
+/// A readable line diff: the differing region of each hunk with context.
+fn diff(want: &str, got: &str) -> String {
+    let w: Vec<&str> = want.lines().collect();
+    let g: Vec<&str> = got.lines().collect();
+    let mut out = String::new();
+    let mut shown = 0;
+    let n = w.len().max(g.len());
+    let mut i = 0;
+    while i < n && shown < 60 {
+        if w.get(i) != g.get(i) {
+            let from = i.saturating_sub(2);
+            out.push_str(&format!("@@ line {} @@\n", i + 1));
+            for k in from..i {
+                out.push_str(&format!("  {}\n", w.get(k).unwrap_or(&"")));
+            }
+            let mut j = i;
+            while j < n && w.get(j) != g.get(j) && j < i + 12 {
+                if let Some(l) = w.get(j) {
+                    out.push_str(&format!("- {l}\n"));
+                }
+                if let Some(l) = g.get(j) {
+                    out.push_str(&format!("+ {l}\n"));
+                }
+                j += 1;
+                shown += 1;
+            }
+            i = j;
+        } else {
+            i += 1;
+        }
+    }
+    if w.len() != g.len() {
+        out.push_str(&format!("(expected {} lines, got {})\n", w.len(), g.len()));
+    }
+    out
+}
+
+#[test]
+fn markdown_report_of_a_synthetic_campaign_matches_the_golden_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, _) = small_campaign(dir.path());
+    let got = Report::build(&store, &Options::default())
+        .unwrap()
+        .render(Format::Md);
+    let golden = fixture("report.golden.md");
+    if std::env::var_os("SCHEDLAB_BLESS").is_some_and(|v| v == "1") {
+        std::fs::create_dir_all(golden.parent().unwrap()).unwrap();
+        std::fs::write(&golden, &got).unwrap();
+        eprintln!("blessed {}", golden.display());
+        return;
+    }
+    let want = std::fs::read_to_string(&golden).unwrap_or_else(|e| {
+        panic!(
+            "cannot read {}: {e}; create it with SCHEDLAB_BLESS=1 cargo test --test report",
+            golden.display()
+        )
+    });
+    if want != got {
+        panic!(
+            "the Markdown report differs from {} (regenerate with SCHEDLAB_BLESS=1 after checking the change):\n{}",
+            golden.display(),
+            diff(&want, &got)
+        );
+    }
+}
+
+#[test]
+fn synthetic_report_states_the_model_effects() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, _) = small_campaign(dir.path());
+    let r = Report::build(&store, &Options::default()).unwrap();
+    let md = r.markdown();
+    let a = &r.analysis;
+    let sentences: Vec<&str> = a.comparisons.iter().map(|c| c.sentence.as_str()).collect();
+    let has = |s: &str| sentences.iter().any(|x| x.starts_with(s));
+    // Copy is I/O-bound in the model and OTHER waits less for I/O than FIFO.
+    assert!(
+        has("copy, 2 processes, priorities spread: OTHER wall time is 0.7"),
+        "{sentences:#?}"
+    );
+    // FIFO runs to completion: no preemptions.
+    assert!(has(
+        "pi, 8 processes, priorities uniform: FIFO has no involuntary context switches (mean 0) against OTHER's"
+    ));
+    // pi is the same work under OTHER and BATCH.
+    assert!(has(
+        "pi, 2 processes, priorities uniform: the data do not separate OTHER and BATCH on wall time"
+    ));
+    // Two FIFO runs left: too few to compare.
+    assert!(has(
+        "copy, 8 processes, priorities spread: too few runs to compare OTHER and FIFO on wall time (n = 10 vs 2;"
+    ));
+    // The slow run is named, failures are listed with their reasons.
+    assert_eq!(
+        a.outliers
+            .iter()
+            .filter(|o| o.metric == Metric::Wall)
+            .count(),
+        1
+    );
+    assert!(md.contains("16.5×"), "{md}");
+    assert!(md.contains("No space left on device"));
+    assert!(md.contains("timed out"));
+    assert!(md.contains("SCHED_FIFO is not permitted"));
+    // Nice-weight shares are checked for OTHER/BATCH under spread priorities.
+    assert!(md.contains("CPU share against the nice-weight prediction"));
+}
+
+/// Count occurrences of `data-kind="K" data-metric="M" data-workload="W"`.
+fn charts(html: &str, kind: &str, metric: &str, workload: &str) -> usize {
+    html.matches(&format!(
+        "data-kind=\"{kind}\" data-metric=\"{metric}\" data-workload=\"{workload}\""
+    ))
+    .count()
+}
+
+#[test]
+fn html_report_is_self_contained_with_one_chart_per_metric_and_workload() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, _) = small_campaign(dir.path());
+    let html = Report::build(&store, &Options::default())
+        .unwrap()
+        .render(Format::Html);
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    for banned in ["<script", "<link", "https://", "src=\"", "@import", "url("] {
+        assert!(!html.contains(banned), "the page must not contain {banned}");
+    }
+    for w in ["pi", "copy"] {
+        for m in Metric::ALL {
+            assert_eq!(
+                charts(&html, "bars", m.name(), w),
+                1,
+                "bars {} {w}",
+                m.name()
+            );
+            assert_eq!(
+                charts(&html, "spread", m.name(), w),
+                1,
+                "spread {} {w}",
+                m.name()
+            );
+            // Scaling lines for every metric that varies (work is fixed).
+            let scaling = charts(&html, "scaling", m.name(), w);
+            match m {
+                Metric::Work => assert_eq!(scaling, 0),
+                Metric::Wall | Metric::CpuPct | Metric::Wait | Metric::Makespan => {
+                    assert_eq!(scaling, 1, "scaling {} {w}", m.name())
+                }
+                _ => assert!(scaling <= 1),
+            }
+        }
+        assert_eq!(charts(&html, "fairness", "jain_cpu", w), 1);
+    }
+    // Share charts for OTHER and BATCH under spread nice, both workloads and
+    // both process counts.
+    assert_eq!(html.matches("data-kind=\"shares\"").count(), 8);
+    // Every mark has a tooltip.
+    let marks = html.matches("<g class=\"mark").count();
+    assert!(marks > 1000, "{marks}");
+    assert_eq!(
+        html.matches("<g class=\"mark").count(),
+        html.matches("<g class=\"mark")
+            .count()
+            .min(html.matches("<title>").count())
+    );
+    for id in [
+        "summary",
+        "charts",
+        "comparisons",
+        "scaling",
+        "fairness",
+        "outliers",
+        "failures",
+        "environment",
+        "conditions",
+        "method",
+    ] {
+        assert!(
+            html.contains(&format!("<section id=\"{id}\">")),
+            "section {id}"
+        );
+    }
+}
+
+#[test]
+fn metric_selection_and_json_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, id) = small_campaign(dir.path());
+    let opts = Options {
+        campaign: Some(id),
+        metrics: vec![Metric::Nivcsw, Metric::Wall],
+        ..Options::default()
+    };
+    let r = Report::build(&store, &opts).unwrap();
+    assert_eq!(
+        r.analysis.settings.metrics,
+        vec![Metric::Wall, Metric::Nivcsw]
+    );
+    let html = r.render(Format::Html);
+    assert_eq!(html.matches("data-kind=\"bars\"").count(), 4);
+    assert_eq!(charts(&html, "bars", "utime", "pi"), 0);
+    let v: serde_json::Value = serde_json::from_str(&r.render(Format::Json)).unwrap();
+    assert_eq!(v["schedlab_report"], 1);
+    assert_eq!(v["campaign"]["id"], id);
+    assert_eq!(
+        v["settings"]["metrics"],
+        serde_json::json!(["wall", "nivcsw"])
+    );
+    let findings = v["summary"]["findings"].as_array().unwrap();
+    assert!(!findings.is_empty());
+    assert_eq!(v["failures"]["runs"].as_array().unwrap().len(), 10);
+    assert!(v["conditions"]["conditions"].as_array().unwrap().len() == 24);
+    assert!(v["comparisons"][0]["p_adjusted"].is_number());
+    // An unknown campaign is a clear error.
+    let err = Report::build(
+        &store,
+        &Options {
+            campaign: Some(99),
+            ..Options::default()
+        },
+    )
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(err.contains("campaign 99 is not in this database"), "{err}");
+}
+
+// ---------------------------------------------------------------- CLI ---
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_schedlab")
+}
+
+fn schedlab(args: &[&str], dir: &Path) -> Output {
+    Command::new(bin())
+        .args(args)
+        .current_dir(dir)
+        .env_remove("SCHEDLAB_DB")
+        .output()
+        .expect("run schedlab")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Whether `schedlab report` is wired into the command line: skip (with the
+/// reason) when it is not, fail when CI is set.
+fn report_command_exists(test: &str) -> bool {
+    let dir = tempfile::tempdir().unwrap();
+    let o = schedlab(&["report", "--help"], dir.path());
+    if !o.status.success() {
+        let why = format!(
+            "`schedlab report` is not available in this build ({})",
+            text(&o).lines().next().unwrap_or("")
+        );
+        if std::env::var_os("CI").is_some() {
+            panic!("{test}: {why}");
+        }
+        eprintln!("skipping {test}: {why}");
+    }
+    o.status.success()
+}
+
+#[test]
+fn cli_formats_errors_and_defaults() {
+    if !report_command_exists("cli_formats_errors_and_defaults") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let _ = small_campaign(dir.path());
+    let d = dir.path();
+    let md = schedlab(&["report", "--db", "synthetic.db", "--format", "md"], d);
+    assert!(md.status.success(), "{}", text(&md));
+    assert!(
+        String::from_utf8_lossy(&md.stdout)
+            .starts_with("# schedlab report: synthetic (campaign 1)")
+    );
+    let js = schedlab(
+        &[
+            "report",
+            "--db",
+            "synthetic.db",
+            "--format",
+            "json",
+            "--metric",
+            "wall,nivcsw",
+        ],
+        d,
+    );
+    assert!(js.status.success(), "{}", text(&js));
+    let v: serde_json::Value = serde_json::from_slice(&js.stdout).unwrap();
+    assert_eq!(
+        v["settings"]["metrics"],
+        serde_json::json!(["wall", "nivcsw"])
+    );
+    // No -o: HTML goes to report.html; -o x.md picks Markdown.
+    let h = schedlab(&["report", "--db", "synthetic.db"], d);
+    assert!(h.status.success(), "{}", text(&h));
+    assert!(
+        std::fs::read_to_string(d.join("report.html"))
+            .unwrap()
+            .starts_with("<!DOCTYPE html>")
+    );
+    let m = schedlab(&["report", "--db", "synthetic.db", "-o", "r.md"], d);
+    assert!(m.status.success(), "{}", text(&m));
+    assert!(
+        std::fs::read_to_string(d.join("r.md"))
+            .unwrap()
+            .starts_with("# schedlab report")
+    );
+    // Errors: unknown campaign, unknown metric (listing the allowed ones), missing database.
+    let e = schedlab(
+        &[
+            "report",
+            "--db",
+            "synthetic.db",
+            "--campaign",
+            "7",
+            "--format",
+            "md",
+        ],
+        d,
+    );
+    assert!(!e.status.success());
+    assert!(
+        text(&e).contains("campaign 7 is not in this database"),
+        "{}",
+        text(&e)
+    );
+    let e = schedlab(
+        &["report", "--db", "synthetic.db", "--metric", "wall,bogus"],
+        d,
+    );
+    assert!(!e.status.success());
+    let t = text(&e);
+    assert!(
+        t.contains("bogus") && t.contains("cpu_pct") && t.contains("makespan"),
+        "{t}"
+    );
+    let e = schedlab(&["report", "--db", "missing.db"], d);
+    assert!(!e.status.success());
+    assert!(text(&e).contains("does not exist"), "{}", text(&e));
+}
+
+/// Where Chromium is, or None (with the reason printed) when the test may
+/// skip; panics when CI is set and Chromium is missing.
+fn chromium(test: &str) -> Option<PathBuf> {
+    let p = PathBuf::from("/usr/bin/chromium");
+    if p.exists() {
+        return Some(p);
+    }
+    if std::env::var_os("CI").is_some() {
+        panic!(
+            "{test}: /usr/bin/chromium is missing and CI is set (install it: apt-get install -y chromium)"
+        );
+    }
+    eprintln!(
+        "skipping {test}: /usr/bin/chromium is missing (apt-get install -y chromium); CI is not set"
+    );
+    None
+}
+
+/// Base Chromium command line: headless, no network, no profile reuse.
+fn headless(chrome: &Path, profile: &Path) -> Command {
+    let mut c = Command::new(chrome);
+    c.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--hide-scrollbars",
+    ])
+    .arg(format!("--user-data-dir={}", profile.display()));
+    c
+}
+
+/// Minimal PNG decoding: width, height and the filtered scanlines
+/// (zlib-inflated), enough to tell a blank page from a drawn one.
+mod png {
+    /// Inflate a zlib stream (RFC 1950/1951).
+    pub fn inflate_zlib(data: &[u8]) -> Vec<u8> {
+        let mut r = Bits {
+            data: &data[2..],
+            pos: 0,
+            bit: 0,
+        };
+        let mut out = Vec::new();
+        loop {
+            let last = r.bits(1);
+            let kind = r.bits(2);
+            match kind {
+                0 => {
+                    if r.bit != 0 {
+                        r.bit = 0;
+                        r.pos += 1;
+                    }
+                    let len = u16::from_le_bytes([r.data[r.pos], r.data[r.pos + 1]]) as usize;
+                    r.pos += 4;
+                    out.extend_from_slice(&r.data[r.pos..r.pos + len]);
+                    r.pos += len;
+                }
+                1 => {
+                    let mut lit = [0u8; 288];
+                    lit[..144].fill(8);
+                    lit[144..256].fill(9);
+                    lit[256..280].fill(7);
+                    lit[280..].fill(8);
+                    let dist = [5u8; 30];
+                    block(&mut r, &mut out, &Huffman::new(&lit), &Huffman::new(&dist));
+                }
+                2 => {
+                    let hlit = r.bits(5) as usize + 257;
+                    let hdist = r.bits(5) as usize + 1;
+                    let hclen = r.bits(4) as usize + 4;
+                    const ORDER: [usize; 19] = [
+                        16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15,
+                    ];
+                    let mut cl = [0u8; 19];
+                    for &o in ORDER.iter().take(hclen) {
+                        cl[o] = r.bits(3) as u8;
+                    }
+                    let clh = Huffman::new(&cl);
+                    let mut lens = Vec::new();
+                    while lens.len() < hlit + hdist {
+                        let sym = clh.decode(&mut r);
+                        match sym {
+                            0..=15 => lens.push(sym as u8),
+                            16 => {
+                                let prev = *lens.last().unwrap();
+                                for _ in 0..3 + r.bits(2) {
+                                    lens.push(prev);
+                                }
+                            }
+                            17 => lens.extend(std::iter::repeat_n(0, 3 + r.bits(3) as usize)),
+                            _ => lens.extend(std::iter::repeat_n(0, 11 + r.bits(7) as usize)),
+                        }
+                    }
+                    block(
+                        &mut r,
+                        &mut out,
+                        &Huffman::new(&lens[..hlit]),
+                        &Huffman::new(&lens[hlit..]),
+                    );
+                }
+                _ => panic!("invalid deflate block"),
+            }
+            if last == 1 {
+                return out;
+            }
+        }
+    }
+
+    struct Bits<'a> {
+        data: &'a [u8],
+        pos: usize,
+        bit: u32,
+    }
+
+    impl Bits<'_> {
+        fn bits(&mut self, n: u32) -> u32 {
+            let mut v = 0;
+            for i in 0..n {
+                let b = (self.data[self.pos] >> self.bit) & 1;
+                v |= u32::from(b) << i;
+                self.bit += 1;
+                if self.bit == 8 {
+                    self.bit = 0;
+                    self.pos += 1;
+                }
+            }
+            v
+        }
+    }
+
+    struct Huffman {
+        counts: [u16; 16],
+        symbols: Vec<u16>,
+    }
+
+    impl Huffman {
+        fn new(lengths: &[u8]) -> Huffman {
+            let mut counts = [0u16; 16];
+            for &l in lengths {
+                counts[l as usize] += 1;
+            }
+            counts[0] = 0;
+            let mut offs = [0u16; 16];
+            for i in 1..16 {
+                offs[i] = offs[i - 1] + counts[i - 1];
+            }
+            let mut symbols = vec![0u16; lengths.len()];
+            for (s, &l) in lengths.iter().enumerate() {
+                if l != 0 {
+                    symbols[offs[l as usize] as usize] = s as u16;
+                    offs[l as usize] += 1;
+                }
+            }
+            Huffman { counts, symbols }
+        }
+
+        fn decode(&self, r: &mut Bits) -> u16 {
+            let (mut code, mut first, mut index) = (0i32, 0i32, 0i32);
+            for len in 1..16 {
+                code |= r.bits(1) as i32;
+                let count = i32::from(self.counts[len]);
+                if code - count < first {
+                    return self.symbols[(index + (code - first)) as usize];
+                }
+                index += count;
+                first += count;
+                first <<= 1;
+                code <<= 1;
+            }
+            panic!("invalid Huffman code");
+        }
+    }
+
+    const LBASE: [u16; 29] = [
+        3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83, 99, 115,
+        131, 163, 195, 227, 258,
+    ];
+    const LEXT: [u8; 29] = [
+        0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0,
+    ];
+    const DBASE: [u16; 30] = [
+        1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193, 257, 385, 513, 769, 1025, 1537,
+        2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577,
+    ];
+    const DEXT: [u8; 30] = [
+        0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12,
+        13, 13,
+    ];
+
+    fn block(r: &mut Bits, out: &mut Vec<u8>, lit: &Huffman, dist: &Huffman) {
+        loop {
+            let sym = lit.decode(r) as usize;
+            if sym < 256 {
+                out.push(sym as u8);
+            } else if sym == 256 {
+                return;
+            } else {
+                let s = sym - 257;
+                let len = LBASE[s] as usize + r.bits(u32::from(LEXT[s])) as usize;
+                let d = dist.decode(r) as usize;
+                let back = DBASE[d] as usize + r.bits(u32::from(DEXT[d])) as usize;
+                let start = out.len() - back;
+                for k in 0..len {
+                    out.push(out[start + k]);
+                }
+            }
+        }
+    }
+
+    /// (width, height, distinct colours seen in a sample of pixels) of an
+    /// 8-bit RGB or RGBA PNG.
+    pub fn summary(png: &[u8]) -> (u32, u32, usize) {
+        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "not a PNG");
+        let mut pos = 8;
+        let (mut w, mut h, mut ctype) = (0u32, 0u32, 0u8);
+        let mut idat = Vec::new();
+        while pos + 8 <= png.len() {
+            let len = u32::from_be_bytes(png[pos..pos + 4].try_into().unwrap()) as usize;
+            let kind = &png[pos + 4..pos + 8];
+            let body = &png[pos + 8..pos + 8 + len];
+            match kind {
+                b"IHDR" => {
+                    w = u32::from_be_bytes(body[0..4].try_into().unwrap());
+                    h = u32::from_be_bytes(body[4..8].try_into().unwrap());
+                    assert_eq!(body[8], 8, "8-bit PNG expected");
+                    ctype = body[9];
+                }
+                b"IDAT" => idat.extend_from_slice(body),
+                _ => {}
+            }
+            pos += 12 + len;
+        }
+        let bpp = match ctype {
+            2 => 3,
+            6 => 4,
+            t => panic!("PNG colour type {t} not handled"),
+        };
+        let raw = inflate_zlib(&idat);
+        let stride = w as usize * bpp;
+        let mut prev = vec![0u8; stride];
+        let mut colours = std::collections::HashSet::new();
+        for y in 0..h as usize {
+            let line = &raw[y * (stride + 1)..(y + 1) * (stride + 1)];
+            let filter = line[0];
+            let mut cur = line[1..].to_vec();
+            for i in 0..stride {
+                let a = if i >= bpp { cur[i - bpp] } else { 0 };
+                let b = prev[i];
+                let c = if i >= bpp { prev[i - bpp] } else { 0 };
+                let add = match filter {
+                    0 => 0,
+                    1 => a,
+                    2 => b,
+                    3 => ((u16::from(a) + u16::from(b)) / 2) as u8,
+                    4 => {
+                        let p = i16::from(a) + i16::from(b) - i16::from(c);
+                        let (pa, pb, pc) = (
+                            (p - i16::from(a)).abs(),
+                            (p - i16::from(b)).abs(),
+                            (p - i16::from(c)).abs(),
+                        );
+                        if pa <= pb && pa <= pc {
+                            a
+                        } else if pb <= pc {
+                            b
+                        } else {
+                            c
+                        }
+                    }
+                    f => panic!("PNG filter {f}"),
+                };
+                cur[i] = cur[i].wrapping_add(add);
+            }
+            for px in cur.chunks(bpp).step_by(7) {
+                colours.insert(px[..3].to_vec());
+            }
+            prev = cur;
+        }
+        (w, h, colours.len())
+    }
+}
+
+#[test]
+fn end_to_end_real_campaign_report_renders_in_chromium() {
+    let test = "end_to_end_real_campaign_report_renders_in_chromium";
+    if !report_command_exists(test) {
+        return;
+    }
+    let Some(chrome) = chromium(test) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("tiny.toml"),
+        r#"
+name = "report-e2e"
+repetitions = 3
+cooldown_s = 0
+timeout_s = 60
+[matrix]
+policy = ["other", "batch"]
+workload = ["pi", "copy"]
+processes = [2]
+cpus = ["0"]
+[workloads.pi]
+iterations = 1_000_000
+[workloads.copy]
+bytes = 65_536
+"#,
+    )
+    .unwrap();
+    let o = schedlab(&["run", "tiny.toml", "--db", "t.db", "--quiet"], d);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = schedlab(&["report", "--db", "t.db", "-o", "r.html"], d);
+    assert!(o.status.success(), "{}", text(&o));
+    let html_path = d.join("r.html");
+    let html = std::fs::read_to_string(&html_path).unwrap();
+
+    // One bar chart and one spread chart per metric and workload.
+    for w in ["pi", "copy"] {
+        for m in Metric::ALL {
+            assert_eq!(
+                charts(&html, "bars", m.name(), w),
+                1,
+                "bars {} {w}",
+                m.name()
+            );
+            assert_eq!(
+                charts(&html, "spread", m.name(), w),
+                1,
+                "spread {} {w}",
+                m.name()
+            );
+        }
+    }
+    // 3 runs per side: nothing can be significant, and the report says why.
+    assert!(html.contains("too few runs to ever reach significance"));
+
+    let url = format!("file://{}", html_path.display());
+    // The DOM Chromium builds, with console logging on stderr.
+    let profile = tempfile::tempdir().unwrap();
+    let dom = headless(&chrome, profile.path())
+        .args(["--enable-logging=stderr", "--v=0", "--dump-dom"])
+        .arg(&url)
+        .output()
+        .expect("run chromium");
+    assert!(dom.status.success(), "{}", text(&dom));
+    let dom_html = String::from_utf8_lossy(&dom.stdout);
+    assert_eq!(
+        dom_html.matches("data-kind=\"bars\"").count(),
+        html.matches("data-kind=\"bars\"").count(),
+        "every chart survives parsing"
+    );
+    assert!(dom_html.contains("<section id=\"summary\">"));
+    let log = String::from_utf8_lossy(&dom.stderr);
+    for bad in ["CONSOLE", "Uncaught", "ERROR:CONSOLE"] {
+        let lines: Vec<&str> = log.lines().filter(|l| l.contains(bad)).collect();
+        assert!(lines.is_empty(), "console errors: {lines:?}");
+    }
+
+    // A screenshot that is not blank.
+    let png_path = d.join("shot.png");
+    let profile = tempfile::tempdir().unwrap();
+    let shot = headless(&chrome, profile.path())
+        .arg(format!("--screenshot={}", png_path.display()))
+        .arg("--window-size=1280,2000")
+        .arg(&url)
+        .output()
+        .expect("run chromium");
+    assert!(shot.status.success(), "{}", text(&shot));
+    let png = std::fs::read(&png_path).unwrap();
+    assert!(png.len() > 20_000, "screenshot is only {} bytes", png.len());
+    let (w, h, colours) = png::summary(&png);
+    assert_eq!((w, h), (1280, 2000));
+    assert!(colours > 20, "screenshot looks blank: {colours} colours");
+    if let Ok(keep) = std::env::var("SCHEDLAB_KEEP_SCREENSHOT") {
+        std::fs::copy(&png_path, keep).unwrap();
+        std::fs::copy(
+            &html_path,
+            format!(
+                "{}.html",
+                std::env::var("SCHEDLAB_KEEP_SCREENSHOT").unwrap()
+            ),
+        )
+        .unwrap();
+    }
+}
