@@ -186,9 +186,9 @@ pub fn run(
         }
         progress.start(i, run);
         if let (Some(guard), Some(v)) = (rt_guard.as_mut(), run.rt_runtime_us) {
-            guard
-                .set_runtime(v)
-                .with_context(|| format!("setting sched_rt_runtime_us = {v} for {}", run.label()))?;
+            guard.set_runtime(v).with_context(|| {
+                format!("setting sched_rt_runtime_us = {v} for {}", run.label())
+            })?;
         }
         match launcher.launch(run)? {
             Outcome::Interrupted(sig) => {
@@ -306,4 +306,3 @@ fn remove_stale_run_dirs(workdir: &Path) {
         }
     }
 }
-

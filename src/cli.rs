@@ -257,7 +257,9 @@ pub fn main() -> i32 {
         Ok(Some(warning)) => eprintln!("warning: {warning}"),
         Ok(None) => {}
         Err(e) => {
-            eprintln!("error: could not restore kernel settings left changed by an earlier schedlab: {e:#}");
+            eprintln!(
+                "error: could not restore kernel settings left changed by an earlier schedlab: {e:#}"
+            );
             return 1;
         }
     }

@@ -448,10 +448,16 @@ mod tests {
         // RT bandwidth of one CPU in total.
         let dl = assign(Policy::Deadline, &m, &d, 6, 1, 0.95);
         let rts: Vec<u64> = dl.iter().map(|p| p.dl_runtime_ns.unwrap()).collect();
-        assert!((rts[5] as f64 / rts[0] as f64 - 20.0).abs() < 0.1, "{rts:?}");
+        assert!(
+            (rts[5] as f64 / rts[0] as f64 - 20.0).abs() < 0.1,
+            "{rts:?}"
+        );
         assert!(rts.iter().sum::<u64>() as f64 <= 0.9 * 0.95 * 10e6 + 6000.0);
         // RT policies have no weights.
-        assert_eq!(assign(Policy::Fifo, &m, &d, 6, 1, 0.95)[0].rt_priority, Some(50));
+        assert_eq!(
+            assign(Policy::Fifo, &m, &d, 6, 1, 0.95)[0].rt_priority,
+            Some(50)
+        );
     }
 
     #[test]

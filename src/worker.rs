@@ -51,7 +51,11 @@ pub fn release_path(dir: &std::path::Path) -> PathBuf {
 }
 
 fn read_release_ns(dir: &std::path::Path) -> Option<u64> {
-    std::fs::read_to_string(release_path(dir)).ok()?.trim().parse().ok()
+    std::fs::read_to_string(release_path(dir))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
 }
 
 pub fn result_path(dir: &std::path::Path, index: usize) -> PathBuf {

@@ -39,10 +39,26 @@ struct Contender {
 }
 
 const CONTENDERS: [Contender; 4] = [
-    Contender { label: "wrr (fifo dispatcher)", policy: "wrr", mechanism: "fifo" },
-    Contender { label: "wrr (SIGSTOP/SIGCONT)", policy: "wrr", mechanism: "signals" },
-    Contender { label: "CFS nice (nearest weight)", policy: "other", mechanism: "auto" },
-    Contender { label: "SCHED_DEADLINE runtime ∝ w", policy: "deadline", mechanism: "auto" },
+    Contender {
+        label: "wrr (fifo dispatcher)",
+        policy: "wrr",
+        mechanism: "fifo",
+    },
+    Contender {
+        label: "wrr (SIGSTOP/SIGCONT)",
+        policy: "wrr",
+        mechanism: "signals",
+    },
+    Contender {
+        label: "CFS nice (nearest weight)",
+        policy: "other",
+        mechanism: "auto",
+    },
+    Contender {
+        label: "SCHED_DEADLINE runtime ∝ w",
+        policy: "deadline",
+        mechanism: "auto",
+    },
 ];
 
 fn spec_text(o: &WrrBenchOptions, c: &Contender) -> String {
@@ -83,9 +99,15 @@ pub fn run(o: WrrBenchOptions) -> Result<()> {
         bail!("--weights: give positive integers, e.g. 1,4,8,12,16,20");
     }
     let tmp = tempfile::tempdir().context("creating a temporary directory")?;
-    let db = o.db.clone().unwrap_or_else(|| tmp.path().join("bench-wrr.db"));
+    let db =
+        o.db.clone()
+            .unwrap_or_else(|| tmp.path().join("bench-wrr.db"));
     let total_w: u32 = o.weights.iter().sum();
-    let ideal: Vec<f64> = o.weights.iter().map(|&w| w as f64 / total_w as f64).collect();
+    let ideal: Vec<f64> = o
+        .weights
+        .iter()
+        .map(|&w| w as f64 / total_w as f64)
+        .collect();
     println!(
         "weights {:?} on CPU {}, {} s each, quantum {} ms; share = task's CPU time / all tasks' CPU time (schedstat)",
         o.weights, o.cpu, o.seconds, o.quantum_ms
@@ -97,7 +119,12 @@ pub fn run(o: WrrBenchOptions) -> Result<()> {
     for c in &CONTENDERS {
         let text = spec_text(&o, c);
         let spec = crate::spec::load(&text, c.label, &[])?;
-        let opts = Options { db: db.clone(), quiet: true, retry_failed: false, force: false };
+        let opts = Options {
+            db: db.clone(),
+            quiet: true,
+            retry_failed: false,
+            force: false,
+        };
         let summary = campaign::run(&spec, c.label, &text, &[], &opts)?;
         if let Some(sig) = summary.interrupted {
             bail!("interrupted by signal {sig}");
@@ -111,16 +138,25 @@ pub fn run(o: WrrBenchOptions) -> Result<()> {
             println!("{:<28} {status}: {reason}", c.label);
             continue;
         }
-        let workers: Vec<_> = rows.iter().filter(|r| r.role.as_deref() == Some("worker")).collect();
-        let cpu: Vec<f64> = workers.iter().map(|r| r.run_ns.unwrap_or(0) as f64).collect();
+        let workers: Vec<_> = rows
+            .iter()
+            .filter(|r| r.role.as_deref() == Some("worker"))
+            .collect();
+        let cpu: Vec<f64> = workers
+            .iter()
+            .map(|r| r.run_ns.unwrap_or(0) as f64)
+            .collect();
         let total: f64 = cpu.iter().sum();
         let ratios: Vec<f64> = cpu.iter().zip(&ideal).map(|(c, i)| c / total / i).collect();
         let max_err = ratios.iter().map(|r| (r - 1.0).abs()).fold(0.0, f64::max);
         let makespan = workers.first().and_then(|r| r.makespan_ns).unwrap_or(1) as f64;
-        let extras: BTreeMap<i64, serde_json::Value> = store.run_extras(summary.campaign.id)?.into_iter().collect();
+        let extras: BTreeMap<i64, serde_json::Value> =
+            store.run_extras(summary.campaign.id)?.into_iter().collect();
         let wrr = extras.values().next().and_then(|e| e.get("wrr")).cloned();
         let fmt_ns = |v: Option<&serde_json::Value>| {
-            v.and_then(|x| x.as_f64()).map(|ns| format!("{:.0} µs", ns / 1e3)).unwrap_or_else(|| "-".into())
+            v.and_then(|x| x.as_f64())
+                .map(|ns| format!("{:.0} µs", ns / 1e3))
+                .unwrap_or_else(|| "-".into())
         };
         let (overhead, p50, p99) = match &wrr {
             Some(w) => (
@@ -180,7 +216,10 @@ pub fn run(o: WrrBenchOptions) -> Result<()> {
 
 /// CPU time per task over the slices of whole rounds (every task had its
 /// turn), and the number of such rounds. None without a whole round.
-pub fn whole_round_cpu(slices: &[crate::record::SliceRow], tasks: usize) -> Option<(Vec<f64>, usize)> {
+pub fn whole_round_cpu(
+    slices: &[crate::record::SliceRow],
+    tasks: usize,
+) -> Option<(Vec<f64>, usize)> {
     let mut cpu = vec![0.0; tasks];
     let mut pending = vec![0.0; tasks];
     let mut seen = vec![false; tasks];
@@ -227,13 +266,23 @@ mod tests {
 
     #[test]
     fn only_whole_rounds_count() {
-        let s = [slice(0, 10), slice(1, 20), slice(0, 10), slice(1, 20), slice(0, 99)];
+        let s = [
+            slice(0, 10),
+            slice(1, 20),
+            slice(0, 10),
+            slice(1, 20),
+            slice(0, 99),
+        ];
         let (cpu, rounds) = whole_round_cpu(&s, 2).unwrap();
         assert_eq!(rounds, 2);
         assert_eq!(cpu, vec![20.0, 40.0]);
         // A truncated slice closes the count even if it completes a round.
         let mut cut = s[..3].to_vec();
-        cut.push(SliceRow { cpu_ns: 1, planned_end_ns: 20, ..slice(1, 20) });
+        cut.push(SliceRow {
+            cpu_ns: 1,
+            planned_end_ns: 20,
+            ..slice(1, 20)
+        });
         assert_eq!(whole_round_cpu(&cut, 2).unwrap().1, 1);
         assert!(whole_round_cpu(&s[..1], 2).is_none());
     }

@@ -14,14 +14,14 @@ use std::time::Duration;
 use crate::plan::Run;
 use crate::policy::{self, Class, ProcSched};
 use crate::record::{ProcessRecord, RunRecord, RunStatus, SliceRow};
-use crate::spec::{WrrMechanism, WrrSettings};
-use crate::wrr::{self, DispatchReport, Dispatcher, Mechanism, SliceRule, Task, WrrPolicy};
 use crate::spec::Spec;
+use crate::spec::{WrrMechanism, WrrSettings};
 use crate::sys::envinfo::{self, EnvSnapshot};
 use crate::sys::proc::{self, Exit, Usage};
 use crate::sys::{probe, procfs};
-use crate::workload::{PiParams, Stop, Workload};
 use crate::worker::{self, WorkerArgs, WorkerResult};
+use crate::workload::{PiParams, Stop, Workload};
+use crate::wrr::{self, DispatchReport, Dispatcher, Mechanism, SliceRule, Task, WrrPolicy};
 
 pub use guard::ParentPriority;
 
@@ -149,14 +149,16 @@ impl Launcher {
             });
         }
 
-        std::fs::create_dir_all(&self.workdir).with_context(|| {
-            format!("cannot create work directory {}", self.workdir.display())
-        })?;
+        std::fs::create_dir_all(&self.workdir)
+            .with_context(|| format!("cannot create work directory {}", self.workdir.display()))?;
         let dir = tempfile::Builder::new()
             .prefix(&format!("schedlab-{}-", std::process::id()))
             .tempdir_in(&self.workdir)
             .with_context(|| {
-                format!("cannot create a run directory in {}", self.workdir.display())
+                format!(
+                    "cannot create a run directory in {}",
+                    self.workdir.display()
+                )
             })?;
         run.workload.workload.prepare(dir.path()).with_context(|| {
             let shown = dir.path().display();
@@ -212,7 +214,10 @@ impl Launcher {
 
         // Stay in control of RT workers: the parent outranks them while it
         // sleeps, so it can reap, enforce the timeout and take Ctrl-C.
-        let raised = if members.iter().any(|m| m.sched.policy.class() != Class::Fair) {
+        let raised = if members
+            .iter()
+            .any(|m| m.sched.policy.class() != Class::Fair)
+        {
             ParentPriority::raise()
         } else {
             ParentPriority::unchanged()
@@ -269,7 +274,11 @@ impl Launcher {
 
     /// Start the WRR dispatcher over the workers: a run queue per CPU,
     /// slice = quantum × weight. Err is the status and reason to record.
-    fn start_wrr(&self, members: &[Member], pids: &[i32]) -> Result<Dispatcher, (RunStatus, String)> {
+    fn start_wrr(
+        &self,
+        members: &[Member],
+        pids: &[i32],
+    ) -> Result<Dispatcher, (RunStatus, String)> {
         let tasks: Vec<Task> = members
             .iter()
             .enumerate()
@@ -282,7 +291,8 @@ impl Launcher {
         let rule = SliceRule::Weighted {
             quantum_ns: self.wrr.quantum_ns,
         };
-        let policy = WrrPolicy::new(tasks, rule).map_err(|e| (RunStatus::Failed, format!("WRR: {e}")))?;
+        let policy =
+            WrrPolicy::new(tasks, rule).map_err(|e| (RunStatus::Failed, format!("WRR: {e}")))?;
         let mechanism = match self.wrr.mechanism {
             Some(WrrMechanism::Fifo) => {
                 wrr::fifo_check(wrr::DEFAULT_BASE_PRIO + 2).map_err(|why| {
@@ -296,8 +306,12 @@ impl Launcher {
             Some(WrrMechanism::Signals) => Mechanism::Signals,
             None => *self.wrr_mechanism.get_or_init(wrr::available_mechanism),
         };
-        Dispatcher::start(policy, pids.to_vec(), mechanism, wrr::DEFAULT_BASE_PRIO)
-            .map_err(|e| (RunStatus::Failed, format!("the WRR dispatcher could not start: {e:#}")))
+        Dispatcher::start(policy, pids.to_vec(), mechanism, wrr::DEFAULT_BASE_PRIO).map_err(|e| {
+            (
+                RunStatus::Failed,
+                format!("the WRR dispatcher could not start: {e:#}"),
+            )
+        })
     }
 }
 

@@ -89,7 +89,10 @@ impl<'de> Deserialize<'de> for IntOrList {
                     .map(IntOrList::Int)
                     .map_err(|_| E::custom(format!("{v} is too large")))
             }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<IntOrList, A::Error> {
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<IntOrList, A::Error> {
                 let mut out = Vec::new();
                 while let Some(v) = seq.next_element::<i64>()? {
                     out.push(v);

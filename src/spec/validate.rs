@@ -267,16 +267,31 @@ pub fn validate(raw: RawSpec, origin: &str) -> Result<Spec, SpecError> {
                 None => Policy::Fifo,
                 Some(p) => match Policy::parse(p) {
                     Some(p @ (Policy::Fifo | Policy::Rr)) => p,
-                    _ => return Err(cx.err("hog.policy", format!("\"{p}\" is not a real-time policy; allowed: fifo, rr"))),
+                    _ => {
+                        return Err(cx.err(
+                            "hog.policy",
+                            format!("\"{p}\" is not a real-time policy; allowed: fifo, rr"),
+                        ));
+                    }
                 },
             };
             let rt_priority = match h.rt_priority {
                 None => 50,
                 Some(v) if (RT_MIN as i64..=RT_MAX as i64).contains(&v) => v as i32,
-                Some(v) => return Err(cx.err("hog.rt_priority", format!("{v} is out of range {RT_MIN}..{RT_MAX}"))),
+                Some(v) => {
+                    return Err(cx.err(
+                        "hog.rt_priority",
+                        format!("{v} is out of range {RT_MIN}..{RT_MAX}"),
+                    ));
+                }
             };
-            let cpus = Cpus::parse(h.cpus.as_deref().unwrap_or("0")).map_err(|m| cx.err("hog.cpus", m))?;
-            Some(Hog { policy, rt_priority, cpus })
+            let cpus =
+                Cpus::parse(h.cpus.as_deref().unwrap_or("0")).map_err(|m| cx.err("hog.cpus", m))?;
+            Some(Hog {
+                policy,
+                rt_priority,
+                cpus,
+            })
         }
     };
 
@@ -667,7 +682,10 @@ fn build_priorities(cx: &Ctx, name: &str, p: &RawPriorities) -> Result<Assignmen
     let check = |key: &str, v: i64| -> Result<i64, SpecError> {
         let (lo, hi) = range_of(key);
         if v < lo || v > hi {
-            return Err(cx.err(format!("{base}.{key}"), format!("{v} is out of range {lo}..{hi}")));
+            return Err(cx.err(
+                format!("{base}.{key}"),
+                format!("{v} is out of range {lo}..{hi}"),
+            ));
         }
         Ok(v)
     };
@@ -696,7 +714,9 @@ fn build_priorities(cx: &Ctx, name: &str, p: &RawPriorities) -> Result<Assignmen
             None => Ok(vec![d]),
             Some(IntOrList::Int(x)) => Ok(vec![check(key, *x)?]),
             Some(IntOrList::List(l)) if !l.is_empty() => l.iter().map(|x| check(key, *x)).collect(),
-            Some(IntOrList::List(_)) => Err(cx.err(format!("{base}.{key}"), "the list must not be empty")),
+            Some(IntOrList::List(_)) => {
+                Err(cx.err(format!("{base}.{key}"), "the list must not be empty"))
+            }
         }
     };
     let i32s = |v: Vec<i64>| v.into_iter().map(|x| x as i32).collect::<Vec<_>>();
@@ -738,7 +758,10 @@ fn build_priorities(cx: &Ctx, name: &str, p: &RawPriorities) -> Result<Assignmen
                 ));
             }
             if p.weight.is_none() {
-                return Err(cx.err(format!("{base}.weight"), "mode \"weights\" needs weight = [...]"));
+                return Err(cx.err(
+                    format!("{base}.weight"),
+                    "mode \"weights\" needs weight = [...]",
+                ));
             }
             Ok(Assignment::Weights {
                 weight: u32s(list("weight", &p.weight, 1)?),

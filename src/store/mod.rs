@@ -519,7 +519,9 @@ impl Store {
             .conn
             .prepare("SELECT id, extra_json FROM runs WHERE campaign_id = ?1 ORDER BY seq")?;
         let rows = stmt
-            .query_map([campaign], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?
+            .query_map([campaign], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+            })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
         rows.into_iter()
             .map(|(id, json)| Ok((id, serde_json::from_str(&json)?)))

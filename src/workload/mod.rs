@@ -330,7 +330,9 @@ impl Workload {
     pub fn remaining_after(&self, elapsed_ns: u64) -> Option<Workload> {
         match self.stop() {
             Stop::Work(_) => Some(self.clone()),
-            Stop::DurationNs(d) if d > elapsed_ns => Some(self.with_stop(Stop::DurationNs(d - elapsed_ns))),
+            Stop::DurationNs(d) if d > elapsed_ns => {
+                Some(self.with_stop(Stop::DurationNs(d - elapsed_ns)))
+            }
             Stop::DurationNs(_) => None,
         }
     }
@@ -461,10 +463,17 @@ mod remaining_tests {
 
     #[test]
     fn duration_is_counted_from_release() {
-        let w = Workload::Pi(PiParams { stop: Stop::DurationNs(1_000) });
-        assert_eq!(w.remaining_after(300).unwrap().stop(), Stop::DurationNs(700));
+        let w = Workload::Pi(PiParams {
+            stop: Stop::DurationNs(1_000),
+        });
+        assert_eq!(
+            w.remaining_after(300).unwrap().stop(),
+            Stop::DurationNs(700)
+        );
         assert!(w.remaining_after(1_000).is_none());
-        let fixed = Workload::Pi(PiParams { stop: Stop::Work(5) });
+        let fixed = Workload::Pi(PiParams {
+            stop: Stop::Work(5),
+        });
         assert_eq!(fixed.remaining_after(10_000).unwrap(), fixed);
     }
 }
