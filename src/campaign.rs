@@ -204,7 +204,7 @@ pub fn run(
         }
         if i + 1 < pending.len()
             && spec.cooldown_ns > 0
-            && let Some(sig) = cool_down(&signals, Duration::from_nanos(spec.cooldown_ns))
+            && let Some(sig) = proc::pending_stop_signal_within(&signals, Duration::from_nanos(spec.cooldown_ns))
         {
             summary.interrupted = Some(sig);
             break;
@@ -235,22 +235,6 @@ fn describe(rec: &RunRecord) -> String {
             rec.cpu_util.unwrap_or(0.0) * 100.0
         ),
         s => format!("{}: {}", s.as_str(), rec.reason),
-    }
-}
-
-/// Sleep between runs, waking early for a stop signal (returned).
-fn cool_down(signals: &libc::sigset_t, d: Duration) -> Option<i32> {
-    let end = std::time::Instant::now() + d;
-    loop {
-        let now = std::time::Instant::now();
-        if now >= end {
-            return None;
-        }
-        match proc::wait_signal(signals, end - now) {
-            Some(libc::SIGCHLD) => continue,
-            Some(sig) => return Some(sig),
-            None => return None,
-        }
     }
 }
 

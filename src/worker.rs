@@ -26,6 +26,14 @@ pub struct WorkerArgs {
     pub workload: Workload,
     pub dir: PathBuf,
     pub index: usize,
+    /// False for a companion that starts at once (an RT hog warming up to
+    /// its steady state before the workers are released).
+    #[serde(default = "yes")]
+    pub wait_barrier: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// What a worker reports (the file `result-<index>.json`).
@@ -80,7 +88,9 @@ pub fn main(json: &str) -> i32 {
 fn run(json: &str) -> Result<()> {
     let args: WorkerArgs =
         serde_json::from_str(json).context("bad worker arguments (this mode is internal)")?;
-    wait_for_barrier()?;
+    if args.wait_barrier {
+        wait_for_barrier()?;
+    }
     let start_ns = monotonic_ns();
     let usage_start = self_usage();
     let schedstat_start = read_schedstat(std::process::id() as i32).ok();

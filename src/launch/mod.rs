@@ -49,6 +49,8 @@ pub struct Launcher {
     pub deadline: policy::Deadline,
     pub hog: Option<crate::spec::Hog>,
     pub wrr: WrrSettings,
+    /// `sched_rt_period_us`: how long an RT hog warms up before release.
+    pub rt_period_us: i64,
     /// The WRR mechanism this machine allows, probed on first use.
     wrr_mechanism: std::sync::OnceLock<Mechanism>,
 }
@@ -69,6 +71,7 @@ impl Launcher {
             deadline: spec.deadline,
             hog: spec.hog.clone(),
             wrr: spec.wrr,
+            rt_period_us: env.sched_rt_period_us.unwrap_or(1_000_000),
             wrr_mechanism: std::sync::OnceLock::new(),
         }
     }
@@ -144,7 +147,11 @@ impl Launcher {
                 cpus: hog_cpus,
                 // Spins until the last worker ends, when it is killed.
                 workload: Workload::Pi(PiParams {
-                    stop: Stop::DurationNs(self.timeout.as_nanos() as u64 + 60_000_000_000),
+                    stop: Stop::DurationNs(
+                        self.timeout.as_nanos() as u64
+                            + self.rt_period_us.max(0) as u64 * 1000
+                            + 60_000_000_000,
+                    ),
                 }),
             });
         }
@@ -172,6 +179,7 @@ impl Launcher {
                 workload: m.workload.clone(),
                 dir: dir.path().to_path_buf(),
                 index,
+                wait_barrier: m.role == Role::Worker,
             };
             match spawn::spawn_worker(&args, &m.sched, &m.cpus, &barrier_r, dir.path()) {
                 Ok(pid) => pids.push(pid),
@@ -229,6 +237,16 @@ impl Launcher {
             .filter(|(_, (m, _))| m.role == Role::Hog)
             .map(|(i, (_, &pid))| (i, pid))
             .collect();
+        // The hog has been spinning since it was spawned; give it one RT
+        // period to reach its steady state (a fresh hog starts with a full
+        // runtime budget, which would inflate its share of a short window).
+        if !hogs.is_empty() {
+            let warm_up = Duration::from_micros(self.rt_period_us.max(1) as u64);
+            if let Some(sig) = proc::pending_stop_signal_within(&self.signals, warm_up) {
+                kill_and_reap(&pids);
+                return Ok(Outcome::Interrupted(sig));
+            }
+        }
         let hog_start: HashMap<i32, procfs::SchedStat> = hogs
             .iter()
             .filter_map(|&(_, pid)| procfs::read_schedstat(pid).ok().map(|s| (pid, s)))
@@ -380,6 +398,8 @@ struct Waited {
     ended: HashMap<i32, (Exit, Usage, Option<procfs::SchedStat>, u64)>,
     /// Hogs: schedstat and time when the last worker had ended.
     hog_end: HashMap<i32, (procfs::SchedStat, u64)>,
+    /// Hogs: schedstat and time at the last whole RT period after release.
+    hog_periods: HashMap<i32, (procfs::SchedStat, u64)>,
     timed_out: bool,
     interrupted: Option<i32>,
 }
@@ -400,12 +420,28 @@ impl Launcher {
         let mut w = Waited {
             ended: HashMap::new(),
             hog_end: HashMap::new(),
+            hog_periods: HashMap::new(),
             timed_out: false,
             interrupted: None,
         };
         let deadline_ns = release_ns + self.timeout.as_nanos() as u64;
         let mut killed = false;
+        // Hogs are sampled at every whole RT period after release, so that
+        // their share is measured over whole periods: a window that ends
+        // when a throttled worker next gets the CPU ends right after a hog
+        // burst, and would overstate the hog.
+        let period_ns = self.rt_period_us.max(1) as u64 * 1000;
+        let mut next_sample_ns = release_ns + period_ns;
         loop {
+            let now = proc::monotonic_ns();
+            if !hog_pids.is_empty() && !killed && now >= next_sample_ns {
+                for &p in &hog_pids {
+                    if let Ok(s) = procfs::read_schedstat(p) {
+                        w.hog_periods.insert(p, (s, now));
+                    }
+                }
+                next_sample_ns += period_ns * (1 + (now - next_sample_ns) / period_ns);
+            }
             while let Some(pid) = proc::exited_child().context("waiting for workers")? {
                 // Still a zombie: its schedstat is readable until it is reaped.
                 let stat = procfs::read_schedstat(pid).ok();
@@ -443,6 +479,8 @@ impl Launcher {
             }
             let wait = if killed {
                 Duration::from_millis(100)
+            } else if !hog_pids.is_empty() {
+                Duration::from_nanos(deadline_ns.min(next_sample_ns).saturating_sub(now))
             } else {
                 Duration::from_nanos(deadline_ns - now)
             };
@@ -660,10 +698,22 @@ impl RecordContext<'_> {
             _ => None,
         };
         let mut figures = std::collections::BTreeMap::new();
-        if let Some((stat, wall)) = window
+        // The share over whole RT periods (the hog's steady state), and over
+        // the workers' whole window for reference.
+        let periods = match (self.hog_start.get(&pid), self.waited.hog_periods.get(&pid)) {
+            (Some(a), Some((b, t))) => Some((b.since(a), self.since(*t))),
+            _ => None,
+        };
+        if let Some((stat, wall)) = periods
             && wall > 0
         {
             figures.insert("cpu_share".to_string(), stat.run_ns as f64 / wall as f64);
+            figures.insert("share_window_s".to_string(), wall as f64 / 1e9);
+        }
+        if let Some((stat, wall)) = window
+            && wall > 0
+        {
+            figures.insert("cpu_share_run".to_string(), stat.run_ns as f64 / wall as f64);
         }
         ProcessRecord {
             index: index as u32,

@@ -140,6 +140,23 @@ pub fn wait_signal(set: &libc::sigset_t, timeout: Duration) -> Option<i32> {
     }
 }
 
+/// Sleep up to `d`, returning early with a control signal other than
+/// SIGCHLD (Ctrl-C, TERM, HUP) if one arrives.
+pub fn pending_stop_signal_within(set: &libc::sigset_t, d: Duration) -> Option<i32> {
+    let end = std::time::Instant::now() + d;
+    loop {
+        let now = std::time::Instant::now();
+        if now >= end {
+            return None;
+        }
+        match wait_signal(set, end - now) {
+            Some(libc::SIGCHLD) => continue,
+            Some(sig) => return Some(sig),
+            None => return None,
+        }
+    }
+}
+
 /// A pending control signal other than SIGCHLD (Ctrl-C, TERM, HUP), taken
 /// without waiting; SIGCHLDs found on the way are discarded.
 pub fn pending_stop_signal(set: &libc::sigset_t) -> Option<i32> {
