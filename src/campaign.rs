@@ -135,12 +135,8 @@ pub fn run(
     remove_stale_run_dirs(&workdir);
 
     let rates = calibrate_quietly(&workdir);
-    let estimates: Vec<f64> = pending
-        .iter()
-        .map(|r| {
-            plan::estimate_run_s(r, env.cpus_allowed.len(), &rates) + spec.cooldown_ns as f64 / 1e9
-        })
-        .collect();
+    let period = env.sched_rt_period_us.unwrap_or(1_000_000);
+    let estimates = plan::estimates(spec, &pending, env.cpus_allowed.len(), &rates, period);
     if !opts.quiet {
         eprintln!(
             "{} campaign {} \"{}\" in {} (seed {}, scale {}): {} runs, {} stored, {} to run, about {}",

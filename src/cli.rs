@@ -355,6 +355,10 @@ fn dispatch(command: Command) -> Result<i32> {
                 println!("{}", envinfo::render_json(&env, &privs));
             } else {
                 print!("{}", envinfo::render_text(&env, &privs));
+                println!("rt bandwidth");
+                for line in crate::sys::knobs::capability_from(&env).explain().lines() {
+                    println!("  {line}");
+                }
             }
             Ok(0)
         }
@@ -451,11 +455,9 @@ fn cmd_plan(source: &SpecSource, db: &Path, list: bool) -> Result<i32> {
     let rates = crate::workload::calibrate(dir.path())?;
     let s = &l.spec;
     let pending: Vec<&plan::Run> = runs.iter().filter(|r| !done.contains(&r.key)).collect();
-    let est: f64 = pending
+    let period = env.sched_rt_period_us.unwrap_or(1_000_000);
+    let est: f64 = plan::estimates(s, &pending, env.cpus_allowed.len(), &rates, period)
         .iter()
-        .map(|r| {
-            plan::estimate_run_s(r, env.cpus_allowed.len(), &rates) + s.cooldown_ns as f64 / 1e9
-        })
         .sum();
     println!("campaign     {} ({})", s.name, l.origin);
     if !s.description.is_empty() {

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::policy::{Policy, PriorityMode};
 use crate::rng::SplitMix64;
 use crate::spec::{Cpus, NamedWorkload, Order, Spec};
-use crate::workload::{Rates, Stop, Workload};
+use crate::workload::{Rates, Stop};
 
 /// One run: one combination of factors, one repetition.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -140,20 +140,37 @@ pub fn estimate_run_s(run: &Run, cpus_available: usize, rates: &Rates) -> f64 {
     .max(1);
     let per_process = run.workload.workload.estimate_cpu_s(rates);
     let waves = (run.processes as f64 / cpus as f64).max(1.0);
-    match stop_of(&run.workload.workload) {
+    match run.workload.workload.stop() {
         // A fixed duration does not stretch with more processes.
         Stop::DurationNs(ns) => ns as f64 / 1e9,
         Stop::Work(_) => per_process * waves,
     }
 }
 
-fn stop_of(w: &Workload) -> Stop {
-    w.stop()
+
+/// Estimated seconds of each run, with what surrounds it: the cool-down
+/// after it and, with an RT hog, the hog's warm-up of one RT period.
+pub fn estimates(
+    spec: &Spec,
+    runs: &[&Run],
+    cpus_available: usize,
+    rates: &Rates,
+    rt_period_us: i64,
+) -> Vec<f64> {
+    let warm_up = match spec.hog {
+        Some(_) => rt_period_us.max(0) as f64 / 1e6,
+        None => 0.0,
+    };
+    let around = spec.cooldown_ns as f64 / 1e9 + warm_up;
+    runs.iter()
+        .map(|r| estimate_run_s(r, cpus_available, rates) + around)
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workload::Workload;
 
     fn spec(extra: &str) -> Spec {
         let text = format!(
