@@ -169,6 +169,20 @@ fn a_sweep_restores_the_settings_and_the_hog_share_follows_the_runtime() {
     }
 }
 
+/// Start a sweep over `values` in `dir`, wait until one run is stored (the
+/// setting is changed by then), send `sig`, and return the exit status.
+fn interrupt_sweep(dir: &Path, values: &str, sig: i32) -> std::process::ExitStatus {
+    spec(dir, values, 0.5);
+    let mut child = command(dir, &["run", "rt.toml", "--db", "t.db"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_runs(dir, 1);
+    unsafe { libc::kill(child.id() as i32, sig) };
+    child.wait().unwrap()
+}
+
 fn wait_for_runs(dir: &Path, at_least: i64) {
     let start = Instant::now();
     loop {
@@ -194,20 +208,8 @@ fn ctrl_c_half_way_restores_the_settings() {
     }
     let orig = Originals::take();
     let dir = tempfile::tempdir().unwrap();
-    spec(dir.path(), "[800000, 600000, 400000]", 0.5);
-    let mut child = command(dir.path(), &["run", "rt.toml", "--db", "t.db"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for_runs(dir.path(), 1);
-    assert_ne!(
-        read(SYSCTL),
-        Some(orig.sysctl),
-        "the sweep should have changed the setting by now"
-    );
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    assert_eq!(child.wait().unwrap().code(), Some(130));
+    let status = interrupt_sweep(dir.path(), "[800000, 600000, 400000]", libc::SIGINT);
+    assert_eq!(status.code(), Some(130));
     orig.assert_restored();
 }
 
@@ -219,15 +221,7 @@ fn after_sigkill_the_next_start_restores_the_settings() {
     }
     let orig = Originals::take();
     let dir = tempfile::tempdir().unwrap();
-    spec(dir.path(), "[700000, 600000, 500000]", 0.5);
-    let mut child = command(dir.path(), &["run", "rt.toml", "--db", "t.db"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for_runs(dir.path(), 1);
-    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
-    child.wait().unwrap();
+    interrupt_sweep(dir.path(), "[700000, 600000, 500000]", libc::SIGKILL);
     // Killed: nothing could put the setting back, the journal is left.
     assert_ne!(
         read(SYSCTL),
