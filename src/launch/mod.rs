@@ -41,9 +41,6 @@ pub struct Launcher {
     /// Where per-run directories go.
     pub workdir: PathBuf,
     pub timeout: Duration,
-    /// Fraction of each period the kernel grants RT/DEADLINE tasks
-    /// (sched_rt_runtime_us / sched_rt_period_us).
-    pub rt_fraction: f64,
     /// The signals taken synchronously (blocked for the whole campaign).
     pub signals: libc::sigset_t,
     pub deadline: policy::Deadline,
@@ -57,16 +54,10 @@ pub struct Launcher {
 
 impl Launcher {
     pub fn new(spec: &Spec, env: &EnvSnapshot, signals: libc::sigset_t) -> Launcher {
-        let rt_fraction = match (env.sched_rt_runtime_us, env.sched_rt_period_us) {
-            (Some(r), Some(p)) if r >= 0 && p > 0 => r as f64 / p as f64,
-            (Some(-1), _) => 1.0,
-            _ => 0.95,
-        };
         Launcher {
             allowed_cpus: env.cpus_allowed.clone(),
             workdir: spec.workdir.clone().unwrap_or_else(std::env::temp_dir),
             timeout: Duration::from_nanos(spec.timeout_ns),
-            rt_fraction,
             signals,
             deadline: spec.deadline,
             hog: spec.hog.clone(),
@@ -118,7 +109,7 @@ impl Launcher {
             &self.deadline,
             run.processes as usize,
             bandwidth_cpus,
-            self.rt_fraction,
+            rt_fraction(&env),
         )
         .into_iter()
         .enumerate()
@@ -495,6 +486,17 @@ impl Launcher {
                 }
             }
         }
+    }
+}
+
+/// Fraction of each period the kernel grants RT and DEADLINE tasks
+/// (sched_rt_runtime_us / sched_rt_period_us) as it is for this run: a
+/// campaign may sweep it.
+fn rt_fraction(env: &EnvSnapshot) -> f64 {
+    match (env.sched_rt_runtime_us, env.sched_rt_period_us) {
+        (Some(r), Some(p)) if r >= 0 && p > 0 => r as f64 / p as f64,
+        (Some(-1), _) => 1.0,
+        _ => 0.95,
     }
 }
 
