@@ -200,7 +200,8 @@ pub fn run(
         }
         if i + 1 < pending.len()
             && spec.cooldown_ns > 0
-            && let Some(sig) = proc::pending_stop_signal_within(&signals, Duration::from_nanos(spec.cooldown_ns))
+            && let Some(sig) =
+                proc::pending_stop_signal_within(&signals, Duration::from_nanos(spec.cooldown_ns))
         {
             summary.interrupted = Some(sig);
             break;

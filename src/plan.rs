@@ -147,7 +147,6 @@ pub fn estimate_run_s(run: &Run, cpus_available: usize, rates: &Rates) -> f64 {
     }
 }
 
-
 /// Estimated seconds of each run, with what surrounds it: the cool-down
 /// after it and, with an RT hog, the hog's warm-up of one RT period.
 pub fn estimates(

@@ -7,6 +7,7 @@ use anyhow::{Context, Result, bail};
 use std::collections::BTreeMap;
 
 use crate::campaign::{self, Options};
+use crate::report::rounds::whole_round_cpu;
 use crate::store::Store;
 
 /// What to measure.
@@ -212,78 +213,4 @@ pub fn run(o: WrrBenchOptions) -> Result<()> {
          dispatcher overhead under 1% of one CPU; slice-boundary lateness p99 under 1 ms on an idle machine"
     );
     Ok(())
-}
-
-/// CPU time per task over the slices of whole rounds (every task had its
-/// turn), and the number of such rounds. None without a whole round.
-pub fn whole_round_cpu(
-    slices: &[crate::record::SliceRow],
-    tasks: usize,
-) -> Option<(Vec<f64>, usize)> {
-    let mut cpu = vec![0.0; tasks];
-    let mut pending = vec![0.0; tasks];
-    let mut seen = vec![false; tasks];
-    let mut rounds = 0;
-    for s in slices {
-        let i = s.process_index as usize;
-        if i >= tasks {
-            continue;
-        }
-        // A slice cut short (the workers stopping at the end of the run)
-        // ends the whole rounds.
-        if (s.cpu_ns as f64) < 0.5 * s.planned_end_ns.saturating_sub(s.planned_start_ns) as f64 {
-            break;
-        }
-        pending[i] += s.cpu_ns as f64;
-        seen[i] = true;
-        if seen.iter().all(|&x| x) {
-            for (c, p) in cpu.iter_mut().zip(pending.iter_mut()) {
-                *c += *p;
-                *p = 0.0;
-            }
-            seen.iter_mut().for_each(|x| *x = false);
-            rounds += 1;
-        }
-    }
-    (rounds > 0).then_some((cpu, rounds))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::record::SliceRow;
-
-    fn slice(task: u32, cpu_ns: u64) -> SliceRow {
-        SliceRow {
-            process_index: task,
-            cpu: 0,
-            planned_start_ns: 0,
-            planned_end_ns: cpu_ns,
-            actual_end_ns: 0,
-            cpu_ns,
-        }
-    }
-
-    #[test]
-    fn only_whole_rounds_count() {
-        let s = [
-            slice(0, 10),
-            slice(1, 20),
-            slice(0, 10),
-            slice(1, 20),
-            slice(0, 99),
-        ];
-        let (cpu, rounds) = whole_round_cpu(&s, 2).unwrap();
-        assert_eq!(rounds, 2);
-        assert_eq!(cpu, vec![20.0, 40.0]);
-        // A truncated slice closes the count even if it completes a round.
-        let mut cut = s[..3].to_vec();
-        cut.push(SliceRow {
-            cpu_ns: 1,
-            planned_end_ns: 20,
-            ..slice(1, 20)
-        });
-        assert_eq!(whole_round_cpu(&cut, 2).unwrap().1, 1);
-        assert!(whole_round_cpu(&s[..1], 2).is_none());
-    }
 }

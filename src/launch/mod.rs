@@ -715,7 +715,10 @@ impl RecordContext<'_> {
         if let Some((stat, wall)) = window
             && wall > 0
         {
-            figures.insert("cpu_share_run".to_string(), stat.run_ns as f64 / wall as f64);
+            figures.insert(
+                "cpu_share_run".to_string(),
+                stat.run_ns as f64 / wall as f64,
+            );
         }
         ProcessRecord {
             index: index as u32,

@@ -50,6 +50,8 @@ pub struct Options {
     pub bootstrap_seed: u64,
     /// Most resamples per bootstrap interval.
     pub resamples: usize,
+    /// The WRR run whose slices are drawn (default: the first ok WRR run).
+    pub gantt_run: Option<i64>,
 }
 
 impl Default for Options {
@@ -59,6 +61,7 @@ impl Default for Options {
             metrics: Metric::ALL.to_vec(),
             bootstrap_seed: 1,
             resamples: 2000,
+            gantt_run: None,
         }
     }
 }
@@ -614,6 +617,70 @@ fn cell(metric: Metric, run_ids: Vec<i64>, values: Vec<f64>, label: &str, opts: 
         run_ids,
         values,
         flagged,
+    }
+}
+
+/// The 95 % CI of the mean of `values` for the report's special sections:
+/// Student-t below [`BOOTSTRAP_MIN_N`] values, a seeded percentile bootstrap
+/// from there on (seed: the report's base seed XOR an FNV-1a hash of
+/// `label`). None below 2 values or for non-finite input.
+pub fn mean_interval(values: &[f64], label: &str, settings: &Settings) -> Option<Interval> {
+    let s = stats::summarize(values)?;
+    if s.n < 2 {
+        return None;
+    }
+    if s.n < BOOTSTRAP_MIN_N {
+        return Some(Interval {
+            lo: s.ci95_lo,
+            hi: s.ci95_hi,
+            method: CiMethod::T,
+            resamples: None,
+            seed: None,
+        });
+    }
+    let resamples = resamples_for(settings.max_resamples, s.n);
+    let seed = (settings.bootstrap_seed ^ fnv1a(&format!("mean|{label}"))) & ((1 << 53) - 1);
+    let (lo, hi) = stats::bootstrap_mean_ci(values, 0.95, resamples, seed);
+    (lo.is_finite() && hi.is_finite()).then_some(Interval {
+        lo,
+        hi,
+        method: CiMethod::Bootstrap,
+        resamples: Some(resamples),
+        seed: Some(seed),
+    })
+}
+
+/// The 95 % percentile-bootstrap interval of mean(a) / mean(b) for the
+/// report's special sections (seeded like [`mean_interval`]). None with
+/// fewer than 2 values on a side.
+pub fn ratio_interval(
+    a: &[f64],
+    b: &[f64],
+    label: &str,
+    settings: &Settings,
+) -> Option<(f64, f64)> {
+    if a.len() < 2 || b.len() < 2 {
+        return None;
+    }
+    let resamples = resamples_for(settings.max_resamples, a.len() + b.len());
+    let seed = (settings.bootstrap_seed ^ fnv1a(&format!("ratio|{label}"))) & ((1 << 53) - 1);
+    stats::bootstrap_ratio_ci(a, b, 0.95, resamples, seed)
+}
+
+/// The settings of a report with default options (for tests of the
+/// sections' computations).
+#[cfg(test)]
+pub(crate) fn tests_settings() -> Settings {
+    Settings {
+        metrics: Metric::ALL.to_vec(),
+        alpha: ALPHA,
+        min_runs_per_side: MIN_PER_SIDE,
+        bootstrap_seed: 1,
+        max_resamples: 2000,
+        bootstrap_min_n: BOOTSTRAP_MIN_N,
+        outlier_threshold: OUTLIER_Z,
+        outlier_min_runs: OUTLIER_MIN_N,
+        skew_threshold: SKEW_THRESHOLD,
     }
 }
 

@@ -11,6 +11,7 @@ pub mod charts;
 pub mod fmt;
 pub mod html;
 pub mod metric;
+pub mod rounds;
 pub mod sections;
 pub mod svg;
 pub mod synth;
@@ -26,7 +27,7 @@ use crate::store::Store;
 
 pub use analyse::{Analysis, Options, analyse};
 pub use metric::Metric;
-pub use sections::{Section, default_sections};
+pub use sections::{Section, default_sections, sections_for};
 
 /// Output format of a report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -72,6 +73,9 @@ pub struct ReportArgs {
     /// Most bootstrap resamples per interval (fewer for very large conditions; recorded).
     #[arg(long, default_value_t = 2000, value_name = "N", value_parser = clap::value_parser!(u64).range(100..=1_000_000))]
     pub resamples: u64,
+    /// The WRR run whose slices the Gantt chart shows (default: the first ok WRR run).
+    #[arg(long, value_name = "RUN_ID")]
+    pub gantt_run: Option<i64>,
 }
 
 impl ReportArgs {
@@ -113,6 +117,7 @@ impl ReportArgs {
             },
             bootstrap_seed: self.bootstrap_seed,
             resamples: self.resamples as usize,
+            gantt_run: self.gantt_run,
         }
     }
 }
@@ -126,7 +131,7 @@ pub struct Report {
 impl Report {
     /// Analyse a campaign and prepare the default sections.
     pub fn build(store: &Store, opts: &Options) -> Result<Report> {
-        Report::with_sections(store, opts, default_sections())
+        Report::with_sections(store, opts, sections_for(opts))
     }
 
     /// Analyse a campaign and prepare the given sections.

@@ -1,16 +1,19 @@
 //! The queries behind `schedlab report`, and a bulk insert of synthetic runs
 //! for the report's benchmark and tests.
 //!
-//! Reports read databases written by any schedlab version, so optional
-//! columns (`runs.rt_runtime_us`, `processes.role`) are looked up in the
-//! schema rather than assumed. Process rows are streamed to a callback, never
-//! collected here: a campaign can hold millions of them.
+//! Every column the schema defines is read directly (the schema has one
+//! migration). Process rows of a whole campaign are streamed to a callback,
+//! never collected here: a campaign can hold millions of them; the detailed
+//! queries of the report's special sections take the runs they need.
 
 use anyhow::{Context, Result, bail};
 use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 
 use super::Store;
+use crate::plan::Run;
+use crate::policy::{Policy, ProcSched};
+use crate::record::ProcessRecord;
 
 /// A campaign as the report describes it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -144,15 +147,12 @@ pub struct SyntheticProcess {
     pub work_unit: String,
 }
 
-impl Store {
-    /// Whether `table` has a column `column` (older databases lack some).
-    pub fn has_column(&self, table: &str, column: &str) -> Result<bool> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2")?;
-        Ok(stmt.exists(params![table, column])?)
-    }
+/// Why a report query on a fixed set of columns cannot be prepared.
+const SCHEMA_MISMATCH: &str = "the database's tables lack columns this schedlab reads (a database written by a \
+     development build of schedlab, before runs.rt_runtime_us and processes.role existed, has schema version 1 \
+     without them); re-run the campaign into a new database";
 
+impl Store {
     /// The campaign a report is about: `id`, or the latest one.
     pub fn report_campaign(&self, id: Option<i64>) -> Result<ReportCampaign> {
         let sql = "SELECT id, name, description, seed, scale, planned_runs, created_unix_ms, schedlab_version,
@@ -200,17 +200,14 @@ impl Store {
 
     /// Every stored run of a campaign, any status, in campaign order.
     pub fn report_runs(&self, campaign_id: i64) -> Result<Vec<ReportRun>> {
-        let rt = if self.has_column("runs", "rt_runtime_us")? {
-            "rt_runtime_us"
-        } else {
-            "NULL"
-        };
-        let sql = format!(
-            "SELECT id, seq, policy, workload, workload_kind, processes, priority_mode, cpus, cpu_list, {rt}, rep,
-                    status, reason, makespan_ns, cpu_util, load_avg_1m, environment_id
-             FROM runs WHERE campaign_id = ?1 ORDER BY seq, id"
-        );
-        let mut stmt = self.conn.prepare(&sql)?;
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT id, seq, policy, workload, workload_kind, processes, priority_mode, cpus, cpu_list,
+                    rt_runtime_us, rep, status, reason, makespan_ns, cpu_util, load_avg_1m, environment_id
+             FROM runs WHERE campaign_id = ?1 ORDER BY seq, id",
+            )
+            .context(SCHEMA_MISMATCH)?;
         let rows = stmt
             .query_map([campaign_id], |r| {
                 Ok(ReportRun {
@@ -297,18 +294,15 @@ impl Store {
         campaign_id: i64,
         mut f: impl FnMut(&ReportProcess),
     ) -> Result<u64> {
-        let role = if self.has_column("processes", "role")? {
-            "AND p.role = 'worker'"
-        } else {
-            ""
-        };
-        let sql = format!(
-            "SELECT p.run_id, p.process_index, p.nice, p.rt_priority, p.wall_ns, p.utime_us, p.stime_us, p.nvcsw,
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT p.run_id, p.process_index, p.nice, p.rt_priority, p.wall_ns, p.utime_us, p.stime_us, p.nvcsw,
                     p.nivcsw, p.run_ns, p.wait_ns, p.timeslices, p.work
              FROM runs r JOIN processes p ON p.run_id = r.id
-             WHERE r.campaign_id = ?1 AND r.status = 'ok' {role}"
-        );
-        let mut stmt = self.conn.prepare(&sql)?;
+             WHERE r.campaign_id = ?1 AND r.status = 'ok' AND p.role = 'worker'",
+            )
+            .context(SCHEMA_MISMATCH)?;
         let mut rows = stmt.query([campaign_id])?;
         let mut n = 0u64;
         while let Some(r) = rows.next()? {
@@ -330,6 +324,96 @@ impl Store {
             n += 1;
         }
         Ok(n)
+    }
+
+    /// The stored documents of some runs, in the order asked: the resolved
+    /// plan entry (`runs.resolved_json`, None when it is not a [`Run`], as
+    /// in synthetic databases) and the policy-specific facts
+    /// (`runs.extra_json`). Unknown ids are left out.
+    pub fn report_run_documents(
+        &self,
+        run_ids: &[i64],
+    ) -> Result<Vec<(i64, Option<Run>, serde_json::Value)>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT resolved_json, extra_json FROM runs WHERE id = ?1")?;
+        let mut out = Vec::with_capacity(run_ids.len());
+        for &id in run_ids {
+            let row = stmt
+                .query_row([id], |r| {
+                    Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+                })
+                .optional()
+                .with_context(|| format!("reading run {id}"))?;
+            if let Some((resolved, extra)) = row {
+                let run = serde_json::from_str::<Run>(&resolved).ok();
+                let extra = serde_json::from_str(&extra).unwrap_or(serde_json::Value::Null);
+                out.push((id, run, extra));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every process row (workers and RT hogs) of some runs, as
+    /// [`ProcessRecord`]s, in the order of the runs asked and then by process
+    /// index. The WRR weight is not a column (`sched.weight` is None): it
+    /// comes from the run's priority mode.
+    pub fn report_process_records(&self, run_ids: &[i64]) -> Result<Vec<(i64, ProcessRecord)>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT process_index, role, pid, policy, nice, rt_priority, dl_runtime_ns, dl_deadline_ns,
+                    dl_period_ns, start_ns, end_ns, wall_ns, utime_us, stime_us, nvcsw, nivcsw, minflt, majflt,
+                    maxrss_kb, run_ns, wait_ns, timeslices, work, work_unit, figures_json, exit, ok, stderr_tail
+             FROM processes WHERE run_id = ?1 ORDER BY process_index",
+        )?;
+        let u = |v: i64| v.max(0) as u64;
+        let mut out = Vec::new();
+        for &id in run_ids {
+            let mut rows = stmt.query([id])?;
+            while let Some(r) = rows.next()? {
+                let policy: String = r.get(3)?;
+                let figures: String = r.get(24)?;
+                let opt = |i: usize| -> rusqlite::Result<Option<u64>> {
+                    Ok(r.get::<_, Option<i64>>(i)?.map(u))
+                };
+                let record = ProcessRecord {
+                    index: r.get::<_, i64>(0)?.max(0) as u32,
+                    role: r.get(1)?,
+                    pid: r.get::<_, i64>(2)? as i32,
+                    sched: ProcSched {
+                        policy: Policy::parse(&policy).with_context(|| {
+                            format!("run {id}: unknown policy {policy:?} in a process row")
+                        })?,
+                        nice: r.get::<_, Option<i64>>(4)?.map(|v| v as i32),
+                        rt_priority: r.get::<_, Option<i64>>(5)?.map(|v| v as i32),
+                        dl_runtime_ns: opt(6)?,
+                        dl_deadline_ns: opt(7)?,
+                        dl_period_ns: opt(8)?,
+                        weight: None,
+                    },
+                    start_ns: opt(9)?,
+                    end_ns: opt(10)?,
+                    wall_ns: u(r.get(11)?),
+                    utime_us: u(r.get(12)?),
+                    stime_us: u(r.get(13)?),
+                    nvcsw: u(r.get(14)?),
+                    nivcsw: u(r.get(15)?),
+                    minflt: u(r.get(16)?),
+                    majflt: u(r.get(17)?),
+                    maxrss_kb: u(r.get(18)?),
+                    run_ns: opt(19)?,
+                    wait_ns: opt(20)?,
+                    timeslices: opt(21)?,
+                    work: opt(22)?,
+                    work_unit: r.get(23)?,
+                    figures: serde_json::from_str(&figures).unwrap_or_default(),
+                    exit: r.get(25)?,
+                    ok: r.get(26)?,
+                    stderr_tail: r.get(27)?,
+                };
+                out.push((id, record));
+            }
+        }
+        Ok(out)
     }
 
     /// Insert synthetic runs (benchmarks, tests) into a campaign in one

@@ -1,0 +1,106 @@
+//! Where the campaign ran: kernel, CPU, scheduler settings, load.
+
+use serde_json::{Value, json};
+use std::fmt::Write;
+
+use super::Section;
+use crate::report::analyse::Analysis;
+use crate::report::fmt::{self, md_table};
+use crate::report::html;
+
+/// Where the campaign ran.
+pub struct EnvironmentSection;
+
+/// How to show one field of an environment.
+type EnvField = Box<dyn Fn(&crate::store::ReportEnvironment) -> String>;
+
+fn env_table(a: &Analysis) -> (Vec<String>, Vec<Vec<String>>) {
+    let o = |v: Option<i64>| v.map_or_else(|| "unknown".into(), |x| x.to_string());
+    let fields: [(&str, EnvField); 11] = [
+        ("runs", Box::new(|e| e.runs.to_string())),
+        ("kernel", Box::new(|e| e.kernel_release.clone())),
+        ("CPU", Box::new(|e| e.cpu_model.clone())),
+        ("CPUs online", Box::new(|e| e.cpus_online.to_string())),
+        ("HZ", Box::new(move |e| o(e.hz))),
+        ("preemption", Box::new(|e| e.preempt_model.clone())),
+        (
+            "RT limit (sched_rt_runtime_us / period)",
+            Box::new(move |e| {
+                format!("{} / {}", o(e.sched_rt_runtime_us), o(e.sched_rt_period_us))
+            }),
+        ),
+        (
+            "RR time slice (ms)",
+            Box::new(move |e| o(e.sched_rr_timeslice_ms)),
+        ),
+        ("cgroup", Box::new(|e| e.cgroup_version.clone())),
+        ("virtualisation", Box::new(|e| e.virtualization.clone())),
+        ("schedlab", Box::new(|e| e.schedlab_version.clone())),
+    ];
+    let mut headers = vec!["".to_string()];
+    for (i, _) in a.environments.iter().enumerate() {
+        headers.push(if a.environments.len() == 1 {
+            "value".into()
+        } else {
+            format!("environment {}", i + 1)
+        });
+    }
+    let rows = fields
+        .iter()
+        .map(|(name, f)| {
+            let mut r = vec![name.to_string()];
+            r.extend(a.environments.iter().map(f));
+            r
+        })
+        .collect();
+    (headers, rows)
+}
+
+fn load_line(a: &Analysis) -> Option<String> {
+    a.load.as_ref().map(|l| {
+        format!(
+            "1-minute load average at run start: min {}, median {}, max {}.",
+            fmt::sig(l.min, 3),
+            fmt::sig(l.median, 3),
+            fmt::sig(l.max, 3)
+        )
+    })
+}
+
+impl Section for EnvironmentSection {
+    fn id(&self) -> &'static str {
+        "environment"
+    }
+
+    fn title(&self) -> &'static str {
+        "Environment"
+    }
+
+    fn applies(&self, a: &Analysis) -> bool {
+        !a.environments.is_empty()
+    }
+
+    fn html(&self, a: &Analysis) -> String {
+        let (h, rows) = env_table(a);
+        let h: Vec<&str> = h.iter().map(String::as_str).collect();
+        let mut o = html::table(&h, &[], &rows, &[]);
+        if let Some(l) = load_line(a) {
+            o.push_str(&html::p(&l));
+        }
+        o
+    }
+
+    fn markdown(&self, a: &Analysis) -> String {
+        let (h, rows) = env_table(a);
+        let h: Vec<&str> = h.iter().map(String::as_str).collect();
+        let mut o = md_table(&h, &[], &rows);
+        if let Some(l) = load_line(a) {
+            let _ = writeln!(o, "\n{l}");
+        }
+        o
+    }
+
+    fn json(&self, a: &Analysis) -> Option<Value> {
+        Some(json!({ "environments": a.environments, "load_avg_1m": a.load }))
+    }
+}

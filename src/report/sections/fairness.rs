@@ -1,0 +1,233 @@
+//! Jain's fairness index within runs, and CPU shares against the kernel's
+//! nice-to-weight prediction.
+
+use serde_json::{Value, json};
+use std::fmt::Write;
+
+use super::{Section, plural};
+use crate::report::analyse::{Analysis, ShareCheck};
+use crate::report::fmt::{self, Align, md_table};
+use crate::report::{charts, html};
+
+/// Jain's index within runs, and CPU shares against the weight table.
+pub struct FairnessSection;
+
+fn shares_intro(a: &Analysis) -> String {
+    let mut t = String::from(
+        "Under non-uniform nice with a fair policy, each process's observed CPU share against the share the \
+         kernel's nice-to-weight table predicts (its weight over the sum of the weights). Observed share: the \
+         process's CPU time over its wall time, normalised over the run and averaged over runs. The prediction \
+         assumes every process is runnable the whole time on one shared CPU: it is only meaningful when the \
+         processes compete on the same CPUs the whole time.",
+    );
+    if a.shares.iter().any(|s| s.fixed_work) {
+        t.push_str(
+            " With a fixed amount of work per process, heavier processes finish first and leave the CPU to the \
+             others, so observed shares are pulled towards equal and a large deviation does not contradict the \
+             weights; a workload with duration_s (every process runs for the same time) gives a faithful check.",
+        );
+    }
+    t
+}
+
+/// Whether the premise of the prediction holds for one condition.
+fn share_context(s: &ShareCheck) -> String {
+    let work = if s.fixed_work {
+        "fixed work per process (shares pulled towards equal)"
+    } else {
+        "every process ran for the same duration"
+    };
+    if !s.competing {
+        format!(
+            "{} on {}: they did not all compete for one CPU, so the prediction does not apply (illustration only); {work}.",
+            plural(s.processes, "process", "processes"),
+            plural(s.cpus_used, "CPU", "CPUs")
+        )
+    } else if s.cpus_used > 1 {
+        format!(
+            "{} spread over {} CPUs: load balancing, not only the weights, shapes the shares; {work}.",
+            plural(s.processes, "process", "processes"),
+            s.cpus_used
+        )
+    } else {
+        format!(
+            "{} pinned to one CPU, competing for it the whole time; {work}.",
+            plural(s.processes, "process", "processes")
+        )
+    }
+}
+
+fn jain_note(a: &Analysis) -> Option<&'static str> {
+    a.factors.workloads.iter().all(|w| !w.duration_based).then_some(
+        "Every workload here does a fixed amount of work per process, so each process needs the same CPU time and \
+         does the same work: both indices are close to 1 by design. They become informative with duration-based \
+         workloads (duration_s), where the scheduler decides how much each process gets.",
+    )
+}
+
+fn jain_rows(a: &Analysis) -> Vec<Vec<String>> {
+    a.fairness
+        .iter()
+        .map(|f| {
+            let s = |x: &Option<crate::stats::Summary>, what: fn(&crate::stats::Summary) -> f64| {
+                x.as_ref()
+                    .map_or_else(|| "–".into(), |s| format!("{:.4}", what(s)))
+            };
+            vec![
+                f.label.clone(),
+                f.jain_cpu.as_ref().map_or(0, |s| s.n).to_string(),
+                s(&f.jain_cpu, |s| s.mean),
+                s(&f.jain_cpu, |s| s.min),
+                s(&f.jain_work, |s| s.mean),
+                s(&f.jain_work, |s| s.min),
+            ]
+        })
+        .collect()
+}
+
+const JAIN_HEADERS: [&str; 6] = [
+    "condition",
+    "runs",
+    "Jain CPU mean",
+    "Jain CPU min",
+    "Jain work mean",
+    "Jain work min",
+];
+const JAIN_NUMERIC: [bool; 6] = [false, true, true, true, true, true];
+
+fn share_rows(s: &ShareCheck) -> Vec<Vec<String>> {
+    s.rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.index.to_string(),
+                r.nice.to_string(),
+                format!("{}%", fmt::sig(100.0 * r.predicted, 3)),
+                format!("{}%", fmt::sig(100.0 * r.observed, 3)),
+                format!("{:+.1}%", 100.0 * r.error),
+            ]
+        })
+        .collect()
+}
+
+const SHARE_HEADERS: [&str; 5] = ["process", "nice", "predicted", "observed", "error"];
+const SHARE_NUMERIC: [bool; 5] = [true, true, true, true, true];
+
+impl Section for FairnessSection {
+    fn id(&self) -> &'static str {
+        "fairness"
+    }
+
+    fn title(&self) -> &'static str {
+        "Fairness within runs"
+    }
+
+    fn applies(&self, a: &Analysis) -> bool {
+        !a.fairness.is_empty()
+    }
+
+    fn html(&self, a: &Analysis) -> String {
+        let mut o = html::p(
+            "Jain's fairness index (Σx)²/(n·Σx²) of the processes of each run: 1 when every process got the same, \
+             1/n when one got everything. Computed on CPU time (user + system) and on work done, then summarised \
+             over the runs of each condition.",
+        );
+        let charts: Vec<String> = a
+            .factors
+            .workloads
+            .iter()
+            .filter_map(|w| charts::jain(a, &w.name))
+            .map(|c| {
+                html::figure(
+                    &c.render(),
+                    "Mean Jain's index of CPU time over runs, with 95% CI.",
+                )
+            })
+            .collect();
+        if !charts.is_empty() {
+            o.push_str("<div class=\"charts\">\n");
+            for c in charts {
+                o.push_str(&c);
+            }
+            o.push_str("</div>\n");
+        }
+        if let Some(n) = jain_note(a) {
+            o.push_str(&html::p(n));
+        }
+        o.push_str(&html::table(
+            &JAIN_HEADERS,
+            &JAIN_NUMERIC,
+            &jain_rows(a),
+            &[],
+        ));
+        if !a.shares.is_empty() {
+            o.push_str("<h3>CPU share against the nice-weight prediction</h3>\n");
+            let _ = writeln!(o, "<div class=\"note\">{}</div>", html::p(&shares_intro(a)));
+            for s in &a.shares {
+                let _ = writeln!(o, "<h4>{}</h4>", fmt::esc(&s.label));
+                o.push_str(&html::p(&share_context(s)));
+                let _ = write!(
+                    o,
+                    "<div class=\"charts\">{}<div>",
+                    html::figure(
+                        &charts::shares(a, s).render(),
+                        &format!(
+                            "{} over {}; dashed: observed = predicted; largest relative error {:.0}%.",
+                            plural(s.processes, "process", "processes"),
+                            plural(s.runs, "run", "runs"),
+                            100.0 * s.max_abs_error
+                        )
+                    )
+                );
+                let rows = share_rows(s);
+                if rows.len() > 12 {
+                    o.push_str("<details><summary>Per process</summary>");
+                    o.push_str(&html::table(&SHARE_HEADERS, &SHARE_NUMERIC, &rows, &[]));
+                    o.push_str("</details>");
+                } else {
+                    o.push_str(&html::table(&SHARE_HEADERS, &SHARE_NUMERIC, &rows, &[]));
+                }
+                o.push_str("</div></div>\n");
+            }
+        }
+        o
+    }
+
+    fn markdown(&self, a: &Analysis) -> String {
+        let mut o = String::from(
+            "Jain's index (Σx)²/(n·Σx²) of the processes of each run: 1 = all equal, 1/n = one process got everything.\n\n",
+        );
+        let align = [
+            Align::Left,
+            Align::Right,
+            Align::Right,
+            Align::Right,
+            Align::Right,
+            Align::Right,
+        ];
+        if let Some(n) = jain_note(a) {
+            let _ = writeln!(o, "{n}\n");
+        }
+        o.push_str(&md_table(&JAIN_HEADERS, &align, &jain_rows(a)));
+        if !a.shares.is_empty() {
+            let _ = writeln!(
+                o,
+                "\n### CPU share against the nice-weight prediction\n\n{}",
+                shares_intro(a)
+            );
+        }
+        for s in &a.shares {
+            let _ = writeln!(o, "\n**{}**: {}\n", s.label, share_context(s));
+            o.push_str(&md_table(
+                &SHARE_HEADERS,
+                &[Align::Right; 5],
+                &share_rows(s),
+            ));
+        }
+        o
+    }
+
+    fn json(&self, a: &Analysis) -> Option<Value> {
+        Some(json!({ "jain": a.fairness, "shares": a.shares }))
+    }
+}

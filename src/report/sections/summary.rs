@@ -1,0 +1,352 @@
+//! Summary and findings in plain sentences: counts, warnings about the
+//! data, and every significant comparison grouped by condition.
+
+use serde_json::{Value, json};
+use std::fmt::Write;
+
+use super::{Section, plural};
+use crate::report::analyse::{Analysis, Comparison, Verdict, unreachable};
+use crate::report::{fmt, html};
+
+/// Warnings and context for the summary.
+pub fn notes(a: &Analysis) -> Vec<String> {
+    let mut v = Vec::new();
+    let stored = a.counts.total() as u64;
+    if stored < a.campaign.planned_runs {
+        v.push(format!(
+            "The campaign is incomplete: {stored} of {} planned runs are stored (running the same spec again resumes it).",
+            a.campaign.planned_runs
+        ));
+    }
+    if a.counts.not_ok() > 0 {
+        v.push(format!(
+            "{} did not finish ok ({} failed, {} timed out, {} skipped) and {} not in the statistics: see “Failed, timed-out and skipped runs”.",
+            plural(a.counts.not_ok(), "run", "runs"),
+            a.counts.failed,
+            a.counts.timed_out,
+            a.counts.skipped,
+            if a.counts.not_ok() == 1 { "is" } else { "are" }
+        ));
+    }
+    if !a.outliers.is_empty() {
+        let mut runs: Vec<i64> = a.outliers.iter().map(|o| o.run_id).collect();
+        runs.sort_unstable();
+        runs.dedup();
+        v.push(format!(
+            "Statistical outliers were detected: {} in {} (modified z-score above {}). They are kept in every statistic; \
+             see “Outliers”, and consider re-running those conditions on a quiet machine.",
+            plural(a.outliers.len(), "value", "values"),
+            plural(runs.len(), "run", "runs"),
+            a.settings.outlier_threshold
+        ));
+    }
+    let tested = a
+        .comparisons
+        .iter()
+        .filter(|c| c.p_adjusted.is_some())
+        .count();
+    let hopeless: Vec<&Comparison> = a.comparisons.iter().filter(|c| unreachable(a, c)).collect();
+    if !hopeless.is_empty() {
+        let c = hopeless[0];
+        v.push(format!(
+            "{} of {tested} comparisons have too few runs to ever reach significance: with n = {} vs {} the smallest \
+             possible Mann–Whitney p is {}, before Holm's correction multiplies it by up to {tested}. Run more \
+             repetitions (10 per condition allow p down to 1e-5).",
+            hopeless.len(),
+            c.n_a,
+            c.n_b,
+            fmt::sig(c.min_attainable_p.unwrap_or(1.0), 2)
+        ));
+    }
+    let few = a.count_verdict(Verdict::TooFewRuns);
+    if few > 0 {
+        v.push(format!(
+            "{} fewer than {} runs on a side and {} not tested.",
+            plural(few, "comparison has", "comparisons have"),
+            a.settings.min_runs_per_side,
+            if few == 1 { "is" } else { "are" }
+        ));
+    }
+    let environments = distinct_environments(a);
+    if environments > 1 {
+        v.push(format!(
+            "The runs were made in {environments} different environments (kernel, CPU or scheduler settings): see \
+             “Environment”; differences between policies may be confounded with them.",
+        ));
+    }
+    if let (Some(load), Some(env)) = (&a.load, a.environments.first())
+        && load.max > 0.5 * env.cpus_online.max(1) as f64
+    {
+        v.push(format!(
+            "The 1-minute load average at run start reached {} (median {}) on {}: other work on the machine may \
+             have disturbed some runs.",
+            fmt::sig(load.max, 3),
+            fmt::sig(load.median, 3),
+            plural(env.cpus_online as usize, "CPU", "CPUs")
+        ));
+    }
+    if let Some(&first) = a.settings.metrics.first() {
+        let noisy = a
+            .conditions
+            .iter()
+            .filter(|c| {
+                c.cells[0]
+                    .summary
+                    .as_ref()
+                    .and_then(|s| s.cv)
+                    .is_some_and(|cv| cv > 0.10)
+            })
+            .count();
+        if noisy > 0 {
+            v.push(format!(
+                "In {} of {} conditions, {} varies by more than 10% between runs (coefficient of variation): \
+                 there a single run does not represent the condition.",
+                noisy,
+                a.conditions.len(),
+                first.label()
+            ));
+        }
+    }
+    v
+}
+
+/// Environments that differ in more than what the campaign varies on
+/// purpose: a sweep of `sched_rt_runtime_us` records one environment per
+/// value, which is the factor, not a confounder.
+fn distinct_environments(a: &Analysis) -> usize {
+    let swept = !a.factors.rt_runtime_us.is_empty();
+    let mut seen: Vec<crate::store::ReportEnvironment> = Vec::new();
+    for e in &a.environments {
+        let mut k = e.clone();
+        k.id = 0;
+        k.runs = 0;
+        if swept {
+            k.sched_rt_runtime_us = None;
+        }
+        if !seen.contains(&k) {
+            seen.push(k);
+        }
+    }
+    seen.len()
+}
+
+fn findings(a: &Analysis) -> Vec<&Comparison> {
+    a.comparisons
+        .iter()
+        .filter(|c| c.verdict == Verdict::Different)
+        .collect()
+}
+
+fn headline_not_separated(a: &Analysis) -> Vec<&Comparison> {
+    let Some(&first) = a.settings.metrics.first() else {
+        return Vec::new();
+    };
+    a.comparisons
+        .iter()
+        .filter(|c| c.metric == first && c.verdict == Verdict::NotSeparated)
+        .collect()
+}
+
+fn campaign_line(a: &Analysis) -> String {
+    let c = &a.campaign;
+    let mut s = format!("Campaign {} “{}”", c.id, c.name);
+    if !c.description.is_empty() {
+        s.push_str(&format!(" ({})", c.description));
+    }
+    s.push_str(&format!(
+        ", created {}, scale {}, run order seed {}; recorded by schedlab {}.",
+        fmt::utc(c.created_unix_ms),
+        c.scale,
+        c.seed,
+        c.schedlab_version
+    ));
+    s
+}
+
+fn runs_line(a: &Analysis) -> String {
+    format!(
+        "Runs: {} ok, {} failed, {} timed out, {} skipped ({} planned); {} conditions, {} process records. Metrics: {}.",
+        a.counts.ok,
+        a.counts.failed,
+        a.counts.timed_out,
+        a.counts.skipped,
+        a.campaign.planned_runs,
+        a.conditions.len(),
+        a.process_rows,
+        a.settings
+            .metrics
+            .iter()
+            .map(|m| m.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+fn comparisons_line(a: &Analysis) -> String {
+    let tested = a
+        .comparisons
+        .iter()
+        .filter(|c| c.p_adjusted.is_some())
+        .count();
+    format!(
+        "{} of {tested} policy comparisons differ significantly after Holm's correction over all of them \
+         (Mann–Whitney U, adjusted p < {}); {} not separated, {} with too few runs.",
+        a.count_verdict(Verdict::Different),
+        a.settings.alpha,
+        a.count_verdict(Verdict::NotSeparated),
+        a.count_verdict(Verdict::TooFewRuns)
+    )
+}
+
+/// Summary and findings in plain sentences.
+pub struct SummarySection;
+
+impl Section for SummarySection {
+    fn id(&self) -> &'static str {
+        "summary"
+    }
+
+    fn title(&self) -> &'static str {
+        "Summary and findings"
+    }
+
+    fn html(&self, a: &Analysis) -> String {
+        let mut o = String::new();
+        o.push_str(&html::p(&campaign_line(a)));
+        let tested = a
+            .comparisons
+            .iter()
+            .filter(|c| c.p_adjusted.is_some())
+            .count();
+        let _ = writeln!(
+            o,
+            "<ul class=\"facts\"><li><b>{}</b>ok runs</li><li><b>{}</b>failed, timed out or skipped</li>\
+             <li><b>{}</b>conditions</li><li><b>{}</b>process records</li>\
+             <li><b>{} / {}</b>comparisons significant</li><li><b>{}</b>outlier values flagged</li></ul>",
+            a.counts.ok,
+            a.counts.not_ok(),
+            a.conditions.len(),
+            a.process_rows,
+            a.count_verdict(Verdict::Different),
+            tested,
+            a.outliers.len()
+        );
+        let notes = notes(a);
+        if !notes.is_empty() {
+            o.push_str("<div class=\"note\">");
+            for n in &notes {
+                o.push_str(&html::p(n));
+            }
+            o.push_str("</div>\n");
+        }
+        o.push_str("<h3>Findings</h3>\n");
+        o.push_str(&html::p(&comparisons_line(a)));
+        let f = findings(a);
+        if f.is_empty() {
+            o.push_str(&html::p(NO_FINDINGS));
+        } else {
+            grouped_html(&mut o, a, &f, "different");
+        }
+        let ns = headline_not_separated(a);
+        if !ns.is_empty() {
+            let _ = writeln!(
+                o,
+                "<h3>Not separated: {}</h3>",
+                fmt::esc(a.settings.metrics[0].label())
+            );
+            grouped_html(&mut o, a, &ns, "ns");
+        }
+        o
+    }
+
+    fn markdown(&self, a: &Analysis) -> String {
+        let mut o = String::new();
+        let _ = writeln!(o, "{}\n", campaign_line(a));
+        let _ = writeln!(o, "{}\n", runs_line(a));
+        for n in notes(a) {
+            let _ = writeln!(o, "> **Note:** {n}\n");
+        }
+        let _ = writeln!(o, "### Findings\n\n{}\n", comparisons_line(a));
+        let f = findings(a);
+        if f.is_empty() {
+            let _ = writeln!(o, "{NO_FINDINGS}\n");
+        } else {
+            grouped_md(&mut o, a, &f);
+        }
+        let ns = headline_not_separated(a);
+        if !ns.is_empty() {
+            let _ = writeln!(o, "### Not separated: {}\n", a.settings.metrics[0].label());
+            grouped_md(&mut o, a, &ns);
+        }
+        o
+    }
+
+    fn json(&self, a: &Analysis) -> Option<Value> {
+        Some(json!({
+            "counts": a.counts,
+            "planned_runs": a.campaign.planned_runs,
+            "conditions": a.conditions.len(),
+            "process_rows": a.process_rows,
+            "comparisons": {
+                "tested": a.comparisons.iter().filter(|c| c.p_adjusted.is_some()).count(),
+                "different": a.count_verdict(Verdict::Different),
+                "not_separated": a.count_verdict(Verdict::NotSeparated),
+                "too_few_runs": a.count_verdict(Verdict::TooFewRuns),
+            },
+            "findings": findings(a).iter().map(|c| &c.sentence).collect::<Vec<_>>(),
+            "not_separated": headline_not_separated(a).iter().map(|c| &c.sentence).collect::<Vec<_>>(),
+            "notes": notes(a),
+        }))
+    }
+}
+
+const NO_FINDINGS: &str = "No difference between policies is significant: the data do not support ranking them on any metric.";
+
+/// The text with its first letter in upper case.
+fn capitalised(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
+}
+
+/// Comparisons by group, in order.
+fn by_group<'a>(items: &[&'a Comparison]) -> Vec<(usize, Vec<&'a Comparison>)> {
+    let mut out: Vec<(usize, Vec<&Comparison>)> = Vec::new();
+    for &c in items {
+        match out.last_mut() {
+            Some((g, v)) if *g == c.group => v.push(c),
+            _ => out.push((c.group, vec![c])),
+        }
+    }
+    out
+}
+
+/// Statements under a heading per group.
+fn grouped_html(o: &mut String, a: &Analysis, items: &[&Comparison], class: &str) {
+    for (g, cs) in by_group(items) {
+        let _ = write!(
+            o,
+            "<h4>{}</h4>\n<ul class=\"findings\">",
+            fmt::esc(&a.groups[g].label)
+        );
+        for c in cs {
+            let _ = write!(
+                o,
+                "<li class=\"{class}\">{}.</li>",
+                fmt::esc(&capitalised(&c.statement))
+            );
+        }
+        o.push_str("</ul>\n");
+    }
+}
+
+fn grouped_md(o: &mut String, a: &Analysis, items: &[&Comparison]) {
+    for (g, cs) in by_group(items) {
+        let _ = writeln!(o, "**{}**\n", a.groups[g].label);
+        for c in cs {
+            let _ = writeln!(o, "- {}.", capitalised(&c.statement));
+        }
+        o.push('\n');
+    }
+}
