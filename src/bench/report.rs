@@ -1,6 +1,6 @@
 //! `schedlab bench report`: how fast `schedlab report` is on a large
 //! campaign. Builds a synthetic database (by default 10,000 runs × 100
-//! processes = 1,000,000 process rows, in one transaction), then times the
+//! processes = 1,000,000 process rows, in transactions of 500 runs), then times the
 //! analysis and the rendering to HTML, Markdown and JSON, and prints the
 //! times, the peak resident memory and the rows.
 
@@ -96,7 +96,7 @@ pub fn run(args: BenchReportArgs) -> Result<i32> {
     );
     println!("runs                 {runs} (campaign {campaign})");
     println!("process rows         {rows}");
-    println!("generation           {gen_s:.2} s (one transaction, prepared statements)");
+    println!("generation           {gen_s:.2} s (transactions of 500 runs, prepared statements)");
 
     let reset = reset_peak_rss();
     let t = Instant::now();

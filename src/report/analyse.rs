@@ -1469,8 +1469,10 @@ pub fn mw_method(c: &Comparison) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::policy::ProcSched;
+    use crate::record::{ProcessRecord, RunStatus};
     use crate::report::sections::Section;
-    use crate::store::{SyntheticProcess, SyntheticRun};
+    use crate::report::synth::{synthetic_env, synthetic_process, synthetic_record};
 
     /// A campaign of pi × 2 processes with the given per-run wall times
     /// (s) per policy, analysed on wall time only.
@@ -1484,15 +1486,17 @@ mod tests {
         );
         let spec = crate::spec::load(&toml, "t", &[]).unwrap();
         let c = store.create_campaign(&spec, &toml, &[], 1, 0).unwrap();
+        let plan = crate::plan::expand(&spec, 1);
+        let env = synthetic_env(2);
         let mut runs = Vec::new();
         for (policy, values) in samples {
+            let mut run = plan
+                .iter()
+                .find(|r| r.policy.name() == *policy)
+                .unwrap()
+                .clone();
             for (k, &v) in values.iter().enumerate() {
-                let proc_ = SyntheticProcess {
-                    nice: Some(0),
-                    rt_priority: None,
-                    wall_ns: (v * 1e9) as i64,
-                    utime_us: 100_000,
-                    stime_us: 0,
+                let proc_ = |index: u32| ProcessRecord {
                     nvcsw: 1,
                     nivcsw: 2,
                     run_ns: Some(100_000_000),
@@ -1500,31 +1504,37 @@ mod tests {
                     timeslices: Some(3),
                     work: Some(1000),
                     work_unit: "iterations".into(),
+                    ..synthetic_process(
+                        index,
+                        ProcSched {
+                            policy: run.policy,
+                            nice: Some(0),
+                            rt_priority: None,
+                            dl_runtime_ns: None,
+                            dl_deadline_ns: None,
+                            dl_period_ns: None,
+                            weight: None,
+                        },
+                        (v * 1e9) as u64,
+                        100_000,
+                    )
                 };
-                runs.push(SyntheticRun {
-                    run_key: format!("{policy}-{k}"),
-                    seq: runs.len() as i64,
-                    policy: policy.to_string(),
-                    workload: "pi".into(),
-                    workload_kind: "pi".into(),
-                    processes: 2,
-                    priority_mode: "uniform".into(),
-                    cpus: "all".into(),
-                    cpu_list: "0-1".into(),
-                    rep: k as i64 + 1,
-                    status: "ok".into(),
-                    reason: String::new(),
-                    makespan_ns: Some((v * 1e9) as i64),
-                    cpu_util: Some(0.5),
-                    started_unix_ms: 0,
-                    load_avg_1m: Some(0.1),
-                    procs: vec![proc_.clone(), proc_],
-                });
+                run.key = format!("{policy}-{k}");
+                run.seq = runs.len();
+                run.rep = k as u32 + 1;
+                let mut rec = synthetic_record(
+                    &run,
+                    &env,
+                    vec![0, 1],
+                    0,
+                    Some(0.1),
+                    vec![proc_(0), proc_(1)],
+                );
+                rec.cpu_util = Some(0.5);
+                runs.push(rec);
             }
         }
-        store
-            .insert_synthetic_runs(c.id, &crate::report::synth::synthetic_env(2), runs)
-            .unwrap();
+        store.insert_runs(c.id, &runs).unwrap();
         let opts = Options {
             metrics: vec![Metric::Wall],
             ..Options::default()
@@ -1550,28 +1560,18 @@ mod tests {
                 .contains("The campaign is incomplete: 0 of 3")
         );
         // Only skipped runs.
-        let skipped = SyntheticRun {
-            run_key: "k".into(),
-            seq: 0,
-            policy: "fifo".into(),
-            workload: "pi".into(),
-            workload_kind: "pi".into(),
-            processes: 1,
-            priority_mode: "uniform".into(),
-            cpus: "all".into(),
-            cpu_list: "0-1".into(),
-            rep: 1,
-            status: "skipped".into(),
-            reason: "SCHED_FIFO needs CAP_SYS_NICE".into(),
-            makespan_ns: None,
-            cpu_util: None,
-            started_unix_ms: 0,
-            load_avg_1m: None,
-            procs: Vec::new(),
-        };
-        store
-            .insert_synthetic_runs(c.id, &crate::report::synth::synthetic_env(2), [skipped])
-            .unwrap();
+        let mut run = crate::plan::expand(&spec, 1).swap_remove(0);
+        run.key = "k".into();
+        run.seq = 0;
+        run.processes = 1;
+        run.rep = 1;
+        let mut skipped =
+            synthetic_record(&run, &synthetic_env(2), vec![0, 1], 0, None, Vec::new());
+        skipped.status = RunStatus::Skipped;
+        skipped.reason = "SCHED_FIFO needs CAP_SYS_NICE".into();
+        skipped.makespan_ns = None;
+        skipped.cpu_util = None;
+        store.insert_runs(c.id, &[skipped]).unwrap();
         let r = Report::build(&store, &Options::default()).unwrap();
         let md = r.render(Format::Md);
         assert!(md.contains("SCHED_FIFO needs CAP_SYS_NICE"), "{md}");

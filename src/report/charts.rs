@@ -2,7 +2,7 @@
 //! Each chart has a stable id and `data-kind`/`data-metric`/`data-workload`
 //! attributes.
 
-use super::analyse::{Analysis, Group, ShareCheck, policy_label};
+use super::analyse::{Analysis, Condition, Group, ShareCheck, policy_label};
 use super::fmt;
 use super::metric::Metric;
 use super::svg::{
@@ -105,52 +105,71 @@ fn meta(
     }
 }
 
-/// Mean of each policy × group with its 95 % CI.
-pub fn bars(a: &Analysis, workload: &str, metric: Metric) -> Option<BarChart> {
-    let slot = a.metric_index(metric)?;
-    let unit = a.unit(metric, workload);
+/// The grid of a grouped chart of a workload: the label lines of each
+/// group, the policies as series, and `cell` of each group's condition of
+/// each policy (its index and itself; the default where the group has no
+/// condition of the policy).
+type Grid<T> = (Vec<Vec<String>>, Vec<Series>, Vec<Vec<T>>);
+
+fn grid<T: Default>(
+    a: &Analysis,
+    workload: &str,
+    mut cell: impl FnMut(usize, &Condition) -> T,
+) -> Grid<T> {
     let policies = policies_of(a, workload);
     let groups = groups_of(a, workload);
-    let bars = groups
+    let cells = groups
         .iter()
         .map(|(_, g)| {
             policies
                 .iter()
                 .map(|(p, _)| {
-                    let c = g
-                        .conditions
+                    g.conditions
                         .iter()
-                        .map(|&ci| &a.conditions[ci])
-                        .find(|c| &c.policy == p)?;
-                    let cell = &c.cells[slot];
-                    let s = cell.summary.as_ref()?;
-                    let ci = cell.ci.as_ref();
-                    let tooltip = format!(
-                        "{}: mean {}{}, n = {}; median {}, sd {}, min {}, max {}",
-                        c.label,
-                        fmt::with_unit(s.mean, &unit),
-                        ci.map_or_else(String::new, |i| format!(
-                            " (95% CI {}–{}, {})",
-                            fmt::num(i.lo),
-                            fmt::num(i.hi),
-                            i.method.name()
-                        )),
-                        s.n,
-                        fmt::num(s.median),
-                        fmt::num(s.sd),
-                        fmt::num(s.min),
-                        fmt::num(s.max),
-                    );
-                    Some(Bar {
-                        value: s.mean,
-                        lo: ci.map(|i| i.lo),
-                        hi: ci.map(|i| i.hi),
-                        tooltip,
-                    })
+                        .find(|&&ci| &a.conditions[ci].policy == p)
+                        .map_or_else(T::default, |&ci| cell(ci, &a.conditions[ci]))
                 })
                 .collect()
         })
         .collect();
+    (
+        groups.iter().map(|(_, g)| group_lines(a, g)).collect(),
+        policies.into_iter().map(|(_, s)| s).collect(),
+        cells,
+    )
+}
+
+/// Mean of each policy × group with its 95 % CI.
+pub fn bars(a: &Analysis, workload: &str, metric: Metric) -> Option<BarChart> {
+    let slot = a.metric_index(metric)?;
+    let unit = a.unit(metric, workload);
+    let (groups, series, bars) = grid(a, workload, |_, c| {
+        let cell = &c.cells[slot];
+        let s = cell.summary.as_ref()?;
+        let ci = cell.ci.as_ref();
+        let tooltip = format!(
+            "{}: mean {}{}, n = {}; median {}, sd {}, min {}, max {}",
+            c.label,
+            fmt::with_unit(s.mean, &unit),
+            ci.map_or_else(String::new, |i| format!(
+                " (95% CI {}–{}, {})",
+                fmt::num(i.lo),
+                fmt::num(i.hi),
+                i.method.name()
+            )),
+            s.n,
+            fmt::num(s.median),
+            fmt::num(s.sd),
+            fmt::num(s.min),
+            fmt::num(s.max),
+        );
+        Some(Bar {
+            value: s.mean,
+            lo: ci.map(|i| i.lo),
+            hi: ci.map(|i| i.hi),
+            tooltip,
+        })
+    });
     Some(BarChart {
         meta: meta(
             "bars",
@@ -160,8 +179,8 @@ pub fn bars(a: &Analysis, workload: &str, metric: Metric) -> Option<BarChart> {
             a.axis_label(metric, workload),
             x_label(a),
         ),
-        groups: groups.iter().map(|(_, g)| group_lines(a, g)).collect(),
-        series: policies.into_iter().map(|(_, s)| s).collect(),
+        groups,
+        series,
         bars,
         y_max: None,
     })
@@ -171,56 +190,38 @@ pub fn bars(a: &Analysis, workload: &str, metric: Metric) -> Option<BarChart> {
 pub fn spread(a: &Analysis, workload: &str, metric: Metric) -> Option<SpreadChart> {
     let slot = a.metric_index(metric)?;
     let unit = a.unit(metric, workload);
-    let policies = policies_of(a, workload);
-    let groups = groups_of(a, workload);
-    let cells = groups
-        .iter()
-        .map(|(_, g)| {
-            policies
-                .iter()
-                .map(|(p, _)| {
-                    let Some(c) = g
-                        .conditions
-                        .iter()
-                        .map(|&ci| &a.conditions[ci])
-                        .find(|c| &c.policy == p)
-                    else {
-                        return Vec::new();
-                    };
-                    let cell = &c.cells[slot];
-                    let median = cell.summary.as_ref().map_or(f64::NAN, |s| s.median);
-                    (0..cell.values.len())
-                        .map(|k| {
-                            let id = cell.run_ids[k];
-                            let rep = a.run_info.get(&id).map_or(0, |x| x.1);
-                            let v = cell.values[k];
-                            let mut tooltip = format!(
-                                "{}: run {id} (rep {rep}): {}",
-                                c.label,
-                                fmt::with_unit(v, &unit)
-                            );
-                            if cell.flagged[k] {
-                                tooltip.push_str(&format!(
-                                    " — outlier ({}× the median {})",
-                                    if median != 0.0 {
-                                        fmt::sig(v / median, 3)
-                                    } else {
-                                        "–".into()
-                                    },
-                                    fmt::num(median)
-                                ));
-                            }
-                            Point {
-                                value: v,
-                                tooltip,
-                                flagged: cell.flagged[k],
-                            }
-                        })
-                        .collect()
-                })
-                .collect()
-        })
-        .collect();
+    let (groups, series, cells) = grid(a, workload, |_, c| {
+        let cell = &c.cells[slot];
+        let median = cell.summary.as_ref().map_or(f64::NAN, |s| s.median);
+        (0..cell.values.len())
+            .map(|k| {
+                let id = cell.run_ids[k];
+                let rep = a.run_info.get(&id).map_or(0, |x| x.1);
+                let v = cell.values[k];
+                let mut tooltip = format!(
+                    "{}: run {id} (rep {rep}): {}",
+                    c.label,
+                    fmt::with_unit(v, &unit)
+                );
+                if cell.flagged[k] {
+                    tooltip.push_str(&format!(
+                        " — outlier ({}× the median {})",
+                        if median != 0.0 {
+                            fmt::sig(v / median, 3)
+                        } else {
+                            "–".into()
+                        },
+                        fmt::num(median)
+                    ));
+                }
+                Point {
+                    value: v,
+                    tooltip,
+                    flagged: cell.flagged[k],
+                }
+            })
+            .collect()
+    });
     Some(SpreadChart {
         meta: meta(
             "spread",
@@ -230,8 +231,8 @@ pub fn spread(a: &Analysis, workload: &str, metric: Metric) -> Option<SpreadChar
             a.axis_label(metric, workload),
             x_label(a),
         ),
-        groups: groups.iter().map(|(_, g)| group_lines(a, g)).collect(),
-        series: policies.into_iter().map(|(_, s)| s).collect(),
+        groups,
+        series,
         cells,
         strip_max: STRIP_MAX,
     })
@@ -331,44 +332,30 @@ pub fn scaling(a: &Analysis, workload: &str, metric: Metric) -> Option<LineChart
 
 /// Jain's index of per-process CPU time, mean and 95 % CI per condition.
 pub fn jain(a: &Analysis, workload: &str) -> Option<BarChart> {
-    let groups = groups_of(a, workload);
-    let policies = policies_of(a, workload);
     let mut any = false;
-    let bars = groups
-        .iter()
-        .map(|(_, g)| {
-            policies
-                .iter()
-                .map(|(p, _)| {
-                    let &ci = g
-                        .conditions
-                        .iter()
-                        .find(|&&ci| &a.conditions[ci].policy == p)?;
-                    let f = a.fairness.iter().find(|f| f.condition == ci)?;
-                    let s = f.jain_cpu.as_ref()?;
-                    any = true;
-                    let (lo, hi) = if s.n >= 2 {
-                        (Some(s.ci95_lo.max(0.0)), Some(s.ci95_hi.min(1.0)))
-                    } else {
-                        (None, None)
-                    };
-                    Some(Bar {
-                        value: s.mean,
-                        lo,
-                        hi,
-                        tooltip: format!(
-                            "{}: Jain's index of CPU time {} (min {}, max {}), n = {} runs",
-                            f.label,
-                            fmt::sig(s.mean, 4),
-                            fmt::sig(s.min, 4),
-                            fmt::sig(s.max, 4),
-                            s.n
-                        ),
-                    })
-                })
-                .collect()
+    let (groups, series, bars) = grid(a, workload, |ci, _| {
+        let f = a.fairness.iter().find(|f| f.condition == ci)?;
+        let s = f.jain_cpu.as_ref()?;
+        any = true;
+        let (lo, hi) = if s.n >= 2 {
+            (Some(s.ci95_lo.max(0.0)), Some(s.ci95_hi.min(1.0)))
+        } else {
+            (None, None)
+        };
+        Some(Bar {
+            value: s.mean,
+            lo,
+            hi,
+            tooltip: format!(
+                "{}: Jain's index of CPU time {} (min {}, max {}), n = {} runs",
+                f.label,
+                fmt::sig(s.mean, 4),
+                fmt::sig(s.min, 4),
+                fmt::sig(s.max, 4),
+                s.n
+            ),
         })
-        .collect();
+    });
     any.then(|| BarChart {
         meta: meta(
             "fairness",
@@ -378,8 +365,8 @@ pub fn jain(a: &Analysis, workload: &str) -> Option<BarChart> {
             "Jain's index (1 = equal)".into(),
             x_label(a),
         ),
-        groups: groups.iter().map(|(_, g)| group_lines(a, g)).collect(),
-        series: policies.into_iter().map(|(_, s)| s).collect(),
+        groups,
+        series,
         bars,
         y_max: Some(1.0),
     })

@@ -442,6 +442,47 @@ fn bottom_room(lines: usize, x_label: &str) -> f64 {
     15.0 + 13.0 * lines as f64 + if x_label.is_empty() { 4.0 } else { 20.0 }
 }
 
+/// Open a chart whose x axis holds groups of categories, tall enough for
+/// their label lines; returns the top and the bottom of the plot.
+fn open_grouped(
+    out: &mut String,
+    meta: &Meta,
+    groups: &[Vec<String>],
+    series: &[Series],
+) -> (f64, f64) {
+    let lines = groups.iter().map(Vec::len).max().unwrap_or(1);
+    let height = 330.0 + 13.0 * lines.saturating_sub(1) as f64;
+    let top = open(out, meta, height, series);
+    (top, height - bottom_room(lines, &meta.x_label))
+}
+
+/// The width of each of `groups` groups across the plot.
+fn group_width(groups: usize) -> f64 {
+    (W - RIGHT - LEFT) / groups.max(1) as f64
+}
+
+/// The centre of group `g` of width `gw`.
+fn group_centre(g: usize, gw: f64) -> f64 {
+    LEFT + gw * (g as f64 + 0.5)
+}
+
+/// Close a chart opened with [`open_grouped`]: the x axis line at
+/// `axis_y`, the group labels under `bottom`, the end of the SVG.
+fn close_grouped(
+    mut out: String,
+    meta: &Meta,
+    groups: &[Vec<String>],
+    centres: &[f64],
+    gw: f64,
+    axis_y: f64,
+    bottom: f64,
+) -> String {
+    x_axis_line(&mut out, axis_y);
+    category_labels(&mut out, groups, centres, gw, bottom, &meta.x_label);
+    out.push_str("</svg>");
+    out
+}
+
 /// One bar: its height and, when known, the ends of its interval.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Bar {
@@ -469,10 +510,7 @@ pub struct BarChart {
 impl BarChart {
     pub fn render(&self) -> String {
         let mut out = String::new();
-        let lines = self.groups.iter().map(Vec::len).max().unwrap_or(1);
-        let height = 330.0 + 13.0 * lines.saturating_sub(1) as f64;
-        let top = open(&mut out, &self.meta, height, &self.series);
-        let bottom = height - bottom_room(lines, &self.meta.x_label);
+        let (top, bottom) = open_grouped(&mut out, &self.meta, &self.groups, &self.series);
         // The axis starts at 0 unless a bar itself is negative; whiskers of
         // non-negative quantities are clipped at 0 (the tooltip keeps the
         // exact interval).
@@ -494,15 +532,13 @@ impl BarChart {
         let ticks = nice_ticks(lo, hi, 5);
         let y = Scale::linear(ticks.lo, ticks.hi, bottom, top);
         y_axis(&mut out, &y, &ticks.values, ticks.step, &self.meta.y_label);
-        let n_groups = self.groups.len().max(1);
-        let plot_w = W - RIGHT - LEFT;
-        let gw = plot_w / n_groups as f64;
+        let gw = group_width(self.groups.len());
         let n_series = self.series.len().max(1);
         let bw = (gw * 0.8 / n_series as f64).min(60.0);
         let zero = y.map(0.0);
         let mut centres = Vec::new();
         for (g, row) in self.bars.iter().enumerate() {
-            let gx = LEFT + gw * (g as f64 + 0.5);
+            let gx = group_centre(g, gw);
             centres.push(gx);
             let start = gx - bw * n_series as f64 / 2.0;
             for (s, bar) in row.iter().enumerate() {
@@ -550,17 +586,15 @@ impl BarChart {
                 out.push_str("</g>");
             }
         }
-        x_axis_line(&mut out, zero.min(bottom));
-        category_labels(
-            &mut out,
+        close_grouped(
+            out,
+            &self.meta,
             &self.groups,
             &centres,
             gw,
+            zero.min(bottom),
             bottom,
-            &self.meta.x_label,
-        );
-        out.push_str("</svg>");
-        out
+        )
     }
 }
 
@@ -596,10 +630,7 @@ fn jitter(i: usize) -> f64 {
 impl SpreadChart {
     pub fn render(&self) -> String {
         let mut out = String::new();
-        let lines = self.groups.iter().map(Vec::len).max().unwrap_or(1);
-        let height = 330.0 + 13.0 * lines.saturating_sub(1) as f64;
-        let top = open(&mut out, &self.meta, height, &self.series);
-        let bottom = height - bottom_room(lines, &self.meta.x_label);
+        let (top, bottom) = open_grouped(&mut out, &self.meta, &self.groups, &self.series);
         let values = self
             .cells
             .iter()
@@ -623,13 +654,12 @@ impl SpreadChart {
         };
         let y = Scale::linear(ticks.lo, ticks.hi, bottom, top);
         y_axis(&mut out, &y, &ticks.values, ticks.step, &self.meta.y_label);
-        let n_groups = self.groups.len().max(1);
-        let gw = (W - RIGHT - LEFT) / n_groups as f64;
+        let gw = group_width(self.groups.len());
         let n_series = self.series.len().max(1);
         let cw = gw * 0.84 / n_series as f64;
         let mut centres = Vec::new();
         for (g, row) in self.cells.iter().enumerate() {
-            let gx = LEFT + gw * (g as f64 + 0.5);
+            let gx = group_centre(g, gw);
             centres.push(gx);
             let start = gx - cw * n_series as f64 / 2.0;
             for (s, points) in row.iter().enumerate() {
@@ -648,17 +678,7 @@ impl SpreadChart {
                 }
             }
         }
-        x_axis_line(&mut out, bottom);
-        category_labels(
-            &mut out,
-            &self.groups,
-            &centres,
-            gw,
-            bottom,
-            &self.meta.x_label,
-        );
-        out.push_str("</svg>");
-        out
+        close_grouped(out, &self.meta, &self.groups, &centres, gw, bottom, bottom)
     }
 
     fn render_box(

@@ -2,15 +2,17 @@
 //! a real spec expanded by [`crate::plan::expand`], with measurements drawn
 //! from a simple scheduling model (weighted processor sharing for fair
 //! policies and RR, run-to-completion for FIFO) plus seeded noise, written
-//! with [`Store::insert_synthetic_runs`].
+//! as [`RunRecord`]s with [`Store::insert_runs`].
 
 use anyhow::{Context, Result};
 
 use crate::plan::Run;
-use crate::policy::{Class, Policy};
+use crate::policy::{Class, Policy, ProcSched};
+use crate::record::{ProcessRecord, RunRecord, RunStatus};
 use crate::rng::SplitMix64;
 use crate::stats::fairness::nice_weight;
-use crate::store::{Store, SyntheticEnv, SyntheticProcess, SyntheticRun};
+use crate::store::Store;
+use crate::sys::envinfo::EnvSnapshot;
 
 use super::fmt::fnv1a;
 
@@ -160,20 +162,98 @@ impl SynthConfig {
 }
 
 /// The environment of synthetic runs.
-pub fn synthetic_env(cpus: usize) -> SyntheticEnv {
-    SyntheticEnv {
-        fingerprint: format!("synthetic-{cpus}"),
+pub fn synthetic_env(cpus: usize) -> EnvSnapshot {
+    EnvSnapshot {
         kernel_release: "6.1.0-synthetic".into(),
+        kernel_version: "#1 SMP PREEMPT_DYNAMIC".into(),
+        machine: "x86_64".into(),
+        hostname: "synthetic".into(),
         cpu_model: "Synthetic CPU @ 2.0GHz".into(),
-        cpus_online: cpus as i64,
+        cpus_online: cpus,
+        cpus_allowed: (0..cpus).collect(),
         hz: Some(250),
         preempt_model: "voluntary (dynamic)".into(),
         sched_rt_runtime_us: Some(950_000),
         sched_rt_period_us: Some(1_000_000),
         sched_rr_timeslice_ms: Some(100),
+        sched_autogroup_enabled: None,
         cgroup_version: "v2".into(),
+        rt_group_sched: false,
+        root_cgroup_rt_runtime_us: None,
         virtualization: "kvm".into(),
+        sched_ext: None,
         schedlab_version: "0.0.0-synthetic".into(),
+        load_avg_1m: None,
+    }
+}
+
+/// A synthetic record of `run`: ok, with these processes, measured in
+/// `env` (the load average is the run's), without slices or extra facts.
+/// Makespan and CPU utilisation follow from the processes.
+pub fn synthetic_record(
+    run: &Run,
+    env: &EnvSnapshot,
+    cpu_list: Vec<usize>,
+    started_unix_ms: i64,
+    load_avg_1m: Option<f64>,
+    processes: Vec<ProcessRecord>,
+) -> RunRecord {
+    let makespan = processes.iter().map(|p| p.wall_ns).max().unwrap_or(0);
+    let cpu_total: f64 = processes
+        .iter()
+        .map(|p| (p.utime_us + p.stime_us) as f64 / 1e6)
+        .sum();
+    let cpu_util = cpu_total / (makespan as f64 / 1e9 * cpu_list.len() as f64);
+    RunRecord {
+        run: run.clone(),
+        status: RunStatus::Ok,
+        reason: String::new(),
+        makespan_ns: Some(makespan),
+        cpu_util: Some(cpu_util),
+        cpu_list,
+        started_unix_ms,
+        env: EnvSnapshot {
+            load_avg_1m,
+            ..env.clone()
+        },
+        processes,
+        slices: Vec::new(),
+        extra: serde_json::json!({}),
+    }
+}
+
+/// A synthetic worker process: exited normally, no page faults, no
+/// start and end times.
+pub fn synthetic_process(
+    index: u32,
+    sched: ProcSched,
+    wall_ns: u64,
+    utime_us: u64,
+) -> ProcessRecord {
+    ProcessRecord {
+        index,
+        role: "worker".into(),
+        pid: 10_000 + index as i32,
+        sched,
+        start_ns: None,
+        end_ns: None,
+        wall_ns,
+        utime_us,
+        stime_us: 0,
+        nvcsw: 0,
+        nivcsw: 0,
+        minflt: 0,
+        majflt: 0,
+        maxrss_kb: 0,
+        run_ns: None,
+        wait_ns: None,
+        timeslices: None,
+        work: None,
+        work_unit: String::new(),
+        figures: Default::default(),
+        exit: "exit code 0".into(),
+        ok: true,
+        stderr_tail: String::new(),
     }
 }
 
@@ -259,7 +339,7 @@ fn normal(rng: &mut SplitMix64) -> f64 {
 }
 
 /// The model's measurement of one run.
-fn measure(cfg: &SynthConfig, run: &Run, cpus: usize) -> SyntheticRun {
+fn measure(cfg: &SynthConfig, run: &Run, env: &EnvSnapshot, cpus: usize) -> RunRecord {
     let policy = run.policy.name();
     let kind = run.workload.workload.kind();
     let n = run.processes as usize;
@@ -311,7 +391,7 @@ fn measure(cfg: &SynthConfig, run: &Run, cpus: usize) -> SyntheticRun {
             _ => None,
         })
         .unwrap_or(1.0);
-    let procs: Vec<SyntheticProcess> = (0..n)
+    let procs: Vec<ProcessRecord> = (0..n)
         .map(|i| {
             let noise = run_noise * (0.4 * cfg.noise * normal(&mut rng)).exp();
             let cpu = demand * (0.01 * normal(&mut rng)).exp();
@@ -330,58 +410,52 @@ fn measure(cfg: &SynthConfig, run: &Run, cpus: usize) -> SyntheticRun {
             };
             let wait = (wall - cpu - io_s).max(0.0);
             let (nice, rt) = match class {
-                Class::Fair => (prio[i].map(i64::from), None),
-                Class::Realtime => (None, prio[i].map(i64::from)),
+                Class::Fair => (prio[i], None),
+                Class::Realtime => (None, prio[i]),
                 _ => (None, None),
             };
-            SyntheticProcess {
+            let sched = ProcSched {
+                policy: run.policy,
                 nice,
                 rt_priority: rt,
-                wall_ns: (wall * 1e9) as i64,
-                utime_us: (utime * 1e6) as i64,
-                stime_us: (stime * 1e6) as i64,
-                nvcsw: nvcsw as i64,
-                nivcsw: nivcsw as i64,
-                run_ns: Some((cpu * 1e9) as i64),
-                wait_ns: Some((wait * 1e9) as i64),
-                timeslices: Some((nvcsw + nivcsw + 1.0) as i64),
+                dl_runtime_ns: None,
+                dl_deadline_ns: None,
+                dl_period_ns: None,
+                weight: None,
+            };
+            ProcessRecord {
+                stime_us: (stime * 1e6) as u64,
+                nvcsw: nvcsw as u64,
+                nivcsw: nivcsw as u64,
+                run_ns: Some((cpu * 1e9) as u64),
+                wait_ns: Some((wait * 1e9) as u64),
+                timeslices: Some((nvcsw + nivcsw + 1.0) as u64),
                 work: Some(match kind {
                     "pi" => 10_000_000,
                     "copy" => 1_024_000,
                     _ => 4,
                 }),
                 work_unit: run.workload.workload.work_unit().to_string(),
+                ..synthetic_process(i as u32, sched, (wall * 1e9) as u64, (utime * 1e6) as u64)
             }
         })
         .collect();
-    let makespan = procs.iter().map(|p| p.wall_ns).max().unwrap_or(0);
-    let cpu_total: f64 = procs
-        .iter()
-        .map(|p| (p.utime_us + p.stime_us) as f64 / 1e6)
-        .sum();
-    SyntheticRun {
-        run_key: run.key.clone(),
-        seq: run.seq as i64,
-        policy: policy.to_string(),
-        workload: run.workload.name.clone(),
-        workload_kind: kind.to_string(),
-        processes: n as i64,
-        priority_mode: run.priorities.name.clone(),
-        cpus: run.cpus.label(),
-        cpu_list: if cfg.cpus == "all" {
-            format!("0-{}", cpus - 1)
-        } else {
-            cfg.cpus.clone()
-        },
-        rep: i64::from(run.rep),
-        status: "ok".into(),
-        reason: String::new(),
-        makespan_ns: Some(makespan),
-        cpu_util: Some(cpu_total / (makespan as f64 / 1e9 * cpus as f64)),
-        started_unix_ms: cfg.created_unix_ms + 1000 * run.seq as i64,
-        load_avg_1m: Some(0.1 + 0.01 * (run.seq % 7) as f64),
+    let cpu_list: Vec<usize> = if cfg.cpus == "all" {
+        (0..cpus).collect()
+    } else {
+        cfg.cpus
+            .split(',')
+            .map(|c| c.trim().parse().expect("a CPU number"))
+            .collect()
+    };
+    synthetic_record(
+        run,
+        env,
+        cpu_list,
+        cfg.created_unix_ms + 1000 * run.seq as i64,
+        Some(0.1 + 0.01 * (run.seq % 7) as f64),
         procs,
-    }
+    )
 }
 
 fn matches(s: &Special, run: &Run) -> bool {
@@ -391,6 +465,9 @@ fn matches(s: &Special, run: &Run) -> bool {
         && s.priorities == run.priorities.name
         && s.rep == run.rep
 }
+
+/// Runs generated and stored per transaction by [`create`].
+const CHUNK_RUNS: usize = 500;
 
 /// Create the campaign of `cfg` in `store` with every run; returns the
 /// campaign id and the number of process rows.
@@ -406,26 +483,37 @@ pub fn create(store: &mut Store, cfg: &SynthConfig) -> Result<(i64, u64)> {
         cfg.cpus.split(',').count()
     };
     let env = synthetic_env(cfg.machine_cpus);
-    let records = runs.iter().map(|run| {
-        let mut r = measure(cfg, run, cpus);
+    let record = |run: &Run| {
+        let mut r = measure(cfg, run, &env, cpus);
         if let Some(s) = cfg.specials.iter().find(|s| matches(s, run)) {
             let (status, reason) = match &s.kind {
-                SpecialKind::Failed(why) => ("failed", why.clone()),
-                SpecialKind::TimedOut => ("timed_out", format!("over the {} s timeout", 600)),
-                SpecialKind::Skipped(why) => ("skipped", why.clone()),
-                SpecialKind::Slow(_) => ("ok", String::new()),
+                SpecialKind::Failed(why) => (RunStatus::Failed, why.clone()),
+                SpecialKind::TimedOut => {
+                    (RunStatus::TimedOut, format!("over the {} s timeout", 600))
+                }
+                SpecialKind::Skipped(why) => (RunStatus::Skipped, why.clone()),
+                SpecialKind::Slow(_) => (RunStatus::Ok, String::new()),
             };
-            if status != "ok" {
-                r.status = status.into();
+            if status != RunStatus::Ok {
+                r.status = status;
                 r.reason = reason;
                 r.makespan_ns = None;
                 r.cpu_util = None;
-                r.procs.clear();
+                r.processes.clear();
             }
         }
         r
-    });
-    let rows = store.insert_synthetic_runs(campaign.id, &env, records)?;
+    };
+    // In chunks, so memory stays bounded however many runs there are.
+    let mut rows = 0u64;
+    for chunk in runs.chunks(CHUNK_RUNS) {
+        let records: Vec<RunRecord> = chunk.iter().map(record).collect();
+        rows += records
+            .iter()
+            .map(|r| r.processes.len() as u64)
+            .sum::<u64>();
+        store.insert_runs(campaign.id, &records)?;
+    }
     Ok((campaign.id, rows))
 }
 

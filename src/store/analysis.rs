@@ -1,5 +1,4 @@
-//! The queries behind `schedlab report`, and a bulk insert of synthetic runs
-//! for the report's benchmark and tests.
+//! The queries behind `schedlab report`.
 //!
 //! Every column the schema defines is read directly (the schema has one
 //! migration). Process rows of a whole campaign are streamed to a callback,
@@ -89,62 +88,6 @@ pub struct ReportProcess {
     pub wait_ns: Option<i64>,
     pub timeslices: Option<i64>,
     pub work: Option<i64>,
-}
-
-/// A synthetic environment for [`Store::insert_synthetic_runs`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct SyntheticEnv {
-    pub fingerprint: String,
-    pub kernel_release: String,
-    pub cpu_model: String,
-    pub cpus_online: i64,
-    pub hz: Option<i64>,
-    pub preempt_model: String,
-    pub sched_rt_runtime_us: Option<i64>,
-    pub sched_rt_period_us: Option<i64>,
-    pub sched_rr_timeslice_ms: Option<i64>,
-    pub cgroup_version: String,
-    pub virtualization: String,
-    pub schedlab_version: String,
-}
-
-/// A synthetic run for [`Store::insert_synthetic_runs`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct SyntheticRun {
-    pub run_key: String,
-    pub seq: i64,
-    pub policy: String,
-    pub workload: String,
-    pub workload_kind: String,
-    pub processes: i64,
-    pub priority_mode: String,
-    pub cpus: String,
-    pub cpu_list: String,
-    pub rep: i64,
-    pub status: String,
-    pub reason: String,
-    pub makespan_ns: Option<i64>,
-    pub cpu_util: Option<f64>,
-    pub started_unix_ms: i64,
-    pub load_avg_1m: Option<f64>,
-    pub procs: Vec<SyntheticProcess>,
-}
-
-/// A synthetic worker process of a [`SyntheticRun`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct SyntheticProcess {
-    pub nice: Option<i64>,
-    pub rt_priority: Option<i64>,
-    pub wall_ns: i64,
-    pub utime_us: i64,
-    pub stime_us: i64,
-    pub nvcsw: i64,
-    pub nivcsw: i64,
-    pub run_ns: Option<i64>,
-    pub wait_ns: Option<i64>,
-    pub timeslices: Option<i64>,
-    pub work: Option<i64>,
-    pub work_unit: String,
 }
 
 /// Why a report query on a fixed set of columns cannot be prepared.
@@ -414,113 +357,6 @@ impl Store {
             }
         }
         Ok(out)
-    }
-
-    /// Insert synthetic runs (benchmarks, tests) into a campaign in one
-    /// transaction with prepared statements. Columns added by later schema
-    /// versions keep their defaults. Returns the number of process rows.
-    pub fn insert_synthetic_runs(
-        &mut self,
-        campaign_id: i64,
-        env: &SyntheticEnv,
-        runs: impl IntoIterator<Item = SyntheticRun>,
-    ) -> Result<u64> {
-        let tx = self.conn.transaction()?;
-        let env_id: i64 = match tx
-            .query_row(
-                "SELECT id FROM environments WHERE fingerprint = ?1",
-                [&env.fingerprint],
-                |r| r.get(0),
-            )
-            .optional()?
-        {
-            Some(id) => id,
-            None => {
-                tx.execute(
-                    "INSERT INTO environments (fingerprint, kernel_release, cpu_model, cpus_online, hz,
-                         preempt_model, sched_rt_runtime_us, sched_rt_period_us, sched_rr_timeslice_ms,
-                         cgroup_version, virtualization, schedlab_version, json)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, '{}')",
-                    params![
-                        env.fingerprint,
-                        env.kernel_release,
-                        env.cpu_model,
-                        env.cpus_online,
-                        env.hz,
-                        env.preempt_model,
-                        env.sched_rt_runtime_us,
-                        env.sched_rt_period_us,
-                        env.sched_rr_timeslice_ms,
-                        env.cgroup_version,
-                        env.virtualization,
-                        env.schedlab_version,
-                    ],
-                )?;
-                tx.last_insert_rowid()
-            }
-        };
-        let mut rows = 0u64;
-        {
-            let mut run_stmt = tx.prepare(
-                "INSERT INTO runs (campaign_id, run_key, seq, policy, workload, workload_kind, processes,
-                     priority_mode, cpus, cpu_list, rep, status, reason, makespan_ns, cpu_util, started_unix_ms,
-                     load_avg_1m, environment_id, resolved_json)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, '{}')",
-            )?;
-            let mut proc_stmt = tx.prepare(
-                "INSERT INTO processes (run_id, process_index, pid, policy, nice, rt_priority, wall_ns, utime_us,
-                     stime_us, nvcsw, nivcsw, minflt, majflt, maxrss_kb, run_ns, wait_ns, timeslices, work,
-                     work_unit, figures_json, exit, ok)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 0, 0, 0, ?12, ?13, ?14, ?15, ?16, '{}',
-                     'exit code 0', 1)",
-            )?;
-            for run in runs {
-                run_stmt.execute(params![
-                    campaign_id,
-                    run.run_key,
-                    run.seq,
-                    run.policy,
-                    run.workload,
-                    run.workload_kind,
-                    run.processes,
-                    run.priority_mode,
-                    run.cpus,
-                    run.cpu_list,
-                    run.rep,
-                    run.status,
-                    run.reason,
-                    run.makespan_ns,
-                    run.cpu_util,
-                    run.started_unix_ms,
-                    run.load_avg_1m,
-                    env_id,
-                ])?;
-                let run_id = tx.last_insert_rowid();
-                for (i, p) in run.procs.iter().enumerate() {
-                    proc_stmt.execute(params![
-                        run_id,
-                        i as i64,
-                        10_000 + i as i64,
-                        run.policy,
-                        p.nice,
-                        p.rt_priority,
-                        p.wall_ns,
-                        p.utime_us,
-                        p.stime_us,
-                        p.nvcsw,
-                        p.nivcsw,
-                        p.run_ns,
-                        p.wait_ns,
-                        p.timeslices,
-                        p.work,
-                        p.work_unit,
-                    ])?;
-                    rows += 1;
-                }
-            }
-        }
-        tx.commit().context("committing synthetic runs")?;
-        Ok(rows)
     }
 
     /// Set a campaign's creation time and recorded schedlab version

@@ -15,10 +15,7 @@ use crate::record::{RunRecord, RunStatus};
 use crate::spec::Spec;
 use crate::sys::envinfo::EnvSnapshot;
 
-pub use analysis::{
-    ReportCampaign, ReportEnvironment, ReportProcess, ReportRun, SyntheticEnv, SyntheticProcess,
-    SyntheticRun,
-};
+pub use analysis::{ReportCampaign, ReportEnvironment, ReportProcess, ReportRun};
 pub use schema::MIGRATIONS;
 
 pub struct Store {
@@ -258,11 +255,8 @@ impl Store {
             .map(|b| format!("{b:02x}"))
             .collect();
         if let Some(id) = tx
-            .query_row(
-                "SELECT id FROM environments WHERE fingerprint = ?1",
-                [&fingerprint],
-                |r| r.get(0),
-            )
+            .prepare_cached("SELECT id FROM environments WHERE fingerprint = ?1")?
+            .query_row([&fingerprint], |r| r.get(0))
             .optional()?
         {
             return Ok(id);
@@ -291,18 +285,40 @@ impl Store {
         Ok(tx.last_insert_rowid())
     }
 
-    /// Store a finished run and its processes in one transaction.
+    /// Store a finished run and its processes in one transaction (a crash
+    /// loses at most the run being stored).
     pub fn insert_run(&mut self, campaign_id: i64, rec: &RunRecord) -> Result<i64> {
         let tx = self.conn.transaction()?;
-        let env_id = Self::environment_id(&tx, &rec.env)?;
+        let run_id = Self::insert_run_in(&tx, campaign_id, rec)?;
+        tx.commit()
+            .with_context(|| format!("committing run {}", rec.run.key))?;
+        Ok(run_id)
+    }
+
+    /// Store many runs in one transaction (synthetic campaigns for the
+    /// report's benchmark and tests). Returns their ids, in order.
+    pub fn insert_runs(&mut self, campaign_id: i64, recs: &[RunRecord]) -> Result<Vec<i64>> {
+        let tx = self.conn.transaction()?;
+        let ids = recs
+            .iter()
+            .map(|rec| Self::insert_run_in(&tx, campaign_id, rec))
+            .collect::<Result<Vec<_>>>()?;
+        tx.commit().context("committing runs")?;
+        Ok(ids)
+    }
+
+    /// Insert one run, its processes and its slices inside `tx`.
+    fn insert_run_in(tx: &rusqlite::Transaction, campaign_id: i64, rec: &RunRecord) -> Result<i64> {
+        let env_id = Self::environment_id(tx, &rec.env)?;
         let run = &rec.run;
-        tx.execute(
+        tx.prepare_cached(
             "INSERT INTO runs (campaign_id, run_key, seq, policy, workload, workload_kind, processes, priority_mode,
                  cpus, cpu_list, rep, status, reason, makespan_ns, cpu_util, started_unix_ms, load_avg_1m,
                  environment_id, resolved_json, rt_runtime_us, extra_json)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,
                      ?20, ?21)",
-            params![
+        )?
+        .execute(params![
                 campaign_id,
                 run.key,
                 run.seq as i64,
@@ -324,12 +340,11 @@ impl Store {
                 serde_json::to_string(run)?,
                 run.rt_runtime_us,
                 serde_json::to_string(&rec.extra)?,
-            ],
-        )
+            ])
         .with_context(|| format!("storing run {}", run.key))?;
         let run_id = tx.last_insert_rowid();
         {
-            let mut stmt = tx.prepare(
+            let mut stmt = tx.prepare_cached(
                 "INSERT INTO processes (run_id, process_index, role, pid, policy, nice, rt_priority, dl_runtime_ns,
                      dl_deadline_ns, dl_period_ns, start_ns, end_ns, wall_ns, utime_us, stime_us, nvcsw, nivcsw,
                      minflt, majflt, maxrss_kb, run_ns, wait_ns, timeslices, work, work_unit, figures_json, exit,
@@ -372,7 +387,7 @@ impl Store {
             }
         }
         {
-            let mut stmt = tx.prepare(
+            let mut stmt = tx.prepare_cached(
                 "INSERT INTO slices (run_id, seq, process_index, cpu, planned_start_ns, planned_end_ns,
                      actual_end_ns, cpu_ns)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
@@ -390,8 +405,6 @@ impl Store {
                 ])?;
             }
         }
-        tx.commit()
-            .with_context(|| format!("committing run {}", run.key))?;
         Ok(run_id)
     }
 
