@@ -249,6 +249,7 @@ impl Launcher {
         drop(barrier_w); // EOF on every worker's barrier: go.
         let waited = self.wait_all(&pids, &hogs, release_ns, dispatcher.as_ref());
         let dispatched = dispatcher.map(Dispatcher::stop);
+        let parent = raised.label;
         drop(raised);
         let waited = waited?;
 
@@ -266,14 +267,17 @@ impl Launcher {
             timeout: self.timeout,
         };
         let mut record = ctx.build(cpus, started_unix_ms, env);
+        if parent != ParentPriority::unchanged().label {
+            // What schedlab itself ran as while it watched RT workers.
+            add_extra(&mut record, "parent", serde_json::json!(parent));
+        }
         if bandwidth_cpus < record.cpu_list.len() {
-            record.extra = serde_json::json!({
-                "deadline": format!(
-                    "SCHED_DEADLINE cannot be pinned to cpus = \"{}\": the workers ran on every CPU \
-                     with the bandwidth of {bandwidth_cpus} CPU(s) reserved",
-                    run.cpus.label()
-                )
-            });
+            let note = format!(
+                "SCHED_DEADLINE cannot be pinned to cpus = \"{}\": the workers ran on every CPU \
+                 with the bandwidth of {bandwidth_cpus} CPU(s) reserved",
+                run.cpus.label()
+            );
+            add_extra(&mut record, "deadline", serde_json::json!(note));
         }
         if let Some(report) = dispatched {
             attach_dispatch(&mut record, &report, release_ns);
@@ -324,6 +328,16 @@ impl Launcher {
     }
 }
 
+/// Add one policy-specific fact to a run's `extra` object.
+fn add_extra(record: &mut RunRecord, key: &str, value: serde_json::Value) {
+    if !record.extra.is_object() {
+        record.extra = serde_json::json!({});
+    }
+    if let Some(map) = record.extra.as_object_mut() {
+        map.insert(key.to_string(), value);
+    }
+}
+
 /// Store what the WRR dispatcher did: every slice (times after barrier
 /// release) and a summary of its precision and cost.
 fn attach_dispatch(record: &mut RunRecord, report: &DispatchReport, release_ns: u64) {
@@ -340,8 +354,10 @@ fn attach_dispatch(record: &mut RunRecord, report: &DispatchReport, release_ns: 
             cpu_ns: s.cpu_ns,
         })
         .collect();
-    record.extra = serde_json::json!({
-        "wrr": {
+    add_extra(
+        record,
+        "wrr",
+        serde_json::json!({
             "mechanism": report.mechanism.name(),
             "slices": report.slices.len(),
             "dispatcher_cpu_ns": report.dispatcher_cpu_ns,
@@ -350,8 +366,8 @@ fn attach_dispatch(record: &mut RunRecord, report: &DispatchReport, release_ns: 
             "lateness_p50_ns": report.lateness_quantile(0.5),
             "lateness_p99_ns": report.lateness_quantile(0.99),
             "errors": report.errors,
-        }
-    });
+        }),
+    );
     if !report.errors.is_empty() && record.status == RunStatus::Ok {
         record.status = RunStatus::Failed;
         record.reason = format!("WRR dispatcher: {}", report.errors.join("; "));
