@@ -39,6 +39,39 @@ fn meta(kind: &'static str, g: &WeightGroup, title: String, y: &str) -> Meta {
     }
 }
 
+/// A contender's measured line and, when it has two points or more, its
+/// ideal as a dashed line of the same colour. Nothing without measurements.
+fn measured_and_ideal(
+    label: &str,
+    colour: String,
+    measured: Vec<LinePoint>,
+    ideal: Vec<LinePoint>,
+    ideal_name: &str,
+) -> Vec<Line> {
+    if measured.is_empty() {
+        return Vec::new();
+    }
+    let mut lines = vec![Line {
+        series: Series {
+            name: label.to_string(),
+            colour: colour.clone(),
+        },
+        points: measured,
+        dashed: false,
+    }];
+    if ideal.len() >= 2 {
+        lines.push(Line {
+            series: Series {
+                name: format!("{label} {ideal_name}"),
+                colour,
+            },
+            points: ideal,
+            dashed: true,
+        });
+    }
+    lines
+}
+
 /// Work done per process against its weight, one line per contender with
 /// its proportional ideal (dashed): total work × weight share.
 pub fn work(a: &Analysis, g: &WeightGroup) -> Option<LineChart> {
@@ -70,17 +103,6 @@ pub fn work(a: &Analysis, g: &WeightGroup) -> Option<LineChart> {
                 })
             })
             .collect();
-        if points.is_empty() {
-            continue;
-        }
-        lines.push(Line {
-            series: Series {
-                name: c.label.clone(),
-                colour: col.clone(),
-            },
-            points,
-            dashed: false,
-        });
         let ideal: Vec<LinePoint> = c
             .per_weight
             .iter()
@@ -99,16 +121,7 @@ pub fn work(a: &Analysis, g: &WeightGroup) -> Option<LineChart> {
                 })
             })
             .collect();
-        if ideal.len() >= 2 {
-            lines.push(Line {
-                series: Series {
-                    name: format!("{} ideal", c.label),
-                    colour: col,
-                },
-                points: ideal,
-                dashed: true,
-            });
-        }
+        lines.extend(measured_and_ideal(&c.label, col, points, ideal, "ideal"));
     }
     (!lines.is_empty()).then(|| LineChart {
         meta: meta(
@@ -175,17 +188,6 @@ pub fn completion(a: &Analysis, g: &WeightGroup) -> Option<LineChart> {
                 })
             })
             .collect();
-        if points.is_empty() {
-            continue;
-        }
-        lines.push(Line {
-            series: Series {
-                name: c.label.clone(),
-                colour: col.clone(),
-            },
-            points,
-            dashed: false,
-        });
         let ideal: Vec<LinePoint> = c
             .per_weight
             .iter()
@@ -205,16 +207,13 @@ pub fn completion(a: &Analysis, g: &WeightGroup) -> Option<LineChart> {
                 })
             })
             .collect();
-        if ideal.len() >= 2 {
-            lines.push(Line {
-                series: Series {
-                    name: format!("{} ideal (GPS)", c.label),
-                    colour: col,
-                },
-                points: ideal,
-                dashed: true,
-            });
-        }
+        lines.extend(measured_and_ideal(
+            &c.label,
+            col,
+            points,
+            ideal,
+            "ideal (GPS)",
+        ));
     }
     (!lines.is_empty()).then(|| LineChart {
         meta: meta(
