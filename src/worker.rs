@@ -100,21 +100,15 @@ fn run(json: &str) -> Result<()> {
         eprintln!("fault injection: worker {} aborts", args.index);
         std::process::abort();
     }
-    // A fixed duration runs from barrier release, as "work done by each in
-    // 30 s" means: a worker that gets the CPU late has less of it left.
-    let elapsed_ns = read_release_ns(&args.dir).map_or(0, |r| start_ns.saturating_sub(r));
+    // A fixed duration runs from barrier release to release + duration for
+    // every worker, as "work done by each in 30 s" means: a worker that gets
+    // the CPU late has less of it left, and none runs on past the others.
     let ctx = WorkContext {
         dir: args.dir.clone(),
         index: args.index,
+        release_ns: read_release_ns(&args.dir),
     };
-    let output = match args.workload.remaining_after(elapsed_ns) {
-        Some(w) => w.run(&ctx)?,
-        None => WorkOutput {
-            work: 0,
-            elapsed_ns: 0,
-            figures: Default::default(),
-        },
-    };
+    let output = args.workload.run(&ctx)?;
     let end_ns = monotonic_ns();
     let usage_end = self_usage();
     let schedstat_end = read_schedstat(std::process::id() as i32).ok();

@@ -297,7 +297,7 @@ fn run_fio(opts: &AioBenchOptions, file: &Path) -> anyhow::Result<Side> {
 }
 
 fn run_ours(opts: &AioBenchOptions, file: &Path) -> anyhow::Result<Side> {
-    let out = aio::run_file(&opts.params(), file, 0)?;
+    let out = aio::run_file(&opts.params(), file, 0, None)?;
     let f = |k: &str| out.figures.get(k).copied().unwrap_or(f64::NAN);
     Ok(Side {
         mb_per_s: f("mb_per_s"),

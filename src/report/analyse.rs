@@ -321,8 +321,9 @@ pub struct ShareRow {
     pub index: i64,
     pub nice: i64,
     pub predicted: f64,
-    /// Mean over runs of the process's share of the summed CPU rates
-    /// (CPU time / wall time).
+    /// Mean over runs of the process's share: of the CPU time the run's
+    /// processes received over their common window (duration workloads), or
+    /// of the summed CPU rates, CPU time / own wall time (fixed work).
     pub observed: f64,
     /// observed / predicted − 1.
     pub error: f64,
@@ -344,6 +345,38 @@ pub struct ShareCheck {
     pub fixed_work: bool,
     pub rows: Vec<ShareRow>,
     pub max_abs_error: f64,
+}
+
+/// Duration workloads: whether every worker's window ended at release +
+/// duration, as the workers are built to (all shares, fairness and work per
+/// second assume one common window).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct WindowCheck {
+    /// Ok runs of duration workloads with end times for their workers.
+    pub runs_checked: usize,
+    /// Runs whose workers' windows ended further apart than
+    /// `max(WINDOW_TOLERANCE_MS, 1 % of the makespan)`.
+    pub differing: Vec<WindowDiff>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WindowDiff {
+    pub run_id: i64,
+    pub label: String,
+    /// Last worker's end minus first worker's end.
+    pub spread_ms: f64,
+}
+
+/// Windows of one run may end this far apart before the report says so (a
+/// worker notices the deadline between two steps of its loop, and a noisy
+/// machine delays that by milliseconds).
+pub const WINDOW_TOLERANCE_MS: f64 = 20.0;
+
+/// Last end minus first end over a run's workers (None when any is unknown).
+fn window_spread(ends: impl Iterator<Item = Option<i64>>) -> Option<i64> {
+    let ends: Option<Vec<i64>> = ends.collect();
+    let ends = ends.filter(|e| !e.is_empty())?;
+    Some(ends.iter().max()? - ends.iter().min()?)
 }
 
 /// A run that is not in the statistics, and why.
@@ -382,6 +415,7 @@ pub struct Analysis {
     pub scaling: Vec<Scaling>,
     pub fairness: Vec<Fairness>,
     pub shares: Vec<ShareCheck>,
+    pub windows: WindowCheck,
     pub problems: Vec<ProblemRun>,
     /// run id → (seq, rep), for labels.
     #[serde(skip)]
@@ -436,6 +470,7 @@ struct ProcLite {
     cpu_s: f64,
     work: f64,
     rate: f64,
+    end_ns: Option<i64>,
 }
 
 /// Per-run values derived from its processes.
@@ -445,7 +480,12 @@ struct RunValues {
     jain_cpu: Option<f64>,
     jain_work: Option<f64>,
     nices: Vec<Option<i64>>,
+    /// Each process's share: of the CPU time all received over the run's
+    /// common window (duration workloads), or of the summed CPU rates over
+    /// each one's own lifetime (fixed work).
     rate_shares: Option<Vec<f64>>,
+    /// Duration workloads: how far apart the workers' windows ended.
+    window_spread_ns: Option<i64>,
 }
 
 /// Order of factor levels from the campaign's spec (JSON), where present.
@@ -874,6 +914,7 @@ pub fn analyse(store: &Store, opts: &Options) -> Result<Analysis> {
                 } else {
                     f64::NAN
                 },
+                end_ns: p.end_ns,
             });
         }
     })?;
@@ -1063,6 +1104,17 @@ pub fn analyse(store: &Store, opts: &Options) -> Result<Analysis> {
         let work: Vec<f64> = ps.iter().map(|p| p.work).collect();
         let rates: Vec<f64> = ps.iter().map(|p| p.rate).collect();
         let multi = ps.len() >= 2;
+        // A duration workload runs every worker from release to release +
+        // duration: one common window, so each share is of the CPU time all
+        // received in it. A share of rates over each process's own lifetime
+        // would favour one that started late or ran on after the others.
+        let timed_run = order.timed.contains(&r.workload);
+        let share_basis = if timed_run { &cpu } else { &rates };
+        let window_spread_ns = if timed_run {
+            window_spread(ps.iter().map(|p| p.end_ns))
+        } else {
+            None
+        };
         run_values.push(Some(RunValues {
             values,
             jain_cpu: if multi { stats::jain_index(&cpu) } else { None },
@@ -1072,7 +1124,8 @@ pub fn analyse(store: &Store, opts: &Options) -> Result<Analysis> {
                 None
             },
             nices: ps.iter().map(|p| p.nice).collect(),
-            rate_shares: stats::normalize_shares(&rates),
+            rate_shares: stats::normalize_shares(share_basis),
+            window_spread_ns,
         }));
     }
 
@@ -1148,6 +1201,22 @@ pub fn analyse(store: &Store, opts: &Options) -> Result<Analysis> {
         .collect();
     let (fairness, shares) =
         fairness_and_shares(&conditions, &groups, &per_condition, &order.timed);
+    let mut windows = WindowCheck::default();
+    for (r, v) in runs.iter().zip(&run_values) {
+        let Some(spread_ns) = v.as_ref().and_then(|v| v.window_spread_ns) else {
+            continue;
+        };
+        windows.runs_checked += 1;
+        let spread_ms = spread_ns as f64 / 1e6;
+        let makespan_ms = r.makespan_ns.unwrap_or(0) as f64 / 1e6;
+        if spread_ms > WINDOW_TOLERANCE_MS.max(0.01 * makespan_ms) {
+            windows.differing.push(WindowDiff {
+                run_id: r.id,
+                label: run_label(r),
+                spread_ms,
+            });
+        }
+    }
 
     let scaling = scaling_fits(&conditions, &groups, &factors, &metrics);
 
@@ -1175,6 +1244,7 @@ pub fn analyse(store: &Store, opts: &Options) -> Result<Analysis> {
         scaling,
         fairness,
         shares,
+        windows,
         problems,
         run_info,
     };
@@ -1751,5 +1821,27 @@ mod tests {
         assert!(!e.skewed && e.flagged.iter().all(|f| !f));
         let ci = e.ci.unwrap();
         assert_eq!((ci.lo, ci.hi), (2.0, 2.0));
+    }
+}
+
+#[cfg(test)]
+mod window_tests {
+    use super::window_spread;
+
+    #[test]
+    fn spread_is_last_end_minus_first_end() {
+        let ends = [
+            Some(2_000_000_000),
+            Some(2_000_400_000),
+            Some(2_163_000_000),
+        ];
+        assert_eq!(window_spread(ends.into_iter()), Some(163_000_000));
+        assert_eq!(window_spread([Some(5)].into_iter()), Some(0));
+    }
+
+    #[test]
+    fn unknown_ends_give_no_spread() {
+        assert_eq!(window_spread([Some(1), None].into_iter()), None);
+        assert_eq!(window_spread(std::iter::empty()), None);
     }
 }

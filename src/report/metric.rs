@@ -183,6 +183,7 @@ mod tests {
             wait_ns: Some(5_000_000),
             timeslices: None,
             work: Some(1000),
+            end_ns: Some(2_000_000_000),
         };
         let v = process_values(&p);
         assert_eq!(v[0], 2.0);

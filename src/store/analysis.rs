@@ -88,6 +88,8 @@ pub struct ReportProcess {
     pub wait_ns: Option<i64>,
     pub timeslices: Option<i64>,
     pub work: Option<i64>,
+    /// End of the process's measured work after barrier release.
+    pub end_ns: Option<i64>,
 }
 
 /// Why a report query on a fixed set of columns cannot be prepared.
@@ -241,7 +243,7 @@ impl Store {
             .conn
             .prepare(
                 "SELECT p.run_id, p.process_index, p.nice, p.rt_priority, p.wall_ns, p.utime_us, p.stime_us, p.nvcsw,
-                    p.nivcsw, p.run_ns, p.wait_ns, p.timeslices, p.work
+                    p.nivcsw, p.run_ns, p.wait_ns, p.timeslices, p.work, p.end_ns
              FROM runs r JOIN processes p ON p.run_id = r.id
              WHERE r.campaign_id = ?1 AND r.status = 'ok' AND p.role = 'worker'",
             )
@@ -263,6 +265,7 @@ impl Store {
                 wait_ns: r.get(10)?,
                 timeslices: r.get(11)?,
                 work: r.get(12)?,
+                end_ns: r.get(13)?,
             });
             n += 1;
         }

@@ -34,7 +34,7 @@
 //! buffer with file data (which holds no zero byte).
 
 use super::copy::{AlignedBuf, DIRECT_ALIGN, direct_unsupported, fill_nonzero, is_einval};
-use super::{AioParams, Stop, WorkContext, WorkOutput, deadline, elapsed_ns, figures, past};
+use super::{AioParams, Deadline, Stop, WorkContext, WorkOutput, elapsed_ns, figures};
 use crate::rng::SplitMix64;
 use anyhow::{Context, bail, ensure};
 use io_uring::{IoUring, opcode, squeue, types};
@@ -114,13 +114,18 @@ pub fn check_params(p: &AioParams) -> anyhow::Result<()> {
 
 /// Worker side: run on `aio.dat` in the run directory.
 pub fn run(p: &AioParams, ctx: &WorkContext) -> anyhow::Result<WorkOutput> {
-    run_file(p, &file_path(&ctx.dir), ctx.index)
+    run_file(p, &file_path(&ctx.dir), ctx.index, ctx.release_ns)
 }
 
 /// Run on an existing file at `path` as process `index` (the offsets
 /// depend on it). Also used in-process by `schedlab bench aio`.
-pub fn run_file(p: &AioParams, path: &Path, index: usize) -> anyhow::Result<WorkOutput> {
-    let stats = run_stats(p, path, index)?;
+pub fn run_file(
+    p: &AioParams,
+    path: &Path,
+    index: usize,
+    release_ns: Option<u64>,
+) -> anyhow::Result<WorkOutput> {
+    let stats = run_stats(p, path, index, release_ns)?;
     Ok(stats.output())
 }
 
@@ -252,8 +257,8 @@ fn new_ring(entries: u32) -> anyhow::Result<IoUring> {
 enum Budget {
     /// Bytes still to issue.
     Bytes(u64),
-    /// Issue until this instant (`None`: never).
-    Until(Option<Instant>),
+    /// Issue until this deadline.
+    Until(Deadline),
 }
 
 /// What one buffer slot has in flight.
@@ -276,7 +281,12 @@ fn marker_len(block: usize) -> usize {
 }
 
 /// The timed loop and its checks.
-fn run_stats(p: &AioParams, path: &Path, index: usize) -> anyhow::Result<AioStats> {
+fn run_stats(
+    p: &AioParams,
+    path: &Path,
+    index: usize,
+    release_ns: Option<u64>,
+) -> anyhow::Result<AioStats> {
     check_params(p)?;
     let file = open_file(p, path)?;
     let file_len = file
@@ -305,7 +315,7 @@ fn run_stats(p: &AioParams, path: &Path, index: usize) -> anyhow::Result<AioStat
     let start = Instant::now();
     let budget = match p.stop {
         Stop::Work(bytes) => Budget::Bytes(bytes),
-        Stop::DurationNs(ns) => Budget::Until(deadline(start, ns)),
+        Stop::DurationNs(ns) => Budget::Until(Deadline::after(release_ns, ns)),
     };
     let mut looper = Looper {
         p,
@@ -435,7 +445,7 @@ impl Looper<'_> {
                 };
                 Some((asked as u32, counted))
             }
-            Budget::Until(end) => (!past(*end)).then_some((block as u32, block)),
+            Budget::Until(end) => (!end.past()).then_some((block as u32, block)),
         }
     }
 
@@ -670,6 +680,7 @@ mod tests {
             &WorkContext {
                 dir: dir.path().to_path_buf(),
                 index,
+                release_ns: None,
             },
         )?;
         assert_eq!(
@@ -750,6 +761,7 @@ mod tests {
         let ctx = WorkContext {
             dir: dir.path().to_path_buf(),
             index: 0,
+            release_ns: None,
         };
         let out = run(&p, &ctx).unwrap();
         assert_eq!(out.work, 2 << 20);
@@ -781,6 +793,7 @@ mod tests {
         let ctx = WorkContext {
             dir: dir.path().to_path_buf(),
             index: 0,
+            release_ns: None,
         };
         let p = params(Stop::Work(8192), 1 << 16, 1000, 100, true);
         super::super::copy::write_input(&file_path(dir.path()), 1 << 16, false).unwrap();
@@ -802,6 +815,7 @@ mod tests {
         let ctx = WorkContext {
             dir: dir.path().to_path_buf(),
             index: 0,
+            release_ns: None,
         };
         let p = params(Stop::Work(8192), 1 << 16, 8192, 100, false);
         super::super::copy::write_input(&file_path(dir.path()), 5000, false).unwrap();

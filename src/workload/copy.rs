@@ -14,8 +14,8 @@
 //! stays bounded by the input's.
 
 use super::{
-    CopyParams, INPUT_FILE, Stop, SyncMode, WorkContext, WorkOutput, deadline, elapsed_ns, figures,
-    output_path, past, per_second,
+    CopyParams, Deadline, INPUT_FILE, Stop, SyncMode, WorkContext, WorkOutput, elapsed_ns, figures,
+    output_path, per_second,
 };
 use anyhow::{Context, bail, ensure};
 use std::fs::{File, OpenOptions};
@@ -377,7 +377,7 @@ pub fn run(p: &CopyParams, ctx: &WorkContext) -> anyhow::Result<WorkOutput> {
     let input = ctx.dir.join(INPUT_FILE);
     let output = output_path(&ctx.dir, ctx.index);
     let mut copier = Copier::open(&input, &output, p.chunk_bytes, p.sync)?;
-    let (elapsed, stats) = match copy_loop(&mut copier, p.stop) {
+    let (elapsed, stats) = match copy_loop(&mut copier, p.stop, ctx.release_ns) {
         Ok(elapsed) => (elapsed, copier.finish()?),
         Err(e) => {
             // Best effort: do not leave a partial output behind; the copy
@@ -397,7 +397,7 @@ pub fn run(p: &CopyParams, ctx: &WorkContext) -> anyhow::Result<WorkOutput> {
 }
 
 /// The timed part of a copy run; returns the elapsed nanoseconds.
-fn copy_loop(copier: &mut Copier, stop: Stop) -> anyhow::Result<u64> {
+fn copy_loop(copier: &mut Copier, stop: Stop, release_ns: Option<u64>) -> anyhow::Result<u64> {
     if let Stop::Work(bytes) = stop {
         ensure!(
             copier.input_len() >= bytes,
@@ -417,8 +417,8 @@ fn copy_loop(copier: &mut Copier, stop: Stop) -> anyhow::Result<u64> {
     match stop {
         Stop::Work(bytes) => copier.copy_pass(bytes)?,
         Stop::DurationNs(ns) => {
-            let end = deadline(start, ns);
-            while !past(end) {
+            let end = Deadline::after(release_ns, ns);
+            while !end.past() {
                 copier.copy_chunk(u64::MAX)?;
             }
             copier.end_pass()?;
@@ -437,7 +437,7 @@ pub fn calibrate(dir: &Path, duration_ns: u64) -> anyhow::Result<f64> {
         // `SyncMode::None`, and should not wait for the disk.
         write_input(&input, 4 << 20, false)?;
         let mut copier = Copier::open(&input, &output, 64 << 10, SyncMode::None)?;
-        let elapsed = copy_loop(&mut copier, Stop::DurationNs(duration_ns))?;
+        let elapsed = copy_loop(&mut copier, Stop::DurationNs(duration_ns), None)?;
         let stats = copier.finish()?;
         Ok(per_second(stats.bytes as f64, elapsed))
     })();
@@ -468,6 +468,7 @@ mod tests {
         let ctx = WorkContext {
             dir: dir.path().to_path_buf(),
             index,
+            release_ns: None,
         };
         let out = run(p, &ctx)?;
         assert!(
@@ -512,6 +513,7 @@ mod tests {
         let ctx = WorkContext {
             dir: dir.path().to_path_buf(),
             index: 0,
+            release_ns: None,
         };
         let e = format!("{:#}", run(&p, &ctx).unwrap_err());
         assert!(e.contains("chunk_bytes"), "{e}");
@@ -525,7 +527,7 @@ mod tests {
         let output = dir.path().join("out.dat");
         write_input(&input, 8192, false).unwrap();
         let mut c = Copier::open(&input, &output, 1024, SyncMode::None).unwrap();
-        let elapsed = copy_loop(&mut c, Stop::DurationNs(5_000_000)).unwrap();
+        let elapsed = copy_loop(&mut c, Stop::DurationNs(5_000_000), None).unwrap();
         assert!(elapsed >= 5_000_000);
         let stats = c.finish().unwrap();
         assert!(stats.bytes > 8192, "should have wrapped: {stats:?}");
@@ -539,6 +541,7 @@ mod tests {
         let ctx = WorkContext {
             dir: dir.path().to_path_buf(),
             index: 0,
+            release_ns: None,
         };
         let e = format!(
             "{:#}",

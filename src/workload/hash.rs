@@ -6,7 +6,7 @@
 //! loop. Figures: `hash_per_s`, `digest_fold` (low 32 bits of the fold, as
 //! f64, which is exact).
 
-use super::{HashParams, Stop, WorkOutput, deadline, elapsed_ns, figures, past, per_second};
+use super::{Deadline, HashParams, Stop, WorkOutput, elapsed_ns, figures, per_second};
 use sha2::{Digest, Sha256};
 use std::time::Instant;
 
@@ -45,8 +45,9 @@ pub fn fold(acc: u64, state: &[u8; 32]) -> u64 {
     acc.rotate_left(5) ^ u64::from_le_bytes(word)
 }
 
-/// Worker loop for the hash workload; `salt` is the process index.
-pub fn run(p: &HashParams, salt: u64) -> anyhow::Result<WorkOutput> {
+/// Worker loop for the hash workload; `salt` is the process index; a
+/// duration counts from `release_ns` (see `Deadline`).
+pub fn run(p: &HashParams, salt: u64, release_ns: Option<u64>) -> anyhow::Result<WorkOutput> {
     let mut acc = 0u64;
     let mut done = 0u64;
     let start = Instant::now();
@@ -58,8 +59,8 @@ pub fn run(p: &HashParams, salt: u64) -> anyhow::Result<WorkOutput> {
             done = count;
         }
         Stop::DurationNs(ns) => {
-            let end = deadline(start, ns);
-            while !past(end) {
+            let end = Deadline::after(release_ns, ns);
+            while !end.past() {
                 for _ in 0..CLOCK_EVERY {
                     acc = fold(acc, &crypt_hash(salt, done, p.rounds));
                     done += 1;
@@ -104,9 +105,9 @@ mod tests {
             stop: Stop::Work(50),
             rounds: 4,
         };
-        let a = run(&p, 1).unwrap();
-        let b = run(&p, 1).unwrap();
-        let c = run(&p, 2).unwrap();
+        let a = run(&p, 1, None).unwrap();
+        let b = run(&p, 1, None).unwrap();
+        let c = run(&p, 2, None).unwrap();
         assert_eq!(a.figures["digest_fold"], b.figures["digest_fold"]);
         assert_ne!(a.figures["digest_fold"], c.figures["digest_fold"]);
         assert_ne!(crypt_hash(1, 0, 4), crypt_hash(1, 1, 4));
@@ -122,6 +123,7 @@ mod tests {
                     rounds: 2,
                 },
                 0,
+                None,
             )
             .unwrap();
             assert_eq!(out.work, count);
@@ -134,6 +136,7 @@ mod tests {
                 rounds: 2,
             },
             7,
+            None,
         )
         .unwrap();
         assert_eq!(out.figures["digest_fold"], f64::from(expected as u32));
@@ -147,6 +150,7 @@ mod tests {
                 rounds: 1,
             },
             0,
+            None,
         )
         .unwrap();
         assert!(out.work >= CLOCK_EVERY && out.work.is_multiple_of(CLOCK_EVERY));

@@ -7,7 +7,7 @@
 //! (`check_product`), and the worker loop. Figures: `mflops`
 //! (2n³·multiplies / elapsed / 1e6), `checksum` (sum of C).
 
-use super::{MatmulParams, Stop, WorkOutput, deadline, elapsed_ns, figures, past};
+use super::{Deadline, MatmulParams, Stop, WorkOutput, elapsed_ns, figures};
 use anyhow::{Context, ensure};
 use std::hint::black_box;
 use std::time::Instant;
@@ -88,7 +88,7 @@ pub fn check_product(n: usize, a: &[f64], b: &[f64], c: &[f64]) -> anyhow::Resul
 }
 
 /// Worker loop for the matmul workload.
-pub fn run(p: &MatmulParams) -> anyhow::Result<WorkOutput> {
+pub fn run(p: &MatmulParams, release_ns: Option<u64>) -> anyhow::Result<WorkOutput> {
     ensure!(
         (1..=MAX_N).contains(&p.n),
         "matmul n must be between 1 and {MAX_N}, got {}",
@@ -115,8 +115,8 @@ pub fn run(p: &MatmulParams) -> anyhow::Result<WorkOutput> {
             }
         }
         Stop::DurationNs(ns) => {
-            let end = deadline(start, ns);
-            while !past(end) {
+            let end = Deadline::after(release_ns, ns);
+            while !end.past() {
                 step(&mut c);
                 done += 1;
             }
@@ -180,10 +180,13 @@ mod tests {
 
     #[test]
     fn run_reports_mflops() {
-        let out = run(&MatmulParams {
-            n: 32,
-            stop: Stop::Work(3),
-        })
+        let out = run(
+            &MatmulParams {
+                n: 32,
+                stop: Stop::Work(3),
+            },
+            None,
+        )
         .unwrap();
         assert_eq!(out.work, 3);
         assert!(out.figures["mflops"] > 0.0);
@@ -192,10 +195,13 @@ mod tests {
         multiply(32, &a, &b, &mut c);
         assert_eq!(out.figures["checksum"], c.iter().sum::<f64>());
 
-        let d = run(&MatmulParams {
-            n: 16,
-            stop: Stop::DurationNs(5_000_000),
-        })
+        let d = run(
+            &MatmulParams {
+                n: 16,
+                stop: Stop::DurationNs(5_000_000),
+            },
+            None,
+        )
         .unwrap();
         assert!(d.work >= 1 && d.elapsed_ns >= 5_000_000);
     }
@@ -203,10 +209,13 @@ mod tests {
     #[test]
     fn rejects_bad_n() {
         for n in [0, MAX_N + 1] {
-            let e = run(&MatmulParams {
-                n,
-                stop: Stop::Work(1),
-            })
+            let e = run(
+                &MatmulParams {
+                    n,
+                    stop: Stop::Work(1),
+                },
+                None,
+            )
             .unwrap_err()
             .to_string();
             assert!(e.contains("matmul n"), "{e}");

@@ -14,8 +14,8 @@
 use super::copy::Copier;
 use super::pi::PiSeries;
 use super::{
-    INPUT_FILE, MixedParams, Stop, WorkContext, WorkOutput, deadline, elapsed_ns, figures,
-    output_path, past, per_second,
+    Deadline, INPUT_FILE, MixedParams, Stop, WorkContext, WorkOutput, elapsed_ns, figures,
+    output_path, per_second,
 };
 use anyhow::ensure;
 use std::time::Instant;
@@ -55,8 +55,8 @@ pub fn run(p: &MixedParams, ctx: &WorkContext) -> anyhow::Result<WorkOutput> {
                 }
             }
             Stop::DurationNs(ns) => {
-                let end = deadline(start, ns);
-                while !past(end) {
+                let end = Deadline::after(ctx.release_ns, ns);
+                while !end.past() {
                     copy_ns += round(&mut series, &mut copier, p)?;
                     rounds += 1;
                 }
@@ -106,6 +106,7 @@ mod tests {
         let ctx = WorkContext {
             dir: dir.path().to_path_buf(),
             index: 4,
+            release_ns: None,
         };
         let out = w.run(&ctx).unwrap();
         assert!(!output_path(dir.path(), 4).exists(), "output not removed");
@@ -137,6 +138,7 @@ mod tests {
         let ctx = WorkContext {
             dir: dir.path().to_path_buf(),
             index: 0,
+            release_ns: None,
         };
         let e = format!(
             "{:#}",

@@ -25,7 +25,9 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
+
+use crate::sys::proc::monotonic_ns;
 
 pub mod aio;
 pub mod copy;
@@ -135,6 +137,9 @@ pub struct WorkContext {
     pub dir: PathBuf,
     /// Index of this process within the run (names its output file, salts hashes).
     pub index: usize,
+    /// CLOCK_MONOTONIC of the run's barrier release: a fixed duration ends
+    /// at release + duration for every worker (`None`: from the loop's start).
+    pub release_ns: Option<u64>,
 }
 
 /// What a worker reports after running its workload.
@@ -260,11 +265,11 @@ impl Workload {
     /// Worker side: run the workload to completion and report.
     pub fn run(&self, ctx: &WorkContext) -> anyhow::Result<WorkOutput> {
         match self {
-            Workload::Pi(p) => pi::run(p),
+            Workload::Pi(p) => pi::run(p, ctx.release_ns),
             Workload::Copy(p) => copy::run(p, ctx),
             Workload::Mixed(p) => mixed::run(p, ctx),
-            Workload::Matmul(p) => matmul::run(p),
-            Workload::Hash(p) => hash::run(p, ctx.index as u64),
+            Workload::Matmul(p) => matmul::run(p, ctx.release_ns),
+            Workload::Hash(p) => hash::run(p, ctx.index as u64, ctx.release_ns),
             Workload::Aio(p) => aio::run(p, ctx),
         }
     }
@@ -322,20 +327,6 @@ impl Workload {
         }
         w
     }
-
-    /// A fixed-duration workload whose clock started `elapsed_ns` ago (at
-    /// barrier release, when the worker itself got the CPU later): what is
-    /// left of its duration, or None when nothing is. Fixed-work workloads
-    /// are returned unchanged.
-    pub fn remaining_after(&self, elapsed_ns: u64) -> Option<Workload> {
-        match self.stop() {
-            Stop::Work(_) => Some(self.clone()),
-            Stop::DurationNs(d) if d > elapsed_ns => {
-                Some(self.with_stop(Stop::DurationNs(d - elapsed_ns)))
-            }
-            Stop::DurationNs(_) => None,
-        }
-    }
 }
 
 /// `x·f` rounded, at least 1 (`as` saturates, so huge or NaN products are safe).
@@ -389,15 +380,28 @@ pub(crate) fn elapsed_ns(start: Instant) -> u64 {
     u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
 
-/// The instant at which a duration-mode loop stops. A duration too large to
-/// represent means "never", which is what the user asked for.
-pub(crate) fn deadline(start: Instant, duration_ns: u64) -> Option<Instant> {
-    start.checked_add(Duration::from_nanos(duration_ns))
-}
+/// When a duration-mode loop stops: an absolute CLOCK_MONOTONIC time.
+///
+/// In a run it is the barrier release plus the duration, the same instant
+/// for every worker whatever happened to each before its loop started (a
+/// nice-19 worker may first get the CPU hundreds of milliseconds after
+/// release; anchored at its own start it would run on alone after the
+/// others stopped and appear to get several times its share). Without an
+/// anchor (calibration, benchmarks, the RT hog) it counts from now. A
+/// duration too large to represent means "never", which is what was asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Deadline(Option<u64>);
 
-/// Whether a duration-mode loop should stop now.
-pub(crate) fn past(deadline: Option<Instant>) -> bool {
-    deadline.is_some_and(|d| Instant::now() >= d)
+impl Deadline {
+    pub(crate) fn after(anchor_ns: Option<u64>, duration_ns: u64) -> Deadline {
+        let anchor = anchor_ns.unwrap_or_else(monotonic_ns);
+        Deadline(anchor.checked_add(duration_ns))
+    }
+
+    /// Whether the loop should stop now.
+    pub(crate) fn past(self) -> bool {
+        self.0.is_some_and(|d| monotonic_ns() >= d)
+    }
 }
 
 /// Build a figures map from (name, value) pairs.
@@ -414,7 +418,7 @@ const CALIBRATION_PROBE_NS: u64 = 50_000_000;
 pub fn calibrate(dir: &Path) -> anyhow::Result<Rates> {
     let probe = Stop::DurationNs(CALIBRATION_PROBE_NS);
 
-    let pi_out = pi::run(&PiParams { stop: probe })?;
+    let pi_out = pi::run(&PiParams { stop: probe }, None)?;
     let pi_iter_per_s = per_second(pi_out.work as f64, pi_out.elapsed_ns);
 
     let hash_out = hash::run(
@@ -423,13 +427,14 @@ pub fn calibrate(dir: &Path) -> anyhow::Result<Rates> {
             rounds: hash::CALIBRATION_ROUNDS,
         },
         0,
+        None,
     )?;
     let hash_per_s = per_second(hash_out.work as f64, hash_out.elapsed_ns);
 
     // n = 64 keeps the three matrices (96 KiB) in cache, as most real sizes
     // that matter for scheduling experiments are about as cache-friendly.
     let mm = MatmulParams { n: 64, stop: probe };
-    let mm_out = matmul::run(&mm)?;
+    let mm_out = matmul::run(&mm, None)?;
     let flops_per_s = per_second(
         mm_out.work as f64 * matmul::flops_per_multiply(mm.n),
         mm_out.elapsed_ns,
@@ -458,23 +463,52 @@ pub fn calibrate(dir: &Path) -> anyhow::Result<Rates> {
 }
 
 #[cfg(test)]
-mod remaining_tests {
+mod deadline_tests {
     use super::*;
 
-    #[test]
-    fn duration_is_counted_from_release() {
+    fn pi_for(duration_ns: u64, release_ns: Option<u64>) -> (WorkOutput, u64) {
         let w = Workload::Pi(PiParams {
-            stop: Stop::DurationNs(1_000),
+            stop: Stop::DurationNs(duration_ns),
         });
-        assert_eq!(
-            w.remaining_after(300).unwrap().stop(),
-            Stop::DurationNs(700)
-        );
-        assert!(w.remaining_after(1_000).is_none());
-        let fixed = Workload::Pi(PiParams {
-            stop: Stop::Work(5),
-        });
-        assert_eq!(fixed.remaining_after(10_000).unwrap(), fixed);
+        let ctx = WorkContext {
+            dir: std::env::temp_dir(),
+            index: 0,
+            release_ns,
+        };
+        let out = w.run(&ctx).unwrap();
+        (out, monotonic_ns())
+    }
+
+    #[test]
+    fn a_late_start_still_stops_at_release_plus_duration() {
+        // Released 200 ms ago for 300 ms: the loop has 100 ms left, not 300.
+        let release = monotonic_ns() - 200_000_000;
+        let (out, end) = pi_for(300_000_000, Some(release));
+        let over_ms = (end as f64 - (release + 300_000_000) as f64) / 1e6;
+        assert!(over_ms >= 0.0, "stopped {over_ms} ms before the deadline");
+        assert!(over_ms < 50.0, "stopped {over_ms} ms after the deadline");
+        assert!(out.elapsed_ns < 200_000_000, "{}", out.elapsed_ns);
+    }
+
+    #[test]
+    fn past_the_deadline_no_work_is_done() {
+        let release = monotonic_ns() - 500_000_000;
+        let (out, _) = pi_for(300_000_000, Some(release));
+        assert_eq!(out.work, 0);
+    }
+
+    #[test]
+    fn without_a_release_the_duration_counts_from_now() {
+        let start = monotonic_ns();
+        let (out, end) = pi_for(30_000_000, None);
+        assert!(out.work > 0);
+        assert!(end - start >= 30_000_000);
+    }
+
+    #[test]
+    fn a_duration_beyond_the_clock_never_ends() {
+        assert!(!Deadline::after(Some(u64::MAX - 5), 10).past());
+        assert!(Deadline::after(Some(0), 1).past());
     }
 }
 
@@ -742,6 +776,7 @@ mod tests {
             .run(&WorkContext {
                 dir: dir.path().to_path_buf(),
                 index: 1,
+                release_ns: None,
             })
             .unwrap();
         assert_eq!(out.work, 256 << 10);
@@ -781,6 +816,7 @@ mod tests {
             .run(&WorkContext {
                 dir: dir.path().to_path_buf(),
                 index: 3,
+                release_ns: None,
             })
             .unwrap();
         assert_eq!(out.work, 10_000);

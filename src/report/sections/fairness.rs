@@ -15,8 +15,10 @@ pub struct FairnessSection;
 fn shares_intro(a: &Analysis) -> String {
     let mut t = String::from(
         "Under non-uniform nice with a fair policy, each process's observed CPU share against the share the \
-         kernel's nice-to-weight table predicts (its weight over the sum of the weights). Observed share: the \
-         process's CPU time over its wall time, normalised over the run and averaged over runs. The prediction \
+         kernel's nice-to-weight table predicts (its weight over the sum of the weights). Observed share: with a \
+         duration, the process's CPU time over what all received in the run's common window (release to release \
+         + duration); with fixed work, its CPU time over its own wall time, normalised over the run; averaged \
+         over runs. The prediction \
          assumes every process is runnable the whole time on one shared CPU: it is only meaningful when the \
          processes compete on the same CPUs the whole time.",
     );
@@ -55,6 +57,38 @@ fn share_context(s: &ShareCheck) -> String {
             plural(s.processes, "process", "processes")
         )
     }
+}
+
+/// Whether the duration runs' windows were common, as shares and Jain's
+/// index over them assume.
+fn window_note(a: &Analysis) -> Option<String> {
+    let w = &a.windows;
+    if w.runs_checked == 0 {
+        return None;
+    }
+    if w.differing.is_empty() {
+        return Some(format!(
+            "Common window: in all {} of duration workloads every worker's measured window ended within {} ms \
+             (or 1% of the run) of the others, so shares and indices compare like with like.",
+            plural(w.runs_checked, "run", "runs"),
+            crate::report::analyse::WINDOW_TOLERANCE_MS
+        ));
+    }
+    let worst = w
+        .differing
+        .iter()
+        .max_by(|a, b| a.spread_ms.total_cmp(&b.spread_ms))
+        .expect("non-empty");
+    Some(format!(
+        "Windows differ: in {} of {} of duration workloads the workers' measured windows ended more than {} ms \
+         (and 1% of the run) apart, the largest {} ms in {}. Over those runs a process that ran longer has a \
+         larger share than the scheduler gave it in the common window.",
+        w.differing.len(),
+        plural(w.runs_checked, "run", "runs"),
+        crate::report::analyse::WINDOW_TOLERANCE_MS,
+        fmt::sig(worst.spread_ms, 3),
+        worst.label
+    ))
 }
 
 fn jain_note(a: &Analysis) -> Option<&'static str> {
@@ -154,6 +188,9 @@ impl Section for FairnessSection {
         if let Some(n) = jain_note(a) {
             o.push_str(&html::p(n));
         }
+        if let Some(n) = window_note(a) {
+            o.push_str(&html::p(&n));
+        }
         o.push_str(&html::table(
             &JAIN_HEADERS,
             &JAIN_NUMERIC,
@@ -208,6 +245,9 @@ impl Section for FairnessSection {
         if let Some(n) = jain_note(a) {
             let _ = writeln!(o, "{n}\n");
         }
+        if let Some(n) = window_note(a) {
+            let _ = writeln!(o, "{n}\n");
+        }
         o.push_str(&md_table(&JAIN_HEADERS, &align, &jain_rows(a)));
         if !a.shares.is_empty() {
             let _ = writeln!(
@@ -228,6 +268,6 @@ impl Section for FairnessSection {
     }
 
     fn json(&self, a: &Analysis) -> Option<Value> {
-        Some(json!({ "jain": a.fairness, "shares": a.shares }))
+        Some(json!({ "jain": a.fairness, "shares": a.shares, "windows": a.windows }))
     }
 }
