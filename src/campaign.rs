@@ -12,7 +12,7 @@ use crate::progress::Progress;
 use crate::record::{RunRecord, RunStatus};
 use crate::spec::{Spec, SpecError};
 use crate::store::{Campaign, Store};
-use crate::sys::{envinfo, knobs, proc};
+use crate::sys::{envinfo, fsinfo, knobs, proc};
 
 pub struct Options {
     pub db: PathBuf,
@@ -35,8 +35,9 @@ pub struct Summary {
 }
 
 /// Check the parts of a spec that depend on this machine: CPUs exist, RT
-/// runtimes fit the period, and nothing risks freezing the machine unless
-/// `force` says so.
+/// runtimes fit the period, the work directory can be written and holds
+/// what the largest run writes, and nothing risks freezing the machine
+/// unless `force` says so. `plan` and `run` apply the same checks.
 pub fn check_machine(
     spec: &Spec,
     origin: &str,
@@ -60,6 +61,14 @@ pub fn check_machine(
                 format!("{v} µs is longer than sched_rt_period_us = {period} µs"),
             ));
         }
+    }
+    if spec.rt_runtime_us.iter().any(|&v| v < 0) && !force {
+        return Err(err(
+            "matrix.rt_runtime_us",
+            "-1 switches RT throttling off, which lets any real-time task freeze the machine; refused \
+             without --force"
+                .into(),
+        ));
     }
     let unlimited = spec.rt_runtime_us.contains(&-1)
         || (spec.rt_runtime_us.is_empty() && env.sched_rt_runtime_us == Some(-1));
@@ -89,7 +98,72 @@ pub fn check_machine(
             ));
         }
     }
+    check_workdir(spec, &err)
+}
+
+/// The work directory is (or can be made as) a writable directory, and its
+/// filesystem has room for what the largest run writes.
+fn check_workdir(spec: &Spec, err: &dyn Fn(&str, String) -> SpecError) -> Result<(), SpecError> {
+    let workdir = workdir_of(spec);
+    let shown = workdir.display();
+    let Some(base) = fsinfo::nearest_existing(&workdir) else {
+        return Ok(());
+    };
+    match std::fs::metadata(&base) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            let what = if base == workdir {
+                format!("{shown} is not a directory")
+            } else {
+                format!(
+                    "{shown} cannot be made: {} is not a directory",
+                    base.display()
+                )
+            };
+            return Err(err("workdir", what));
+        }
+        Err(e) => return Err(err("workdir", format!("{shown}: {e}"))),
+    }
+    if let Err(e) = fsinfo::writable(&base) {
+        return Err(err(
+            "workdir",
+            format!(
+                "{} is not writable ({e}); set workdir to a writable directory",
+                base.display()
+            ),
+        ));
+    }
+    let Ok(free) = fsinfo::free_bytes(&base) else {
+        return Ok(());
+    };
+    let largest = plan::expand(spec, 0)
+        .into_iter()
+        .map(|r| (r.workload.workload.disk_bytes(r.processes), r))
+        .max_by_key(|(b, _)| *b);
+    if let Some((need, r)) = largest
+        && need > free
+    {
+        return Err(err(
+            &format!(
+                "workloads.{}.{}",
+                r.workload.name,
+                r.workload.workload.disk_key()
+            ),
+            format!(
+                "a run of {} processes writes up to {} in {shown} (the input and one copy per process), \
+                 which has {} free",
+                r.processes,
+                crate::progress::human_bytes(need),
+                crate::progress::human_bytes(free)
+            ),
+        ));
+    }
     Ok(())
+}
+
+/// Where a spec's runs make their directories.
+pub fn workdir_of(spec: &Spec) -> PathBuf {
+    spec.workdir.clone().unwrap_or_else(std::env::temp_dir)
 }
 
 /// Find the campaign of `spec` or create it; returns it with its full plan.
@@ -131,8 +205,15 @@ pub fn run(
     }
     let done = store.finished_keys(campaign.id)?;
     let pending: Vec<&Run> = runs.iter().filter(|r| !done.contains(&r.key)).collect();
-    let workdir = spec.workdir.clone().unwrap_or_else(std::env::temp_dir);
-    remove_stale_run_dirs(&workdir);
+    let workdir = workdir_of(spec);
+    for d in crate::launch::rundir::remove_leftovers(&workdir) {
+        if !opts.quiet {
+            eprintln!(
+                "removed {}, left by a schedlab that was killed",
+                d.display()
+            );
+        }
+    }
 
     let rates = calibrate_quietly(&workdir);
     let period = env.sched_rt_period_us.unwrap_or(1_000_000);
@@ -236,10 +317,7 @@ fn describe(rec: &RunRecord) -> String {
 }
 
 fn calibrate_quietly(workdir: &Path) -> crate::workload::Rates {
-    let dir = tempfile::Builder::new()
-        .prefix(&format!("schedlab-{}-", std::process::id()))
-        .tempdir_in(workdir)
-        .ok();
+    let dir = crate::launch::rundir::OwnedDir::create_in(workdir).ok();
     dir.as_ref()
         .and_then(|d| crate::workload::calibrate(d.path()).ok())
         .unwrap_or(crate::workload::Rates {
@@ -265,25 +343,5 @@ fn warn_rt_everywhere(spec: &Spec, cpus: usize) {
             "note: real-time workers will occupy all {cpus} CPUs; the rest of the machine gets only what RT \
              throttling (sched_rt_runtime_us) leaves. schedlab keeps control and enforces timeout_s."
         );
-    }
-}
-
-/// Remove run directories left by schedlab processes that no longer exist
-/// (killed with SIGKILL, power loss).
-fn remove_stale_run_dirs(workdir: &Path) {
-    let Ok(entries) = std::fs::read_dir(workdir) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let Some(rest) = name.strip_prefix("schedlab-") else {
-            continue;
-        };
-        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
-            continue;
-        };
-        if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
-            let _ = std::fs::remove_dir_all(e.path());
-        }
     }
 }

@@ -55,6 +55,10 @@ enum Command {
         /// List every run in campaign order.
         #[arg(long)]
         list: bool,
+        /// Check the spec as `run --force` would (RT throttling off, an RT
+        /// hog on every CPU); without it plan refuses what run refuses.
+        #[arg(long)]
+        force: bool,
     },
     /// Built-in experiment specs.
     Preset {
@@ -285,7 +289,12 @@ fn dispatch(command: Command) -> Result<i32> {
             retry_failed,
             force,
         } => cmd_run(&source, &db.db, quiet, retry_failed, force),
-        Command::Plan { source, db, list } => cmd_plan(&source, &db.db, list),
+        Command::Plan {
+            source,
+            db,
+            list,
+            force,
+        } => cmd_plan(&source, &db.db, list, force),
         Command::Preset {
             action: PresetAction::List,
         } => {
@@ -433,10 +442,10 @@ fn cmd_run(
     Ok(0)
 }
 
-fn cmd_plan(source: &SpecSource, db: &Path, list: bool) -> Result<i32> {
+fn cmd_plan(source: &SpecSource, db: &Path, list: bool, force: bool) -> Result<i32> {
     let l = source.load()?;
     let env = envinfo::capture();
-    campaign::check_machine(&l.spec, &l.origin, &env, true)?;
+    campaign::check_machine(&l.spec, &l.origin, &env, force)?;
     let (existing, done) = if db.exists() {
         let store = Store::open(db)?;
         match store.find_campaign(&l.spec)? {

@@ -93,6 +93,22 @@ pub fn human_duration(s: f64) -> String {
     }
 }
 
+/// "1.5 GB": bytes with a decimal prefix, for messages.
+pub fn human_bytes(b: u64) -> String {
+    const UNITS: [&str; 7] = ["B", "kB", "MB", "GB", "TB", "PB", "EB"];
+    let mut v = b as f64;
+    let mut i = 0;
+    while v >= 1000.0 && i + 1 < UNITS.len() {
+        v /= 1000.0;
+        i += 1;
+    }
+    if i == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.1} {}", UNITS[i])
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

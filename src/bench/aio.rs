@@ -321,7 +321,7 @@ pub fn measure(
         .prefix("schedlab-bench-aio-")
         .tempdir_in(&opts.dir)
         .with_context(|| format!("creating a directory in {}", opts.dir.display()))?;
-    aio::prepare(&opts.params(), tmp.path())?;
+    crate::workload::Workload::Aio(opts.params()).prepare(tmp.path(), None)?;
     let file = tmp.path().join(AIO_FILE);
     let mut trials = Vec::with_capacity(opts.trials as usize);
     for t in 1..=opts.trials as usize {

@@ -4,6 +4,7 @@
 //! build the [`RunRecord`].
 
 mod guard;
+pub mod rundir;
 mod spawn;
 
 use anyhow::{Context, Result};
@@ -18,7 +19,7 @@ use crate::spec::Spec;
 use crate::spec::{WrrMechanism, WrrSettings};
 use crate::sys::envinfo::{self, EnvSnapshot};
 use crate::sys::proc::{self, Exit, Usage};
-use crate::sys::{probe, procfs};
+use crate::sys::{fsinfo, probe, procfs};
 use crate::worker::{self, WorkerArgs, WorkerResult};
 use crate::workload::{PiParams, Stop, Workload};
 use crate::wrr::{self, DispatchReport, Dispatcher, Mechanism, SliceRule, Task, WrrPolicy};
@@ -149,19 +150,38 @@ impl Launcher {
 
         std::fs::create_dir_all(&self.workdir)
             .with_context(|| format!("cannot create work directory {}", self.workdir.display()))?;
-        let dir = tempfile::Builder::new()
-            .prefix(&format!("schedlab-{}-", std::process::id()))
-            .tempdir_in(&self.workdir)
-            .with_context(|| {
-                format!(
-                    "cannot create a run directory in {}",
-                    self.workdir.display()
-                )
-            })?;
-        run.workload.workload.prepare(dir.path()).with_context(|| {
-            let shown = dir.path().display();
-            format!("preparing the {} workload in {shown}", run.workload.name)
+        let dir = rundir::OwnedDir::create_in(&self.workdir).with_context(|| {
+            format!(
+                "cannot create a run directory in {}",
+                self.workdir.display()
+            )
         })?;
+        // What the run writes must fit (the space may have gone since the
+        // campaign's check), and writing it counts against timeout_s: a run
+        // that cannot prepare its input is that run's failure, not the
+        // campaign's.
+        let need = run.workload.workload.disk_bytes(run.processes);
+        if let Ok(free) = fsinfo::free_bytes(dir.path())
+            && need > free
+        {
+            let reason = format!(
+                "the run writes up to {} in {} (the input and one copy per process), which has {} free",
+                crate::progress::human_bytes(need),
+                self.workdir.display(),
+                crate::progress::human_bytes(free)
+            );
+            return finished(RunStatus::Failed, cpus, reason);
+        }
+        let until = std::time::Instant::now().checked_add(self.timeout);
+        if let Err(e) = run.workload.workload.prepare(dir.path(), until) {
+            let status = if e.is::<crate::workload::copy::PrepareTimedOut>() {
+                RunStatus::TimedOut
+            } else {
+                RunStatus::Failed
+            };
+            let reason = format!("preparing the {} workload: {e:#}", run.workload.name);
+            return finished(status, cpus, reason);
+        }
 
         let (barrier_r, barrier_w) = proc::pipe().context("creating the start barrier")?;
         let mut pids: Vec<i32> = Vec::with_capacity(members.len());

@@ -64,6 +64,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use serde::{Deserialize, Serialize};
 
 use crate::sys::envinfo::{self, EnvSnapshot};
+use crate::sys::fsinfo::writable;
 use crate::sys::procfs::read_i64_file;
 
 /// The RT runtime sysctl.
@@ -703,19 +704,6 @@ fn journal_candidates() -> Vec<PathBuf> {
             .into_iter()
             .map(|d| Path::new(d).join(JOURNAL_NAME))
             .collect(),
-    }
-}
-
-/// `faccessat(path, W_OK, AT_EACCESS)`: EACCES, EROFS, ENOENT, … as errors.
-fn writable(path: &Path) -> io::Result<()> {
-    let c = CString::new(path.as_os_str().as_bytes())
-        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-    // SAFETY: `c` is a NUL-terminated path; no other memory is involved.
-    let rc = unsafe { libc::faccessat(libc::AT_FDCWD, c.as_ptr(), libc::W_OK, libc::AT_EACCESS) };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
     }
 }
 

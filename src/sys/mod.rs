@@ -2,6 +2,7 @@
 //! process reaping and signals, procfs parsing, and the machine's environment.
 
 pub mod envinfo;
+pub mod fsinfo;
 pub mod knobs;
 pub mod probe;
 pub mod proc;

@@ -68,11 +68,6 @@ pub fn file_path(dir: &Path) -> PathBuf {
     dir.join(AIO_FILE)
 }
 
-/// Parent side: create the shared file of `file_bytes` in `dir`, fsynced.
-pub fn prepare(p: &AioParams, dir: &Path) -> anyhow::Result<()> {
-    super::copy::write_input(&file_path(dir), p.file_bytes, true)
-}
-
 /// The parameter rules `run` enforces (the spec validator reports the same
 /// rules against its keys).
 pub fn check_params(p: &AioParams) -> anyhow::Result<()> {
@@ -674,7 +669,7 @@ mod tests {
     /// Prepare in a fresh temporary directory and run as process `index`.
     fn prepare_and_run(p: &AioParams, index: usize) -> anyhow::Result<WorkOutput> {
         let dir = tempfile::tempdir()?;
-        prepare(p, dir.path())?;
+        crate::workload::Workload::Aio(p.clone()).prepare(dir.path(), None)?;
         let out = run(
             p,
             &WorkContext {

@@ -45,16 +45,55 @@ pub fn input_bytes(p: &CopyParams) -> u64 {
     }
 }
 
+/// Preparing a run's input took longer than the run's time limit.
+#[derive(Debug, thiserror::Error)]
+#[error("writing {bytes} bytes of input to {path} did not finish within the run's timeout_s")]
+pub struct PrepareTimedOut {
+    pub path: String,
+    pub bytes: u64,
+}
+
 /// Create `path` holding `len` non-zero pseudo-random bytes (a fixed seed,
 /// so every run reads the same data); fsync it when `fsync` is set so that
 /// it is on disk before any measurement starts.
 pub fn write_input(path: &Path, len: u64, fsync: bool) -> anyhow::Result<()> {
+    write_input_until(path, len, fsync, None)
+}
+
+/// `write_input`, giving up with [`PrepareTimedOut`] (the partial file
+/// removed) when `until` passes before it is written.
+pub fn write_input_until(
+    path: &Path,
+    len: u64,
+    fsync: bool,
+    until: Option<std::time::Instant>,
+) -> anyhow::Result<()> {
+    let written = write_input_inner(path, len, fsync, until);
+    if written.is_err() {
+        let _ = std::fs::remove_file(path);
+    }
+    written
+}
+
+fn write_input_inner(
+    path: &Path,
+    len: u64,
+    fsync: bool,
+    until: Option<std::time::Instant>,
+) -> anyhow::Result<()> {
     let file = File::create(path).with_context(|| format!("creating {}", path.display()))?;
     let mut w = BufWriter::with_capacity(1 << 20, file);
     let mut state = 0x5EED_5C4E_D1AB_0001_u64;
     let mut block = vec![0u8; 1 << 16];
     let mut left = len;
     while left > 0 {
+        if until.is_some_and(|u| std::time::Instant::now() >= u) {
+            return Err(PrepareTimedOut {
+                path: path.display().to_string(),
+                bytes: len,
+            }
+            .into());
+        }
         fill_nonzero(&mut block, &mut state);
         let n = usize::try_from(left.min(block.len() as u64)).unwrap_or(block.len());
         w.write_all(&block[..n])

@@ -247,19 +247,42 @@ impl Workload {
         )
     }
 
+    /// Bytes a run of `processes` of this workload writes to its run
+    /// directory at most: the shared input and one output of the input's
+    /// size per process (copy, mixed; a duration copy wraps around its
+    /// input), or the shared file (aio). Saturates instead of overflowing.
+    pub fn disk_bytes(&self, processes: u32) -> u64 {
+        let input = match self {
+            Workload::Copy(p) => copy::input_bytes(p),
+            Workload::Mixed(p) => p.copy_bytes,
+            Workload::Aio(p) => return p.file_bytes,
+            Workload::Pi(_) | Workload::Matmul(_) | Workload::Hash(_) => return 0,
+        };
+        input.saturating_mul(u64::from(processes).saturating_add(1))
+    }
+
+    /// The spec key (under `[workloads.NAME]`) that sets `disk_bytes`.
+    pub fn disk_key(&self) -> &'static str {
+        match self {
+            Workload::Aio(_) => "file_bytes",
+            _ => "bytes",
+        }
+    }
+
     /// Parent side, before any worker is spawned (outside the measurement):
     /// create the shared input file `input.dat` in `dir` for copy/mixed,
     /// of the size one process reads, filled with non-zero pseudo-random
     /// bytes, written and fsynced; for aio the shared file `aio.dat` of
     /// `file_bytes`, likewise. No-op for the other workloads.
-    pub fn prepare(&self, dir: &Path) -> anyhow::Result<()> {
-        let bytes = match self {
-            Workload::Copy(p) => copy::input_bytes(p),
-            Workload::Mixed(p) => p.copy_bytes,
-            Workload::Aio(p) => return aio::prepare(p, dir),
+    /// Gives up with [`copy::PrepareTimedOut`] when `until` passes first.
+    pub fn prepare(&self, dir: &Path, until: Option<Instant>) -> anyhow::Result<()> {
+        let (path, bytes) = match self {
+            Workload::Copy(p) => (dir.join(INPUT_FILE), copy::input_bytes(p)),
+            Workload::Mixed(p) => (dir.join(INPUT_FILE), p.copy_bytes),
+            Workload::Aio(p) => (aio::file_path(dir), p.file_bytes),
             Workload::Pi(_) | Workload::Matmul(_) | Workload::Hash(_) => return Ok(()),
         };
-        copy::write_input(&dir.join(INPUT_FILE), bytes, true)
+        copy::write_input_until(&path, bytes, true, until)
     }
 
     /// Worker side: run the workload to completion and report.
@@ -460,6 +483,31 @@ pub fn calibrate(dir: &Path) -> anyhow::Result<Rates> {
         );
     }
     Ok(rates)
+}
+
+#[cfg(test)]
+mod disk_tests {
+    use super::*;
+
+    #[test]
+    fn disk_needs_of_each_kind() {
+        let copy = Workload::Copy(CopyParams {
+            stop: Stop::Work(1000),
+            chunk_bytes: 10,
+            sync: SyncMode::None,
+        });
+        assert_eq!(copy.disk_bytes(4), 5000);
+        let huge = Workload::Copy(CopyParams {
+            stop: Stop::Work(u64::MAX / 2),
+            chunk_bytes: 10,
+            sync: SyncMode::None,
+        });
+        assert_eq!(huge.disk_bytes(4), u64::MAX);
+        let pi = Workload::Pi(PiParams {
+            stop: Stop::Work(5),
+        });
+        assert_eq!(pi.disk_bytes(100), 0);
+    }
 }
 
 #[cfg(test)]

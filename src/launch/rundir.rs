@@ -1,0 +1,221 @@
+//! Directories schedlab makes in a work directory (per run, for
+//! calibration), and the removal of those a killed schedlab left behind.
+//!
+//! A directory is schedlab's only if it provably is: it holds a marker file
+//! that names the directory's own device and inode (so a copy or a
+//! look-alike made by someone else does not qualify), and the schedlab that
+//! made it holds an exclusive `flock` on that marker for the directory's
+//! whole life. A leftover is removed only when its marker is intact and the
+//! lock is free; a live owner's lock is seen across PID namespaces sharing
+//! the directory, where its PID would mean nothing. A name alone never
+//! qualifies a directory for removal.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+/// Name prefix of the directories (for people looking at the work directory).
+const PREFIX: &str = "schedlab-";
+/// The marker file inside an owned directory.
+pub const MARKER: &str = ".schedlab-owned";
+/// First line of a marker; the format's version follows the last space.
+const MAGIC: &str = "schedlab owned directory v1";
+/// A marker is a few lines; anything longer is not one of ours.
+const MARKER_MAX_BYTES: u64 = 4096;
+
+/// A directory schedlab made and holds: removed with its contents when
+/// dropped; the lock on its marker is released with it.
+pub struct OwnedDir {
+    dir: tempfile::TempDir,
+    // Held for the directory's life: another schedlab's clean-up sees it.
+    _lock: File,
+}
+
+impl OwnedDir {
+    /// Make `parent/schedlab-<pid>-<random>` with its locked marker.
+    pub fn create_in(parent: &Path) -> io::Result<OwnedDir> {
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("{PREFIX}{}-", std::process::id()))
+            .tempdir_in(parent)?;
+        let meta = std::fs::symlink_metadata(dir.path())?;
+        let mut marker = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(dir.path().join(MARKER))?;
+        // A new file nobody else has opened: the lock cannot be held.
+        marker.try_lock().map_err(io::Error::other)?;
+        write!(
+            marker,
+            "{MAGIC}\ndev {}\nino {}\npid {}\nboot {}\n",
+            meta.dev(),
+            meta.ino(),
+            std::process::id(),
+            boot_id()
+        )?;
+        marker.sync_all()?;
+        Ok(OwnedDir { dir, _lock: marker })
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+/// The kernel's boot id, recorded for people reading a marker.
+fn boot_id() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// Whether `marker`'s text names the directory with this device and inode.
+pub fn marker_matches(text: &str, dev: u64, ino: u64) -> bool {
+    let mut lines = text.lines();
+    if lines.next() != Some(MAGIC) {
+        return false;
+    }
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+            .and_then(|v| v.parse::<u64>().ok())
+    };
+    field("dev") == Some(dev) && field("ino") == Some(ino)
+}
+
+/// What a clean-up did with one candidate directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// A leftover of a schedlab no longer holding it: removed.
+    Removed,
+    /// Ours, but a live schedlab holds it.
+    Live,
+    /// Not provably schedlab's (no marker, a marker of another directory,
+    /// not a plain directory): left alone.
+    NotOurs,
+}
+
+/// Remove the directories in `workdir` that a schedlab made and no longer
+/// holds. Returns what was removed. Never follows symbolic links and never
+/// touches a directory without an intact marker.
+pub fn remove_leftovers(workdir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(workdir) else {
+        return Vec::new();
+    };
+    let mut removed = Vec::new();
+    for e in entries.flatten() {
+        if !e.file_name().to_string_lossy().starts_with(PREFIX) {
+            continue;
+        }
+        let path = e.path();
+        if judge(&path) == Verdict::Removed {
+            removed.push(path);
+        }
+    }
+    removed
+}
+
+/// Decide about one directory, removing it when it is a free leftover.
+pub fn judge(path: &Path) -> Verdict {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return Verdict::NotOurs;
+    };
+    if !meta.file_type().is_dir() {
+        return Verdict::NotOurs;
+    }
+    let marker_path = path.join(MARKER);
+    match std::fs::symlink_metadata(&marker_path) {
+        Ok(m) if m.file_type().is_file() && m.len() <= MARKER_MAX_BYTES => {}
+        _ => return Verdict::NotOurs,
+    }
+    let Ok(mut marker) = OpenOptions::new().read(true).open(&marker_path) else {
+        return Verdict::NotOurs;
+    };
+    let mut text = String::new();
+    if (&mut marker)
+        .take(MARKER_MAX_BYTES)
+        .read_to_string(&mut text)
+        .is_err()
+        || !marker_matches(&text, meta.dev(), meta.ino())
+    {
+        return Verdict::NotOurs;
+    }
+    match marker.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => return Verdict::Live,
+        Err(std::fs::TryLockError::Error(_)) => return Verdict::NotOurs,
+    }
+    // Held while removing, so no other schedlab judges it at the same time.
+    match std::fs::remove_dir_all(path) {
+        Ok(()) => Verdict::Removed,
+        Err(_) => Verdict::NotOurs,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_marker_names_its_own_directory_only() {
+        let t = format!("{MAGIC}\ndev 5\nino 77\npid 1\nboot x\n");
+        assert!(marker_matches(&t, 5, 77));
+        assert!(!marker_matches(&t, 5, 78));
+        assert!(!marker_matches(&t, 6, 77));
+        assert!(!marker_matches("dev 5\nino 77\n", 5, 77));
+        assert!(!marker_matches(&format!("{MAGIC}\nino 77\n"), 5, 77));
+    }
+
+    #[test]
+    fn a_held_directory_is_live_and_a_released_one_is_removed() {
+        let parent = tempfile::tempdir().unwrap();
+        let owned = OwnedDir::create_in(parent.path()).unwrap();
+        let path = owned.path().to_path_buf();
+        assert_eq!(judge(&path), Verdict::Live);
+        assert!(path.exists());
+        // Release the lock but keep the directory, as a SIGKILL would.
+        let OwnedDir { dir, _lock } = owned;
+        drop(_lock);
+        let kept = dir.keep();
+        assert_eq!(remove_leftovers(parent.path()), vec![kept.clone()]);
+        assert!(!kept.exists());
+    }
+
+    #[test]
+    fn look_alikes_are_left_alone() {
+        let parent = tempfile::tempdir().unwrap();
+        let p = parent.path();
+        // A user's directory named like ours, with and without a forged marker.
+        std::fs::create_dir(p.join("schedlab-2024-results")).unwrap();
+        std::fs::write(p.join("schedlab-2024-results/important.txt"), "x").unwrap();
+        std::fs::create_dir(p.join("schedlab-99999999-abc")).unwrap();
+        std::fs::write(
+            p.join("schedlab-99999999-abc").join(MARKER),
+            format!("{MAGIC}\ndev 1\nino 2\n"),
+        )
+        .unwrap();
+        // A copy of a real one: its marker names another inode.
+        let owned = OwnedDir::create_in(p).unwrap();
+        std::fs::create_dir(p.join("schedlab-copy")).unwrap();
+        std::fs::copy(
+            owned.path().join(MARKER),
+            p.join("schedlab-copy").join(MARKER),
+        )
+        .unwrap();
+        // A symbolic link to a real leftover.
+        std::os::unix::fs::symlink(owned.path(), p.join("schedlab-link")).unwrap();
+        // A plain file.
+        std::fs::write(p.join("schedlab-file"), "x").unwrap();
+        drop(owned);
+        assert!(remove_leftovers(p).is_empty());
+        for name in [
+            "schedlab-2024-results/important.txt",
+            "schedlab-99999999-abc",
+            "schedlab-copy",
+            "schedlab-file",
+        ] {
+            assert!(p.join(name).exists(), "{name} was removed");
+        }
+    }
+}
