@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::launch::{Launcher, Outcome};
+use crate::locks;
 use crate::plan::{self, Run};
 use crate::progress::Progress;
 use crate::record::{RunRecord, RunStatus};
@@ -22,6 +23,8 @@ pub struct Options {
     /// Allow what is refused by default because it can freeze the machine:
     /// RT work with RT throttling disabled, an RT hog on every CPU.
     pub force: bool,
+    /// Measure even while another schedlab measures on this machine.
+    pub allow_concurrent: bool,
 }
 
 /// How a campaign invocation ended.
@@ -192,6 +195,21 @@ pub fn run(
 ) -> Result<Summary> {
     let env = envinfo::capture();
     check_machine(spec, origin, &env, opts.force)?;
+    let what = format!(
+        "schedlab run of \"{}\" into {}",
+        spec.name,
+        opts.db.display()
+    );
+    let db_lock = locks::database_lock_path(&opts.db);
+    let _runner = locks::try_take(&db_lock, &locks::holder_note(&what))
+        .with_context(|| format!("cannot lock {}", db_lock.display()))?
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "{} is being written by {}; wait for it to finish (or stop it), or use another --db",
+                opts.db.display(),
+                locks::holder(&db_lock)
+            )
+        })?;
     let mut store = Store::open(&opts.db)?;
     let (campaign, runs, created) = open_campaign(&mut store, spec, spec_toml, overrides)?;
     if opts.retry_failed {
@@ -261,6 +279,18 @@ pub fn run(
             summary.interrupted = Some(sig);
             break;
         }
+        // The measured part of a run (with its RT setting) holds the
+        // machine-wide lock: two measurements at once disturb each other.
+        let _measuring = match opts.allow_concurrent {
+            true => None,
+            false => match wait_for_machine(&signals, &what, opts.quiet)? {
+                Ok(held) => Some(held),
+                Err(sig) => {
+                    summary.interrupted = Some(sig);
+                    break;
+                }
+            },
+        };
         progress.start(i, run);
         if let (Some(guard), Some(v)) = (rt_guard.as_mut(), run.rt_runtime_us) {
             guard.set_runtime(v).with_context(|| {
@@ -279,6 +309,7 @@ pub fn run(
                 progress.finish(i, run, &describe(&rec));
             }
         }
+        drop(_measuring);
         if i + 1 < pending.len()
             && spec.cooldown_ns > 0
             && let Some(sig) =
@@ -293,6 +324,37 @@ pub fn run(
         guard.restore().context("restoring sched_rt_runtime_us")?;
     }
     Ok(summary)
+}
+
+/// Take the machine-wide measurement lock, waiting while another schedlab
+/// holds it (saying once who does) and taking Ctrl-C meanwhile: `Err(sig)`
+/// when a stop signal came first.
+fn wait_for_machine(
+    signals: &libc::sigset_t,
+    what: &str,
+    quiet: bool,
+) -> Result<Result<locks::Held, i32>> {
+    let path = locks::machine_lock_path();
+    let note = locks::holder_note(what);
+    let mut told = String::new();
+    loop {
+        if let Some(held) = locks::try_take(&path, &note)
+            .with_context(|| format!("cannot take the measurement lock {}", path.display()))?
+        {
+            return Ok(Ok(held));
+        }
+        let holder = locks::holder(&path);
+        if !quiet && holder != told {
+            eprintln!(
+                "waiting for the machine: {holder} is measuring (two measurements at once disturb each \
+                 other; --allow-concurrent measures anyway)"
+            );
+            told = holder;
+        }
+        if let Some(sig) = proc::pending_stop_signal_within(signals, Duration::from_millis(100)) {
+            return Ok(Err(sig));
+        }
+    }
 }
 
 fn status_index(s: RunStatus) -> usize {

@@ -44,6 +44,10 @@ enum Command {
         /// (both can freeze the machine).
         #[arg(long)]
         force: bool,
+        /// Measure even while another schedlab measures on this machine
+        /// (by default each run waits for the machine-wide measurement lock).
+        #[arg(long)]
+        allow_concurrent: bool,
     },
     /// Show the runs a spec expands to, how many are stored, and a time estimate,
     /// without running anything.
@@ -288,7 +292,18 @@ fn dispatch(command: Command) -> Result<i32> {
             quiet,
             retry_failed,
             force,
-        } => cmd_run(&source, &db.db, quiet, retry_failed, force),
+            allow_concurrent,
+        } => cmd_run(
+            &source,
+            &db.db,
+            campaign::Options {
+                db: db.db.clone(),
+                quiet,
+                retry_failed,
+                force,
+                allow_concurrent,
+            },
+        ),
         Command::Plan {
             source,
             db,
@@ -408,20 +423,9 @@ fn dispatch(command: Command) -> Result<i32> {
     }
 }
 
-fn cmd_run(
-    source: &SpecSource,
-    db: &Path,
-    quiet: bool,
-    retry_failed: bool,
-    force: bool,
-) -> Result<i32> {
+fn cmd_run(source: &SpecSource, db: &Path, opts: campaign::Options) -> Result<i32> {
     let l = source.load()?;
-    let opts = campaign::Options {
-        db: db.to_path_buf(),
-        quiet,
-        retry_failed,
-        force,
-    };
+    let quiet = opts.quiet;
     let s = campaign::run(&l.spec, &l.origin, &l.text, &l.overrides, &opts)?;
     let [ok, failed, timed_out, skipped] = s.by_status;
     if !quiet {

@@ -7,6 +7,7 @@ pub mod campaign;
 pub mod cli;
 pub mod export;
 pub mod launch;
+pub mod locks;
 pub mod plan;
 pub mod policy;
 pub mod policyctl;

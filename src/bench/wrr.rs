@@ -125,6 +125,7 @@ pub fn run(o: WrrBenchOptions) -> Result<()> {
             quiet: true,
             retry_failed: false,
             force: false,
+            allow_concurrent: false,
         };
         let summary = campaign::run(&spec, c.label, &text, &[], &opts)?;
         if let Some(sig) = summary.interrupted {

@@ -752,7 +752,9 @@ mod tests {
     fn direct_works_on_ext4_and_file_stays_nonzero() {
         let dir = tempfile::tempdir().unwrap();
         let p = params(Stop::Work(2 << 20), 1 << 20, 16384, 50, true);
-        prepare(&p, dir.path()).unwrap();
+        crate::workload::Workload::Aio(p.clone())
+            .prepare(dir.path(), None)
+            .unwrap();
         let ctx = WorkContext {
             dir: dir.path().to_path_buf(),
             index: 0,

@@ -492,6 +492,18 @@ pub fn calibrate(dir: &Path, duration_ns: u64) -> anyhow::Result<f64> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn writing_an_input_gives_up_at_its_deadline_and_removes_the_part() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("in.dat");
+        let past = std::time::Instant::now();
+        let e = write_input_until(&path, 1 << 30, false, Some(past)).unwrap_err();
+        assert!(e.is::<PrepareTimedOut>(), "{e:#}");
+        assert!(!path.exists());
+        write_input_until(&path, 1000, false, None).unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 1000);
+    }
+
     fn params(bytes: u64, chunk: u64, sync: SyncMode) -> CopyParams {
         CopyParams {
             stop: Stop::Work(bytes),

@@ -102,7 +102,7 @@ mod tests {
     fn run_in_tempdir(p: MixedParams) -> WorkOutput {
         let dir = tempfile::tempdir().unwrap();
         let w = Workload::Mixed(p);
-        w.prepare(dir.path()).unwrap();
+        w.prepare(dir.path(), None).unwrap();
         let ctx = WorkContext {
             dir: dir.path().to_path_buf(),
             index: 4,

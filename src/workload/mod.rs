@@ -816,7 +816,7 @@ mod tests {
     fn aio_prepare_and_run_through_dispatch() {
         let dir = tempfile::tempdir().unwrap();
         let w = aio(Stop::Work(256 << 10));
-        w.prepare(dir.path()).unwrap();
+        w.prepare(dir.path(), None).unwrap();
         let file = std::fs::read(dir.path().join(aio::AIO_FILE)).unwrap();
         assert_eq!(file.len(), 1 << 20);
         assert!(file.iter().all(|&b| b != 0));
@@ -856,7 +856,7 @@ mod tests {
             chunk_bytes: 1024,
             sync: SyncMode::None,
         });
-        w.prepare(dir.path()).unwrap();
+        w.prepare(dir.path(), None).unwrap();
         let input = std::fs::read(dir.path().join(INPUT_FILE)).unwrap();
         assert_eq!(input.len(), 10_000);
         assert!(input.iter().all(|&b| b != 0));
@@ -871,7 +871,7 @@ mod tests {
         assert!(!output_path(dir.path(), 3).exists());
         // Workloads without files do nothing in prepare.
         let empty = tempfile::tempdir().unwrap();
-        pi(Stop::Work(1)).prepare(empty.path()).unwrap();
+        pi(Stop::Work(1)).prepare(empty.path(), None).unwrap();
         assert_eq!(std::fs::read_dir(empty.path()).unwrap().count(), 0);
     }
 }
