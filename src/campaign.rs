@@ -13,7 +13,7 @@ use crate::progress::Progress;
 use crate::record::{RunRecord, RunStatus};
 use crate::spec::{Spec, SpecError};
 use crate::store::{Campaign, Store};
-use crate::sys::{envinfo, fsinfo, knobs, proc};
+use crate::sys::{envinfo, fsinfo, knobs, limits, proc};
 
 pub struct Options {
     pub db: PathBuf,
@@ -101,7 +101,50 @@ pub fn check_machine(
             ));
         }
     }
-    check_workdir(spec, &err)
+    check_workdir(spec, &err)?;
+    check_limits(spec, &limits::Limits::capture(), &err)
+}
+
+/// What one run needs of the machine's limits.
+pub fn run_need(spec: &Spec, r: &Run) -> limits::Need {
+    let p = u64::from(r.processes);
+    let dispatchers = match r.policy {
+        crate::policy::Policy::Wrr => 64,
+        _ => 0,
+    };
+    limits::Need {
+        // Workers, the hog, dispatcher threads, and room for the kernel's
+        // io_uring workers and schedlab's own threads.
+        tasks: p + u64::from(spec.hog.is_some()) + dispatchers + 16,
+        fds: 64 + 2 * p,
+        memory_bytes: r.workload.workload.memory_bytes().saturating_mul(p),
+    }
+}
+
+/// Refuse a spec of which a run would hit a limit of this machine, naming
+/// the limit (rather than failing every run at fork time).
+fn check_limits(
+    spec: &Spec,
+    limits: &limits::Limits,
+    err: &dyn Fn(&str, String) -> SpecError,
+) -> Result<(), SpecError> {
+    let mut seen = std::collections::HashSet::new();
+    for r in plan::expand(spec, 0) {
+        let need = run_need(spec, &r);
+        if !seen.insert(need) {
+            continue;
+        }
+        if let Some(why) = limits.refusal(need) {
+            return Err(err(
+                "matrix.processes",
+                format!(
+                    "a run of {} processes of {} cannot start here: {why}",
+                    r.processes, r.workload.name
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The work directory is (or can be made as) a writable directory, and its

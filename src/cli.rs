@@ -443,8 +443,16 @@ fn cmd_run(source: &SpecSource, db: &Path, opts: campaign::Options) -> Result<i3
         );
         return Ok(128 + sig);
     }
+    // Runs that failed or timed out are stored with their reasons, but a
+    // script must not take the campaign for a success.
+    if failed + timed_out > 0 {
+        return Ok(EXIT_RUNS_FAILED);
+    }
     Ok(0)
 }
+
+/// Exit code of `run` when the campaign ended but runs failed or timed out.
+pub const EXIT_RUNS_FAILED: i32 = 3;
 
 fn cmd_plan(source: &SpecSource, db: &Path, list: bool, force: bool) -> Result<i32> {
     let l = source.load()?;

@@ -206,6 +206,11 @@ impl Launcher {
                             describe_sched(&m.sched),
                             probe::errno_explanation(m.sched.policy.name(), errno)
                         ),
+                        Some(libc::EAGAIN) => format!(
+                            "{who} could not be started: {} (a task limit was reached: this user's \
+                             RLIMIT_NPROC, `ulimit -u`, the cgroup's pids.max, or kernel.threads-max)",
+                            e.message
+                        ),
                         _ => format!("{who} could not be started: {}", e.message),
                     };
                     let status = match e.errno {

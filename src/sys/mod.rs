@@ -4,6 +4,7 @@
 pub mod envinfo;
 pub mod fsinfo;
 pub mod knobs;
+pub mod limits;
 pub mod probe;
 pub mod proc;
 pub mod procfs;

@@ -123,7 +123,7 @@ pub fn probe() -> Privileges {
 
 /// `getrlimit(resource)` as (soft, hard), `u64::MAX` for unlimited; (0, 0)
 /// if the call fails.
-fn rlimit(resource: libc::__rlimit_resource_t) -> (u64, u64) {
+pub fn rlimit(resource: libc::__rlimit_resource_t) -> (u64, u64) {
     let mut rl = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,

@@ -164,6 +164,10 @@ pub struct Rates {
     pub copy_bytes_per_s: f64,
 }
 
+/// Resident memory of an idle worker process (the schedlab binary's
+/// private pages and stacks), for the memory check before a campaign.
+pub const WORKER_BASE_BYTES: u64 = 4 << 20;
+
 /// Name of the shared input file copy/mixed read, inside the run directory.
 pub const INPUT_FILE: &str = "input.dat";
 
@@ -259,6 +263,20 @@ impl Workload {
             Workload::Pi(_) | Workload::Matmul(_) | Workload::Hash(_) => return 0,
         };
         input.saturating_mul(u64::from(processes).saturating_add(1))
+    }
+
+    /// Memory one worker of this workload uses at most: a worker process
+    /// (`WORKER_BASE_BYTES`) plus its buffers (the matrices, the copy chunk,
+    /// the aio buffers). Saturates instead of overflowing.
+    pub fn memory_bytes(&self) -> u64 {
+        let buffers = match self {
+            Workload::Pi(_) | Workload::Hash(_) => 0,
+            Workload::Copy(p) => p.chunk_bytes,
+            Workload::Mixed(p) => p.chunk_bytes,
+            Workload::Matmul(p) => p.n.saturating_mul(p.n).saturating_mul(3 * 8),
+            Workload::Aio(p) => u64::from(p.queue_depth).saturating_mul(p.block_bytes),
+        };
+        WORKER_BASE_BYTES.saturating_add(buffers)
     }
 
     /// The spec key (under `[workloads.NAME]`) that sets `disk_bytes`.
