@@ -126,7 +126,7 @@ pub fn run(
             &[RunStatus::Failed, RunStatus::TimedOut, RunStatus::Skipped],
         )?;
         if n > 0 && !opts.quiet {
-            eprintln!("retrying {n} failed, timed-out or skipped runs");
+            note!("retrying {n} failed, timed-out or skipped runs");
         }
     }
     let done = store.finished_keys(campaign.id)?;
@@ -138,12 +138,12 @@ pub fn run(
     let period = env.sched_rt_period_us.unwrap_or(1_000_000);
     let estimates = plan::estimates(spec, &pending, env.cpus_allowed.len(), &rates, period);
     if !opts.quiet {
-        eprintln!(
+        note!(
             "{} campaign {} \"{}\" in {} (seed {}, scale {}): {} runs, {} stored, {} to run, about {}",
             if created { "new" } else { "resuming" },
             campaign.id,
-            campaign.name,
-            opts.db.display(),
+            crate::out::esc(&campaign.name),
+            crate::out::path(&opts.db),
             campaign.seed,
             spec.scale,
             runs.len(),
@@ -154,6 +154,8 @@ pub fn run(
         warn_rt_everywhere(spec, env.cpus_allowed.len());
     }
 
+    // `cli` blocked these at start-up already (so that none is lost before
+    // this point); block them here too for other callers.
     let signals = proc::control_signals();
     proc::block(&signals).context("blocking signals")?;
     // Kernel settings the campaign sweeps are journaled before the first
@@ -175,6 +177,10 @@ pub fn run(
         by_status: [0; 4],
         interrupted: None,
     };
+    if pending.is_empty() {
+        // A stop signal that came during set-up still counts.
+        summary.interrupted = proc::pending_stop_signal(&signals);
+    }
     for (i, run) in pending.iter().enumerate() {
         if let Some(sig) = proc::pending_stop_signal(&signals) {
             summary.interrupted = Some(sig);
@@ -261,7 +267,7 @@ fn warn_rt_everywhere(spec: &Spec, cpus: usize) {
         .any(|c| matches!(c, crate::spec::Cpus::All));
     let many = spec.processes.iter().any(|&p| p as usize >= cpus);
     if rt && all && many {
-        eprintln!(
+        note!(
             "note: real-time workers will occupy all {cpus} CPUs; the rest of the machine gets only what RT \
              throttling (sched_rt_runtime_us) leaves. schedlab keeps control and enforces timeout_s."
         );
