@@ -251,8 +251,6 @@ pub fn main() -> i32 {
     if let Command::Worker { json } = &cli.command {
         return crate::worker::main(json);
     }
-    // A schedlab killed while it had changed a kernel setting left a journal:
-    // put the machine back before doing anything else.
     if let Command::Run { .. } = &cli.command {
         // Ctrl-C, TERM and HUP are taken synchronously by the campaign loop;
         // blocked from the very start, none that arrives while the spec is
@@ -264,6 +262,8 @@ pub fn main() -> i32 {
             return 1;
         }
     }
+    // A schedlab killed while it had changed a kernel setting left a journal:
+    // put the machine back before doing anything else.
     match crate::sys::knobs::recover_leftover() {
         Ok(Some(warning)) => note!("warning: {}", out::esc_lines(&warning)),
         Ok(None) => {}

@@ -173,9 +173,9 @@ pub fn unblock_all_raw() -> Result<(), i32> {
 /// Returns the signal number, or None on timeout.
 /// Signals dropped by [`dropped`] are not returned.
 pub fn wait_signal(set: &libc::sigset_t, timeout: Duration) -> Option<i32> {
-    let end = std::time::Instant::now() + timeout;
+    let start = std::time::Instant::now();
     loop {
-        let left = end.saturating_duration_since(std::time::Instant::now());
+        let left = timeout.saturating_sub(start.elapsed());
         let ts = libc::timespec {
             tv_sec: left.as_secs() as libc::time_t,
             tv_nsec: left.subsec_nanos() as libc::c_long,
