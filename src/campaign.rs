@@ -261,7 +261,7 @@ pub fn run(
             &[RunStatus::Failed, RunStatus::TimedOut, RunStatus::Skipped],
         )?;
         if n > 0 && !opts.quiet {
-            eprintln!("retrying {n} failed, timed-out or skipped runs");
+            note!("retrying {n} failed, timed-out or skipped runs");
         }
     }
     let done = store.finished_keys(campaign.id)?;
@@ -269,7 +269,7 @@ pub fn run(
     let workdir = workdir_of(spec);
     for d in crate::launch::rundir::remove_leftovers(&workdir) {
         if !opts.quiet {
-            eprintln!(
+            crate::note!(
                 "removed {}, left by a schedlab that was killed",
                 d.display()
             );
@@ -280,12 +280,12 @@ pub fn run(
     let period = env.sched_rt_period_us.unwrap_or(1_000_000);
     let estimates = plan::estimates(spec, &pending, env.cpus_allowed.len(), &rates, period);
     if !opts.quiet {
-        eprintln!(
+        note!(
             "{} campaign {} \"{}\" in {} (seed {}, scale {}): {} runs, {} stored, {} to run, about {}",
             if created { "new" } else { "resuming" },
             campaign.id,
-            campaign.name,
-            opts.db.display(),
+            crate::out::esc(&campaign.name),
+            crate::out::path(&opts.db),
             campaign.seed,
             spec.scale,
             runs.len(),
@@ -296,6 +296,8 @@ pub fn run(
         warn_rt_everywhere(spec, env.cpus_allowed.len());
     }
 
+    // `cli` blocked these at start-up already (so that none is lost before
+    // this point); block them here too for other callers.
     let signals = proc::control_signals();
     proc::block(&signals).context("blocking signals")?;
     // Kernel settings the campaign sweeps are journaled before the first
@@ -317,6 +319,10 @@ pub fn run(
         by_status: [0; 4],
         interrupted: None,
     };
+    if pending.is_empty() {
+        // A stop signal that came during set-up still counts.
+        summary.interrupted = proc::pending_stop_signal(&signals);
+    }
     for (i, run) in pending.iter().enumerate() {
         if let Some(sig) = proc::pending_stop_signal(&signals) {
             summary.interrupted = Some(sig);
@@ -388,7 +394,7 @@ fn wait_for_machine(
         }
         let holder = locks::holder(&path);
         if !quiet && holder != told {
-            eprintln!(
+            crate::note!(
                 "waiting for the machine: {holder} is measuring (two measurements at once disturb each \
                  other; --allow-concurrent measures anyway)"
             );
@@ -444,7 +450,7 @@ fn warn_rt_everywhere(spec: &Spec, cpus: usize) {
         .any(|c| matches!(c, crate::spec::Cpus::All));
     let many = spec.processes.iter().any(|&p| p as usize >= cpus);
     if rt && all && many {
-        eprintln!(
+        note!(
             "note: real-time workers will occupy all {cpus} CPUs; the rest of the machine gets only what RT \
              throttling (sched_rt_runtime_us) leaves. schedlab keeps control and enforces timeout_s."
         );

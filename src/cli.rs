@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use crate::spec::{self, SpecError, presets};
 use crate::store::Store;
 use crate::sys::{envinfo, probe};
-use crate::{campaign, export, plan};
+use crate::{campaign, export, out, plan};
 
 #[derive(Parser)]
 #[command(
@@ -217,11 +217,7 @@ struct Loaded {
 impl SpecSource {
     fn load(&self) -> Result<Loaded> {
         let (origin, text) = match (&self.spec, &self.preset) {
-            (Some(path), None) => (
-                path.display().to_string(),
-                std::fs::read_to_string(path)
-                    .with_context(|| format!("cannot read spec {}", path.display()))?,
-            ),
+            (Some(path), None) => (out::path(path), spec::read_file(path)?),
             (None, Some(name)) => {
                 let p = presets::find(name).ok_or_else(|| SpecError::Invalid {
                     origin: "--preset".into(),
@@ -241,6 +237,10 @@ impl SpecSource {
         };
         let mut overrides = self.set.clone();
         if let Some(f) = self.scale {
+            spec::check_scale(f).map_err(|message| SpecError::Parse {
+                origin: "--scale".into(),
+                message,
+            })?;
             overrides.push(format!("scale={f:?}"));
         }
         let spec = spec::load(&text, &origin, &overrides)?;
@@ -259,22 +259,44 @@ pub fn main() -> i32 {
     if let Command::Worker { json } = &cli.command {
         return crate::worker::main(json);
     }
+    if let Command::Run { .. } = &cli.command {
+        // Ctrl-C, TERM and HUP are taken synchronously by the campaign loop;
+        // blocked from the very start, none that arrives while the spec is
+        // loaded, the database opened or the machine calibrated is lost or
+        // kills schedlab without cleanup: it stays pending until the loop
+        // looks, which then stops before the first run (exit 128+N).
+        if let Err(e) = crate::sys::proc::block_control_signals() {
+            note!("error: cannot block signals: {e}");
+            return 1;
+        }
+    }
     // A schedlab killed while it had changed a kernel setting left a journal:
     // put the machine back before doing anything else.
     match crate::sys::knobs::recover_leftover() {
-        Ok(Some(warning)) => eprintln!("warning: {warning}"),
+        Ok(Some(warning)) => note!("warning: {}", out::esc_lines(&warning)),
         Ok(None) => {}
         Err(e) => {
-            eprintln!(
-                "error: could not restore kernel settings left changed by an earlier schedlab: {e:#}"
+            note!(
+                "error: could not restore kernel settings left changed by an earlier schedlab: {}",
+                out::esc_lines(&format!("{e:#}"))
             );
             return 1;
         }
     }
-    match dispatch(cli.command) {
+    let result = dispatch(cli.command).and_then(|code| {
+        out::stdout().flush()?;
+        Ok(code)
+    });
+    match result {
         Ok(code) => code,
+        // Whoever read our standard output has stopped reading (`| head`):
+        // nothing is wrong, and nobody is listening. ripgrep's rule, made
+        // exact: the standard-output writer records the EPIPE it met, since
+        // the error chain may have lost the io::Error on the way (serde_json)
+        // and an EPIPE on another pipe (a worker's) is a real error.
+        Err(_) if out::stdout_closed() => 0,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            note!("error: {}", out::esc_lines(&format!("{e:#}")));
             if e.downcast_ref::<SpecError>().is_some() {
                 2
             } else {
@@ -314,7 +336,7 @@ fn dispatch(command: Command) -> Result<i32> {
             action: PresetAction::List,
         } => {
             for p in presets::PRESETS {
-                println!("{:<12} {}", p.name, p.summary);
+                outln!("{:<12} {}", p.name, p.summary)?;
             }
             Ok(0)
         }
@@ -326,7 +348,7 @@ fn dispatch(command: Command) -> Result<i32> {
                 key: name.clone(),
                 message: format!("no such preset; available: {}", presets::names()),
             })?;
-            print!("{}", p.toml);
+            write!(out::stdout(), "{}", p.toml)?;
             Ok(0)
         }
         Command::Export {
@@ -337,38 +359,45 @@ fn dispatch(command: Command) -> Result<i32> {
         } => {
             let store = Store::open_existing(&db.db)?;
             let rows = store.export_rows(campaign)?;
-            let mut out: Box<dyn Write> = match &output {
+            let mut w: Box<dyn Write> = match &output {
                 Some(path) => Box::new(std::io::BufWriter::new(
                     std::fs::File::create(path)
-                        .with_context(|| format!("cannot write {}", path.display()))?,
+                        .with_context(|| format!("cannot write {}", out::path(path)))?,
                 )),
-                None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+                None => Box::new(std::io::BufWriter::new(out::stdout())),
             };
             match format {
-                ExportFormat::Csv => export::write_csv(&rows, &mut out)?,
-                ExportFormat::Json => export::write_json(&rows, &mut out)?,
+                ExportFormat::Csv => export::write_csv(&rows, &mut w)?,
+                ExportFormat::Json => export::write_json(&rows, &mut w)?,
             }
-            out.flush()?;
+            w.flush()?;
             Ok(0)
         }
         Command::Campaigns { db } => {
             let store = Store::open_existing(&db.db)?;
-            println!(
+            outln!(
                 "{:>4}  {:<20} {:>8} {:>6} {:>6} {:>7} {:>9} {:>8}",
-                "id", "name", "planned", "ok", "failed", "timeout", "skipped", "scale"
-            );
+                "id",
+                "name",
+                "planned",
+                "ok",
+                "failed",
+                "timeout",
+                "skipped",
+                "scale"
+            )?;
             for c in store.campaigns()? {
-                println!(
+                outln!(
                     "{:>4}  {:<20} {:>8} {:>6} {:>6} {:>7} {:>9} {:>8}",
                     c.campaign.id,
-                    c.campaign.name,
+                    out::esc(&c.campaign.name),
                     c.campaign.planned_runs,
                     c.ok,
                     c.failed,
                     c.timed_out,
                     c.skipped,
                     c.campaign.scale
-                );
+                )?;
             }
             Ok(0)
         }
@@ -376,12 +405,12 @@ fn dispatch(command: Command) -> Result<i32> {
             let env = envinfo::capture();
             let privs = probe::probe();
             if json {
-                println!("{}", envinfo::render_json(&env, &privs));
+                outln!("{}", envinfo::render_json(&env, &privs))?;
             } else {
-                print!("{}", envinfo::render_text(&env, &privs));
-                println!("rt bandwidth");
+                write!(out::stdout(), "{}", envinfo::render_text(&env, &privs))?;
+                outln!("rt bandwidth")?;
                 for line in crate::sys::knobs::capability_from(&env).explain().lines() {
-                    println!("  {line}");
+                    outln!("  {line}")?;
                 }
             }
             Ok(0)
@@ -429,17 +458,19 @@ fn cmd_run(source: &SpecSource, db: &Path, opts: campaign::Options) -> Result<i3
     let s = campaign::run(&l.spec, &l.origin, &l.text, &l.overrides, &opts)?;
     let [ok, failed, timed_out, skipped] = s.by_status;
     if !quiet {
-        eprintln!(
+        note!(
             "campaign {}: {} runs this time (ok {ok}, failed {failed}, timed out {timed_out}, skipped {skipped}); \
              {} were stored before",
-            s.campaign.id, s.ran, s.already_done
+            s.campaign.id,
+            s.ran,
+            s.already_done
         );
     }
     if let Some(sig) = s.interrupted {
-        eprintln!(
+        note!(
             "interrupted by {}: finished runs are stored in {}; run the same command again to resume",
             crate::sys::proc::signal_name(sig),
-            db.display()
+            out::path(db)
         );
         return Ok(128 + sig);
     }
@@ -459,7 +490,8 @@ fn cmd_plan(source: &SpecSource, db: &Path, list: bool, force: bool) -> Result<i
     let env = envinfo::capture();
     campaign::check_machine(&l.spec, &l.origin, &env, force)?;
     let (existing, done) = if db.exists() {
-        let store = Store::open(db)?;
+        // Only looks: never creates, upgrades or writes the database.
+        let store = Store::open_existing(db)?;
         match store.find_campaign(&l.spec)? {
             Some(c) => {
                 let keys = store.finished_keys(c.id)?;
@@ -480,53 +512,53 @@ fn cmd_plan(source: &SpecSource, db: &Path, list: bool, force: bool) -> Result<i
     let est: f64 = plan::estimates(s, &pending, env.cpus_allowed.len(), &rates, period)
         .iter()
         .sum();
-    println!("campaign     {} ({})", s.name, l.origin);
+    outln!("campaign     {} ({})", out::esc(&s.name), l.origin)?;
     if !s.description.is_empty() {
-        println!("             {}", s.description);
+        outln!("             {}", out::esc(&s.description))?;
     }
-    println!(
+    outln!(
         "policies     {}",
         s.policies
             .iter()
             .map(|p| p.name())
             .collect::<Vec<_>>()
             .join(", ")
-    );
-    println!(
+    )?;
+    outln!(
         "workloads    {}",
         s.workloads
             .iter()
-            .map(|w| w.name.as_str())
+            .map(|w| out::esc(&w.name))
             .collect::<Vec<_>>()
             .join(", ")
-    );
-    println!(
+    )?;
+    outln!(
         "processes    {}",
         s.processes
             .iter()
             .map(|p| p.to_string())
             .collect::<Vec<_>>()
             .join(", ")
-    );
-    println!(
+    )?;
+    outln!(
         "priorities   {}",
         s.priorities
             .iter()
-            .map(|p| p.name.as_str())
+            .map(|p| out::esc(&p.name))
             .collect::<Vec<_>>()
             .join(", ")
-    );
-    println!(
+    )?;
+    outln!(
         "cpus         {}",
         s.cpus
             .iter()
             .map(|c| c.label())
             .collect::<Vec<_>>()
             .join(", ")
-    );
-    println!("repetitions  {}", s.repetitions);
-    println!("scale        {}", s.scale);
-    println!(
+    )?;
+    outln!("repetitions  {}", s.repetitions)?;
+    outln!("scale        {}", s.scale)?;
+    outln!(
         "order        {}",
         match (s.order, seed) {
             (spec::Order::Sequential, _) => "sequential".to_string(),
@@ -534,25 +566,29 @@ fn cmd_plan(source: &SpecSource, db: &Path, list: bool, force: bool) -> Result<i
             (spec::Order::Shuffled, None) =>
                 "shuffled, seed drawn when the campaign starts".to_string(),
         }
-    );
-    println!(
+    )?;
+    outln!(
         "runs         {} ({} stored in {}, {} to run)",
         runs.len(),
         runs.len() - pending.len(),
-        db.display(),
+        out::path(db),
         pending.len()
-    );
-    println!(
-        "estimate     {} for the runs left (from a {:.0} M iterations/s pi calibration on this machine; \
-         I/O and contention make real runs longer)",
-        crate::progress::human_duration(est),
-        rates.pi_iter_per_s / 1e6
-    );
+    )?;
+    if pending.is_empty() {
+        outln!("estimate     nothing left to run")?;
+    } else {
+        outln!(
+            "estimate     {} for the runs left (from a {:.0} M iterations/s pi calibration on this machine; \
+             I/O and contention make real runs longer)",
+            crate::progress::human_duration(est),
+            rates.pi_iter_per_s / 1e6
+        )?;
+    }
     if list {
         if seed.is_none() && s.order == spec::Order::Shuffled {
-            println!(
+            outln!(
                 "(listing in sequential order: the shuffle seed is drawn when the campaign starts)"
-            );
+            )?;
         }
         let runs = if seed.is_none() {
             plan::expand(
@@ -567,15 +603,16 @@ fn cmd_plan(source: &SpecSource, db: &Path, list: bool, force: bool) -> Result<i
         };
         for r in &runs {
             let mark = if done.contains(&r.key) { "stored" } else { "" };
-            println!("{:>5}  {:<70} {mark}", r.seq, r.label());
+            outln!("{:>5}  {:<70} {mark}", r.seq, out::esc(&r.label()))?;
         }
     }
     for p in probe::probe().policies.iter().filter(|p| !p.allowed) {
         if l.spec.policies.iter().any(|sp| sp.name() == p.policy) {
-            println!(
+            outln!(
                 "warning      {} runs will be skipped: {}",
-                p.policy, p.detail
-            );
+                p.policy,
+                p.detail
+            )?;
         }
     }
     Ok(0)

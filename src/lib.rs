@@ -2,6 +2,9 @@
 //!
 //! Data flows one way: spec → plan → launch → collect → store → analyse → report.
 
+#[macro_use]
+pub mod out;
+
 pub mod bench;
 pub mod campaign;
 pub mod cli;

@@ -88,21 +88,8 @@ pub fn holder(path: &Path) -> String {
     if read.is_err() || s.is_empty() {
         "another schedlab".into()
     } else {
-        printable(s)
+        crate::out::esc(s).into_owned()
     }
-}
-
-/// Control characters shown escaped, so a note cannot drive the terminal.
-fn printable(s: &str) -> String {
-    s.chars()
-        .flat_map(|c| {
-            if c.is_control() {
-                c.escape_default().collect::<Vec<_>>()
-            } else {
-                vec![c]
-            }
-        })
-        .collect()
 }
 
 /// The note a holder leaves: its pid, what it runs and since when.

@@ -1450,10 +1450,16 @@ pub fn run(cmd: PolicyCommand) -> Result<i32> {
 }
 
 fn print_info(info: &SchedInfo, json: bool) -> Result<()> {
+    use std::io::Write as _;
     if json {
-        println!("{}", serde_json::to_string_pretty(info)?);
+        outln!("{}", serde_json::to_string_pretty(info)?)?;
     } else {
-        print!("{}", render_text(info));
+        // Thread names are chosen by the process: escaped for the terminal.
+        write!(
+            crate::out::stdout(),
+            "{}",
+            crate::out::esc_lines(&render_text(info))
+        )?;
     }
     Ok(())
 }
@@ -1579,7 +1585,11 @@ fn exec(req: &Request, cpus: Option<&[usize]>, command: &[String]) -> Result<i32
                     explain(step, errno, req, cpus, &ctx)
                 ));
             }
-            eprintln!("error: cannot run {program}: {}", strerror(&e));
+            note!(
+                "error: cannot run {}: {}",
+                crate::out::esc(program),
+                strerror(&e)
+            );
             return Ok(if e.kind() == io::ErrorKind::NotFound {
                 127
             } else {

@@ -47,7 +47,7 @@ impl Progress {
     pub fn start(&mut self, i: usize, run: &Run) {
         if let Some(bar) = &self.bar {
             bar.set_prefix(format!("run {}/{}", i + 1, self.total));
-            bar.set_message(run.label());
+            bar.set_message(crate::out::esc(&run.label()).into_owned());
             bar.set_position(self.offsets_ms[i]);
         }
     }
@@ -57,14 +57,22 @@ impl Progress {
             bar.set_position(self.offsets_ms[i + 1]);
             if !outcome.starts_with("ok") {
                 bar.println(format!(
-                    "run {}/{} {}: {outcome}",
+                    "run {}/{} {}: {}",
                     i + 1,
                     self.total,
-                    run.label()
+                    crate::out::esc(&run.label()),
+                    crate::out::esc(outcome)
                 ));
             }
         } else if self.lines {
-            eprintln!("run {}/{} {}: {outcome}", i + 1, self.total, run.label());
+            // Never fails: a closed standard error must not stop a campaign.
+            note!(
+                "run {}/{} {}: {}",
+                i + 1,
+                self.total,
+                crate::out::esc(&run.label()),
+                crate::out::esc(outcome)
+            );
         }
     }
 
@@ -79,6 +87,10 @@ impl Progress {
 pub fn human_duration(s: f64) -> String {
     if !s.is_finite() {
         return "unknown".into();
+    }
+    if s < 0.05 {
+        // Nothing (an empty sum of f64 is -0.0), or less than shows.
+        return "0 s".into();
     }
     if s < 60.0 {
         format!("{s:.1} s")
@@ -116,5 +128,8 @@ mod tests {
         assert_eq!(super::human_duration(4.24), "4.2 s");
         assert_eq!(super::human_duration(200.0), "3 min 20 s");
         assert_eq!(super::human_duration(3720.0), "1 h 02 min");
+        // A finished campaign has nothing left: the sum of no estimates is -0.0.
+        assert_eq!(super::human_duration([].iter().sum()), "0 s");
+        assert_eq!(super::human_duration(0.0), "0 s");
     }
 }

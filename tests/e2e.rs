@@ -387,7 +387,7 @@ fn invalid_specs_name_the_key_and_exit_2() {
         (
             "[matrix]\ncpus = [\"63\"]\n",
             "matrix.cpus",
-            "CPU 63 not available",
+            "CPU 63 is not available",
         ),
         (
             "[priorities.w]\nmode = \"weights\"\nweight = [0, 2]\n",

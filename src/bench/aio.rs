@@ -423,10 +423,12 @@ pub fn summary(report: &AioBenchReport) -> String {
 
 /// `schedlab bench aio`: run the comparison and print it.
 pub fn run(opts: AioBenchOptions) -> anyhow::Result<()> {
-    println!("aio bench: {}", describe(&opts));
+    outln!("aio bench: {}", describe(&opts))?;
+    // Lines as trials finish; a closed standard output shows in the lines
+    // after the measurement.
     let report = measure(&opts, |t, trial| {
         if t == 1 {
-            println!(
+            let _ = outln!(
                 "trial  {:>10} {:>10} {:>9} {:>9}   {:>10} {:>10} {:>9} {:>9}   {:>8}",
                 "ours MB/s",
                 "ours IOPS",
@@ -439,10 +441,10 @@ pub fn run(opts: AioBenchOptions) -> anyhow::Result<()> {
                 "ours/fio"
             );
         }
-        println!("{}", trial_line(t, trial));
+        let _ = outln!("{}", trial_line(t, trial));
     })?;
-    println!("{} (ioengine=io_uring, one job)", report.fio_version);
-    println!("{}", summary(&report));
+    outln!("{} (ioengine=io_uring, one job)", report.fio_version)?;
+    outln!("{}", summary(&report))?;
     Ok(())
 }
 

@@ -89,14 +89,14 @@ pub fn run(args: BenchReportArgs) -> Result<i32> {
         + std::fs::metadata(format!("{}-wal", path.display()))
             .map(|m| m.len())
             .unwrap_or(0);
-    println!(
+    outln!(
         "synthetic database   {} ({} on disk)",
         path.display(),
         mib(size)
-    );
-    println!("runs                 {runs} (campaign {campaign})");
-    println!("process rows         {rows}");
-    println!("generation           {gen_s:.2} s (transactions of 500 runs, prepared statements)");
+    )?;
+    outln!("runs                 {runs} (campaign {campaign})")?;
+    outln!("process rows         {rows}")?;
+    outln!("generation           {gen_s:.2} s (transactions of 500 runs, prepared statements)")?;
 
     let reset = reset_peak_rss();
     let t = Instant::now();
@@ -109,12 +109,12 @@ pub fn run(args: BenchReportArgs) -> Result<i32> {
         },
     )?;
     let analyse_s = t.elapsed().as_secs_f64();
-    println!(
+    outln!(
         "analysis             {analyse_s:.2} s ({} conditions, {} comparisons, {} outlier values)",
         report.analysis.conditions.len(),
         report.analysis.comparisons.len(),
         report.analysis.outliers.len()
-    );
+    )?;
     let mut render_s = 0.0;
     for (format, name) in [
         (Format::Html, "html"),
@@ -125,10 +125,10 @@ pub fn run(args: BenchReportArgs) -> Result<i32> {
         let text = report.render(format);
         let s = t.elapsed().as_secs_f64();
         render_s += s;
-        println!(
+        outln!(
             "render {name:<5}         {s:.2} s ({})",
             mib(text.len() as u64)
-        );
+        )?;
         if let Some(dir) = &args.out {
             std::fs::create_dir_all(dir)?;
             let p = dir.join(format!("report.{name}"));
@@ -137,25 +137,25 @@ pub fn run(args: BenchReportArgs) -> Result<i32> {
     }
     let total = analyse_s + render_s;
     let rss = peak_rss();
-    println!("report total         {total:.2} s (analysis + three formats)");
+    outln!("report total         {total:.2} s (analysis + three formats)")?;
     match (rss, reset) {
-        (Some(r), true) => println!(
+        (Some(r), true) => outln!(
             "peak RSS             {} during the report (VmHWM, reset after generation, which peaked at {})",
             mib(r),
             gen_rss.map_or_else(|| "unknown".into(), mib)
         ),
-        (Some(r), false) => println!(
+        (Some(r), false) => outln!(
             "peak RSS             {} (VmHWM of the whole process: it could not be reset)",
             mib(r)
         ),
-        (None, _) => println!("peak RSS             unknown (no /proc/self/status)"),
-    }
+        (None, _) => outln!("peak RSS             unknown (no /proc/self/status)"),
+    }?;
     let time_ok = total < TARGET_S;
     let rss_ok = rss.is_none_or(|r| r < TARGET_RSS);
-    println!(
+    outln!(
         "targets              report < {TARGET_S} s: {}; peak RSS < 1 GiB: {}",
         if time_ok { "met" } else { "MISSED" },
         if rss_ok { "met" } else { "MISSED" }
-    );
+    )?;
     Ok(if time_ok && rss_ok { 0 } else { 1 })
 }

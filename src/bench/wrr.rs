@@ -109,14 +109,23 @@ pub fn run(o: WrrBenchOptions) -> Result<()> {
         .iter()
         .map(|&w| w as f64 / total_w as f64)
         .collect();
-    println!(
+    outln!(
         "weights {:?} on CPU {}, {} s each, quantum {} ms; share = task's CPU time / all tasks' CPU time (schedstat)",
-        o.weights, o.cpu, o.seconds, o.quantum_ms
-    );
-    println!(
+        o.weights,
+        o.cpu,
+        o.seconds,
+        o.quantum_ms
+    )?;
+    outln!(
         "{:<28} {:>9} {:>9} {:>8} {:>12} {:>12} {:>12}  shares / ideal per weight",
-        "delivered by", "max err", "within 2%", "CPU use", "overhead", "late p50", "late p99"
-    );
+        "delivered by",
+        "max err",
+        "within 2%",
+        "CPU use",
+        "overhead",
+        "late p50",
+        "late p99"
+    )?;
     for c in &CONTENDERS {
         let text = spec_text(&o, c);
         let spec = crate::spec::load(&text, c.label, &[])?;
@@ -137,7 +146,7 @@ pub fn run(o: WrrBenchOptions) -> Result<()> {
         if let Some((status, reason)) = &run_status
             && status != "ok"
         {
-            println!("{:<28} {status}: {reason}", c.label);
+            outln!("{:<28} {status}: {reason}", c.label)?;
             continue;
         }
         let workers: Vec<_> = rows
@@ -189,7 +198,7 @@ pub fn run(o: WrrBenchOptions) -> Result<()> {
             _ => None,
         };
         let shown: Vec<String> = ratios.iter().map(|r| format!("{r:.3}")).collect();
-        println!(
+        outln!(
             "{:<28} {:>8.2}% {:>9} {:>7.1}% {:>12} {:>12} {:>12}  {}",
             c.label,
             max_err * 100.0,
@@ -199,19 +208,19 @@ pub fn run(o: WrrBenchOptions) -> Result<()> {
             p50,
             p99,
             shown.join(" ")
-        );
+        )?;
         if let Some((err, rounds)) = rounds_err {
-            println!(
+            outln!(
                 "{:<28} {:>8.2}% {:>9}   over the {rounds} whole rounds only",
                 "",
                 err * 100.0,
                 if err <= 0.02 { "yes" } else { "no" }
-            );
+            )?;
         }
     }
-    println!(
+    outln!(
         "target: every share within 2% of its weight's share (seed 002's kernel module was off by up to 12%); \
          dispatcher overhead under 1% of one CPU; slice-boundary lateness p99 under 1 ms on an idle machine"
-    );
+    )?;
     Ok(())
 }

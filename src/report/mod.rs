@@ -213,7 +213,11 @@ impl Report {
         let trimmed = out.trim_end().len();
         out.truncate(trimmed);
         out.push('\n');
-        out
+        // Names come from specs: no escape sequence reaches a terminal.
+        match crate::out::esc_lines(&out) {
+            std::borrow::Cow::Borrowed(_) => out,
+            std::borrow::Cow::Owned(escaped) => escaped,
+        }
     }
 
     pub fn json(&self) -> Value {
@@ -255,7 +259,7 @@ pub fn run(args: ReportArgs) -> Result<i32> {
     let text = report.render(format);
     match args.destination() {
         None => {
-            let mut out = std::io::stdout().lock();
+            let mut out = crate::out::stdout();
             out.write_all(text.as_bytes())?;
             out.flush()?;
         }
@@ -263,11 +267,11 @@ pub fn run(args: ReportArgs) -> Result<i32> {
             std::fs::write(&path, text.as_bytes())
                 .with_context(|| format!("cannot write {}", path.display()))?;
             let a = &report.analysis;
-            eprintln!(
+            note!(
                 "wrote {}: campaign {} “{}”, {} ok runs in {} conditions, {} of {} comparisons significant",
-                path.display(),
+                crate::out::path(&path),
                 a.campaign.id,
-                a.campaign.name,
+                crate::out::esc(&a.campaign.name),
                 a.counts.ok,
                 a.conditions.len(),
                 a.count_verdict(analyse::Verdict::Different),

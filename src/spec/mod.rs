@@ -8,12 +8,12 @@ pub mod raw;
 mod validate;
 
 use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::policy::{Deadline, Policy, PriorityMode};
 use crate::workload::Workload;
 
-pub use validate::validate;
+pub use validate::{check_scale, validate};
 
 /// A user error in a spec or an override: which key, and what is wrong.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -114,20 +114,27 @@ impl Cpus {
         match self {
             Cpus::All => Ok(allowed.to_vec()),
             Cpus::List(cpus) => {
-                let missing: Vec<String> = cpus
+                let missing: Vec<usize> = cpus
                     .iter()
+                    .copied()
                     .filter(|c| !allowed.contains(c))
-                    .map(|c| c.to_string())
                     .collect();
                 if missing.is_empty() {
-                    Ok(cpus.clone())
-                } else {
-                    Err(format!(
-                        "CPU {} not available (this process may use CPUs {})",
-                        missing.join(", "),
-                        Cpus::List(allowed.to_vec()).label()
-                    ))
+                    return Ok(cpus.clone());
                 }
+                // Compact both lists ("2-1000"), however many CPUs they name.
+                let mut allowed = allowed.to_vec();
+                allowed.sort_unstable();
+                allowed.dedup();
+                let (what, verb) = match missing.len() {
+                    1 => ("CPU", "is"),
+                    _ => ("CPUs", "are"),
+                };
+                Err(format!(
+                    "{what} {} {verb} not available; this process may use CPUs {}",
+                    Cpus::List(missing).label(),
+                    Cpus::List(allowed).label()
+                ))
             }
         }
     }
@@ -193,6 +200,51 @@ pub struct Hog {
     pub cpus: Cpus,
 }
 
+/// The largest spec file read (1 MiB): the presets are a few KiB, and a
+/// mistaken `schedlab plan /dev/zero` must not read until memory runs out.
+pub const MAX_SPEC_BYTES: u64 = 1 << 20;
+
+/// Read a spec file: at most [`MAX_SPEC_BYTES`] (from any kind of file, so a
+/// device or pipe cannot make it read forever), and UTF-8 text. A file that
+/// cannot be a spec (too large, binary) is a spec error naming it; a file
+/// that cannot be read is an I/O error.
+pub fn read_file(path: &Path) -> anyhow::Result<String> {
+    use anyhow::Context;
+    use std::io::Read;
+    let name = crate::out::path(path);
+    let too_big = || SpecError::Parse {
+        origin: name.clone(),
+        message: format!(
+            "larger than {} MiB, the most a spec file may be: is this a spec?",
+            MAX_SPEC_BYTES >> 20
+        ),
+    };
+    let file = std::fs::File::open(path).with_context(|| format!("cannot read spec {name}"))?;
+    if let Ok(meta) = file.metadata()
+        && meta.is_file()
+        && meta.len() > MAX_SPEC_BYTES
+    {
+        return Err(too_big().into());
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_SPEC_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("cannot read spec {name}"))?;
+    if bytes.len() as u64 > MAX_SPEC_BYTES {
+        return Err(too_big().into());
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        SpecError::Parse {
+            origin: name.clone(),
+            message: format!(
+                "not UTF-8 text (invalid byte at offset {}): a spec is a TOML file",
+                e.utf8_error().valid_up_to()
+            ),
+        }
+        .into()
+    })
+}
+
 /// Parse and validate a spec from TOML text. `origin` names the file or
 /// preset in messages; `overrides` are `KEY=VALUE` strings from `--set`.
 pub fn load(text: &str, origin: &str, overrides: &[String]) -> Result<Spec, SpecError> {
@@ -229,6 +281,34 @@ mod tests {
     use super::*;
 
     #[test]
+    fn spec_files_are_text_of_bounded_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec_error = |r: anyhow::Result<String>| {
+            let e = r.unwrap_err();
+            let message = format!("{e:#}");
+            assert!(e.downcast_ref::<SpecError>().is_some(), "{message}");
+            message
+        };
+        let bin = dir.path().join("bin.toml");
+        std::fs::write(&bin, b"name = 1\n\xff\x00").unwrap();
+        let m = spec_error(read_file(&bin));
+        assert!(m.contains("bin.toml") && m.contains("UTF-8"), "{m}");
+        let big = dir.path().join("big.toml");
+        std::fs::write(&big, vec![b'#'; (MAX_SPEC_BYTES + 1) as usize]).unwrap();
+        let m = spec_error(read_file(&big));
+        assert!(m.contains("big.toml") && m.contains("1 MiB"), "{m}");
+        // A device that never ends is read up to the limit, no further.
+        let m = spec_error(read_file(Path::new("/dev/zero")));
+        assert!(m.contains("/dev/zero") && m.contains("1 MiB"), "{m}");
+        let ok = dir.path().join("ok.toml");
+        std::fs::write(&ok, "name = \"x\"\n").unwrap();
+        assert_eq!(read_file(&ok).unwrap(), "name = \"x\"\n");
+        // Missing: an I/O error, not a spec error.
+        let e = read_file(&dir.path().join("none.toml")).unwrap_err();
+        assert!(e.downcast_ref::<SpecError>().is_none());
+    }
+
+    #[test]
     fn cpu_lists_parse_and_label() {
         assert_eq!(Cpus::parse("all").unwrap(), Cpus::All);
         assert_eq!(Cpus::parse("0").unwrap(), Cpus::List(vec![0]));
@@ -246,6 +326,26 @@ mod tests {
         assert_eq!(Cpus::All.resolve(&[0, 1]).unwrap(), vec![0, 1]);
         assert_eq!(Cpus::List(vec![1]).resolve(&[0, 1]).unwrap(), vec![1]);
         let e = Cpus::List(vec![5]).resolve(&[0, 1]).unwrap_err();
-        assert!(e.contains("CPU 5 not available"), "{e}");
+        assert_eq!(e, "CPU 5 is not available; this process may use CPUs 0-1");
+    }
+
+    #[test]
+    fn unavailable_cpus_are_named_compactly() {
+        let Cpus::List(many) = Cpus::parse("0-1000").unwrap() else {
+            unreachable!()
+        };
+        let e = Cpus::List(many).resolve(&[0, 1]).unwrap_err();
+        assert_eq!(
+            e,
+            "CPUs 2-1000 are not available; this process may use CPUs 0-1"
+        );
+        let e = Cpus::parse("1,3,5-7")
+            .unwrap()
+            .resolve(&[0, 1, 2, 3])
+            .unwrap_err();
+        assert_eq!(
+            e,
+            "CPUs 5-7 are not available; this process may use CPUs 0-3"
+        );
     }
 }

@@ -98,12 +98,7 @@ pub fn validate(raw: RawSpec, origin: &str) -> Result<Spec, SpecError> {
     let timeout_ns = cx.seconds("timeout_s", raw.timeout_s.unwrap_or(600.0), false)?;
     let cooldown_ns = cx.seconds("cooldown_s", raw.cooldown_s.unwrap_or(0.5), true)?;
     let scale = raw.scale.unwrap_or(1.0);
-    if !(scale.is_finite() && scale > 0.0 && scale <= 1000.0) {
-        return Err(cx.err(
-            "scale",
-            format!("must be more than 0 and at most 1000, got {scale}"),
-        ));
-    }
+    check_scale(scale).map_err(|m| cx.err("scale", m))?;
     let workdir = match raw.workdir.as_deref() {
         None => None,
         Some("") => return Err(cx.err("workdir", "must not be empty")),
@@ -818,4 +813,13 @@ fn build_deadline(cx: &Ctx, raw: &RawSpec) -> Result<Deadline, SpecError> {
         deadline_ns: deadline_us * 1000,
         period_ns: period_us * 1000,
     })
+}
+
+/// The work multiplier (`scale`, `--scale`): more than 0, at most 1000.
+pub fn check_scale(scale: f64) -> Result<(), String> {
+    if scale.is_finite() && scale > 0.0 && scale <= 1000.0 {
+        Ok(())
+    } else {
+        Err(format!("must be more than 0 and at most 1000, got {scale}"))
+    }
 }

@@ -6,7 +6,7 @@ mod analysis;
 mod schema;
 
 use anyhow::{Context, Result, bail};
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use sha2::{Digest, Sha256};
 use std::collections::HashSet;
 use std::path::Path;
@@ -123,15 +123,95 @@ impl Store {
         Ok(store)
     }
 
-    /// Open an existing database read-only for export and reports.
+    /// Open an existing database read-only, for commands that only look
+    /// (`campaigns`, `export`, `report`, `plan`): it is never created,
+    /// upgraded or written, so a database on a read-only mount, or one this
+    /// user may only read, works.
+    ///
+    /// A WAL database needs its `-shm` index: SQLite creates it next to the
+    /// database when it is missing, which a read-only directory forbids. The
+    /// database is then opened as immutable (no locks, no WAL): nobody can be
+    /// writing to it either, since a writer needs that directory too.
     pub fn open_existing(path: &Path) -> Result<Store> {
-        if !path.exists() {
-            bail!(
-                "database {} does not exist (run `schedlab run` first, or pass --db)",
-                path.display()
+        let name = crate::out::path(path);
+        match std::fs::metadata(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                bail!("database {name} does not exist (run `schedlab run` first, or pass --db)")
+            }
+            Err(e) => return Err(e).with_context(|| format!("cannot open database {name}")),
+            Ok(m) if m.is_dir() => bail!("database {name} is a directory"),
+            Ok(_) => {}
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let first = Connection::open_with_flags(path, flags)
+            .map_err(anyhow::Error::from)
+            .and_then(|conn| {
+                let store = Store { conn };
+                store.check_readable()?;
+                Ok(store)
+            });
+        let err = match first {
+            Ok(store) => return Ok(store),
+            Err(e) => e,
+        };
+        // Only when SQLite could not open or read it, not for a database
+        // that is not one, or newer than this schedlab.
+        let retry = err
+            .downcast_ref::<rusqlite::Error>()
+            .and_then(|e| e.sqlite_error_code())
+            .is_some_and(|c| {
+                matches!(
+                    c,
+                    rusqlite::ErrorCode::CannotOpen | rusqlite::ErrorCode::ReadOnly
+                )
+            });
+        if !retry {
+            return Err(err).with_context(|| format!("cannot read database {name}"));
+        }
+        let uri = immutable_uri(path);
+        let conn =
+            Connection::open_with_flags(&uri, flags | OpenFlags::SQLITE_OPEN_URI).map_err(|e| {
+                anyhow::Error::from(e).context(format!("cannot read database {name} ({err:#})"))
+            })?;
+        let store = Store { conn };
+        store
+            .check_readable()
+            .with_context(|| format!("cannot read database {name} ({err:#})"))?;
+        let wal = std::path::PathBuf::from(format!("{}-wal", path.display()));
+        if std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0) {
+            crate::note!(
+                "warning: {} holds changes not yet in the database, and SQLite cannot read it \
+                 from this read-only directory; runs stored last may be missing",
+                crate::out::path(&wal)
             );
         }
-        Store::open(path)
+        Ok(store)
+    }
+
+    /// The checks of a read-only open: readable, and a schema this schedlab
+    /// reads as it is (it is never upgraded here).
+    fn check_readable(&self) -> Result<()> {
+        self.conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        self.conn.execute_batch("PRAGMA query_only = ON;")?;
+        let version: i64 = self
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        let known = MIGRATIONS.len() as i64;
+        if version > known {
+            bail!(
+                "the database has schema version {version}, newer than this schedlab understands ({known}); upgrade schedlab"
+            );
+        }
+        if version == 0 {
+            bail!("it is not a schedlab database (it has no schedlab tables)");
+        }
+        if version < known {
+            bail!(
+                "the database has schema version {version}, older than this schedlab's ({known}); commands \
+                 that only read never upgrade it: `schedlab run` with this database does"
+            );
+        }
+        Ok(())
     }
 
     fn configure(&mut self) -> Result<()> {
@@ -542,6 +622,24 @@ impl Store {
     }
 }
 
+/// A `file:` URI that opens `path` as immutable, its bytes percent-encoded
+/// where a URI needs it.
+fn immutable_uri(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    // "file://" and an empty authority: the path starts with "/".
+    let mut uri = String::from("file://");
+    for &b in abs.as_os_str().as_bytes() {
+        if b.is_ascii_alphanumeric() || b"/-_.~".contains(&b) {
+            uri.push(b as char);
+        } else {
+            uri.push_str(&format!("%{b:02X}"));
+        }
+    }
+    uri.push_str("?immutable=1");
+    uri
+}
+
 fn campaign_from_row(r: &rusqlite::Row) -> rusqlite::Result<Campaign> {
     Ok(Campaign {
         id: r.get(0)?,
@@ -558,4 +656,103 @@ pub fn unix_ms() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file_bytes(p: &Path) -> Vec<u8> {
+        std::fs::read(p).unwrap()
+    }
+
+    #[test]
+    fn opening_read_only_never_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let mut store = Store::open(&path).unwrap();
+        crate::report::synth::create(&mut store, &crate::report::synth::SynthConfig::small())
+            .unwrap();
+        // Rollback journal mode: opening for writing would switch it to WAL.
+        let mode: String = store
+            .conn
+            .query_row("PRAGMA journal_mode = DELETE", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(mode, "delete");
+        drop(store);
+        let before = file_bytes(&path);
+        let mut ro = Store::open_existing(&path).unwrap();
+        assert!(!ro.campaigns().unwrap().is_empty());
+        assert!(ro.forget_runs(1, &[RunStatus::Ok]).is_err(), "writes fail");
+        drop(ro);
+        assert!(file_bytes(&path) == before, "the file is unchanged");
+    }
+
+    #[test]
+    fn reads_beside_a_writer_in_wal_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let mut writer = Store::open(&path).unwrap();
+        crate::report::synth::create(&mut writer, &crate::report::synth::SynthConfig::small())
+            .unwrap();
+        let ro = Store::open_existing(&path).unwrap();
+        assert!(!ro.finished_keys(1).unwrap().is_empty());
+        let all = [
+            RunStatus::Ok,
+            RunStatus::Failed,
+            RunStatus::TimedOut,
+            RunStatus::Skipped,
+        ];
+        writer.forget_runs(1, &all).unwrap();
+        assert!(
+            ro.finished_keys(1).unwrap().is_empty(),
+            "sees later commits"
+        );
+    }
+
+    #[test]
+    fn read_only_open_upgrades_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let empty = dir.path().join("empty.db");
+        std::fs::write(&empty, b"").unwrap();
+        let e = Store::open_existing(&empty).err().unwrap();
+        assert!(
+            format!("{e:#}").contains("not a schedlab database"),
+            "{e:#}"
+        );
+        assert_eq!(std::fs::metadata(&empty).unwrap().len(), 0);
+        let e = Store::open_existing(&dir.path().join("none.db"))
+            .err()
+            .unwrap();
+        assert!(format!("{e:#}").contains("does not exist"), "{e:#}");
+        let future = dir.path().join("future.db");
+        Store::open(&future)
+            .unwrap()
+            .conn
+            .pragma_update(None, "user_version", 99)
+            .unwrap();
+        let e = Store::open_existing(&future).err().unwrap();
+        assert!(format!("{e:#}").contains("newer"), "{e:#}");
+    }
+
+    #[test]
+    fn immutable_uris_encode_odd_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a b?c#d%e.db");
+        let mut store = Store::open(&path).unwrap();
+        crate::report::synth::create(&mut store, &crate::report::synth::SynthConfig::small())
+            .unwrap();
+        drop(store);
+        let uri = immutable_uri(&path);
+        assert!(uri.starts_with("file:///") && uri.ends_with("a%20b%3Fc%23d%25e.db?immutable=1"));
+        let conn = Connection::open_with_flags(
+            &uri,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI,
+        )
+        .unwrap();
+        let n: i64 = conn
+            .query_row("SELECT COUNT(*) FROM campaigns", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 1);
+    }
 }

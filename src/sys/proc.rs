@@ -8,6 +8,7 @@
 
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// Resource usage of a reaped child (`struct rusage` from `wait4`).
@@ -95,6 +96,54 @@ pub fn control_signals() -> libc::sigset_t {
     }
 }
 
+/// Bit `1 << sig` for each of SIGINT, SIGTERM and SIGHUP whose disposition
+/// was "ignore" when [`block_control_signals`] ran: inherited from whoever
+/// started schedlab (a background job of a non-interactive shell ignores
+/// SIGINT, `nohup` ignores SIGHUP).
+static INHERITED_IGNORED: AtomicU64 = AtomicU64::new(0);
+
+/// Block the control signals (SIGCHLD, SIGINT, SIGTERM, SIGHUP) in the
+/// calling thread, as the first thing `run` does, and note which of them
+/// were inherited as ignored.
+///
+/// Blocked, a signal is neither lost nor fatal: it stays pending until
+/// [`wait_signal`] takes it, however early it came. On Linux a blocked signal
+/// is queued even when its disposition is "ignore", so `kill -INT PID` stops
+/// a campaign started in the background too: whoever sends a signal to a
+/// process by its pid means it. What an ignored disposition is for is the
+/// signals the kernel sends a whole process group or session: Ctrl-C typed
+/// for the foreground job, or the terminal hanging up under `nohup`. Those
+/// (si_code SI_KERNEL) are dropped for signals inherited as ignored, as the
+/// one who started schedlab asked.
+pub fn block_control_signals() -> io::Result<libc::sigset_t> {
+    let mut ignored = 0u64;
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: a zeroed sigaction is valid; a null new action only reads
+        // the current one.
+        let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+        if unsafe { libc::sigaction(sig, std::ptr::null(), &mut old) } == 0
+            && old.sa_sigaction == libc::SIG_IGN
+        {
+            ignored |= 1 << sig;
+        }
+    }
+    INHERITED_IGNORED.fetch_or(ignored, Ordering::Relaxed);
+    let set = control_signals();
+    block(&set)?;
+    Ok(set)
+}
+
+/// Whether a signal taken by [`wait_signal`] is dropped: one the kernel
+/// generated (a terminal's Ctrl-C or hang-up: si_code > 0) for a signal
+/// inherited as ignored. Sent by a process (kill, sigqueue: si_code <= 0),
+/// it always counts.
+fn dropped(sig: i32, si_code: i32, inherited_ignored: u64) -> bool {
+    sig != libc::SIGCHLD
+        && (0..64).contains(&sig)
+        && inherited_ignored & (1 << sig) != 0
+        && si_code > 0
+}
+
 /// Block `set` in the calling thread (and so in threads it spawns later).
 pub fn block(set: &libc::sigset_t) -> io::Result<()> {
     // SAFETY: valid sigset pointer; old mask not requested.
@@ -122,15 +171,23 @@ pub fn unblock_all_raw() -> Result<(), i32> {
 
 /// Wait up to `timeout` for one of the blocked signals in `set`.
 /// Returns the signal number, or None on timeout.
+/// Signals dropped by [`dropped`] are not returned.
 pub fn wait_signal(set: &libc::sigset_t, timeout: Duration) -> Option<i32> {
-    let ts = libc::timespec {
-        tv_sec: timeout.as_secs() as libc::time_t,
-        tv_nsec: timeout.subsec_nanos() as libc::c_long,
-    };
+    let start = std::time::Instant::now();
     loop {
-        // SAFETY: valid sigset and timespec; siginfo not requested.
-        let sig = unsafe { libc::sigtimedwait(set, std::ptr::null_mut(), &ts) };
+        let left = timeout.saturating_sub(start.elapsed());
+        let ts = libc::timespec {
+            tv_sec: left.as_secs() as libc::time_t,
+            tv_nsec: left.subsec_nanos() as libc::c_long,
+        };
+        // SAFETY: a zeroed siginfo is valid; sigtimedwait fills it.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: valid sigset, siginfo and timespec pointers.
+        let sig = unsafe { libc::sigtimedwait(set, &mut info, &ts) };
         if sig > 0 {
+            if dropped(sig, info.si_code, INHERITED_IGNORED.load(Ordering::Relaxed)) {
+                continue;
+            }
             return Some(sig);
         }
         match io::Error::last_os_error().raw_os_error() {
@@ -320,6 +377,20 @@ mod tests {
         let a = monotonic_ns();
         std::thread::sleep(Duration::from_millis(2));
         assert!(monotonic_ns() >= a + 2_000_000);
+    }
+
+    #[test]
+    fn only_terminal_signals_inherited_as_ignored_are_dropped() {
+        let int = 1u64 << libc::SIGINT;
+        const SI_KERNEL: i32 = 0x80;
+        // kill(2) (SI_USER = 0) and sigqueue (SI_QUEUE < 0) always count.
+        assert!(!dropped(libc::SIGINT, libc::SI_USER, int));
+        assert!(!dropped(libc::SIGINT, libc::SI_QUEUE, int));
+        // Ctrl-C at the terminal, for a job that inherited SIGINT ignored.
+        assert!(dropped(libc::SIGINT, SI_KERNEL, int));
+        // Not inherited as ignored: the terminal's Ctrl-C stops the campaign.
+        assert!(!dropped(libc::SIGINT, SI_KERNEL, 0));
+        assert!(!dropped(libc::SIGHUP, SI_KERNEL, int));
     }
 
     #[test]
