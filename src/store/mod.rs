@@ -8,7 +8,7 @@ mod schema;
 use anyhow::{Context, Result, bail};
 use rusqlite::{Connection, OptionalExtension, params};
 use sha2::{Digest, Sha256};
-use std::collections::HashSet;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::Path;
 
 use crate::record::{RunRecord, RunStatus};
@@ -44,8 +44,10 @@ pub struct CampaignSummary {
 }
 
 /// One row of an export: one process of one run (or one row for a run
-/// without processes, such as a skipped one).
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+/// without processes, such as a skipped one). Process fields are None in
+/// such a row, and wherever a database written before the column existed
+/// has no value.
+#[derive(Debug, Clone, PartialEq)]
 pub struct ExportRow {
     pub campaign: i64,
     pub campaign_name: String,
@@ -58,16 +60,30 @@ pub struct ExportRow {
     pub processes: i64,
     pub priority_mode: String,
     pub cpus: String,
+    pub cpu_list: String,
     pub rep: i64,
     pub scale: f64,
+    pub rt_runtime_us: Option<i64>,
     pub status: String,
     pub reason: String,
     pub makespan_ns: Option<i64>,
     pub cpu_util: Option<f64>,
+    pub started_unix_ms: i64,
+    pub load_avg_1m: Option<f64>,
+    pub environment_id: i64,
+    /// The run's policy-specific facts (a JSON object, as stored).
+    pub extra_json: String,
     pub process_index: Option<i64>,
+    pub role: Option<String>,
     pub pid: Option<i64>,
+    /// The process's own policy (an RT hog's differs from the run's).
+    pub process_policy: Option<String>,
     pub nice: Option<i64>,
     pub rt_priority: Option<i64>,
+    pub weight: Option<i64>,
+    pub dl_runtime_ns: Option<i64>,
+    pub dl_deadline_ns: Option<i64>,
+    pub dl_period_ns: Option<i64>,
     pub start_ns: Option<i64>,
     pub end_ns: Option<i64>,
     pub wall_ns: Option<i64>,
@@ -83,9 +99,12 @@ pub struct ExportRow {
     pub timeslices: Option<i64>,
     pub work: Option<i64>,
     pub work_unit: Option<String>,
+    /// The workload's own figures (`processes.figures_json`); a figure
+    /// stored as null (not a number) is left out.
+    pub figures: BTreeMap<String, f64>,
     pub exit: Option<String>,
-    pub rt_runtime_us: Option<i64>,
-    pub role: Option<String>,
+    pub ok: Option<bool>,
+    pub stderr_tail: Option<String>,
 }
 
 /// The identity of a campaign: a hash of the validated spec. The same spec
@@ -348,9 +367,9 @@ impl Store {
                 "INSERT INTO processes (run_id, process_index, role, pid, policy, nice, rt_priority, dl_runtime_ns,
                      dl_deadline_ns, dl_period_ns, start_ns, end_ns, wall_ns, utime_us, stime_us, nvcsw, nivcsw,
                      minflt, majflt, maxrss_kb, run_ns, wait_ns, timeslices, work, work_unit, figures_json, exit,
-                     ok, stderr_tail)
+                     ok, stderr_tail, weight)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,
-                     ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29)",
+                     ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30)",
             )?;
             for p in &rec.processes {
                 stmt.execute(params![
@@ -383,6 +402,7 @@ impl Store {
                     p.exit,
                     p.ok,
                     p.stderr_tail,
+                    p.sched.weight,
                 ])?;
             }
         }
@@ -431,9 +451,8 @@ impl Store {
         Ok(rows)
     }
 
-    /// Rows for export: one per process of every run (one per run without
-    /// processes), of one campaign or all, in campaign then run order.
-    pub fn export_rows(&self, campaign: Option<i64>) -> Result<Vec<ExportRow>> {
+    /// Fail unless `campaign` (when given) is in the database.
+    fn check_campaign(&self, campaign: Option<i64>) -> Result<()> {
         if let Some(id) = campaign {
             let exists: bool = self.conn.query_row(
                 "SELECT EXISTS (SELECT 1 FROM campaigns WHERE id = ?1)",
@@ -444,64 +463,135 @@ impl Store {
                 bail!("campaign {id} is not in this database (`schedlab campaigns` lists them)");
             }
         }
+        Ok(())
+    }
+
+    /// The names of the workload figures of the processes of one campaign
+    /// or all (the union over their rows), sorted. Streams the rows.
+    pub fn export_figure_names(&self, campaign: Option<i64>) -> Result<Vec<String>> {
+        self.check_campaign(campaign)?;
+        let mut stmt = self.conn.prepare(
+            "SELECT p.figures_json FROM processes p JOIN runs r ON r.id = p.run_id
+             WHERE ?1 IS NULL OR r.campaign_id = ?1",
+        )?;
+        let mut rows = stmt.query([campaign])?;
+        let mut names = BTreeSet::new();
+        while let Some(r) = rows.next()? {
+            let text = r.get_ref(0)?.as_str()?;
+            names.extend(parse_figures(text).into_keys());
+        }
+        Ok(names.into_iter().collect())
+    }
+
+    /// Hand each export row to `f` as it is read: one per process of every
+    /// run (one per run without processes), of one campaign or all, in
+    /// campaign then run order. Memory stays bounded whatever the size of
+    /// the database. Returns the number of rows.
+    pub fn for_each_export_row(
+        &self,
+        campaign: Option<i64>,
+        mut f: impl FnMut(&ExportRow) -> Result<()>,
+    ) -> Result<u64> {
+        self.check_campaign(campaign)?;
         let mut stmt = self.conn.prepare(
             "SELECT c.id, c.name, r.id, r.run_key, r.seq, r.policy, r.workload, r.workload_kind, r.processes,
-                    r.priority_mode, r.cpus, r.rep, c.scale, r.status, r.reason, r.makespan_ns, r.cpu_util,
-                    p.process_index, p.pid, p.nice, p.rt_priority, p.start_ns, p.end_ns, p.wall_ns, p.utime_us,
-                    p.stime_us, p.nvcsw, p.nivcsw, p.minflt, p.majflt, p.maxrss_kb, p.run_ns, p.wait_ns,
-                    p.timeslices, p.work, p.work_unit, p.exit, r.rt_runtime_us, p.role
+                    r.priority_mode, r.cpus, r.cpu_list, r.rep, c.scale, r.rt_runtime_us, r.status, r.reason,
+                    r.makespan_ns, r.cpu_util, r.started_unix_ms, r.load_avg_1m, r.environment_id, r.extra_json,
+                    p.process_index, p.role, p.pid, p.policy, p.nice, p.rt_priority, p.weight, p.dl_runtime_ns,
+                    p.dl_deadline_ns, p.dl_period_ns, p.start_ns, p.end_ns, p.wall_ns, p.utime_us, p.stime_us,
+                    p.nvcsw, p.nivcsw, p.minflt, p.majflt, p.maxrss_kb, p.run_ns, p.wait_ns, p.timeslices, p.work,
+                    p.work_unit, p.figures_json, p.exit, p.ok, p.stderr_tail
              FROM runs r JOIN campaigns c ON c.id = r.campaign_id
              LEFT JOIN processes p ON p.run_id = r.id
              WHERE ?1 IS NULL OR c.id = ?1
              ORDER BY c.id, r.seq, p.process_index",
         )?;
-        let rows = stmt
-            .query_map([campaign], |r| {
-                Ok(ExportRow {
-                    campaign: r.get(0)?,
-                    campaign_name: r.get(1)?,
-                    run: r.get(2)?,
-                    run_key: r.get(3)?,
-                    seq: r.get(4)?,
-                    policy: r.get(5)?,
-                    workload: r.get(6)?,
-                    workload_kind: r.get(7)?,
-                    processes: r.get(8)?,
-                    priority_mode: r.get(9)?,
-                    cpus: r.get(10)?,
-                    rep: r.get(11)?,
-                    scale: r.get(12)?,
-                    status: r.get(13)?,
-                    reason: r.get(14)?,
-                    makespan_ns: r.get(15)?,
-                    cpu_util: r.get(16)?,
-                    process_index: r.get(17)?,
-                    pid: r.get(18)?,
-                    nice: r.get(19)?,
-                    rt_priority: r.get(20)?,
-                    start_ns: r.get(21)?,
-                    end_ns: r.get(22)?,
-                    wall_ns: r.get(23)?,
-                    utime_us: r.get(24)?,
-                    stime_us: r.get(25)?,
-                    nvcsw: r.get(26)?,
-                    nivcsw: r.get(27)?,
-                    minflt: r.get(28)?,
-                    majflt: r.get(29)?,
-                    maxrss_kb: r.get(30)?,
-                    run_ns: r.get(31)?,
-                    wait_ns: r.get(32)?,
-                    timeslices: r.get(33)?,
-                    work: r.get(34)?,
-                    work_unit: r.get(35)?,
-                    exit: r.get(36)?,
-                    rt_runtime_us: r.get(37)?,
-                    role: r.get(38)?,
-                })
-            })?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let mut rows = stmt.query([campaign])?;
+        let mut n = 0;
+        while let Some(r) = rows.next()? {
+            let figures: Option<String> = r.get(48)?;
+            let row = ExportRow {
+                campaign: r.get(0)?,
+                campaign_name: r.get(1)?,
+                run: r.get(2)?,
+                run_key: r.get(3)?,
+                seq: r.get(4)?,
+                policy: r.get(5)?,
+                workload: r.get(6)?,
+                workload_kind: r.get(7)?,
+                processes: r.get(8)?,
+                priority_mode: r.get(9)?,
+                cpus: r.get(10)?,
+                cpu_list: r.get(11)?,
+                rep: r.get(12)?,
+                scale: r.get(13)?,
+                rt_runtime_us: r.get(14)?,
+                status: r.get(15)?,
+                reason: r.get(16)?,
+                makespan_ns: r.get(17)?,
+                cpu_util: r.get(18)?,
+                started_unix_ms: r.get(19)?,
+                load_avg_1m: r.get(20)?,
+                environment_id: r.get(21)?,
+                extra_json: r.get(22)?,
+                process_index: r.get(23)?,
+                role: r.get(24)?,
+                pid: r.get(25)?,
+                process_policy: r.get(26)?,
+                nice: r.get(27)?,
+                rt_priority: r.get(28)?,
+                weight: r.get(29)?,
+                dl_runtime_ns: r.get(30)?,
+                dl_deadline_ns: r.get(31)?,
+                dl_period_ns: r.get(32)?,
+                start_ns: r.get(33)?,
+                end_ns: r.get(34)?,
+                wall_ns: r.get(35)?,
+                utime_us: r.get(36)?,
+                stime_us: r.get(37)?,
+                nvcsw: r.get(38)?,
+                nivcsw: r.get(39)?,
+                minflt: r.get(40)?,
+                majflt: r.get(41)?,
+                maxrss_kb: r.get(42)?,
+                run_ns: r.get(43)?,
+                wait_ns: r.get(44)?,
+                timeslices: r.get(45)?,
+                work: r.get(46)?,
+                work_unit: r.get(47)?,
+                figures: figures.as_deref().map(parse_figures).unwrap_or_default(),
+                exit: r.get(49)?,
+                ok: r.get(50)?,
+                stderr_tail: r.get(51)?,
+            };
+            f(&row)?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// Every export row of one campaign or all, collected (for small
+    /// campaigns; exports stream with [`Store::for_each_export_row`]).
+    pub fn export_rows(&self, campaign: Option<i64>) -> Result<Vec<ExportRow>> {
+        let mut rows = Vec::new();
+        self.for_each_export_row(campaign, |r| {
+            rows.push(r.clone());
+            Ok(())
+        })?;
         Ok(rows)
     }
+}
+
+/// A process's stored figures (`figures_json`): the numeric ones; nothing
+/// when the text is not a JSON object.
+fn parse_figures(text: &str) -> BTreeMap<String, f64> {
+    serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(text)
+        .map(|m| {
+            m.into_iter()
+                .filter_map(|(k, v)| v.as_f64().map(|v| (k, v)))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 impl Store {

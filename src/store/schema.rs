@@ -112,6 +112,11 @@ pub const MIGRATIONS: &[&str] = &[
 
     CREATE INDEX runs_by_campaign ON runs (campaign_id, status);
     "#,
+    // 2: the weight each process was given (WRR slices, or a `weights`
+    // priority mode under CFS nice or DEADLINE). NULL in older rows.
+    r#"
+    ALTER TABLE processes ADD COLUMN weight INTEGER;
+    "#,
 ];
 
 #[cfg(test)]
