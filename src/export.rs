@@ -68,6 +68,9 @@ pub const COLUMNS: &[&str] = &[
     "ok",
     "stderr_tail",
     "extra_json",
+    "others_runnable",
+    "steal_pct",
+    "other_cpu_pct",
 ];
 
 /// The prefix of a workload figure's column.
@@ -156,6 +159,9 @@ fn fixed(r: &ExportRow) -> Vec<Value> {
         int(r.ok.map(i64::from)),
         text(r.stderr_tail.as_deref()),
         Value::from(r.extra_json.as_str()),
+        int(r.others_runnable),
+        real(r.steal_pct),
+        real(r.other_cpu_pct),
     ]
 }
 
@@ -283,6 +289,9 @@ mod tests {
             load_avg_1m: Some(0.25),
             environment_id: 1,
             extra_json: r#"{"parent":"deadline"}"#.into(),
+            others_runnable: Some(2),
+            steal_pct: None,
+            other_cpu_pct: Some(1.5),
             process_index: Some(0),
             role: Some("worker".into()),
             pid: Some(42),
@@ -341,7 +350,7 @@ mod tests {
         assert!(lines[0].starts_with(
             "campaign,run,policy,workload,processes,priority_mode,cpus,rep,process_index"
         ));
-        assert!(lines[0].ends_with(",extra_json,fig_mflops,fig_pi_error"));
+        assert!(lines[0].ends_with(",other_cpu_pct,fig_mflops,fig_pi_error"));
         // The JSON of extra_json is one quoted cell.
         let cells: Vec<&str> = lines[1].split(',').collect();
         assert_eq!(cells.len(), COLUMNS.len() + 2);
@@ -352,6 +361,8 @@ mod tests {
         assert_eq!(col("status"), "ok");
         assert_eq!(col("ok"), "1");
         assert_eq!(col("load_avg_1m"), "0.25");
+        assert_eq!(col("others_runnable"), "2");
+        assert_eq!(col("steal_pct"), "");
         assert_eq!(col("extra_json"), r#""{""parent"":""deadline""}""#);
         assert_eq!(cells[COLUMNS.len()], "", "no mflops figure");
         assert_eq!(cells[COLUMNS.len() + 1].parse::<f64>().unwrap(), 1e-9);

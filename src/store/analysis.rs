@@ -52,6 +52,10 @@ pub struct ReportRun {
     pub cpu_util: Option<f64>,
     pub load_avg_1m: Option<f64>,
     pub environment_id: i64,
+    /// Other programs' activity around the run (`record::Interference`).
+    pub others_runnable: Option<i64>,
+    pub steal_pct: Option<f64>,
+    pub other_cpu_pct: Option<f64>,
 }
 
 /// An environment the runs of a campaign were made in, with how many runs.
@@ -147,7 +151,8 @@ impl Store {
             .conn
             .prepare(
                 "SELECT id, seq, policy, workload, workload_kind, processes, priority_mode, cpus, cpu_list,
-                    rt_runtime_us, rep, status, reason, makespan_ns, cpu_util, load_avg_1m, environment_id
+                    rt_runtime_us, rep, status, reason, makespan_ns, cpu_util, load_avg_1m, environment_id,
+                    others_runnable, steal_pct, other_cpu_pct
              FROM runs WHERE campaign_id = ?1 ORDER BY seq, id",
             )
             .context(SCHEMA_MISMATCH)?;
@@ -171,6 +176,9 @@ impl Store {
                     cpu_util: r.get(14)?,
                     load_avg_1m: r.get(15)?,
                     environment_id: r.get(16)?,
+                    others_runnable: r.get(17)?,
+                    steal_pct: r.get(18)?,
+                    other_cpu_pct: r.get(19)?,
                 })
             })?
             .collect::<rusqlite::Result<Vec<_>>>()

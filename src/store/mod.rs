@@ -73,6 +73,9 @@ pub struct ExportRow {
     pub environment_id: i64,
     /// The run's policy-specific facts (a JSON object, as stored).
     pub extra_json: String,
+    pub others_runnable: Option<i64>,
+    pub steal_pct: Option<f64>,
+    pub other_cpu_pct: Option<f64>,
     pub process_index: Option<i64>,
     pub role: Option<String>,
     pub pid: Option<i64>,
@@ -333,9 +336,10 @@ impl Store {
         tx.prepare_cached(
             "INSERT INTO runs (campaign_id, run_key, seq, policy, workload, workload_kind, processes, priority_mode,
                  cpus, cpu_list, rep, status, reason, makespan_ns, cpu_util, started_unix_ms, load_avg_1m,
-                 environment_id, resolved_json, rt_runtime_us, extra_json)
+                 environment_id, resolved_json, rt_runtime_us, extra_json, others_runnable, steal_pct,
+                 other_cpu_pct)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,
-                     ?20, ?21)",
+                     ?20, ?21, ?22, ?23, ?24)",
         )?
         .execute(params![
                 campaign_id,
@@ -359,6 +363,9 @@ impl Store {
                 serde_json::to_string(run)?,
                 run.rt_runtime_us,
                 serde_json::to_string(&rec.extra)?,
+                rec.interference.others_runnable,
+                rec.interference.steal_pct,
+                rec.interference.other_cpu_pct,
             ])
         .with_context(|| format!("storing run {}", run.key))?;
         let run_id = tx.last_insert_rowid();
@@ -497,7 +504,7 @@ impl Store {
             "SELECT c.id, c.name, r.id, r.run_key, r.seq, r.policy, r.workload, r.workload_kind, r.processes,
                     r.priority_mode, r.cpus, r.cpu_list, r.rep, c.scale, r.rt_runtime_us, r.status, r.reason,
                     r.makespan_ns, r.cpu_util, r.started_unix_ms, r.load_avg_1m, r.environment_id, r.extra_json,
-                    p.process_index, p.role, p.pid, p.policy, p.nice, p.rt_priority, p.weight, p.dl_runtime_ns,
+                    r.others_runnable, r.steal_pct, r.other_cpu_pct, p.process_index, p.role, p.pid, p.policy, p.nice, p.rt_priority, p.weight, p.dl_runtime_ns,
                     p.dl_deadline_ns, p.dl_period_ns, p.start_ns, p.end_ns, p.wall_ns, p.utime_us, p.stime_us,
                     p.nvcsw, p.nivcsw, p.minflt, p.majflt, p.maxrss_kb, p.run_ns, p.wait_ns, p.timeslices, p.work,
                     p.work_unit, p.figures_json, p.exit, p.ok, p.stderr_tail
@@ -509,7 +516,7 @@ impl Store {
         let mut rows = stmt.query([campaign])?;
         let mut n = 0;
         while let Some(r) = rows.next()? {
-            let figures: Option<String> = r.get(48)?;
+            let figures: Option<String> = r.get(51)?;
             let row = ExportRow {
                 campaign: r.get(0)?,
                 campaign_name: r.get(1)?,
@@ -534,35 +541,38 @@ impl Store {
                 load_avg_1m: r.get(20)?,
                 environment_id: r.get(21)?,
                 extra_json: r.get(22)?,
-                process_index: r.get(23)?,
-                role: r.get(24)?,
-                pid: r.get(25)?,
-                process_policy: r.get(26)?,
-                nice: r.get(27)?,
-                rt_priority: r.get(28)?,
-                weight: r.get(29)?,
-                dl_runtime_ns: r.get(30)?,
-                dl_deadline_ns: r.get(31)?,
-                dl_period_ns: r.get(32)?,
-                start_ns: r.get(33)?,
-                end_ns: r.get(34)?,
-                wall_ns: r.get(35)?,
-                utime_us: r.get(36)?,
-                stime_us: r.get(37)?,
-                nvcsw: r.get(38)?,
-                nivcsw: r.get(39)?,
-                minflt: r.get(40)?,
-                majflt: r.get(41)?,
-                maxrss_kb: r.get(42)?,
-                run_ns: r.get(43)?,
-                wait_ns: r.get(44)?,
-                timeslices: r.get(45)?,
-                work: r.get(46)?,
-                work_unit: r.get(47)?,
+                others_runnable: r.get(23)?,
+                steal_pct: r.get(24)?,
+                other_cpu_pct: r.get(25)?,
+                process_index: r.get(26)?,
+                role: r.get(27)?,
+                pid: r.get(28)?,
+                process_policy: r.get(29)?,
+                nice: r.get(30)?,
+                rt_priority: r.get(31)?,
+                weight: r.get(32)?,
+                dl_runtime_ns: r.get(33)?,
+                dl_deadline_ns: r.get(34)?,
+                dl_period_ns: r.get(35)?,
+                start_ns: r.get(36)?,
+                end_ns: r.get(37)?,
+                wall_ns: r.get(38)?,
+                utime_us: r.get(39)?,
+                stime_us: r.get(40)?,
+                nvcsw: r.get(41)?,
+                nivcsw: r.get(42)?,
+                minflt: r.get(43)?,
+                majflt: r.get(44)?,
+                maxrss_kb: r.get(45)?,
+                run_ns: r.get(46)?,
+                wait_ns: r.get(47)?,
+                timeslices: r.get(48)?,
+                work: r.get(49)?,
+                work_unit: r.get(50)?,
                 figures: figures.as_deref().map(parse_figures).unwrap_or_default(),
-                exit: r.get(49)?,
-                ok: r.get(50)?,
-                stderr_tail: r.get(51)?,
+                exit: r.get(52)?,
+                ok: r.get(53)?,
+                stderr_tail: r.get(54)?,
             };
             f(&row)?;
             n += 1;

@@ -117,6 +117,13 @@ pub const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE processes ADD COLUMN weight INTEGER;
     "#,
+    // 3: other programs' activity around each run (never schedlab's own
+    // processes). NULL in older rows and where it was not measured.
+    r#"
+    ALTER TABLE runs ADD COLUMN others_runnable INTEGER;  -- runnable tasks of other programs at barrier release
+    ALTER TABLE runs ADD COLUMN steal_pct REAL;           -- steal time of the run's CPUs, % of their time
+    ALTER TABLE runs ADD COLUMN other_cpu_pct REAL;       -- their busy time beyond the run's and schedlab's, %
+    "#,
 ];
 
 #[cfg(test)]
