@@ -110,6 +110,21 @@ pub struct ExportRow {
     pub stderr_tail: Option<String>,
 }
 
+/// The export's rows in campaign, run and process order. The order comes
+/// from indexes (`runs_by_campaign_seq`, the processes' primary key), so
+/// SQLite streams the rows without sorting them first.
+const EXPORT_SQL: &str = "SELECT c.id, c.name, r.id, r.run_key, r.seq, r.policy, r.workload, r.workload_kind,
+        r.processes, r.priority_mode, r.cpus, r.cpu_list, r.rep, c.scale, r.rt_runtime_us, r.status, r.reason,
+        r.makespan_ns, r.cpu_util, r.started_unix_ms, r.load_avg_1m, r.environment_id, r.extra_json,
+        r.others_runnable, r.steal_pct, r.other_cpu_pct, p.process_index, p.role, p.pid, p.policy, p.nice,
+        p.rt_priority, p.weight, p.dl_runtime_ns, p.dl_deadline_ns, p.dl_period_ns, p.start_ns, p.end_ns,
+        p.wall_ns, p.utime_us, p.stime_us, p.nvcsw, p.nivcsw, p.minflt, p.majflt, p.maxrss_kb, p.run_ns,
+        p.wait_ns, p.timeslices, p.work, p.work_unit, p.figures_json, p.exit, p.ok, p.stderr_tail
+     FROM runs r JOIN campaigns c ON c.id = r.campaign_id
+     LEFT JOIN processes p ON p.run_id = r.id
+     WHERE ?1 IS NULL OR c.id = ?1
+     ORDER BY c.id, r.seq, r.id, p.process_index";
+
 /// The identity of a campaign: a hash of the validated spec. The same spec
 /// (and scale, and seed if one was given) resumes the same campaign.
 pub fn identity(spec: &Spec) -> String {
@@ -500,19 +515,7 @@ impl Store {
         mut f: impl FnMut(&ExportRow) -> Result<()>,
     ) -> Result<u64> {
         self.check_campaign(campaign)?;
-        let mut stmt = self.conn.prepare(
-            "SELECT c.id, c.name, r.id, r.run_key, r.seq, r.policy, r.workload, r.workload_kind, r.processes,
-                    r.priority_mode, r.cpus, r.cpu_list, r.rep, c.scale, r.rt_runtime_us, r.status, r.reason,
-                    r.makespan_ns, r.cpu_util, r.started_unix_ms, r.load_avg_1m, r.environment_id, r.extra_json,
-                    r.others_runnable, r.steal_pct, r.other_cpu_pct, p.process_index, p.role, p.pid, p.policy, p.nice, p.rt_priority, p.weight, p.dl_runtime_ns,
-                    p.dl_deadline_ns, p.dl_period_ns, p.start_ns, p.end_ns, p.wall_ns, p.utime_us, p.stime_us,
-                    p.nvcsw, p.nivcsw, p.minflt, p.majflt, p.maxrss_kb, p.run_ns, p.wait_ns, p.timeslices, p.work,
-                    p.work_unit, p.figures_json, p.exit, p.ok, p.stderr_tail
-             FROM runs r JOIN campaigns c ON c.id = r.campaign_id
-             LEFT JOIN processes p ON p.run_id = r.id
-             WHERE ?1 IS NULL OR c.id = ?1
-             ORDER BY c.id, r.seq, p.process_index",
-        )?;
+        let mut stmt = self.conn.prepare(EXPORT_SQL)?;
         let mut rows = stmt.query([campaign])?;
         let mut n = 0;
         while let Some(r) = rows.next()? {
@@ -658,4 +661,27 @@ pub fn unix_ms() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_export_query_streams_without_sorting() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("t.db")).unwrap();
+        let plan: Vec<String> = store
+            .conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {EXPORT_SQL}"))
+            .unwrap()
+            .query_map([None::<i64>], |r| r.get::<_, String>(3))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert!(
+            plan.iter().all(|step| !step.contains("TEMP B-TREE")),
+            "{plan:?}"
+        );
+    }
 }
