@@ -358,7 +358,9 @@ fn dispatch(command: Command) -> Result<i32> {
             output,
         } => {
             let store = Store::open_existing(&db.db)?;
-            let rows = store.export_rows(campaign)?;
+            // Two streamed passes: the figure names make the header, then
+            // the rows go out as they are read.
+            let figures = store.export_figure_names(campaign)?;
             let mut w: Box<dyn Write> = match &output {
                 Some(path) => Box::new(std::io::BufWriter::new(
                     std::fs::File::create(path)
@@ -366,10 +368,13 @@ fn dispatch(command: Command) -> Result<i32> {
                 )),
                 None => Box::new(std::io::BufWriter::new(out::stdout())),
             };
-            match format {
-                ExportFormat::Csv => export::write_csv(&rows, &mut w)?,
-                ExportFormat::Json => export::write_json(&rows, &mut w)?,
-            }
+            let format = match format {
+                ExportFormat::Csv => export::Format::Csv,
+                ExportFormat::Json => export::Format::Json,
+            };
+            let mut exporter = export::Exporter::begin(&mut w, format, figures)?;
+            store.for_each_export_row(campaign, |r| exporter.row(r))?;
+            exporter.finish()?;
             w.flush()?;
             Ok(0)
         }

@@ -1,13 +1,21 @@
 //! Exports of stored runs for other tools: CSV (one row per process per run)
-//! and JSON (the same rows as an array of objects).
+//! and JSON (the same rows as an array of objects with the same keys, one
+//! object per line).
+//!
+//! Rows are written one at a time as the store reads them
+//! ([`Exporter::row`]), so an export never holds a campaign in memory. The
+//! columns are [`COLUMNS`] followed by one `fig_<name>` column per workload
+//! figure found in the exported rows; README's "Using the data" lists them
+//! with their units.
 
 use anyhow::Result;
+use serde_json::Value;
 use std::io::Write;
 
 use crate::store::ExportRow;
 
-/// The CSV columns, in order. The first 21 are the ones the documentation
-/// promises; the rest add detail.
+/// The fixed columns, in order. The first 21 are the original ones; never
+/// reorder, only append.
 pub const COLUMNS: &[&str] = &[
     "campaign",
     "run",
@@ -48,54 +56,121 @@ pub const COLUMNS: &[&str] = &[
     "exit",
     "role",
     "rt_runtime_us",
+    "cpu_list",
+    "started_unix_ms",
+    "load_avg_1m",
+    "environment_id",
+    "process_policy",
+    "weight",
+    "dl_runtime_ns",
+    "dl_deadline_ns",
+    "dl_period_ns",
+    "ok",
+    "stderr_tail",
+    "extra_json",
+    "others_runnable",
+    "steal_pct",
+    "other_cpu_pct",
 ];
 
-fn opt<T: ToString>(v: &Option<T>) -> String {
-    v.as_ref().map(|x| x.to_string()).unwrap_or_default()
+/// The prefix of a workload figure's column.
+pub const FIGURE_PREFIX: &str = "fig_";
+
+/// The output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Csv,
+    Json,
 }
 
-fn fields(r: &ExportRow) -> Vec<String> {
+/// Every column of an export whose rows have these figures.
+pub fn header(figure_names: &[String]) -> Vec<String> {
+    COLUMNS
+        .iter()
+        .map(|c| c.to_string())
+        .chain(figure_names.iter().map(|f| format!("{FIGURE_PREFIX}{f}")))
+        .collect()
+}
+
+fn int(v: Option<i64>) -> Value {
+    v.map_or(Value::Null, Value::from)
+}
+
+fn real(v: Option<f64>) -> Value {
+    v.and_then(serde_json::Number::from_f64)
+        .map_or(Value::Null, Value::Number)
+}
+
+fn text(v: Option<&str>) -> Value {
+    v.map_or(Value::Null, Value::from)
+}
+
+/// The values of the fixed columns of a row, in [`COLUMNS`] order.
+fn fixed(r: &ExportRow) -> Vec<Value> {
     vec![
-        r.campaign.to_string(),
-        r.run.to_string(),
-        r.policy.clone(),
-        r.workload.clone(),
-        r.processes.to_string(),
-        r.priority_mode.clone(),
-        r.cpus.clone(),
-        r.rep.to_string(),
-        opt(&r.process_index),
-        opt(&r.nice),
-        opt(&r.rt_priority),
-        opt(&r.wall_ns),
-        opt(&r.utime_us),
-        opt(&r.stime_us),
-        opt(&r.nvcsw),
-        opt(&r.nivcsw),
-        opt(&r.run_ns),
-        opt(&r.wait_ns),
-        opt(&r.timeslices),
-        opt(&r.work),
-        r.status.clone(),
-        r.campaign_name.clone(),
-        r.run_key.clone(),
-        r.seq.to_string(),
-        r.workload_kind.clone(),
-        r.scale.to_string(),
-        r.reason.clone(),
-        opt(&r.makespan_ns),
-        opt(&r.cpu_util),
-        opt(&r.pid),
-        opt(&r.start_ns),
-        opt(&r.end_ns),
-        opt(&r.minflt),
-        opt(&r.majflt),
-        opt(&r.maxrss_kb),
-        opt(&r.work_unit),
-        opt(&r.exit),
-        opt(&r.role),
-        opt(&r.rt_runtime_us),
+        Value::from(r.campaign),
+        Value::from(r.run),
+        Value::from(r.policy.as_str()),
+        Value::from(r.workload.as_str()),
+        Value::from(r.processes),
+        Value::from(r.priority_mode.as_str()),
+        Value::from(r.cpus.as_str()),
+        Value::from(r.rep),
+        int(r.process_index),
+        int(r.nice),
+        int(r.rt_priority),
+        int(r.wall_ns),
+        int(r.utime_us),
+        int(r.stime_us),
+        int(r.nvcsw),
+        int(r.nivcsw),
+        int(r.run_ns),
+        int(r.wait_ns),
+        int(r.timeslices),
+        int(r.work),
+        Value::from(r.status.as_str()),
+        Value::from(r.campaign_name.as_str()),
+        Value::from(r.run_key.as_str()),
+        Value::from(r.seq),
+        Value::from(r.workload_kind.as_str()),
+        real(Some(r.scale)),
+        Value::from(r.reason.as_str()),
+        int(r.makespan_ns),
+        real(r.cpu_util),
+        int(r.pid),
+        int(r.start_ns),
+        int(r.end_ns),
+        int(r.minflt),
+        int(r.majflt),
+        int(r.maxrss_kb),
+        text(r.work_unit.as_deref()),
+        text(r.exit.as_deref()),
+        text(r.role.as_deref()),
+        int(r.rt_runtime_us),
+        Value::from(r.cpu_list.as_str()),
+        Value::from(r.started_unix_ms),
+        real(r.load_avg_1m),
+        Value::from(r.environment_id),
+        text(r.process_policy.as_deref()),
+        int(r.weight),
+        int(r.dl_runtime_ns),
+        int(r.dl_deadline_ns),
+        int(r.dl_period_ns),
+        int(r.ok.map(i64::from)),
+        text(r.stderr_tail.as_deref()),
+        Value::from(r.extra_json.as_str()),
+        int(r.others_runnable),
+        real(r.steal_pct),
+        real(r.other_cpu_pct),
     ]
+}
+
+/// Every value of a row: the fixed columns, then one per figure name
+/// (null where the row lacks that figure).
+pub fn values(r: &ExportRow, figure_names: &[String]) -> Vec<Value> {
+    let mut v = fixed(r);
+    v.extend(figure_names.iter().map(|f| real(r.figures.get(f).copied())));
+    v
 }
 
 /// RFC 4180 quoting: fields with a comma, quote or line break are quoted.
@@ -107,35 +182,90 @@ fn quote(field: &str) -> String {
     }
 }
 
-pub fn write_csv(rows: &[ExportRow], out: &mut dyn Write) -> Result<()> {
-    writeln!(out, "{}", COLUMNS.join(","))?;
-    for r in rows {
-        let line: Vec<String> = fields(r).iter().map(|f| quote(f)).collect();
-        writeln!(out, "{}", line.join(","))?;
+/// A value as a CSV cell: empty for null, text quoted when needed.
+fn csv_cell(v: &Value) -> String {
+    match v {
+        Value::Null => String::new(),
+        Value::String(s) => quote(s),
+        other => other.to_string(),
     }
-    Ok(())
 }
 
-pub fn write_json(rows: &[ExportRow], out: &mut dyn Write) -> Result<()> {
-    serde_json::to_writer_pretty(&mut *out, rows)?;
-    writeln!(out)?;
-    Ok(())
+/// Writes an export row by row: [`Exporter::begin`], [`Exporter::row`] for
+/// each row, [`Exporter::finish`].
+pub struct Exporter<'a> {
+    out: &'a mut dyn Write,
+    format: Format,
+    columns: Vec<String>,
+    figure_names: Vec<String>,
+    rows: u64,
+}
+
+impl<'a> Exporter<'a> {
+    /// Start an export whose rows carry these figures (the union over the
+    /// rows to come): writes the CSV header or JSON's opening bracket.
+    pub fn begin(
+        out: &'a mut dyn Write,
+        format: Format,
+        figure_names: Vec<String>,
+    ) -> Result<Exporter<'a>> {
+        let columns = header(&figure_names);
+        match format {
+            Format::Csv => {
+                let cells: Vec<String> = columns.iter().map(|c| quote(c)).collect();
+                writeln!(out, "{}", cells.join(","))?;
+            }
+            Format::Json => write!(out, "[")?,
+        }
+        Ok(Exporter {
+            out,
+            format,
+            columns,
+            figure_names,
+            rows: 0,
+        })
+    }
+
+    pub fn row(&mut self, r: &ExportRow) -> Result<()> {
+        let values = values(r, &self.figure_names);
+        match self.format {
+            Format::Csv => {
+                let cells: Vec<String> = values.iter().map(csv_cell).collect();
+                writeln!(self.out, "{}", cells.join(","))?;
+            }
+            Format::Json => {
+                // One object per line, keys in column order.
+                let sep = if self.rows == 0 { "\n" } else { ",\n" };
+                write!(self.out, "{sep}{{")?;
+                for (i, (k, v)) in self.columns.iter().zip(&values).enumerate() {
+                    let comma = if i == 0 { "" } else { "," };
+                    write!(self.out, "{comma}{}:{v}", Value::from(k.as_str()))?;
+                }
+                write!(self.out, "}}")?;
+            }
+        }
+        self.rows += 1;
+        Ok(())
+    }
+
+    /// Close the export (JSON's closing bracket); returns the rows written.
+    pub fn finish(self) -> Result<u64> {
+        if self.format == Format::Json {
+            if self.rows > 0 {
+                writeln!(self.out)?;
+            }
+            writeln!(self.out, "]")?;
+        }
+        Ok(self.rows)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn quoting_follows_rfc4180() {
-        assert_eq!(quote("plain"), "plain");
-        assert_eq!(quote("a,b"), "\"a,b\"");
-        assert_eq!(quote("say \"hi\""), "\"say \"\"hi\"\"\"");
-    }
-
-    #[test]
-    fn header_and_fields_line_up() {
-        let row = ExportRow {
+    fn row() -> ExportRow {
+        ExportRow {
             campaign: 1,
             campaign_name: "c".into(),
             run: 2,
@@ -147,16 +277,31 @@ mod tests {
             processes: 2,
             priority_mode: "uniform".into(),
             cpus: "0".into(),
+            cpu_list: "0".into(),
             rep: 1,
             scale: 0.5,
+            rt_runtime_us: None,
             status: "ok".into(),
             reason: String::new(),
             makespan_ns: Some(10),
             cpu_util: Some(0.5),
+            started_unix_ms: 1_700_000_000_000,
+            load_avg_1m: Some(0.25),
+            environment_id: 1,
+            extra_json: r#"{"parent":"deadline"}"#.into(),
+            others_runnable: Some(2),
+            steal_pct: None,
+            other_cpu_pct: Some(1.5),
             process_index: Some(0),
+            role: Some("worker".into()),
             pid: Some(42),
+            process_policy: Some("fifo".into()),
             nice: None,
             rt_priority: Some(50),
+            weight: None,
+            dl_runtime_ns: None,
+            dl_deadline_ns: None,
+            dl_period_ns: None,
             start_ns: Some(1),
             end_ns: Some(9),
             wall_ns: Some(9),
@@ -172,23 +317,76 @@ mod tests {
             timeslices: Some(1),
             work: Some(1000),
             work_unit: Some("iterations".into()),
+            figures: [("pi_error".to_string(), 1e-9)].into_iter().collect(),
             exit: Some("exit code 0".into()),
-            rt_runtime_us: None,
-            role: Some("worker".into()),
-        };
-        assert_eq!(fields(&row).len(), COLUMNS.len());
+            ok: Some(true),
+            stderr_tail: Some(String::new()),
+        }
+    }
+
+    fn export(format: Format, rows: &[ExportRow], figures: &[&str]) -> String {
         let mut out = Vec::new();
-        write_csv(&[row], &mut out).unwrap();
-        let text = String::from_utf8(out).unwrap();
+        let names = figures.iter().map(|f| f.to_string()).collect();
+        let mut e = Exporter::begin(&mut out, format, names).unwrap();
+        for r in rows {
+            e.row(r).unwrap();
+        }
+        assert_eq!(e.finish().unwrap(), rows.len() as u64);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn quoting_follows_rfc4180() {
+        assert_eq!(quote("plain"), "plain");
+        assert_eq!(quote("a,b"), "\"a,b\"");
+        assert_eq!(quote("say \"hi\""), "\"say \"\"hi\"\"\"");
+    }
+
+    #[test]
+    fn header_and_fields_line_up() {
+        assert_eq!(fixed(&row()).len(), COLUMNS.len());
+        let text = export(Format::Csv, &[row()], &["mflops", "pi_error"]);
         let lines: Vec<&str> = text.lines().collect();
         assert!(lines[0].starts_with(
             "campaign,run,policy,workload,processes,priority_mode,cpus,rep,process_index"
         ));
+        assert!(lines[0].ends_with(",other_cpu_pct,fig_mflops,fig_pi_error"));
+        // The JSON of extra_json is one quoted cell.
         let cells: Vec<&str> = lines[1].split(',').collect();
+        assert_eq!(cells.len(), COLUMNS.len() + 2);
         let col = |name: &str| cells[COLUMNS.iter().position(|c| *c == name).unwrap()];
         assert_eq!(col("rt_priority"), "50");
         assert_eq!(col("nice"), "");
         assert_eq!(col("work"), "1000");
         assert_eq!(col("status"), "ok");
+        assert_eq!(col("ok"), "1");
+        assert_eq!(col("load_avg_1m"), "0.25");
+        assert_eq!(col("others_runnable"), "2");
+        assert_eq!(col("steal_pct"), "");
+        assert_eq!(col("extra_json"), r#""{""parent"":""deadline""}""#);
+        assert_eq!(cells[COLUMNS.len()], "", "no mflops figure");
+        assert_eq!(cells[COLUMNS.len() + 1].parse::<f64>().unwrap(), 1e-9);
+    }
+
+    #[test]
+    fn json_rows_are_objects_with_the_csv_columns() {
+        let text = export(Format::Json, &[row(), row()], &["mflops", "pi_error"]);
+        let v: Value = serde_json::from_str(&text).unwrap();
+        let rows = v.as_array().unwrap();
+        assert_eq!(rows.len(), 2);
+        let keys: Vec<&String> = rows[0].as_object().unwrap().keys().collect();
+        assert_eq!(keys.len(), COLUMNS.len() + 2);
+        assert!(
+            text.lines()
+                .nth(1)
+                .unwrap()
+                .starts_with(r#"{"campaign":1,"run":2,"#)
+        );
+        assert_eq!(rows[0]["fig_mflops"], Value::Null);
+        assert_eq!(rows[0]["fig_pi_error"].as_f64(), Some(1e-9));
+        assert_eq!(rows[0]["rt_priority"], 50);
+        assert_eq!(rows[0]["nice"], Value::Null);
+        let empty: Value = serde_json::from_str(&export(Format::Json, &[], &[])).unwrap();
+        assert_eq!(empty, serde_json::json!([]));
     }
 }

@@ -292,7 +292,9 @@ pub struct ProcSched {
     pub dl_runtime_ns: Option<u64>,
     pub dl_deadline_ns: Option<u64>,
     pub dl_period_ns: Option<u64>,
-    /// WRR weight.
+    /// The weight the process was given: its WRR slice weight, or under a
+    /// `weights` priority mode the weight its nice value (OTHER, BATCH,
+    /// IDLE) or DEADLINE runtime delivers. None under FIFO and RR.
     pub weight: Option<u32>,
 }
 
@@ -352,7 +354,11 @@ pub fn assign(
                 weight: None,
             };
             match policy.class() {
-                Class::Fair => p.nice = value,
+                Class::Fair => {
+                    p.nice = value;
+                    // The weight the nice value stands for.
+                    p.weight = matches!(mode, Assignment::Weights { .. }).then_some(weights[i]);
+                }
                 Class::Realtime => p.rt_priority = value,
                 Class::Wrr => p.weight = value.map(|w| w.max(1) as u32),
                 Class::Deadline => {
@@ -444,6 +450,8 @@ mod tests {
         let ratio = crate::stats::fairness::nice_weight(nices[5]).unwrap() as f64
             / crate::stats::fairness::nice_weight(nices[0]).unwrap() as f64;
         assert!((ratio / 20.0 - 1.0).abs() < 0.25, "ratio {ratio} for 20");
+        // The weight each nice value stands for is kept (for the record).
+        assert_eq!(other[5].weight, Some(20));
         // Deadline: runtimes proportional to the weights, inside 90% of the
         // RT bandwidth of one CPU in total.
         let dl = assign(Policy::Deadline, &m, &d, 6, 1, 0.95);
@@ -454,10 +462,9 @@ mod tests {
         );
         assert!(rts.iter().sum::<u64>() as f64 <= 0.9 * 0.95 * 10e6 + 6000.0);
         // RT policies have no weights.
-        assert_eq!(
-            assign(Policy::Fifo, &m, &d, 6, 1, 0.95)[0].rt_priority,
-            Some(50)
-        );
+        let fifo = assign(Policy::Fifo, &m, &d, 6, 1, 0.95);
+        assert_eq!(fifo[0].rt_priority, Some(50));
+        assert_eq!(fifo[0].weight, None);
     }
 
     #[test]

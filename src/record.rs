@@ -96,6 +96,23 @@ pub struct RunRecord {
     pub slices: Vec<SliceRow>,
     /// Policy-specific facts about the run (JSON object).
     pub extra: serde_json::Value,
+    /// What other programs did on the machine during the run.
+    pub interference: Interference,
+}
+
+/// Other programs' activity around a run (never schedlab's own processes).
+/// None where it was not measured (skipped runs, runs too short for
+/// `/proc/stat`'s clock ticks, databases from before it was recorded).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Interference {
+    /// Runnable tasks (threads) on the machine just before barrier release,
+    /// outside the run's processes and schedlab itself.
+    pub others_runnable: Option<u32>,
+    /// Steal time of the CPUs the run used, in % of their time over the run.
+    pub steal_pct: Option<f64>,
+    /// Busy time of those CPUs beyond what the run's processes and schedlab
+    /// used, in % of their time over the run.
+    pub other_cpu_pct: Option<f64>,
 }
 
 /// One slice of schedlab's own scheduler, times after barrier release.

@@ -816,3 +816,71 @@ fn an_interrupted_wrr_run_leaves_no_worker_stopped_or_real_time() {
         }
     }
 }
+
+#[test]
+fn a_run_stores_other_programs_activity_and_each_process_weight() {
+    let dir = tempfile::tempdir().unwrap();
+    // Two OTHER workers standing for weights 1 and 3 (through nice), 1.2 s
+    // on CPU 0: long enough for /proc/stat's ticks to give shares.
+    write_spec(
+        dir.path(),
+        "s.toml",
+        r#"
+name = "interference"
+repetitions = 1
+cooldown_s = 0
+timeout_s = 30
+[matrix]
+policy = ["other"]
+workload = ["pi"]
+processes = [2]
+priorities = ["w"]
+cpus = ["0"]
+[priorities.w]
+mode = "weights"
+weight = [1, 3]
+[workloads.pi]
+duration_s = 1.2
+"#,
+    );
+    let o = schedlab(&["run", "s.toml", "--db", "t.db"], dir.path());
+    assert!(o.status.success(), "{}", text(&o));
+    let conn = db(dir.path());
+    let (status, others, steal, other_cpu): (String, Option<i64>, Option<f64>, Option<f64>) = conn
+        .query_row(
+            "SELECT status, others_runnable, steal_pct, other_cpu_pct FROM runs",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )
+        .unwrap();
+    assert_eq!(status, "ok");
+    let others = others.expect("runnable tasks of other programs at start");
+    assert!(others >= 0);
+    for (name, pct) in [("steal_pct", steal), ("other_cpu_pct", other_cpu)] {
+        let pct = pct.unwrap_or_else(|| panic!("{name} not stored"));
+        assert!((0.0..=100.0).contains(&pct), "{name} = {pct}");
+    }
+    let weights: Vec<(Option<i64>, Option<i64>)> = conn
+        .prepare("SELECT weight, nice FROM processes ORDER BY process_index")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    assert_eq!(weights.len(), 2);
+    assert_eq!((weights[0].0, weights[1].0), (Some(1), Some(3)));
+    assert!(
+        weights[0].1 > weights[1].1,
+        "heavier weight, lower nice: {weights:?}"
+    );
+
+    let o = schedlab(&["export", "--db", "t.db", "--format", "csv"], dir.path());
+    assert!(o.status.success(), "{}", text(&o));
+    let csv = String::from_utf8(o.stdout).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let row: Vec<&str> = csv.lines().nth(1).unwrap().split(',').collect();
+    let col = |name: &str| row[header.iter().position(|h| *h == name).unwrap()];
+    assert_eq!(col("others_runnable"), others.to_string());
+    assert_eq!(col("weight"), "1");
+    assert!(col("fig_iter_per_s").parse::<f64>().unwrap() > 0.0);
+}

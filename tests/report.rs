@@ -349,6 +349,7 @@ fn record(
         processes,
         slices: Vec::new(),
         extra: serde_json::json!({}),
+        interference: Default::default(),
     }
 }
 

@@ -4,6 +4,7 @@
 //! build the [`RunRecord`].
 
 mod guard;
+mod interference;
 pub mod rundir;
 mod spawn;
 
@@ -85,6 +86,7 @@ impl Launcher {
                 processes: Vec::new(),
                 slices: Vec::new(),
                 extra: serde_json::json!({}),
+                interference: Default::default(),
             })))
         };
         let cpus = match run.cpus.resolve(&self.allowed_cpus) {
@@ -267,12 +269,16 @@ impl Launcher {
             .iter()
             .filter_map(|&(_, pid)| procfs::read_schedstat(pid).ok().map(|s| (pid, s)))
             .collect();
+        // Other programs' runnable tasks and the CPUs' counters, last thing
+        // before release (the workers are blocked on the barrier).
+        let before = interference::at_release(&pids);
         // Fixed durations run from release: workers read it after the barrier.
         let release_ns = proc::monotonic_ns();
         std::fs::write(worker::release_path(dir.path()), release_ns.to_string())
             .context("writing the release time")?;
         drop(barrier_w); // EOF on every worker's barrier: go.
         let waited = self.wait_all(&pids, &hogs, release_ns, dispatcher.as_ref());
+        let after = interference::at_end();
         let dispatched = dispatcher.map(Dispatcher::stop);
         let parent = raised.label;
         drop(raised);
@@ -292,6 +298,18 @@ impl Launcher {
             timeout: self.timeout,
         };
         let mut record = ctx.build(cpus, started_unix_ms, env);
+        // Every CPU a process of the run could use (an RT hog's may lie
+        // outside the workers').
+        let mut run_cpus: Vec<usize> = members.iter().flat_map(|m| m.cpus.clone()).collect();
+        run_cpus.sort_unstable();
+        run_cpus.dedup();
+        record.interference = interference::measure(
+            &before,
+            &after,
+            &run_cpus,
+            interference::processes_cpu_ns(&record.processes),
+            crate::sys::activity::tick_ns(),
+        );
         if parent != ParentPriority::unchanged().label {
             // What schedlab itself ran as while it watched RT workers.
             add_extra(&mut record, "parent", serde_json::json!(parent));
@@ -656,6 +674,7 @@ impl RecordContext<'_> {
             processes,
             slices: Vec::new(),
             extra: serde_json::json!({}),
+            interference: Default::default(),
         }
     }
 

@@ -398,6 +398,62 @@ pub struct LoadSummary {
     pub max: f64,
 }
 
+/// Runs with at least this many runnable tasks of other programs at start
+/// are named in the summary (one is often a passing kernel thread).
+pub const OTHERS_RUNNABLE_NOTE: i64 = 2;
+/// Runs with at least this much steal time (%) are named in the summary.
+pub const STEAL_NOTE_PCT: f64 = 2.0;
+/// Runs whose CPUs other programs kept busy at least this much (%) are
+/// named in the summary (`/proc/stat`'s ticks make a few % noise).
+pub const OTHER_CPU_NOTE_PCT: f64 = 10.0;
+
+/// Other programs' activity over the ok runs, schedlab's own processes
+/// never counted (see `record::Interference`). Run lists are in campaign
+/// order.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct InterferenceSummary {
+    /// Ok runs with a count of runnable tasks at start.
+    pub measured_runs: usize,
+    pub max_others_runnable: Option<i64>,
+    /// Ok runs with [`OTHERS_RUNNABLE_NOTE`] or more at start.
+    pub busy_runs: Vec<i64>,
+    pub max_steal_pct: Option<f64>,
+    /// Ok runs with [`STEAL_NOTE_PCT`] or more steal time.
+    pub steal_runs: Vec<i64>,
+    pub max_other_cpu_pct: Option<f64>,
+    /// Ok runs whose CPUs other programs kept [`OTHER_CPU_NOTE_PCT`] or
+    /// more busy.
+    pub other_cpu_runs: Vec<i64>,
+}
+
+impl InterferenceSummary {
+    /// Summarise the ok runs of `runs`.
+    pub fn of(runs: &[ReportRun]) -> InterferenceSummary {
+        let ok: Vec<&ReportRun> = runs.iter().filter(|r| r.status == "ok").collect();
+        let max_i = |v: &dyn Fn(&ReportRun) -> Option<i64>| ok.iter().filter_map(|r| v(r)).max();
+        let max_f = |v: &dyn Fn(&ReportRun) -> Option<f64>| {
+            ok.iter().filter_map(|r| v(r)).max_by(f64::total_cmp)
+        };
+        let over = |v: &dyn Fn(&ReportRun) -> bool| -> Vec<i64> {
+            ok.iter().filter(|r| v(r)).map(|r| r.id).collect()
+        };
+        InterferenceSummary {
+            measured_runs: ok.iter().filter(|r| r.others_runnable.is_some()).count(),
+            max_others_runnable: max_i(&|r| r.others_runnable),
+            busy_runs: over(&|r| r.others_runnable.is_some_and(|n| n >= OTHERS_RUNNABLE_NOTE)),
+            max_steal_pct: max_f(&|r| r.steal_pct),
+            steal_runs: over(&|r| r.steal_pct.is_some_and(|p| p >= STEAL_NOTE_PCT)),
+            max_other_cpu_pct: max_f(&|r| r.other_cpu_pct),
+            other_cpu_runs: over(&|r| r.other_cpu_pct.is_some_and(|p| p >= OTHER_CPU_NOTE_PCT)),
+        }
+    }
+
+    /// Whether anything was measured.
+    pub fn measured(&self) -> bool {
+        self.measured_runs > 0 || self.max_steal_pct.is_some() || self.max_other_cpu_pct.is_some()
+    }
+}
+
 /// The analysed campaign: what every report section is built from.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Analysis {
@@ -407,6 +463,7 @@ pub struct Analysis {
     pub factors: Factors,
     pub environments: Vec<ReportEnvironment>,
     pub load: Option<LoadSummary>,
+    pub interference: InterferenceSummary,
     pub process_rows: u64,
     pub groups: Vec<Group>,
     pub conditions: Vec<Condition>,
@@ -1229,6 +1286,8 @@ pub fn analyse(store: &Store, opts: &Options) -> Result<Analysis> {
         max: loads[loads.len() - 1],
     });
 
+    let interference = InterferenceSummary::of(&runs);
+
     let mut analysis = Analysis {
         campaign,
         settings,
@@ -1236,6 +1295,7 @@ pub fn analyse(store: &Store, opts: &Options) -> Result<Analysis> {
         factors,
         environments,
         load,
+        interference,
         process_rows,
         groups,
         conditions,

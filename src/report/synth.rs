@@ -219,6 +219,7 @@ pub fn synthetic_record(
         processes,
         slices: Vec::new(),
         extra: serde_json::json!({}),
+        interference: Default::default(),
     }
 }
 

@@ -1,7 +1,7 @@
 //! The queries behind `schedlab report`.
 //!
-//! Every column the schema defines is read directly (the schema has one
-//! migration). Process rows of a whole campaign are streamed to a callback,
+//! Every column the schema defines is read directly: `open` has applied
+//! every migration, so older databases have them too (NULL in older rows). Process rows of a whole campaign are streamed to a callback,
 //! never collected here: a campaign can hold millions of them; the detailed
 //! queries of the report's special sections take the runs they need.
 
@@ -52,6 +52,10 @@ pub struct ReportRun {
     pub cpu_util: Option<f64>,
     pub load_avg_1m: Option<f64>,
     pub environment_id: i64,
+    /// Other programs' activity around the run (`record::Interference`).
+    pub others_runnable: Option<i64>,
+    pub steal_pct: Option<f64>,
+    pub other_cpu_pct: Option<f64>,
 }
 
 /// An environment the runs of a campaign were made in, with how many runs.
@@ -149,7 +153,8 @@ impl Store {
             .conn
             .prepare(
                 "SELECT id, seq, policy, workload, workload_kind, processes, priority_mode, cpus, cpu_list,
-                    rt_runtime_us, rep, status, reason, makespan_ns, cpu_util, load_avg_1m, environment_id
+                    rt_runtime_us, rep, status, reason, makespan_ns, cpu_util, load_avg_1m, environment_id,
+                    others_runnable, steal_pct, other_cpu_pct
              FROM runs WHERE campaign_id = ?1 ORDER BY seq, id",
             )
             .context(SCHEMA_MISMATCH)?;
@@ -173,6 +178,9 @@ impl Store {
                     cpu_util: r.get(14)?,
                     load_avg_1m: r.get(15)?,
                     environment_id: r.get(16)?,
+                    others_runnable: r.get(17)?,
+                    steal_pct: r.get(18)?,
+                    other_cpu_pct: r.get(19)?,
                 })
             })?
             .collect::<rusqlite::Result<Vec<_>>>()
@@ -302,13 +310,15 @@ impl Store {
 
     /// Every process row (workers and RT hogs) of some runs, as
     /// [`ProcessRecord`]s, in the order of the runs asked and then by process
-    /// index. The WRR weight is not a column (`sched.weight` is None): it
-    /// comes from the run's priority mode.
+    /// index. `sched.weight` is None in rows stored before the weight was
+    /// (schema version 1): the report takes weights from the run's priority
+    /// mode.
     pub fn report_process_records(&self, run_ids: &[i64]) -> Result<Vec<(i64, ProcessRecord)>> {
         let mut stmt = self.conn.prepare(
             "SELECT process_index, role, pid, policy, nice, rt_priority, dl_runtime_ns, dl_deadline_ns,
                     dl_period_ns, start_ns, end_ns, wall_ns, utime_us, stime_us, nvcsw, nivcsw, minflt, majflt,
-                    maxrss_kb, run_ns, wait_ns, timeslices, work, work_unit, figures_json, exit, ok, stderr_tail
+                    maxrss_kb, run_ns, wait_ns, timeslices, work, work_unit, figures_json, exit, ok, stderr_tail,
+                    weight
              FROM processes WHERE run_id = ?1 ORDER BY process_index",
         )?;
         let u = |v: i64| v.max(0) as u64;
@@ -334,7 +344,7 @@ impl Store {
                         dl_runtime_ns: opt(6)?,
                         dl_deadline_ns: opt(7)?,
                         dl_period_ns: opt(8)?,
-                        weight: None,
+                        weight: r.get::<_, Option<i64>>(28)?.map(|v| v.max(0) as u32),
                     },
                     start_ns: opt(9)?,
                     end_ns: opt(10)?,

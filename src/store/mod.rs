@@ -8,7 +8,7 @@ mod schema;
 use anyhow::{Context, Result, bail};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use sha2::{Digest, Sha256};
-use std::collections::HashSet;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::Path;
 
 use crate::record::{RunRecord, RunStatus};
@@ -44,8 +44,10 @@ pub struct CampaignSummary {
 }
 
 /// One row of an export: one process of one run (or one row for a run
-/// without processes, such as a skipped one).
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+/// without processes, such as a skipped one). Process fields are None in
+/// such a row, and wherever a database written before the column existed
+/// has no value.
+#[derive(Debug, Clone, PartialEq)]
 pub struct ExportRow {
     pub campaign: i64,
     pub campaign_name: String,
@@ -58,16 +60,33 @@ pub struct ExportRow {
     pub processes: i64,
     pub priority_mode: String,
     pub cpus: String,
+    pub cpu_list: String,
     pub rep: i64,
     pub scale: f64,
+    pub rt_runtime_us: Option<i64>,
     pub status: String,
     pub reason: String,
     pub makespan_ns: Option<i64>,
     pub cpu_util: Option<f64>,
+    pub started_unix_ms: i64,
+    pub load_avg_1m: Option<f64>,
+    pub environment_id: i64,
+    /// The run's policy-specific facts (a JSON object, as stored).
+    pub extra_json: String,
+    pub others_runnable: Option<i64>,
+    pub steal_pct: Option<f64>,
+    pub other_cpu_pct: Option<f64>,
     pub process_index: Option<i64>,
+    pub role: Option<String>,
     pub pid: Option<i64>,
+    /// The process's own policy (an RT hog's differs from the run's).
+    pub process_policy: Option<String>,
     pub nice: Option<i64>,
     pub rt_priority: Option<i64>,
+    pub weight: Option<i64>,
+    pub dl_runtime_ns: Option<i64>,
+    pub dl_deadline_ns: Option<i64>,
+    pub dl_period_ns: Option<i64>,
     pub start_ns: Option<i64>,
     pub end_ns: Option<i64>,
     pub wall_ns: Option<i64>,
@@ -83,10 +102,28 @@ pub struct ExportRow {
     pub timeslices: Option<i64>,
     pub work: Option<i64>,
     pub work_unit: Option<String>,
+    /// The workload's own figures (`processes.figures_json`); a figure
+    /// stored as null (not a number) is left out.
+    pub figures: BTreeMap<String, f64>,
     pub exit: Option<String>,
-    pub rt_runtime_us: Option<i64>,
-    pub role: Option<String>,
+    pub ok: Option<bool>,
+    pub stderr_tail: Option<String>,
 }
+
+/// The export's rows in campaign, run and process order. The order comes
+/// from indexes (`runs_by_campaign_seq`, the processes' primary key), so
+/// SQLite streams the rows without sorting them first.
+const EXPORT_SQL: &str = "SELECT c.id, c.name, r.id, r.run_key, r.seq, r.policy, r.workload, r.workload_kind,
+        r.processes, r.priority_mode, r.cpus, r.cpu_list, r.rep, c.scale, r.rt_runtime_us, r.status, r.reason,
+        r.makespan_ns, r.cpu_util, r.started_unix_ms, r.load_avg_1m, r.environment_id, r.extra_json,
+        r.others_runnable, r.steal_pct, r.other_cpu_pct, p.process_index, p.role, p.pid, p.policy, p.nice,
+        p.rt_priority, p.weight, p.dl_runtime_ns, p.dl_deadline_ns, p.dl_period_ns, p.start_ns, p.end_ns,
+        p.wall_ns, p.utime_us, p.stime_us, p.nvcsw, p.nivcsw, p.minflt, p.majflt, p.maxrss_kb, p.run_ns,
+        p.wait_ns, p.timeslices, p.work, p.work_unit, p.figures_json, p.exit, p.ok, p.stderr_tail
+     FROM runs r JOIN campaigns c ON c.id = r.campaign_id
+     LEFT JOIN processes p ON p.run_id = r.id
+     WHERE ?1 IS NULL OR c.id = ?1
+     ORDER BY c.id, r.seq, r.id, p.process_index";
 
 /// The identity of a campaign: a hash of the validated spec. The same spec
 /// (and scale, and seed if one was given) resumes the same campaign.
@@ -151,7 +188,7 @@ impl Store {
                 Ok(store)
             });
         let err = match first {
-            Ok(store) => return Ok(store),
+            Ok(store) => return store.upgraded_in_memory(),
             Err(e) => e,
         };
         // Only when SQLite could not open or read it, not for a database
@@ -185,7 +222,7 @@ impl Store {
                 crate::out::path(&wal)
             );
         }
-        Ok(store)
+        store.upgraded_in_memory()
     }
 
     /// The checks of a read-only open: readable, and a schema this schedlab
@@ -205,13 +242,24 @@ impl Store {
         if version == 0 {
             bail!("it is not a schedlab database (it has no schedlab tables)");
         }
-        if version < known {
-            bail!(
-                "the database has schema version {version}, older than this schedlab's ({known}); commands \
-                 that only read never upgrade it: `schedlab run` with this database does"
-            );
-        }
         Ok(())
+    }
+
+    /// A database of an older schema, for reading: copied into memory and
+    /// upgraded there, so that the file itself is never written.
+    fn upgraded_in_memory(self) -> Result<Store> {
+        let version = self.schema_version()?;
+        if version >= MIGRATIONS.len() as i64 {
+            return Ok(self);
+        }
+        let mut mem = Connection::open_in_memory()?;
+        rusqlite::backup::Backup::new(&self.conn, &mut mem)?
+            .run_to_completion(256, std::time::Duration::ZERO, None)
+            .context("copying the database into memory to read its older schema")?;
+        let mut store = Store { conn: mem };
+        store.migrate()?;
+        store.conn.execute_batch("PRAGMA query_only = ON;")?;
+        Ok(store)
     }
 
     fn configure(&mut self) -> Result<()> {
@@ -233,6 +281,12 @@ impl Store {
                 "the database has schema version {version}, newer than this schedlab understands ({known}); upgrade schedlab"
             );
         }
+        self.migrate()
+    }
+
+    /// Apply the migrations the database lacks, each in its transaction.
+    fn migrate(&mut self) -> Result<()> {
+        let version = self.schema_version()?;
         for (n, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
             let tx = self.conn.transaction()?;
             tx.execute_batch(sql)
@@ -394,9 +448,10 @@ impl Store {
         tx.prepare_cached(
             "INSERT INTO runs (campaign_id, run_key, seq, policy, workload, workload_kind, processes, priority_mode,
                  cpus, cpu_list, rep, status, reason, makespan_ns, cpu_util, started_unix_ms, load_avg_1m,
-                 environment_id, resolved_json, rt_runtime_us, extra_json)
+                 environment_id, resolved_json, rt_runtime_us, extra_json, others_runnable, steal_pct,
+                 other_cpu_pct)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,
-                     ?20, ?21)",
+                     ?20, ?21, ?22, ?23, ?24)",
         )?
         .execute(params![
                 campaign_id,
@@ -420,6 +475,9 @@ impl Store {
                 serde_json::to_string(run)?,
                 run.rt_runtime_us,
                 serde_json::to_string(&rec.extra)?,
+                rec.interference.others_runnable,
+                rec.interference.steal_pct,
+                rec.interference.other_cpu_pct,
             ])
         .with_context(|| format!("storing run {}", run.key))?;
         let run_id = tx.last_insert_rowid();
@@ -428,9 +486,9 @@ impl Store {
                 "INSERT INTO processes (run_id, process_index, role, pid, policy, nice, rt_priority, dl_runtime_ns,
                      dl_deadline_ns, dl_period_ns, start_ns, end_ns, wall_ns, utime_us, stime_us, nvcsw, nivcsw,
                      minflt, majflt, maxrss_kb, run_ns, wait_ns, timeslices, work, work_unit, figures_json, exit,
-                     ok, stderr_tail)
+                     ok, stderr_tail, weight)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,
-                     ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29)",
+                     ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30)",
             )?;
             for p in &rec.processes {
                 stmt.execute(params![
@@ -463,6 +521,7 @@ impl Store {
                     p.exit,
                     p.ok,
                     p.stderr_tail,
+                    p.sched.weight,
                 ])?;
             }
         }
@@ -511,9 +570,8 @@ impl Store {
         Ok(rows)
     }
 
-    /// Rows for export: one per process of every run (one per run without
-    /// processes), of one campaign or all, in campaign then run order.
-    pub fn export_rows(&self, campaign: Option<i64>) -> Result<Vec<ExportRow>> {
+    /// Fail unless `campaign` (when given) is in the database.
+    fn check_campaign(&self, campaign: Option<i64>) -> Result<()> {
         if let Some(id) = campaign {
             let exists: bool = self.conn.query_row(
                 "SELECT EXISTS (SELECT 1 FROM campaigns WHERE id = ?1)",
@@ -524,64 +582,126 @@ impl Store {
                 bail!("campaign {id} is not in this database (`schedlab campaigns` lists them)");
             }
         }
+        Ok(())
+    }
+
+    /// The names of the workload figures of the processes of one campaign
+    /// or all (the union over their rows), sorted. Streams the rows.
+    pub fn export_figure_names(&self, campaign: Option<i64>) -> Result<Vec<String>> {
+        self.check_campaign(campaign)?;
         let mut stmt = self.conn.prepare(
-            "SELECT c.id, c.name, r.id, r.run_key, r.seq, r.policy, r.workload, r.workload_kind, r.processes,
-                    r.priority_mode, r.cpus, r.rep, c.scale, r.status, r.reason, r.makespan_ns, r.cpu_util,
-                    p.process_index, p.pid, p.nice, p.rt_priority, p.start_ns, p.end_ns, p.wall_ns, p.utime_us,
-                    p.stime_us, p.nvcsw, p.nivcsw, p.minflt, p.majflt, p.maxrss_kb, p.run_ns, p.wait_ns,
-                    p.timeslices, p.work, p.work_unit, p.exit, r.rt_runtime_us, p.role
-             FROM runs r JOIN campaigns c ON c.id = r.campaign_id
-             LEFT JOIN processes p ON p.run_id = r.id
-             WHERE ?1 IS NULL OR c.id = ?1
-             ORDER BY c.id, r.seq, p.process_index",
+            "SELECT p.figures_json FROM processes p JOIN runs r ON r.id = p.run_id
+             WHERE ?1 IS NULL OR r.campaign_id = ?1",
         )?;
-        let rows = stmt
-            .query_map([campaign], |r| {
-                Ok(ExportRow {
-                    campaign: r.get(0)?,
-                    campaign_name: r.get(1)?,
-                    run: r.get(2)?,
-                    run_key: r.get(3)?,
-                    seq: r.get(4)?,
-                    policy: r.get(5)?,
-                    workload: r.get(6)?,
-                    workload_kind: r.get(7)?,
-                    processes: r.get(8)?,
-                    priority_mode: r.get(9)?,
-                    cpus: r.get(10)?,
-                    rep: r.get(11)?,
-                    scale: r.get(12)?,
-                    status: r.get(13)?,
-                    reason: r.get(14)?,
-                    makespan_ns: r.get(15)?,
-                    cpu_util: r.get(16)?,
-                    process_index: r.get(17)?,
-                    pid: r.get(18)?,
-                    nice: r.get(19)?,
-                    rt_priority: r.get(20)?,
-                    start_ns: r.get(21)?,
-                    end_ns: r.get(22)?,
-                    wall_ns: r.get(23)?,
-                    utime_us: r.get(24)?,
-                    stime_us: r.get(25)?,
-                    nvcsw: r.get(26)?,
-                    nivcsw: r.get(27)?,
-                    minflt: r.get(28)?,
-                    majflt: r.get(29)?,
-                    maxrss_kb: r.get(30)?,
-                    run_ns: r.get(31)?,
-                    wait_ns: r.get(32)?,
-                    timeslices: r.get(33)?,
-                    work: r.get(34)?,
-                    work_unit: r.get(35)?,
-                    exit: r.get(36)?,
-                    rt_runtime_us: r.get(37)?,
-                    role: r.get(38)?,
-                })
-            })?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let mut rows = stmt.query([campaign])?;
+        let mut names = BTreeSet::new();
+        while let Some(r) = rows.next()? {
+            let text = r.get_ref(0)?.as_str()?;
+            names.extend(parse_figures(text).into_keys());
+        }
+        Ok(names.into_iter().collect())
+    }
+
+    /// Hand each export row to `f` as it is read: one per process of every
+    /// run (one per run without processes), of one campaign or all, in
+    /// campaign then run order. Memory stays bounded whatever the size of
+    /// the database. Returns the number of rows.
+    pub fn for_each_export_row(
+        &self,
+        campaign: Option<i64>,
+        mut f: impl FnMut(&ExportRow) -> Result<()>,
+    ) -> Result<u64> {
+        self.check_campaign(campaign)?;
+        let mut stmt = self.conn.prepare(EXPORT_SQL)?;
+        let mut rows = stmt.query([campaign])?;
+        let mut n = 0;
+        while let Some(r) = rows.next()? {
+            let figures: Option<String> = r.get(51)?;
+            let row = ExportRow {
+                campaign: r.get(0)?,
+                campaign_name: r.get(1)?,
+                run: r.get(2)?,
+                run_key: r.get(3)?,
+                seq: r.get(4)?,
+                policy: r.get(5)?,
+                workload: r.get(6)?,
+                workload_kind: r.get(7)?,
+                processes: r.get(8)?,
+                priority_mode: r.get(9)?,
+                cpus: r.get(10)?,
+                cpu_list: r.get(11)?,
+                rep: r.get(12)?,
+                scale: r.get(13)?,
+                rt_runtime_us: r.get(14)?,
+                status: r.get(15)?,
+                reason: r.get(16)?,
+                makespan_ns: r.get(17)?,
+                cpu_util: r.get(18)?,
+                started_unix_ms: r.get(19)?,
+                load_avg_1m: r.get(20)?,
+                environment_id: r.get(21)?,
+                extra_json: r.get(22)?,
+                others_runnable: r.get(23)?,
+                steal_pct: r.get(24)?,
+                other_cpu_pct: r.get(25)?,
+                process_index: r.get(26)?,
+                role: r.get(27)?,
+                pid: r.get(28)?,
+                process_policy: r.get(29)?,
+                nice: r.get(30)?,
+                rt_priority: r.get(31)?,
+                weight: r.get(32)?,
+                dl_runtime_ns: r.get(33)?,
+                dl_deadline_ns: r.get(34)?,
+                dl_period_ns: r.get(35)?,
+                start_ns: r.get(36)?,
+                end_ns: r.get(37)?,
+                wall_ns: r.get(38)?,
+                utime_us: r.get(39)?,
+                stime_us: r.get(40)?,
+                nvcsw: r.get(41)?,
+                nivcsw: r.get(42)?,
+                minflt: r.get(43)?,
+                majflt: r.get(44)?,
+                maxrss_kb: r.get(45)?,
+                run_ns: r.get(46)?,
+                wait_ns: r.get(47)?,
+                timeslices: r.get(48)?,
+                work: r.get(49)?,
+                work_unit: r.get(50)?,
+                figures: figures.as_deref().map(parse_figures).unwrap_or_default(),
+                exit: r.get(52)?,
+                ok: r.get(53)?,
+                stderr_tail: r.get(54)?,
+            };
+            f(&row)?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// Every export row of one campaign or all, collected (for small
+    /// campaigns; exports stream with [`Store::for_each_export_row`]).
+    pub fn export_rows(&self, campaign: Option<i64>) -> Result<Vec<ExportRow>> {
+        let mut rows = Vec::new();
+        self.for_each_export_row(campaign, |r| {
+            rows.push(r.clone());
+            Ok(())
+        })?;
         Ok(rows)
     }
+}
+
+/// A process's stored figures (`figures_json`): the numeric ones; nothing
+/// when the text is not a JSON object.
+fn parse_figures(text: &str) -> BTreeMap<String, f64> {
+    serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(text)
+        .map(|m| {
+            m.into_iter()
+                .filter_map(|(k, v)| v.as_f64().map(|v| (k, v)))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 impl Store {
@@ -754,5 +874,23 @@ mod tests {
             .query_row("SELECT COUNT(*) FROM campaigns", [], |r| r.get(0))
             .unwrap();
         assert_eq!(n, 1);
+    }
+
+    #[test]
+    fn the_export_query_streams_without_sorting() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("t.db")).unwrap();
+        let plan: Vec<String> = store
+            .conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {EXPORT_SQL}"))
+            .unwrap()
+            .query_map([None::<i64>], |r| r.get::<_, String>(3))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert!(
+            plan.iter().all(|step| !step.contains("TEMP B-TREE")),
+            "{plan:?}"
+        );
     }
 }

@@ -112,6 +112,21 @@ pub const MIGRATIONS: &[&str] = &[
 
     CREATE INDEX runs_by_campaign ON runs (campaign_id, status);
     "#,
+    // 2: the weight each process was given (WRR slices, or a `weights`
+    // priority mode under CFS nice or DEADLINE), NULL in older rows; runs in
+    // campaign order straight from an index, so that exports stream without
+    // sorting a campaign's rows.
+    r#"
+    ALTER TABLE processes ADD COLUMN weight INTEGER;
+    CREATE INDEX runs_by_campaign_seq ON runs (campaign_id, seq);
+    "#,
+    // 3: other programs' activity around each run (never schedlab's own
+    // processes). NULL in older rows and where it was not measured.
+    r#"
+    ALTER TABLE runs ADD COLUMN others_runnable INTEGER;  -- runnable tasks of other programs at barrier release
+    ALTER TABLE runs ADD COLUMN steal_pct REAL;           -- steal time of the run's CPUs, % of their time
+    ALTER TABLE runs ADD COLUMN other_cpu_pct REAL;       -- their busy time beyond the run's and schedlab's, %
+    "#,
 ];
 
 #[cfg(test)]

@@ -1,6 +1,8 @@
 //! The only home of `unsafe` and raw libc calls: scheduling system calls,
-//! process reaping and signals, procfs parsing, and the machine's environment.
+//! process reaping and signals, procfs parsing, the machine's environment,
+//! and what else the machine is doing.
 
+pub mod activity;
 pub mod envinfo;
 pub mod fsinfo;
 pub mod knobs;

@@ -202,13 +202,7 @@ pub fn wait(timer: &AbsTimer, process: &PidFd, stop: &Event) -> io::Result<Wake>
     })
 }
 
-/// The state letter of `/proc/PID/stat` text ('R', 'S', 'D', 'T', 'Z', …):
-/// the first field after the command name, which is in parentheses and may
-/// itself contain spaces and parentheses.
-pub fn parse_stat_state(text: &str) -> Option<char> {
-    let rest = &text[text.rfind(')')? + 1..];
-    rest.split_ascii_whitespace().next()?.chars().next()
-}
+pub use crate::sys::activity::parse_stat_state;
 
 /// The state letter of process `pid`, None if it cannot be read (gone).
 pub fn proc_state(pid: i32) -> Option<char> {

@@ -1,10 +1,11 @@
-//! Where the campaign ran: kernel, CPU, scheduler settings, load.
+//! Where the campaign ran: kernel, CPU, scheduler settings, load, and what
+//! other programs did during the runs.
 
 use serde_json::{Value, json};
 use std::fmt::Write;
 
 use super::Section;
-use crate::report::analyse::Analysis;
+use crate::report::analyse::{Analysis, OTHERS_RUNNABLE_NOTE};
 use crate::report::fmt::{self, md_table};
 use crate::report::html;
 
@@ -67,6 +68,30 @@ fn load_line(a: &Analysis) -> Option<String> {
     })
 }
 
+/// Other programs' activity over the ok runs, as plain facts (the summary
+/// names the runs over its thresholds). None when nothing was measured.
+fn interference_line(a: &Analysis) -> Option<String> {
+    let s = &a.interference;
+    if !s.measured() {
+        return None;
+    }
+    let pct = |v: Option<f64>| {
+        v.map_or_else(|| "not measured".into(), |p| format!("{}%", fmt::sig(p, 2)))
+    };
+    Some(format!(
+        "Other programs during the ok runs (schedlab's own processes not counted): runnable tasks at run start \
+         max {} ({} of {} measured runs with {}+); steal time max {}; CPU time of a run's CPUs used by other \
+         programs max {}.",
+        s.max_others_runnable
+            .map_or_else(|| "–".into(), |n| n.to_string()),
+        s.busy_runs.len(),
+        s.measured_runs,
+        OTHERS_RUNNABLE_NOTE,
+        pct(s.max_steal_pct),
+        pct(s.max_other_cpu_pct),
+    ))
+}
+
 impl Section for EnvironmentSection {
     fn id(&self) -> &'static str {
         "environment"
@@ -84,7 +109,7 @@ impl Section for EnvironmentSection {
         let (h, rows) = env_table(a);
         let h: Vec<&str> = h.iter().map(String::as_str).collect();
         let mut o = html::table(&h, &[], &rows, &[]);
-        if let Some(l) = load_line(a) {
+        for l in [load_line(a), interference_line(a)].into_iter().flatten() {
             o.push_str(&html::p(&l));
         }
         o
@@ -94,13 +119,17 @@ impl Section for EnvironmentSection {
         let (h, rows) = env_table(a);
         let h: Vec<&str> = h.iter().map(String::as_str).collect();
         let mut o = md_table(&h, &[], &rows);
-        if let Some(l) = load_line(a) {
+        for l in [load_line(a), interference_line(a)].into_iter().flatten() {
             let _ = writeln!(o, "\n{l}");
         }
         o
     }
 
     fn json(&self, a: &Analysis) -> Option<Value> {
-        Some(json!({ "environments": a.environments, "load_avg_1m": a.load }))
+        Some(json!({
+            "environments": a.environments,
+            "load_avg_1m": a.load,
+            "interference": a.interference,
+        }))
     }
 }

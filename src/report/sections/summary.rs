@@ -5,7 +5,9 @@ use serde_json::{Value, json};
 use std::fmt::Write;
 
 use super::{Section, plural};
-use crate::report::analyse::{Analysis, Comparison, Verdict, unreachable};
+use crate::report::analyse::{
+    Analysis, Comparison, InterferenceSummary, OTHERS_RUNNABLE_NOTE, Verdict, unreachable,
+};
 use crate::report::{fmt, html};
 
 /// Warnings and context for the summary.
@@ -74,16 +76,9 @@ pub fn notes(a: &Analysis) -> Vec<String> {
              “Environment”; differences between policies may be confounded with them.",
         ));
     }
-    if let (Some(load), Some(env)) = (&a.load, a.environments.first())
-        && load.max > 0.5 * env.cpus_online.max(1) as f64
-    {
-        v.push(format!(
-            "The 1-minute load average at run start reached {} (median {}) on {}: other work on the machine may \
-             have disturbed some runs.",
-            fmt::sig(load.max, 3),
-            fmt::sig(load.median, 3),
-            plural(env.cpus_online as usize, "CPU", "CPUs")
-        ));
+    // Never the load average: it counts schedlab's own workers.
+    if let Some(note) = interference_note(&a.interference) {
+        v.push(note);
     }
     if let Some(&first) = a.settings.metrics.first() {
         let noisy = a
@@ -108,6 +103,54 @@ pub fn notes(a: &Analysis) -> Vec<String> {
         }
     }
     v
+}
+
+/// "run 12", "runs 12, 40", "runs 1, 2, …, 10 and 5 more".
+fn run_list(ids: &[i64]) -> String {
+    const SHOWN: usize = 10;
+    let shown: Vec<String> = ids.iter().take(SHOWN).map(|i| i.to_string()).collect();
+    let more = match ids.len().saturating_sub(SHOWN) {
+        0 => String::new(),
+        n => format!(" and {n} more"),
+    };
+    let word = if ids.len() == 1 { "run" } else { "runs" };
+    format!("{word} {}{more}", shown.join(", "))
+}
+
+/// Other programs' activity that may have disturbed runs, in a sentence;
+/// None when no run crossed a threshold. schedlab's own processes are
+/// never part of these figures.
+pub fn interference_note(s: &InterferenceSummary) -> Option<String> {
+    let mut parts = Vec::new();
+    if !s.busy_runs.is_empty() {
+        parts.push(format!(
+            "{} had {OTHERS_RUNNABLE_NOTE}+ runnable tasks of other programs at start (up to {})",
+            run_list(&s.busy_runs),
+            s.max_others_runnable.unwrap_or(OTHERS_RUNNABLE_NOTE)
+        ));
+    }
+    if let (false, Some(max)) = (s.steal_runs.is_empty(), s.max_steal_pct) {
+        parts.push(format!(
+            "steal time up to {}% ({})",
+            fmt::sig(max, 2),
+            run_list(&s.steal_runs)
+        ));
+    }
+    if let (false, Some(max)) = (s.other_cpu_runs.is_empty(), s.max_other_cpu_pct) {
+        parts.push(format!(
+            "other programs took up to {}% of a run's CPU time ({})",
+            fmt::sig(max, 2),
+            run_list(&s.other_cpu_runs)
+        ));
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    let text = capitalised(&parts.join("; "));
+    Some(format!(
+        "{text}. Other work on the machine may have disturbed these runs (schedlab's own processes are not \
+         counted); see “Environment”."
+    ))
 }
 
 /// Environments that differ in more than what the campaign varies on
@@ -348,5 +391,140 @@ fn grouped_md(o: &mut String, a: &Analysis, items: &[&Comparison]) {
             let _ = writeln!(o, "- {}.", capitalised(&c.statement));
         }
         o.push('\n');
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::{Policy, ProcSched};
+    use crate::record::Interference;
+    use crate::report::synth::{synthetic_env, synthetic_process, synthetic_record};
+    use crate::report::{Options, analyse};
+    use crate::store::Store;
+
+    /// The notes of a campaign of three OTHER runs of two processes on a
+    /// 2-CPU machine whose load average at start was `load` (the runs'
+    /// own processes included), with these interference figures.
+    fn notes_of(load: f64, interference: [Interference; 3]) -> Vec<String> {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("t.db")).unwrap();
+        let toml = "name = \"t\"\nrepetitions = 3\n[matrix]\npolicy = [\"other\"]\nworkload = [\"pi\"]\n\
+                    processes = [2]\n";
+        let spec = crate::spec::load(toml, "t", &[]).unwrap();
+        let plan = crate::plan::expand(&spec, 1);
+        let c = store
+            .create_campaign(&spec, toml, &[], 1, plan.len())
+            .unwrap();
+        let env = synthetic_env(2);
+        let sched = ProcSched {
+            policy: Policy::Other,
+            nice: Some(0),
+            rt_priority: None,
+            dl_runtime_ns: None,
+            dl_deadline_ns: None,
+            dl_period_ns: None,
+            weight: None,
+        };
+        for (run, i) in plan.iter().zip(interference) {
+            let procs = (0..2)
+                .map(|k| synthetic_process(k, sched, 1_000_000_000, 900_000))
+                .collect();
+            let mut rec = synthetic_record(run, &env, vec![0, 1], 0, Some(load), procs);
+            rec.interference = i;
+            store.insert_run(c.id, &rec).unwrap();
+        }
+        notes(&analyse(&store, &Options::default()).unwrap())
+    }
+
+    #[test]
+    fn a_high_load_average_of_our_own_processes_is_not_blamed_on_others() {
+        // 200 workers make a load average of 51.6 by themselves.
+        let quiet = Interference {
+            others_runnable: Some(0),
+            steal_pct: Some(0.0),
+            other_cpu_pct: Some(1.0),
+        };
+        let notes = notes_of(51.6, [quiet; 3]);
+        assert!(
+            notes
+                .iter()
+                .all(|n| !n.contains("load") && !n.contains("disturbed")),
+            "{notes:?}"
+        );
+        // Nothing measured (a database from before): nothing said either.
+        let notes = notes_of(51.6, [Interference::default(); 3]);
+        assert!(notes.iter().all(|n| !n.contains("disturbed")), "{notes:?}");
+    }
+
+    #[test]
+    fn runs_disturbed_by_other_programs_are_named() {
+        let quiet = Interference {
+            others_runnable: Some(1),
+            steal_pct: Some(0.0),
+            other_cpu_pct: Some(1.0),
+        };
+        let busy = Interference {
+            others_runnable: Some(4),
+            ..quiet
+        };
+        let stolen = Interference {
+            steal_pct: Some(6.0),
+            ..quiet
+        };
+        let notes = notes_of(0.1, [quiet, busy, stolen]);
+        let note = notes
+            .iter()
+            .find(|n| n.contains("disturbed"))
+            .expect("a note");
+        // Run ids are 1, 2, 3 in a fresh database.
+        assert!(
+            note.starts_with(
+                "Run 2 had 2+ runnable tasks of other programs at start (up to 4); steal time up to 6% (run 3)."
+            ),
+            "{note}"
+        );
+    }
+
+    #[test]
+    fn interference_note_names_the_runs_over_each_threshold() {
+        let quiet = InterferenceSummary {
+            measured_runs: 40,
+            max_others_runnable: Some(1),
+            max_steal_pct: Some(0.5),
+            max_other_cpu_pct: Some(3.0),
+            ..InterferenceSummary::default()
+        };
+        assert_eq!(interference_note(&quiet), None);
+        assert_eq!(interference_note(&InterferenceSummary::default()), None);
+
+        let busy = InterferenceSummary {
+            busy_runs: vec![12, 40],
+            max_others_runnable: Some(3),
+            steal_runs: vec![7],
+            max_steal_pct: Some(4.04),
+            ..quiet.clone()
+        };
+        assert_eq!(
+            interference_note(&busy).unwrap(),
+            "Runs 12, 40 had 2+ runnable tasks of other programs at start (up to 3); steal time up to 4% \
+             (run 7). Other work on the machine may have disturbed these runs (schedlab's own processes are \
+             not counted); see “Environment”."
+        );
+
+        let hogged = InterferenceSummary {
+            other_cpu_runs: (1..=12).collect(),
+            max_other_cpu_pct: Some(23.4),
+            ..quiet
+        };
+        let note = interference_note(&hogged).unwrap();
+        assert!(
+            note.starts_with(
+                "Other programs took up to 23% of a run's CPU time (runs 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 \
+                 and 2 more)."
+            ),
+            "{note}"
+        );
+        assert!(!note.contains("steal"), "{note}");
     }
 }

@@ -1,0 +1,168 @@
+//! Other programs' activity around one run, never counting the run's own
+//! processes or schedlab: runnable tasks on the machine just before barrier
+//! release, and over the run the steal time and the busy time of the run's
+//! CPUs beyond what the run and schedlab used (`/proc/stat` deltas).
+
+use std::collections::{BTreeMap, HashSet};
+
+use crate::record::{Interference, ProcessRecord};
+use crate::sys::activity::{self, CpuTicks};
+use crate::sys::proc::{self, Usage};
+
+/// `/proc/stat` counts whole clock ticks (10 ms at USER_HZ 100), sampled:
+/// below this many ticks per CPU (1 s) a share would be mostly rounding,
+/// so none is given.
+pub const MIN_TICKS_PER_CPU: u64 = 100;
+
+/// What is read just before barrier release.
+pub struct AtRelease {
+    others_runnable: Option<u32>,
+    ticks: Option<BTreeMap<usize, CpuTicks>>,
+    own: Usage,
+}
+
+/// What is read once every process of the run has ended.
+pub struct AtEnd {
+    ticks: Option<BTreeMap<usize, CpuTicks>>,
+    own: Usage,
+}
+
+/// Read just before release: runnable tasks outside `run_pids` and
+/// schedlab, the CPUs' counters, schedlab's own CPU time.
+pub fn at_release(run_pids: &[i32]) -> AtRelease {
+    let mut ours: HashSet<i32> = run_pids.iter().copied().collect();
+    ours.insert(std::process::id() as i32);
+    AtRelease {
+        others_runnable: activity::count_runnable_tasks(&ours),
+        ticks: activity::read_cpu_ticks(),
+        own: proc::self_usage(),
+    }
+}
+
+/// Read when the run's processes have ended.
+pub fn at_end() -> AtEnd {
+    AtEnd {
+        ticks: activity::read_cpu_ticks(),
+        own: proc::self_usage(),
+    }
+}
+
+/// CPU time of a run's processes over the run, ns: scheduler statistics
+/// where there are some, else user + system time.
+pub fn processes_cpu_ns(processes: &[ProcessRecord]) -> u64 {
+    processes
+        .iter()
+        .map(|p| p.run_ns.unwrap_or((p.utime_us + p.stime_us) * 1000))
+        .sum()
+}
+
+/// The interference of a run whose processes used `run_cpu_ns` of CPU on
+/// `cpus` (every CPU any of them could use) between the two readings;
+/// `tick_ns` is the length of `/proc/stat`'s clock tick.
+pub fn measure(
+    start: &AtRelease,
+    end: &AtEnd,
+    cpus: &[usize],
+    run_cpu_ns: u64,
+    tick_ns: u64,
+) -> Interference {
+    let own = end.own.since(&start.own);
+    let ours_ns = run_cpu_ns + (own.utime_us + own.stime_us) * 1000;
+    let delta = match (&start.ticks, &end.ticks) {
+        (Some(a), Some(b)) => activity::ticks_between(a, b, cpus),
+        _ => None,
+    };
+    let (steal_pct, other_cpu_pct) = delta
+        .map(|d| shares(&d, cpus.len(), ours_ns, tick_ns))
+        .unwrap_or((None, None));
+    Interference {
+        others_runnable: start.others_runnable,
+        steal_pct,
+        other_cpu_pct,
+    }
+}
+
+/// Steal time and other programs' busy time, in % of the time of `cpus`
+/// CPUs whose counters advanced by `delta`, when `ours_ns` of their busy
+/// time was the run's and schedlab's. None when the window is under
+/// [`MIN_TICKS_PER_CPU`].
+pub fn shares(
+    delta: &CpuTicks,
+    cpus: usize,
+    ours_ns: u64,
+    tick_ns: u64,
+) -> (Option<f64>, Option<f64>) {
+    let total = delta.total();
+    if cpus == 0 || total < MIN_TICKS_PER_CPU * cpus as u64 {
+        return (None, None);
+    }
+    let total_ns = total as f64 * tick_ns as f64;
+    let steal = 100.0 * delta.steal as f64 / total as f64;
+    let other_ns = (delta.busy as f64 * tick_ns as f64 - ours_ns as f64).max(0.0);
+    (Some(steal), Some(100.0 * other_ns / total_ns))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TICK_NS: u64 = 10_000_000;
+
+    #[test]
+    fn shares_of_steal_and_other_busy_time() {
+        // Two CPUs for 2 s: 400 ticks. The run used 3 s of CPU, the CPUs
+        // were busy 3.4 s and stolen 0.2 s.
+        let d = CpuTicks {
+            busy: 340,
+            idle: 40,
+            steal: 20,
+        };
+        let (steal, other) = shares(&d, 2, 3_000_000_000, TICK_NS);
+        assert!((steal.unwrap() - 5.0).abs() < 1e-9);
+        assert!((other.unwrap() - 10.0).abs() < 1e-9);
+        // More of our own time than the CPUs counted (rounding, or our time
+        // on other CPUs): nothing is other programs'.
+        assert_eq!(shares(&d, 2, 4_000_000_000, TICK_NS).1, Some(0.0));
+    }
+
+    #[test]
+    fn no_shares_over_a_window_too_short_for_clock_ticks() {
+        let d = CpuTicks {
+            busy: 150,
+            idle: 40,
+            steal: 0,
+        };
+        // 190 ticks on two CPUs: under 100 each.
+        assert_eq!(shares(&d, 2, 0, TICK_NS), (None, None));
+        assert_eq!(shares(&d, 1, 0, TICK_NS).0, Some(0.0));
+        assert_eq!(shares(&d, 0, 0, TICK_NS), (None, None));
+    }
+
+    #[test]
+    fn measure_combines_readings_and_counts_schedlab_as_ours() {
+        let ticks = |busy, idle, steal| Some(BTreeMap::from([(0, CpuTicks { busy, idle, steal })]));
+        let start = AtRelease {
+            others_runnable: Some(3),
+            ticks: ticks(1000, 1000, 0),
+            own: Usage::default(),
+        };
+        let end = AtEnd {
+            ticks: ticks(1180, 1010, 10),
+            own: Usage {
+                utime_us: 100_000,
+                ..Usage::default()
+            },
+        };
+        // 200 ticks = 2 s; busy 1.8 s of which the run 1.5 s, schedlab 0.1 s.
+        let i = measure(&start, &end, &[0], 1_500_000_000, TICK_NS);
+        assert_eq!(i.others_runnable, Some(3));
+        assert!((i.steal_pct.unwrap() - 5.0).abs() < 1e-9);
+        assert!((i.other_cpu_pct.unwrap() - 10.0).abs() < 1e-6, "{i:?}");
+        // A CPU missing from a reading: no shares, the count stays.
+        let i = measure(&start, &end, &[0, 1], 0, TICK_NS);
+        assert_eq!(
+            (i.others_runnable, i.steal_pct, i.other_cpu_pct),
+            (Some(3), None, None)
+        );
+    }
+}
