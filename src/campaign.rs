@@ -294,6 +294,9 @@ pub fn run(
             crate::progress::human_duration(estimates.iter().sum())
         );
         warn_rt_everywhere(spec, env.cpus_allowed.len());
+        for w in plan::short_work_warnings(&pending, &rates, slices_of(&env)) {
+            crate::note!("warning: {}", crate::out::esc(&w));
+        }
     }
 
     // `cli` blocked these at start-up already (so that none is lost before
@@ -437,6 +440,17 @@ fn calibrate_quietly(workdir: &Path) -> crate::workload::Rates {
             flops_per_s: 1e9,
             copy_bytes_per_s: 5e8,
         })
+}
+
+/// The slices of this machine that decide whether policies can differ.
+pub fn slices_of(env: &envinfo::EnvSnapshot) -> plan::Slices {
+    plan::Slices {
+        rr_ns: env
+            .sched_rr_timeslice_ms
+            .filter(|&ms| ms > 0)
+            .map(|ms| ms as u64 * 1_000_000),
+        fair_ns: envinfo::fair_base_slice_ns(env.cpus_online).0,
+    }
 }
 
 /// Warn when RT workers will occupy every CPU: the machine then lives on the

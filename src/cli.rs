@@ -17,7 +17,7 @@ use crate::{campaign, export, out, plan};
     version,
     about = "A Linux CPU-scheduler laboratory: run real workloads under every scheduling policy, measure what the \
              scheduler did to each process, keep every run in SQLite.",
-    after_help = "Examples:\n  schedlab run --preset policies --scale 0.01\n  schedlab plan my-experiment.toml\n  \
+    after_help = "Examples:\n  schedlab run --preset quick\n  schedlab report --format md\n  schedlab plan my-experiment.toml\n  \
                   schedlab export --format csv > runs.csv\n  schedlab env"
 )]
 struct Cli {
@@ -619,6 +619,10 @@ fn cmd_plan(source: &SpecSource, db: &Path, list: bool, force: bool) -> Result<i
                 p.detail
             )?;
         }
+    }
+    let all: Vec<&plan::Run> = runs.iter().collect();
+    for w in plan::short_work_warnings(&all, &rates, campaign::slices_of(&env)) {
+        outln!("warning      {}", out::esc(&w))?;
     }
     Ok(0)
 }

@@ -166,6 +166,72 @@ pub fn estimates(
         .collect()
 }
 
+/// The time slices that decide whether policies can differ: RR's
+/// (`sched_rr_timeslice_ms`) and the fair class's base slice.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Slices {
+    pub rr_ns: Option<u64>,
+    pub fair_ns: u64,
+}
+
+/// Conditions whose work per process (estimated from the calibration) is
+/// shorter than one slice of their policy: each process then finishes
+/// within its first turn, and the policies cannot differ. One warning per
+/// policy and workload, for the smallest such work.
+pub fn short_work_warnings(runs: &[&Run], rates: &Rates, slices: Slices) -> Vec<String> {
+    let mut seen: Vec<(Policy, String)> = Vec::new();
+    let mut out = Vec::new();
+    for r in runs {
+        let key = (r.policy, r.workload.name.clone());
+        if seen.contains(&key) {
+            continue;
+        }
+        let (slice_ns, what, consequence) = match r.policy {
+            Policy::Rr => match slices.rr_ns {
+                Some(ns) => (
+                    ns,
+                    "RR's time slice (sched_rr_timeslice_ms)",
+                    "RR cannot differ from FIFO",
+                ),
+                None => continue,
+            },
+            Policy::Other | Policy::Batch | Policy::Idle => (
+                slices.fair_ns,
+                "the fair class's base slice",
+                "the fair class never interleaves the processes",
+            ),
+            _ => continue,
+        };
+        let work_ns = r.workload.workload.estimate_cpu_s(rates) * 1e9;
+        if work_ns < slice_ns as f64 {
+            seen.push(key);
+            out.push(format!(
+                "{} under {}: each process needs about {} of CPU, less than {what} of {}: it finishes within its \
+                 first turn, so {consequence} here; give it more work (a larger --scale)",
+                r.workload.name,
+                r.policy.name().to_uppercase(),
+                short_time(work_ns),
+                short_time(slice_ns as f64),
+            ));
+        }
+    }
+    out
+}
+
+/// "0.75 ms", "100 ms", "2.4 s": a time given in nanoseconds, for warnings.
+fn short_time(ns: f64) -> String {
+    let ms = ns / 1e6;
+    if ms < 0.1 {
+        format!("{:.0} µs", ns / 1e3)
+    } else if ms < 10.0 {
+        format!("{ms:.2} ms")
+    } else if ms < 1000.0 {
+        format!("{ms:.0} ms")
+    } else {
+        format!("{:.1} s", ms / 1000.0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -237,5 +303,50 @@ mod tests {
         // 1e8 iterations at 1e8/s = 1 s per process; 3 processes on 2 CPUs.
         assert!((estimate_run_s(&run, 2, &rates) - 1.5).abs() < 1e-9);
         assert!((estimate_run_s(&run, 4, &rates) - 1.0).abs() < 1e-9);
+    }
+
+    fn pi_runs(iterations: u64) -> Vec<Run> {
+        let text = format!(
+            "[matrix]\npolicy = [\"other\", \"fifo\", \"rr\"]\nprocesses = [2]\n[workloads.pi]\niterations = {iterations}\n"
+        );
+        expand(&crate::spec::load(&text, "t", &[]).unwrap(), 1)
+    }
+
+    const RATES: Rates = Rates {
+        pi_iter_per_s: 1e9,
+        hash_per_s: 1e5,
+        flops_per_s: 1e9,
+        copy_bytes_per_s: 1e9,
+    };
+
+    #[test]
+    fn work_shorter_than_a_slice_is_named_per_policy() {
+        let slices = Slices {
+            rr_ns: Some(100_000_000),
+            fair_ns: 1_500_000,
+        };
+        // 1 ms per process: shorter than both RR's 100 ms and fair's 1.5 ms.
+        let runs = pi_runs(1_000_000);
+        let refs: Vec<&Run> = runs.iter().collect();
+        let w = short_work_warnings(&refs, &RATES, slices);
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(
+            w.iter()
+                .any(|m| m.contains("RR") && m.contains("100 ms") && m.contains("1.00 ms"))
+        );
+        assert!(
+            w.iter()
+                .any(|m| m.contains("OTHER") && m.contains("1.50 ms"))
+        );
+        // 50 ms: only RR's slice is longer.
+        let runs = pi_runs(50_000_000);
+        let refs: Vec<&Run> = runs.iter().collect();
+        let w = short_work_warnings(&refs, &RATES, slices);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("RR cannot differ from FIFO"));
+        // 400 ms: nothing to say; FIFO has no slice at all.
+        let runs = pi_runs(400_000_000);
+        let refs: Vec<&Run> = runs.iter().collect();
+        assert!(short_work_warnings(&refs, &RATES, slices).is_empty());
     }
 }

@@ -9,6 +9,11 @@ pub struct Preset {
 
 pub const PRESETS: &[Preset] = &[
     Preset {
+        name: "quick",
+        summary: "a first look in about two minutes: 2 and 4 CPU-bound processes on CPU 0 under OTHER, FIFO, RR",
+        toml: include_str!("../../presets/quick.toml"),
+    },
+    Preset {
         name: "policies",
         summary: "seed 000: pi / copy / mixed under OTHER, FIFO, RR with 5, 20, 200 processes, 10 repetitions",
         toml: include_str!("../../presets/policies.toml"),

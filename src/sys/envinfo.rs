@@ -656,6 +656,26 @@ pub fn render_json(env: &EnvSnapshot, privs: &Privileges) -> String {
     serde_json::to_string_pretty(&value).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
 }
 
+/// The fair class's base slice (EEVDF's `sysctl_sched_base_slice`): read
+/// from debugfs where it is open, else the kernel's default for this many
+/// CPUs, 0.75 ms × (1 + log2(min(CPUs, 8))) (`sched_update_scaling`, the
+/// default logarithmic tunable scaling). The flag says whether it was read.
+pub fn fair_base_slice_ns(cpus_online: usize) -> (u64, bool) {
+    if let Some(ns) = std::fs::read_to_string("/sys/kernel/debug/sched/base_slice_ns")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+    {
+        return (ns, true);
+    }
+    (default_base_slice_ns(cpus_online), false)
+}
+
+/// The kernel's default base slice for `cpus` CPUs.
+pub fn default_base_slice_ns(cpus: usize) -> u64 {
+    let n = cpus.clamp(1, 8) as u64;
+    750_000 * (1 + u64::from(n.ilog2()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -949,5 +969,14 @@ mod tests {
         }
         println!("{text}");
         println!("{}", render_json(&env, &privs));
+    }
+
+    #[test]
+    fn default_base_slice_follows_the_kernel_scaling() {
+        assert_eq!(default_base_slice_ns(1), 750_000);
+        assert_eq!(default_base_slice_ns(2), 1_500_000);
+        assert_eq!(default_base_slice_ns(4), 2_250_000);
+        assert_eq!(default_base_slice_ns(8), 3_000_000);
+        assert_eq!(default_base_slice_ns(64), 3_000_000);
     }
 }
