@@ -496,6 +496,8 @@ cpus = "0"
             Some(1_000_000),
             1000.0,
         );
+        // mb MB in the 1 s window from release to the worker's end.
+        worker.work = Some((mb * 1e6) as u64);
         worker.work_unit = "bytes".into();
         worker.figures.insert("mb_per_s".into(), mb);
         let mut hog = process(

@@ -74,33 +74,36 @@ pub struct RtBandwidthSection {
     sweeps: Vec<Sweep>,
 }
 
-/// Throughput of one run from its workers: Σ MB/s when every worker reports
-/// it, else Σ work / longest wall time (per second).
+/// Throughput of one run from its workers, over one common window (barrier
+/// release to the last worker's end): Σ work / window, in MB/s when the
+/// work is bytes. A sum of each worker's own rate would weigh windows of
+/// different lengths alike. Σ of the workers' `mb_per_s` figures only when
+/// the work done is unknown.
 pub fn run_throughput(workers: &[&crate::record::ProcessRecord]) -> Option<(f64, String)> {
     if workers.is_empty() {
         return None;
+    }
+    let unit = &workers[0].work_unit;
+    let work: Option<u64> = workers.iter().map(|p| p.work).sum();
+    let window_ns = workers
+        .iter()
+        .map(|p| p.end_ns.unwrap_or(p.wall_ns).max(p.wall_ns))
+        .max()?;
+    if let Some(work) = work
+        && window_ns > 0
+    {
+        let per_s = work as f64 / (window_ns as f64 / 1e9);
+        return Some(match unit.as_str() {
+            "bytes" => (per_s / 1e6, "MB/s".into()),
+            "" => (per_s, "work/s".into()),
+            u => (per_s, format!("{u}/s")),
+        });
     }
     let mbs: Option<Vec<f64>> = workers
         .iter()
         .map(|p| p.figures.get("mb_per_s").copied())
         .collect();
-    if let Some(v) = mbs {
-        return Some((v.iter().sum(), "MB/s".into()));
-    }
-    let work: u64 = workers.iter().map(|p| p.work).sum::<Option<u64>>()?;
-    let wall = workers.iter().map(|p| p.wall_ns).max()? as f64 / 1e9;
-    if wall <= 0.0 {
-        return None;
-    }
-    let unit = &workers[0].work_unit;
-    Some((
-        work as f64 / wall,
-        if unit.is_empty() {
-            "work/s".into()
-        } else {
-            format!("{unit}/s")
-        },
-    ))
+    mbs.map(|v| (v.iter().sum(), "MB/s".into()))
 }
 
 /// The hogs' CPU share of one run: Σ of their `cpu_share` figures (or run
@@ -674,10 +677,20 @@ mod tests {
     }
 
     #[test]
-    fn throughput_is_summed_mb_per_s_or_work_per_second() {
-        let a = rec("worker", &[("mb_per_s", 40.0)]);
-        let b = rec("worker", &[("mb_per_s", 2.5)]);
+    fn throughput_is_work_over_the_common_window() {
+        // Two aio workers, 80 MB and 5 MB, the last ending 2 s after release.
+        let mut a = rec("worker", &[("mb_per_s", 40.0)]);
+        a.work_unit = "bytes".into();
+        a.work = Some(80_000_000);
+        let mut b = rec("worker", &[("mb_per_s", 50.0)]);
+        b.work_unit = "bytes".into();
+        b.work = Some(5_000_000);
+        // b started late and ran 0.1 s: its own rate is high, the run's is not.
+        b.start_ns = Some(1_900_000_000);
         assert_eq!(run_throughput(&[&a, &b]), Some((42.5, "MB/s".into())));
+        // Without the work done: the workers' own figures.
+        a.work = None;
+        assert_eq!(run_throughput(&[&a, &b]), Some((90.0, "MB/s".into())));
         let c = rec("worker", &[]);
         assert_eq!(run_throughput(&[&c]), Some((2000.0, "hashes/s".into())));
         assert_eq!(run_throughput(&[]), None);
