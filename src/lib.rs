@@ -1,27 +1,52 @@
 //! schedlab: a Linux CPU-scheduler laboratory.
 //!
 //! Data flows one way: spec → plan → launch → collect → store → analyse → report.
+//!
+//! `sys` is the only module allowed `unsafe` (every other one forbids it),
+//! and each `unsafe` block there says why it is sound (`// SAFETY:`).
+
+#![warn(clippy::undocumented_unsafe_blocks)]
 
 #[macro_use]
+#[forbid(unsafe_code)]
 pub mod out;
 
+#[forbid(unsafe_code)]
 pub mod bench;
+#[forbid(unsafe_code)]
 pub mod campaign;
+#[forbid(unsafe_code)]
 pub mod cli;
+#[forbid(unsafe_code)]
 pub mod export;
+#[forbid(unsafe_code)]
 pub mod launch;
+#[forbid(unsafe_code)]
 pub mod locks;
+#[forbid(unsafe_code)]
 pub mod plan;
+#[forbid(unsafe_code)]
 pub mod policy;
+#[forbid(unsafe_code)]
 pub mod policyctl;
+#[forbid(unsafe_code)]
 pub mod progress;
+#[forbid(unsafe_code)]
 pub mod record;
+#[forbid(unsafe_code)]
 pub mod report;
+#[forbid(unsafe_code)]
 pub mod rng;
+#[forbid(unsafe_code)]
 pub mod spec;
+#[forbid(unsafe_code)]
 pub mod stats;
+#[forbid(unsafe_code)]
 pub mod store;
 pub mod sys;
+#[forbid(unsafe_code)]
 pub mod worker;
+#[forbid(unsafe_code)]
 pub mod workload;
+#[forbid(unsafe_code)]
 pub mod wrr;

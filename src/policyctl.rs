@@ -9,7 +9,7 @@
 //! DEADLINE bandwidth), again by a pure function ([`explain`]).
 
 use std::io;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
@@ -924,62 +924,8 @@ fn online_cpus() -> Vec<usize> {
 // Applying, and explaining refusals
 // ---------------------------------------------------------------------------
 
-/// Which system call the kernel refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
-    /// `sched_setattr`.
-    Attr,
-    /// `sched_setaffinity`.
-    Affinity,
-}
-
-/// Applies the policy and the affinity to thread `tid` (0: the caller).
-/// A DEADLINE policy needs the wide affinity first; leaving DEADLINE for a
-/// narrow affinity needs the policy first. Async-signal-safe (system calls
-/// only): used between fork and exec.
-fn apply_raw(
-    tid: i32,
-    attr: Option<&sched::SchedAttr>,
-    set: Option<&libc::cpu_set_t>,
-) -> Result<(), (Step, i32)> {
-    let affinity_first = attr.is_some_and(|a| a.sched_policy == sched::SCHED_DEADLINE);
-    let set_attr = || match attr {
-        Some(a) => sched::set_attr_raw(tid, a).map_err(|e| (Step::Attr, e)),
-        None => Ok(()),
-    };
-    let set_affinity = || match set {
-        Some(s) => sched::set_affinity_raw(tid, s).map_err(|e| (Step::Affinity, e)),
-        None => Ok(()),
-    };
-    if affinity_first {
-        set_affinity()?;
-        set_attr()
-    } else {
-        set_attr()?;
-        set_affinity()
-    }
-}
-
-/// A pre_exec failure travels to the parent as an errno; the step is encoded
-/// above bit 16 so that it is told apart from an `exec` failure.
-const STEP_SHIFT: i32 = 16;
-
-fn encode_step(step: Step, errno: i32) -> i32 {
-    let code = match step {
-        Step::Attr => 1,
-        Step::Affinity => 2,
-    };
-    (code << STEP_SHIFT) | (errno & 0xffff)
-}
-
-fn decode_step(raw: i32) -> Option<(Step, i32)> {
-    let errno = raw & 0xffff;
-    match raw >> STEP_SHIFT {
-        1 => Some((Step::Attr, errno)),
-        2 => Some((Step::Affinity, errno)),
-        _ => None,
-    }
-}
+pub use crate::sys::child::Step;
+use crate::sys::child::{apply_sched_raw as apply_raw, decode_step};
 
 /// The SCHED_DEADLINE admission test in numbers: the kernel admits a task
 /// while Σ runtime/period of the root domain's DEADLINE tasks stays within
@@ -1556,15 +1502,15 @@ fn exec(req: &Request, cpus: Option<&[usize]>, command: &[String]) -> Result<i32
 
     let mut cmd = Command::new(program);
     cmd.args(&command[1..]);
-    // SAFETY: the closure runs in the forked child before exec and calls only
-    // async-signal-safe functions (system calls: no allocation, no locks).
-    unsafe {
-        cmd.pre_exec(move || {
-            proc::unblock_all_raw().map_err(io::Error::from_raw_os_error)?;
-            apply_raw(0, attr.as_ref(), set.as_ref())
-                .map_err(|(step, errno)| io::Error::from_raw_os_error(encode_step(step, errno)))
-        });
-    }
+    crate::sys::child::configure(
+        &mut cmd,
+        crate::sys::child::ChildSetup {
+            unblock_signals: true,
+            attr,
+            affinity: set,
+            ..Default::default()
+        },
+    );
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
@@ -2194,17 +2140,6 @@ mod tests {
         );
         assert_eq!(parse_limit(limits, "Max nice priority"), Some((0, 0)));
         assert_eq!(parse_limit(limits, "Max open files"), None);
-    }
-
-    #[test]
-    fn pre_exec_steps_survive_the_errno_channel() {
-        for step in [Step::Attr, Step::Affinity] {
-            for errno in [libc::EPERM, libc::EINVAL, libc::EBUSY] {
-                assert_eq!(decode_step(encode_step(step, errno)), Some((step, errno)));
-            }
-        }
-        assert_eq!(decode_step(libc::ENOENT), None);
-        assert_eq!(decode_step(libc::EACCES), None);
     }
 
     fn ctx() -> RefusalContext {

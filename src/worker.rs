@@ -6,15 +6,13 @@
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::io::Read;
-use std::os::fd::FromRawFd;
 use std::path::PathBuf;
 
 use crate::sys::proc::{Usage, monotonic_ns, self_usage};
 use crate::sys::procfs::{SchedStat, read_schedstat};
 use crate::workload::{WorkContext, WorkOutput, Workload};
 
-/// The descriptor number the barrier's read end is moved to before exec.
-pub const BARRIER_FD: i32 = 3;
+pub use crate::sys::proc::BARRIER_FD;
 
 /// Environment variable for fault injection in tests:
 /// `abort-worker:N` makes worker N abort right after the barrier.
@@ -131,9 +129,8 @@ fn run(json: &str) -> Result<()> {
 
 /// Block until the parent closes the barrier's write end (EOF).
 fn wait_for_barrier() -> Result<()> {
-    // SAFETY: the parent dup2'ed the barrier's read end to BARRIER_FD before
-    // exec; this process owns it from here on.
-    let mut barrier = unsafe { std::fs::File::from_raw_fd(BARRIER_FD) };
+    let mut barrier = crate::sys::proc::take_barrier()
+        .context("the start barrier was taken already (this mode is internal)")?;
     let mut buf = [0u8; 16];
     loop {
         match barrier.read(&mut buf) {

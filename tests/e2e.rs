@@ -442,7 +442,7 @@ fn invalid_specs_name_the_key_and_exit_2() {
     let o = schedlab(&["run", "--preset", "nope"], dir.path());
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        text(&o).contains("available: policies, priorities"),
+        text(&o).contains("available: quick, policies, priorities"),
         "{}",
         text(&o)
     );

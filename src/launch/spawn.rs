@@ -3,12 +3,11 @@
 //! blocked on the start barrier until every worker of the run exists.
 
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
 use crate::policy::ProcSched;
-use crate::sys::{proc, sched};
+use crate::sys::{child, sched};
 use crate::worker::{self, WorkerArgs};
 
 /// Why a worker could not be started.
@@ -50,22 +49,26 @@ pub fn spawn_worker(
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::from(stderr));
-    // SAFETY: the closure runs in the forked child before exec and calls only
-    // async-signal-safe functions (system calls, no allocation or locks).
-    unsafe {
-        cmd.pre_exec(move || {
-            let os = std::io::Error::from_raw_os_error;
-            proc::unblock_all_raw().map_err(os)?;
-            proc::die_with_parent_raw().map_err(os)?;
-            proc::own_process_group_raw().map_err(os)?;
-            proc::dup2_raw(barrier_fd, worker::BARRIER_FD).map_err(os)?;
-            sched::set_affinity_raw(0, &set).map_err(os)?;
-            sched::set_attr_raw(0, &attr).map_err(os)?;
-            Ok(())
-        });
-    }
+    child::configure(
+        &mut cmd,
+        child::ChildSetup {
+            unblock_signals: true,
+            die_with_parent: true,
+            own_process_group: true,
+            move_fd: Some((barrier_fd, worker::BARRIER_FD)),
+            attr: Some(attr),
+            affinity: Some(set),
+        },
+    );
     match cmd.spawn() {
         Ok(child) => Ok(child.id() as i32),
-        Err(e) => Err(fail(e.raw_os_error(), e.to_string())),
+        Err(e) => {
+            let (_, errno) = child::spawn_failure(&e);
+            let message = match errno {
+                Some(n) => std::io::Error::from_raw_os_error(n).to_string(),
+                None => e.to_string(),
+            };
+            Err(fail(errno, message))
+        }
     }
 }

@@ -1117,6 +1117,7 @@ pub fn ensure_signals_blocked() -> Result<()> {
     // SAFETY: an all-zero sigset_t is valid storage; pthread_sigmask with a
     // null new set only reports the current mask into it.
     let mut mask: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: as above: `mask` is valid, writable storage.
     let rc = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut mask) };
     if rc != 0 {
         return Err(io::Error::from_raw_os_error(rc)).context("reading the signal mask");

@@ -3,7 +3,9 @@
 //! and what else the machine is doing.
 
 pub mod activity;
+pub mod child;
 pub mod envinfo;
+pub mod events;
 pub mod fsinfo;
 pub mod knobs;
 pub mod limits;
@@ -11,3 +13,4 @@ pub mod probe;
 pub mod proc;
 pub mod procfs;
 pub mod sched;
+pub mod uring;

@@ -61,6 +61,26 @@ pub fn signal_name(sig: i32) -> &'static str {
     }
 }
 
+/// The descriptor number a worker's start barrier (the read end of a pipe)
+/// is moved to before exec.
+pub const BARRIER_FD: i32 = 3;
+
+static BARRIER_TAKEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// In a worker: the start barrier the parent moved to `BARRIER_FD` before
+/// exec, owned from here on. Taken once; `None` after that, so that no two
+/// owners of the descriptor can exist.
+pub fn take_barrier() -> Option<std::fs::File> {
+    use std::os::fd::FromRawFd;
+    if BARRIER_TAKEN.swap(true, std::sync::atomic::Ordering::SeqCst) {
+        return None;
+    }
+    // SAFETY: the parent dup2'ed the barrier's read end to BARRIER_FD
+    // before exec (launch/spawn.rs) and nothing in this process opened or
+    // owns that number before; the flag above makes this the only owner.
+    Some(unsafe { std::fs::File::from_raw_fd(BARRIER_FD) })
+}
+
 /// CLOCK_MONOTONIC in nanoseconds: the one clock parent and workers share.
 pub fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec {
@@ -121,6 +141,7 @@ pub fn block_control_signals() -> io::Result<libc::sigset_t> {
         // SAFETY: a zeroed sigaction is valid; a null new action only reads
         // the current one.
         let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+        // SAFETY: as above: `old` is valid, writable storage.
         if unsafe { libc::sigaction(sig, std::ptr::null(), &mut old) } == 0
             && old.sa_sigaction == libc::SIG_IGN
         {
@@ -230,6 +251,7 @@ pub fn pending_stop_signal(set: &libc::sigset_t) -> Option<i32> {
 pub fn exited_child() -> io::Result<Option<i32>> {
     // SAFETY: zeroed siginfo is valid; waitid fills it.
     let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `info` is valid, writable storage for waitid to fill.
     let rc = unsafe {
         libc::waitid(
             libc::P_ALL,
@@ -268,6 +290,7 @@ pub fn self_usage() -> Usage {
     // SAFETY: zeroed rusage is valid; getrusage fills it and cannot fail for
     // RUSAGE_SELF with a valid pointer.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is valid, writable storage for getrusage to fill.
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
     usage_from(&ru)
 }
@@ -294,6 +317,7 @@ pub fn reap(pid: i32) -> io::Result<(Exit, Usage)> {
     // SAFETY: zeroed rusage is valid; wait4 fills it.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     loop {
+        // SAFETY: `status` and `ru` are valid, writable storage for wait4.
         let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
         if rc == pid {
             break;

@@ -139,6 +139,7 @@ pub fn set_affinity_raw(pid: i32, set: &libc::cpu_set_t) -> Result<(), i32> {
 pub fn get_affinity(pid: i32) -> io::Result<Vec<usize>> {
     // SAFETY: zeroed cpu_set_t is valid; the kernel fills at most its size.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is valid storage of the size passed; the kernel fills it.
     let rc =
         unsafe { libc::sched_getaffinity(pid, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
     if rc != 0 {

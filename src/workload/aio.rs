@@ -33,14 +33,15 @@
 //! every read must have overwritten the zeroed first and last bytes of its
 //! buffer with file data (which holds no zero byte).
 
-use super::copy::{AlignedBuf, DIRECT_ALIGN, direct_unsupported, fill_nonzero, is_einval};
+use super::copy::{DIRECT_ALIGN, direct_unsupported, fill_nonzero, is_einval};
 use super::{AioParams, Deadline, Stop, WorkContext, WorkOutput, elapsed_ns, figures};
 use crate::rng::SplitMix64;
+use crate::sys::uring::SlotRing;
 use anyhow::{Context, bail, ensure};
-use io_uring::{IoUring, opcode, squeue, types};
+use io_uring::IoUring;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
-use std::os::unix::io::AsRawFd;
+use std::os::unix::io::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -299,12 +300,13 @@ fn run_stats(
     let depth = p.queue_depth as usize;
     // Checked in check_params: block ≤ 64 MiB, depth × block ≤ 1 GiB.
     let block = p.block_bytes as usize;
-    let mut bufs = AlignedBuf::new(depth * block)?;
+    // The ring owns the buffers: it never frees one under an operation.
+    let mut ring = SlotRing::new(new_ring(p.queue_depth)?, depth, block)
+        .context("allocating the aio buffers")?;
     let mut fill_state = 0xB10C_F111_0000_0001_u64 ^ index as u64;
-    fill_nonzero(bufs.as_mut(), &mut fill_state);
-    // Declared after `bufs`, so dropped before it; the loop also waits for
-    // every in-flight operation before it returns, even on an error.
-    let mut ring = new_ring(p.queue_depth)?;
+    for i in 0..depth {
+        fill_nonzero(ring.slot_mut(i), &mut fill_state);
+    }
 
     let mut rng = offset_rng(p.seed, index);
     let start = Instant::now();
@@ -315,10 +317,7 @@ fn run_stats(
     let mut looper = Looper {
         p,
         path,
-        fd: types::Fd(file.as_raw_fd()),
-        // From here on the buffers are reached only through this pointer;
-        // `bufs` stays alive and untouched until the loop has drained.
-        base: bufs.as_mut().as_mut_ptr(),
+        fd: file.as_raw_fd(),
         block,
         blocks,
         slots: vec![Slot::default(); depth],
@@ -336,14 +335,10 @@ fn run_stats(
     };
     let drained = looper.run(&mut ring, &mut rng);
     looper.stats.elapsed_ns = elapsed_ns(start);
-    if let Err(e) = drained {
-        // Operations may still be in flight: the kernel could write into
-        // the buffers after they were freed, so leak them instead.
-        std::mem::forget(bufs);
-        return Err(e);
-    }
+    // Operations may still be in flight after a ring failure: dropping the
+    // ring waits for them, or leaks the buffers if it cannot.
     drop(ring);
-    drop(bufs);
+    drained?;
     if let Some(e) = looper.error.take() {
         return Err(e);
     }
@@ -364,41 +359,17 @@ fn run_stats(
     Ok(looper.stats)
 }
 
-/// `IORING_ENTER_GETEVENTS`: also run deferred completion work and, with
-/// `min_complete` > 0, wait for that many completions.
-const ENTER_GETEVENTS: u32 = 1;
-
-/// `io_uring_enter(GETEVENTS)` submitting every entry still in the
-/// submission queue and waiting for `min_complete` completions, retried on
-/// EINTR; EAGAIN/EBUSY (the kernel wants completions reaped first) return
-/// Ok, as the caller's loop reaps next, and entries the kernel did not take
-/// stay queued for the next call.
-fn enter(ring: &mut IoUring, min_complete: u32) -> anyhow::Result<()> {
-    loop {
-        let to_submit = ring.submission().len() as u32;
-        // SAFETY: no argument structure is passed (`None`), so the kernel
-        // reads nothing but the ring, which `ring` owns.
-        let r = unsafe {
-            ring.submitter()
-                .enter::<libc::sigset_t>(to_submit, min_complete, ENTER_GETEVENTS, None)
-        };
-        match r {
-            Ok(_) => return Ok(()),
-            Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
-            Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN) | Some(libc::EBUSY)) => {
-                return Ok(());
-            }
-            Err(e) => return Err(anyhow::Error::new(e).context("io_uring_enter failed")),
-        }
-    }
+/// `SlotRing::enter` with the failure in words.
+fn enter(ring: &mut SlotRing, min_complete: u32) -> anyhow::Result<()> {
+    ring.enter(min_complete)
+        .map_err(|e| anyhow::Error::new(e).context("io_uring_enter failed"))
 }
 
 /// State of the submission/completion loop.
 struct Looper<'a> {
     p: &'a AioParams,
     path: &'a Path,
-    fd: types::Fd,
-    base: *mut u8,
+    fd: RawFd,
     block: usize,
     blocks: u64,
     slots: Vec<Slot>,
@@ -455,24 +426,18 @@ impl Looper<'_> {
     /// Returns Ok once nothing is in flight and nothing is left to issue
     /// (or an operation failed: see `error`). Err means the ring itself
     /// failed with operations possibly still in flight.
-    fn run(&mut self, ring: &mut IoUring, rng: &mut SplitMix64) -> anyhow::Result<()> {
+    fn run(&mut self, ring: &mut SlotRing, rng: &mut SplitMix64) -> anyhow::Result<()> {
         loop {
             while let Some(&i) = self.free.last() {
                 let Some((len, counted)) = self.next_len() else {
                     break;
                 };
                 self.free.pop();
-                let entry = self.prepare_slot(i, len, counted, rng);
-                // SAFETY: the entry points into the live buffer, which
-                // outlives the operation (the loop drains before returning,
-                // and on a ring failure the caller leaks the buffer), and at
-                // the open file, which the caller keeps open as long.
-                let room = unsafe { ring.submission().push(&entry) };
+                let (read, offset) = self.prepare_slot(ring, i, len, counted, rng);
                 // The ring holds at least queue_depth entries and at most
                 // queue_depth are in flight, so this cannot fail.
-                if room.is_err() {
-                    bail!("io_uring submission queue unexpectedly full");
-                }
+                ring.push(i, self.fd, read, len, offset)
+                    .context("io_uring submission queue unexpectedly full")?;
                 self.slots[i].submitted = Some(Instant::now());
                 enter(ring, 0)?;
             }
@@ -486,30 +451,25 @@ impl Looper<'_> {
         }
     }
 
-    /// Fill in slot `i` for its next operation and build its entry.
+    /// Fill in slot `i` for its next operation: (read, offset). A read's
+    /// buffer ends are zeroed, to be checked for file data afterwards.
     fn prepare_slot(
         &mut self,
+        ring: &mut SlotRing,
         i: usize,
         len: u32,
         counted: u64,
         rng: &mut SplitMix64,
-    ) -> squeue::Entry {
+    ) -> (bool, u64) {
         let read = rng.below(100) < u64::from(self.p.read_pct);
         let offset = rng.below(self.blocks) * self.block as u64;
-        // SAFETY: slot i is the range [i·block, (i+1)·block) of the live
-        // buffer behind `base`, and no operation uses it now.
-        let ptr = unsafe { self.base.add(i * self.block) };
-        let entry = if read {
-            let m = marker_len(len as usize);
-            // SAFETY: as above; both ends lie inside the slot.
-            unsafe {
-                std::ptr::write_bytes(ptr, 0, m);
-                std::ptr::write_bytes(ptr.add(len as usize - m), 0, m);
-            }
-            opcode::Read::new(self.fd, ptr, len).offset(offset).build()
-        } else {
-            opcode::Write::new(self.fd, ptr, len).offset(offset).build()
-        };
+        if read {
+            let len = len as usize;
+            let m = marker_len(len);
+            let buf = ring.slot_mut(i);
+            buf[..m].fill(0);
+            buf[len - m..len].fill(0);
+        }
         self.slots[i] = Slot {
             read,
             offset,
@@ -517,22 +477,17 @@ impl Looper<'_> {
             counted,
             submitted: None,
         };
-        entry.user_data(i as u64)
+        (read, offset)
     }
 
     /// Account for every completion in the queue; returns how many.
-    fn reap(&mut self, ring: &mut IoUring) -> usize {
+    fn reap(&mut self, ring: &mut SlotRing) -> usize {
         let done = Instant::now();
-        let mut n = 0;
-        for cqe in ring.completion() {
-            self.complete(cqe.user_data() as usize, cqe.result(), done);
-            n += 1;
-        }
-        n
+        ring.reap(|ring, i, res| self.complete(ring, i, res, done))
     }
 
     /// Account for the completion of slot `i` with result `res`.
-    fn complete(&mut self, i: usize, res: i32, done: Instant) {
+    fn complete(&mut self, ring: &mut SlotRing, i: usize, res: i32, done: Instant) {
         let slot = self.slots[i];
         self.free.push(i);
         if let Some(t) = slot.submitted {
@@ -569,16 +524,9 @@ impl Looper<'_> {
         if slot.read {
             let len = slot.len as usize;
             let m = marker_len(len);
-            // SAFETY: the read into slot i has completed, so nothing else
-            // touches its range of the live buffer.
-            let (head, tail) = unsafe {
-                let ptr = self.base.add(i * self.block);
-                (
-                    std::slice::from_raw_parts(ptr, m),
-                    std::slice::from_raw_parts(ptr.add(len - m), m),
-                )
-            };
-            if head.contains(&0) || tail.contains(&0) {
+            // The read into slot i has completed: its bytes are ours again.
+            let buf = ring.slot_mut(i);
+            if buf[..m].contains(&0) || buf[len - m..len].contains(&0) {
                 self.bad_reads += 1;
             }
             self.stats.reads += 1;

@@ -31,8 +31,8 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail, ensure};
 use serde::{Deserialize, Serialize};
 
-use super::os::{self, AbsTimer, Event, PidFd, Wake};
 use super::policy::WrrPolicy;
+use crate::sys::events::{self as os, AbsTimer, Event, PidFd, Wake};
 use crate::sys::probe::errno_explanation;
 use crate::sys::proc::monotonic_ns;
 use crate::sys::procfs::{read_schedstat, read_schedstat_at};

@@ -4,7 +4,6 @@
 //! exactly the weights are delivered.
 
 pub mod dispatch;
-mod os;
 pub mod policy;
 
 pub use dispatch::{

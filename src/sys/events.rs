@@ -1,4 +1,4 @@
-//! The few system calls the WRR dispatcher needs beyond `crate::sys`:
+//! Waiting on several things at once, as the WRR dispatcher does:
 //! process descriptors (signals and exit notification that cannot hit a
 //! recycled pid), an absolute CLOCK_MONOTONIC timer, a stop event, one
 //! `poll` over the three, and the state letter of `/proc/PID/stat`.
@@ -24,9 +24,9 @@ impl PidFd {
         if fd < 0 {
             return Err(io::Error::last_os_error());
         }
-        // SAFETY: the call succeeded, so `fd` is a fresh descriptor we own
-        // (pidfds are always close-on-exec).
         Ok(PidFd {
+            // SAFETY: the call succeeded, so `fd` is a fresh descriptor we
+            // own (pidfds are always close-on-exec).
             fd: unsafe { OwnedFd::from_raw_fd(fd as i32) },
         })
     }
@@ -85,8 +85,8 @@ impl AbsTimer {
         if fd < 0 {
             return Err(io::Error::last_os_error());
         }
-        // SAFETY: fresh descriptor, owned from here on.
         Ok(AbsTimer {
+            // SAFETY: fresh descriptor, owned from here on.
             fd: unsafe { OwnedFd::from_raw_fd(fd) },
         })
     }
@@ -139,8 +139,8 @@ impl Event {
         if fd < 0 {
             return Err(io::Error::last_os_error());
         }
-        // SAFETY: fresh descriptor, owned from here on.
         Ok(Event {
+            // SAFETY: fresh descriptor, owned from here on.
             fd: unsafe { OwnedFd::from_raw_fd(fd) },
         })
     }
