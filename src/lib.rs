@@ -22,6 +22,8 @@ pub mod spec;
 pub mod stats;
 pub mod store;
 pub mod sys;
+#[doc(hidden)]
+pub mod testing;
 pub mod worker;
 pub mod workload;
 pub mod wrr;
