@@ -41,6 +41,7 @@ pub fn root_required() -> bool {
 /// Otherwise panics with `why` under `SCHEDLAB_REQUIRE_ROOT=1`, else reports
 /// the skip (see the module documentation) and returns false.
 #[must_use = "return from the test when this is false"]
+#[track_caller]
 pub fn require(have: bool, why: impl Display) -> bool {
     if have {
         return true;
@@ -58,6 +59,7 @@ pub fn require(have: bool, why: impl Display) -> bool {
 /// Whether a test that drives an outside program may go on: like
 /// [`require`], and fails the test when `CI` is set too.
 #[must_use = "return from the test when this is false"]
+#[track_caller]
 pub fn require_tool(have: bool, why: impl Display) -> bool {
     if have {
         return true;

@@ -23,6 +23,7 @@ pub fn setpriv() -> Option<&'static str> {
 /// Whether this process may use SCHED_FIFO (RT policies need root or
 /// CAP_SYS_NICE): the shared rule of [`require`].
 #[must_use = "return from the test when this is false"]
+#[track_caller]
 pub fn may_use_rt() -> bool {
     let privs = schedlab::sys::probe::probe();
     let fifo = privs.policy("fifo").expect("fifo is probed");
@@ -38,6 +39,7 @@ pub fn may_use_rt() -> bool {
 /// Whether this process is root and has `setpriv` to drop to user
 /// `nobody`: the shared rule of [`require`].
 #[must_use = "return from the test when this is false"]
+#[track_caller]
 pub fn root_with_setpriv() -> bool {
     let euid = schedlab::sys::proc::euid();
     require(
