@@ -116,7 +116,8 @@ extern "C" fn summary() {
     }
     let mut text = format!(
         "\nNOT RUN: {} of the tests counted as passed above did not run (they need what this \
-         machine or user lacks; {REQUIRE_ROOT_ENV}=1 turns a missing privilege into a failure):\n",
+         machine or user lacks; {REQUIRE_ROOT_ENV}=1 turns a missing privilege or program \
+         into a failure):\n",
         skipped.len()
     );
     for (test, why) in skipped.iter() {

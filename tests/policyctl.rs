@@ -214,14 +214,14 @@ fn realtime_policies_round_trip_with_priority() {
             assert!(v["rr_interval_ns"].as_u64().unwrap() > 0, "{v}");
             assert!(source.contains("sched_rr_timeslice_ms"), "{v}");
             // The interval is the sysctl, in milliseconds.
-            if let Some(ms) = std::fs::read_to_string("/proc/sys/kernel/sched_rr_timeslice_ms")
-                .ok()
-                .and_then(|s| s.trim().parse::<u64>().ok())
-            {
-                let ns = v["rr_interval_ns"].as_u64().unwrap();
-                // The kernel keeps it in jiffies: allow one jiffy (≤ 10 ms) of rounding.
-                assert!(ns.abs_diff(ms * 1_000_000) <= 10_000_000, "{ns} vs {ms} ms");
-            }
+            let ms = std::fs::read_to_string("/proc/sys/kernel/sched_rr_timeslice_ms")
+                .expect("sched_rr_timeslice_ms (Linux 3.9+)")
+                .trim()
+                .parse::<u64>()
+                .expect("sched_rr_timeslice_ms is a number");
+            let ns = v["rr_interval_ns"].as_u64().unwrap();
+            // The kernel keeps it in jiffies: allow one jiffy (≤ 10 ms) of rounding.
+            assert!(ns.abs_diff(ms * 1_000_000) <= 10_000_000, "{ns} vs {ms} ms");
         } else {
             assert_eq!(v["rr_interval_ns"], 0, "{v}");
             assert!(source.contains("no time slice"), "{v}");

@@ -574,7 +574,7 @@ mod tests {
         if !crate::testing::require_tool(
             fio.is_ok(),
             format!(
-                "fio is needed as the reference (apt-get install -y fio): {}",
+                "fio, the reference, is not usable: {}",
                 why.unwrap_or_default()
             ),
         ) {
