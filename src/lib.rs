@@ -44,6 +44,9 @@ pub mod stats;
 #[forbid(unsafe_code)]
 pub mod store;
 pub mod sys;
+#[doc(hidden)]
+#[forbid(unsafe_code)]
+pub mod testing;
 #[forbid(unsafe_code)]
 pub mod worker;
 #[forbid(unsafe_code)]

@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+mod common;
+
 /// Tests whose figures depend on having CPU 0 to themselves (kernel facts,
 /// WRR shares) take this lock so they do not run at the same time.
 static CPU0: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -36,20 +38,6 @@ fn text(o: &Output) -> String {
     )
 }
 
-/// RT policies need root or CAP_SYS_NICE; say why a test does not run.
-fn may_use_rt(test: &str) -> bool {
-    let ok = schedlab::sys::probe::probe()
-        .policies
-        .iter()
-        .any(|p| p.policy == "fifo" && p.allowed);
-    if !ok {
-        eprintln!(
-            "skipping {test}: SCHED_FIFO is not permitted for this user (needs root or CAP_SYS_NICE)"
-        );
-    }
-    ok
-}
-
 fn write_spec(dir: &Path, name: &str, body: &str) -> PathBuf {
     let p = dir.join(name);
     std::fs::write(&p, body).unwrap();
@@ -66,7 +54,7 @@ fn count(conn: &rusqlite::Connection, sql: &str) -> i64 {
 
 #[test]
 fn campaign_of_three_policies_lands_in_the_database() {
-    if !may_use_rt("campaign_of_three_policies_lands_in_the_database") {
+    if !common::may_use_rt() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -164,7 +152,7 @@ bytes = 65_536
 #[test]
 fn fifo_runs_pinned_workers_one_after_the_other_while_other_shares_the_cpu() {
     let _cpu0 = cpu0();
-    if !may_use_rt("fifo_runs_pinned_workers_one_after_the_other") {
+    if !common::may_use_rt() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -286,7 +274,7 @@ fn interrupt_after(dir: &Path, at_least: i64, sig: i32) -> std::process::ExitSta
             "campaign made no progress"
         );
     }
-    unsafe { libc::kill(child.id() as i32, sig) };
+    schedlab::sys::proc::kill(child.id() as i32, sig);
     child.wait().unwrap()
 }
 
@@ -582,25 +570,11 @@ fn env_reports_the_machine() {
 
 #[test]
 fn a_policy_the_user_may_not_set_is_skipped_with_how_to_get_it() {
-    // Needs root to drop to an unprivileged user; as a normal user the
-    // skip path is what every RT run takes anyway.
-    if unsafe { libc::geteuid() } != 0 || !Path::new("/usr/bin/setpriv").exists() {
-        eprintln!("skipping: needs root and setpriv to run schedlab as an unprivileged user");
-        return;
-    }
-    // `nobody` must be able to run the binary (a checkout under a private
-    // directory would prevent it): say so instead of failing.
-    let can_run = Command::new("/usr/bin/setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .arg(bin())
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !can_run {
-        eprintln!(
-            "skipping: user nobody cannot execute {} (its directories are private)",
-            bin()
-        );
+    // Needs root to drop to an unprivileged user (as a normal user the
+    // skip path is what every RT run takes anyway), and `nobody` must be
+    // able to run the binary (a checkout under a private directory would
+    // prevent it).
+    if !common::root_with_setpriv() || !common::nobody_can_run(bin()) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -615,7 +589,7 @@ fn a_policy_the_user_may_not_set_is_skipped_with_how_to_get_it() {
         "name = \"unprivileged\"\nrepetitions = 1\ncooldown_s = 0\n[matrix]\npolicy = [\"other\", \"fifo\"]\n\
          processes = [2]\ncpus = [\"0\"]\n[workloads.pi]\niterations = 1_000_000\n",
     );
-    let o = Command::new("/usr/bin/setpriv")
+    let o = Command::new(common::setpriv().unwrap())
         .args([
             "--reuid=65534",
             "--regid=65534",
@@ -704,7 +678,7 @@ fn wrr_delivers_cpu_in_proportion_to_the_weights() {
     // alone can shift a share by up to 70 ms / 3 s ≈ 2.3 points, and the
     // noisy VM adds timer lateness of well under a millisecond per slice.
     for mechanism in ["fifo", "signals"] {
-        if mechanism == "fifo" && !may_use_rt("wrr fifo mechanism") {
+        if mechanism == "fifo" && !common::may_use_rt() {
             continue;
         }
         let dir = tempfile::tempdir().unwrap();
@@ -769,7 +743,7 @@ fn an_interrupted_wrr_run_leaves_no_worker_stopped_or_real_time() {
         ("signals", libc::SIGINT),
         ("fifo", libc::SIGKILL),
     ] {
-        if mechanism == "fifo" && !may_use_rt("interrupted wrr fifo run") {
+        if mechanism == "fifo" && !common::may_use_rt() {
             continue;
         }
         let dir = tempfile::tempdir().unwrap();
@@ -793,7 +767,7 @@ fn an_interrupted_wrr_run_leaves_no_worker_stopped_or_real_time() {
             std::thread::sleep(Duration::from_millis(20));
         }
         std::thread::sleep(Duration::from_millis(300));
-        unsafe { libc::kill(child.id() as i32, sig) };
+        schedlab::sys::proc::kill(child.id() as i32, sig);
         child.wait().unwrap();
         let start = Instant::now();
         loop {
@@ -854,8 +828,8 @@ duration_s = 1.2
         )
         .unwrap();
     assert_eq!(status, "ok");
+    // Stored (a count, so never negative), and exported as stored below.
     let others = others.expect("runnable tasks of other programs at start");
-    assert!(others >= 0);
     for (name, pct) in [("steal_pct", steal), ("other_cpu_pct", other_cpu)] {
         let pct = pct.unwrap_or_else(|| panic!("{name} not stored"));
         assert!((0.0..=100.0).contains(&pct), "{name} = {pct}");

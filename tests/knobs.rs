@@ -1,7 +1,9 @@
 //! RT bandwidth knobs on the real machine: change, restore, drop, and
 //! recovery after a schedlab killed with SIGKILL.
 //!
-//! Root only (each test prints why it is skipped otherwise). Every test
+//! Root only: without root each test says why it did not run and is listed
+//! below the test summary, and under `SCHEDLAB_REQUIRE_ROOT=1` it fails
+//! (the rule of `common::require`). Every test
 //! holds `KNOBS` for its whole length, so no two ever overlap, and a
 //! `Fixture` puts the original values back by hand at the end even when an
 //! assertion fails. -1 is never written.
@@ -11,6 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
+
+mod common;
 
 use schedlab::sys::knobs::{self, JOURNAL_ENV, RtGuard};
 
@@ -45,34 +49,40 @@ struct Fixture {
     _lock: MutexGuard<'static, ()>,
 }
 
-/// The fixture, or `None` (with the reason printed) where the tests cannot
-/// run. Points `SCHEDLAB_JOURNAL` at a fresh temporary directory.
+/// The fixture, or `None` where the tests cannot run (reported by the
+/// shared rule: a missing privilege fails under `SCHEDLAB_REQUIRE_ROOT=1`).
+/// Points `SCHEDLAB_JOURNAL` at a fresh temporary directory.
 fn fixture(test: &str) -> Option<Fixture> {
     let lock = KNOBS.lock().unwrap_or_else(|e| e.into_inner());
-    // SAFETY: geteuid has no arguments and cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        println!("{test}: skipped: changing RT bandwidth needs root");
+    let euid = schedlab::sys::proc::euid();
+    if !common::require(
+        euid == 0,
+        format!("changing RT bandwidth needs root (euid is {euid})"),
+    ) {
         return None;
     }
     let cap = knobs::capability();
-    if !cap.can_change() {
-        println!("{test}: skipped: {}", cap.explain());
+    if !common::require(cap.can_change(), cap.explain()) {
         return None;
     }
     let sysctl = PathBuf::from(SYSCTL);
     let orig_sysctl = read(&sysctl);
     let period = read(Path::new("/proc/sys/kernel/sched_rt_period_us"));
-    if orig_sysctl == -1 || orig_sysctl <= 500_000 || period < orig_sysctl {
-        println!(
-            "{test}: skipped: the tests lower sched_rt_runtime_us from above 500000; it is \
+    if !common::skip_unless(
+        orig_sysctl != -1 && orig_sysctl > 500_000 && period >= orig_sysctl,
+        format!(
+            "the tests lower sched_rt_runtime_us from above 500000; it is \
              {orig_sysctl} / {period}"
-        );
+        ),
+    ) {
         return None;
     }
     let group = cap.root_group_knob.clone();
     let orig_group = group.as_deref().map(read);
-    if orig_group.is_some_and(|g| g == -1 || g <= 500_000) {
-        println!("{test}: skipped: root group cpu.rt_runtime_us is {orig_group:?}");
+    if !common::skip_unless(
+        !orig_group.is_some_and(|g| g == -1 || g <= 500_000),
+        format!("root group cpu.rt_runtime_us is {orig_group:?}, not above 500000"),
+    ) {
         return None;
     }
     let dir = tempfile::tempdir().expect("tempdir");
@@ -194,10 +204,16 @@ fn drop_without_restore_puts_originals_back() {
 }
 
 /// Not a test on its own: the body of the child process that
-/// `killed_schedlab_is_recovered` kills with SIGKILL.
+/// `killed_schedlab_is_recovered` runs (with `--ignored --exact`) and kills
+/// with SIGKILL. Ignored, so that it never counts as a passed test.
 #[test]
+#[ignore = "helper process of killed_schedlab_is_recovered, run by it"]
 fn victim_helper() {
-    if std::env::var_os(VICTIM_ENV).is_none() {
+    // Run by hand (or by --include-ignored) it has nothing to do.
+    if !common::skip_unless(
+        std::env::var_os(VICTIM_ENV).is_some(),
+        "a helper process that killed_schedlab_is_recovered runs, not a test",
+    ) {
         return;
     }
     let mut guard = RtGuard::acquire().expect("victim: acquire");
@@ -218,6 +234,7 @@ fn killed_schedlab_is_recovered() {
         .args([
             "victim_helper",
             "--exact",
+            "--ignored",
             "--nocapture",
             "--test-threads=1",
         ])
@@ -371,21 +388,27 @@ fn child_cgroup_reservation_blocks_lowering_with_an_explanation() {
     let Some(fx) = fixture("child_cgroup") else {
         return;
     };
-    let Some(group) = fx.group.clone() else {
-        println!("child_cgroup: skipped: no RT group scheduling");
+    if !common::skip_unless(
+        fx.group.is_some(),
+        "no RT group scheduling (no root cgroup cpu.rt_runtime_us)",
+    ) {
         return;
-    };
+    }
+    let group = fx.group.clone().unwrap();
     let dir = group.with_file_name(format!("schedlab-knobs-test-{}", std::process::id()));
-    if let Err(e) = std::fs::create_dir(&dir) {
-        println!(
-            "child_cgroup: skipped: cannot create {}: {e}",
-            dir.display()
-        );
+    let created = std::fs::create_dir(&dir);
+    if !common::require(
+        created.is_ok(),
+        format!("cannot create {}: {created:?}", dir.display()),
+    ) {
         return;
     }
     let child = ChildCgroup(dir);
-    if let Err(e) = write(&child.0.join("cpu.rt_runtime_us"), 600_000) {
-        println!("child_cgroup: skipped: cannot reserve RT time in the child: {e}");
+    let reserved = write(&child.0.join("cpu.rt_runtime_us"), 600_000);
+    if !common::require(
+        reserved.is_ok(),
+        format!("cannot reserve RT time in the child cgroup: {reserved:?}"),
+    ) {
         return;
     }
     let cap = knobs::capability();

@@ -4,15 +4,18 @@
 //! SCHED_DEADLINE admission test).
 //!
 //! Real-time and DEADLINE processes in these tests only ever sleep. Tests
-//! that need privileges say why they skip.
+//! that need privileges go through the shared rule of `common::require`:
+//! they say why they did not run, are listed below the test summary, and
+//! fail under `SCHEDLAB_REQUIRE_ROOT=1`.
 
-use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use schedlab::sys::probe::{Privileges, probe};
 use serde_json::Value;
+
+mod common;
 
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_schedlab")
@@ -55,17 +58,18 @@ fn privs() -> &'static Privileges {
     })
 }
 
-/// Whether `policy` may be set here; says why a test does not run.
-fn allowed(policy: &str, test: &str) -> bool {
+/// Whether `policy` may be set here (the shared rule of `common::require`).
+#[must_use = "return from the test when this is false"]
+fn allowed(policy: &str) -> bool {
     let p = privs().policy(policy).expect("probed policy");
-    if !p.allowed {
-        eprintln!(
-            "skipping {test}: SCHED_{} is not permitted here ({}); needs root or CAP_SYS_NICE",
+    common::require(
+        p.allowed,
+        format!(
+            "SCHED_{} is not permitted here ({}); needs root or CAP_SYS_NICE",
             policy.to_ascii_uppercase(),
             p.detail
-        );
-    }
-    p.allowed
+        ),
+    )
 }
 
 /// A `sleep 30` child, killed and reaped when dropped (also on panic).
@@ -190,7 +194,7 @@ fn fair_policy_keeps_the_nice_value_unless_given() {
 
 #[test]
 fn realtime_policies_round_trip_with_priority() {
-    if !allowed("fifo", "realtime_policies_round_trip_with_priority") {
+    if !allowed("fifo") {
         return;
     }
     for policy in ["fifo", "rr"] {
@@ -210,14 +214,14 @@ fn realtime_policies_round_trip_with_priority() {
             assert!(v["rr_interval_ns"].as_u64().unwrap() > 0, "{v}");
             assert!(source.contains("sched_rr_timeslice_ms"), "{v}");
             // The interval is the sysctl, in milliseconds.
-            if let Some(ms) = std::fs::read_to_string("/proc/sys/kernel/sched_rr_timeslice_ms")
-                .ok()
-                .and_then(|s| s.trim().parse::<u64>().ok())
-            {
-                let ns = v["rr_interval_ns"].as_u64().unwrap();
-                // The kernel keeps it in jiffies: allow one jiffy (≤ 10 ms) of rounding.
-                assert!(ns.abs_diff(ms * 1_000_000) <= 10_000_000, "{ns} vs {ms} ms");
-            }
+            let ms = std::fs::read_to_string("/proc/sys/kernel/sched_rr_timeslice_ms")
+                .expect("sched_rr_timeslice_ms (Linux 3.9+)")
+                .trim()
+                .parse::<u64>()
+                .expect("sched_rr_timeslice_ms is a number");
+            let ns = v["rr_interval_ns"].as_u64().unwrap();
+            // The kernel keeps it in jiffies: allow one jiffy (≤ 10 ms) of rounding.
+            assert!(ns.abs_diff(ms * 1_000_000) <= 10_000_000, "{ns} vs {ms} ms");
         } else {
             assert_eq!(v["rr_interval_ns"], 0, "{v}");
             assert!(source.contains("no time slice"), "{v}");
@@ -227,7 +231,7 @@ fn realtime_policies_round_trip_with_priority() {
 
 #[test]
 fn reset_on_fork_and_affinity_round_trip() {
-    if !allowed("rr", "reset_on_fork_and_affinity_round_trip") {
+    if !allowed("rr") {
         return;
     }
     let s = Sleeper::new();
@@ -307,7 +311,7 @@ fn all_threads_lists_and_changes_every_thread() {
 
 #[test]
 fn deadline_round_trip() {
-    if !allowed("deadline", "deadline_round_trip") {
+    if !allowed("deadline") {
         return;
     }
     let _g = dl_lock();
@@ -361,20 +365,16 @@ fn deadline_round_trip() {
 
 #[test]
 fn deadline_admission_test_refusal_names_the_numbers() {
-    if !allowed(
-        "deadline",
-        "deadline_admission_test_refusal_names_the_numbers",
-    ) {
+    if !allowed("deadline") {
         return;
     }
     let rt_runtime = std::fs::read_to_string("/proc/sys/kernel/sched_rt_runtime_us")
         .ok()
         .and_then(|s| s.trim().parse::<i64>().ok());
-    if rt_runtime == Some(-1) {
-        eprintln!(
-            "skipping deadline_admission_test_refusal_names_the_numbers: sched_rt_runtime_us is \
-             -1, so the kernel admits any DEADLINE bandwidth"
-        );
+    if !common::skip_unless(
+        rt_runtime != Some(-1),
+        "sched_rt_runtime_us is -1, so the kernel admits any DEADLINE bandwidth",
+    ) {
         return;
     }
     let _g = dl_lock();
@@ -502,10 +502,7 @@ fn exec_applies_policy_and_affinity_before_the_command_runs() {
     assert_eq!(v["affinity"], serde_json::json!([0]), "{v}");
     assert_eq!(v["comm"], "schedlab", "{v}");
 
-    if !allowed(
-        "fifo",
-        "exec_applies_policy_and_affinity_before_the_command_runs (fifo part)",
-    ) {
+    if !allowed("fifo") {
         return;
     }
     let v = exec_self_report(&["--policy", "fifo", "--priority", "10", "--cpus", "0"]);
@@ -519,7 +516,7 @@ fn exec_applies_policy_and_affinity_before_the_command_runs() {
 
 #[test]
 fn exec_under_deadline() {
-    if !allowed("deadline", "exec_under_deadline") {
+    if !allowed("deadline") {
         return;
     }
     let _g = dl_lock();
@@ -667,9 +664,7 @@ fn unprivileged(args: &[&str]) -> Option<Command> {
         c.args(args);
         return Some(c);
     }
-    let setpriv = ["/usr/bin/setpriv", "/bin/setpriv"]
-        .into_iter()
-        .find(|p| Path::new(p).exists())?;
+    let setpriv = common::setpriv()?;
     let mut c = Command::new(setpriv);
     c.args([
         "--reuid=65534",
@@ -708,16 +703,17 @@ fn refused_policies_are_explained() {
         "echo",
         "RAN",
     ]) else {
-        eprintln!(
-            "skipping refused_policies_are_explained: cannot run schedlab without CAP_SYS_NICE \
-             here (root without setpriv, or `nobody` cannot execute the test binary)"
+        let _ = common::skip_unless(
+            false,
+            "cannot run schedlab without CAP_SYS_NICE here (root without setpriv, or \
+             `nobody` cannot execute the test binary)",
         );
         return;
     };
-    if rlimit_rtprio >= 10 {
-        eprintln!(
-            "skipping refused_policies_are_explained: RLIMIT_RTPRIO {rlimit_rtprio} allows FIFO 10"
-        );
+    if !common::skip_unless(
+        rlimit_rtprio < 10,
+        format!("RLIMIT_RTPRIO {rlimit_rtprio} allows FIFO 10 without privileges"),
+    ) {
         return;
     }
     let o = cmd.output().unwrap();

@@ -9,6 +9,8 @@ use schedlab::report::synth::{self, SynthConfig};
 use schedlab::report::{Format, Metric, Options, Report};
 use schedlab::store::Store;
 
+mod common;
+
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests")
@@ -70,9 +72,20 @@ fn markdown_report_of_a_synthetic_campaign_matches_the_golden_file() {
         .render(Format::Md);
     let golden = fixture("report.golden.md");
     if std::env::var_os("SCHEDLAB_BLESS").is_some_and(|v| v == "1") {
+        // Blessing compares nothing: never in CI, and listed as not run.
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "SCHEDLAB_BLESS=1 under CI would pass without comparing"
+        );
         std::fs::create_dir_all(golden.parent().unwrap()).unwrap();
         std::fs::write(&golden, &got).unwrap();
-        eprintln!("blessed {}", golden.display());
+        let _ = common::skip_unless(
+            false,
+            format!(
+                "SCHEDLAB_BLESS=1: wrote {} instead of comparing",
+                golden.display()
+            ),
+        );
         return;
     }
     let want = std::fs::read_to_string(&golden).unwrap_or_else(|e| {
@@ -706,31 +719,11 @@ fn text(o: &Output) -> String {
     )
 }
 
-/// Whether `schedlab report` is wired into the command line: skip (with the
-/// reason) when it is not, fail when CI is set.
-fn report_command_exists(test: &str) -> bool {
-    let dir = tempfile::tempdir().unwrap();
-    let o = schedlab(&["report", "--help"], dir.path());
-    if !o.status.success() {
-        let why = format!(
-            "`schedlab report` is not available in this build ({})",
-            text(&o).lines().next().unwrap_or("")
-        );
-        if std::env::var_os("CI").is_some() {
-            panic!("{test}: {why}");
-        }
-        eprintln!("skipping {test}: {why}");
-    }
-    o.status.success()
-}
-
 #[test]
 fn cli_formats_errors_and_defaults() {
-    if !report_command_exists("cli_formats_errors_and_defaults") {
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
-    let _ = small_campaign(dir.path());
+    // The store is closed before schedlab opens the database.
+    drop(small_campaign(dir.path()));
     let d = dir.path();
     let md = schedlab(&["report", "--db", "synthetic.db", "--format", "md"], d);
     assert!(md.status.success(), "{}", text(&md));
@@ -805,22 +798,16 @@ fn cli_formats_errors_and_defaults() {
     assert!(text(&e).contains("does not exist"), "{}", text(&e));
 }
 
-/// Where Chromium is, or None (with the reason printed) when the test may
-/// skip; panics when CI is set and Chromium is missing.
-fn chromium(test: &str) -> Option<PathBuf> {
+/// Where Chromium is, or None where the test may not run (the shared rule
+/// of `common::require_tool`: fails when CI or `SCHEDLAB_REQUIRE_ROOT=1` is
+/// set, else says why and is listed below the test summary).
+fn chromium() -> Option<PathBuf> {
     let p = PathBuf::from("/usr/bin/chromium");
-    if p.exists() {
-        return Some(p);
-    }
-    if std::env::var_os("CI").is_some() {
-        panic!(
-            "{test}: /usr/bin/chromium is missing and CI is set (install it: apt-get install -y chromium)"
-        );
-    }
-    eprintln!(
-        "skipping {test}: /usr/bin/chromium is missing (apt-get install -y chromium); CI is not set"
-    );
-    None
+    common::require_tool(
+        p.exists(),
+        "/usr/bin/chromium is missing (apt-get install -y chromium)",
+    )
+    .then_some(p)
 }
 
 /// Base Chromium command line: headless, no network, no profile reuse.
@@ -1093,11 +1080,7 @@ mod png {
 
 #[test]
 fn end_to_end_real_campaign_report_renders_in_chromium() {
-    let test = "end_to_end_real_campaign_report_renders_in_chromium";
-    if !report_command_exists(test) {
-        return;
-    }
-    let Some(chrome) = chromium(test) else { return };
+    let Some(chrome) = chromium() else { return };
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     std::fs::write(

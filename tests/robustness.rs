@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+mod common;
+
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_schedlab")
 }
@@ -210,8 +212,11 @@ fn a_database_on_a_read_only_mount_can_be_read() {
         .arg(&ro)
         .output()
         .is_ok_and(|o| o.status.success());
-    if !usable {
-        eprintln!("skipping: cannot make a read-only bind mount here (needs unshare -m and mount)");
+    if !common::require(
+        usable,
+        "cannot make a read-only bind mount here (needs root or CAP_SYS_ADMIN for unshare -m \
+         and mount)",
+    ) {
         return;
     }
     let before = snapshot(&ro);
@@ -237,12 +242,11 @@ fn a_database_on_a_read_only_mount_can_be_read() {
 
 #[test]
 fn a_database_the_user_may_only_read_can_be_read() {
-    if !Path::new("/usr/bin/setpriv").exists() || schedlab::sys::probe::probe().euid != 0 {
-        eprintln!("skipping: needs root and setpriv to run schedlab as user nobody");
+    if !common::root_with_setpriv() || !common::nobody_can_run(bin()) {
         return;
     }
     let nobody = |args: &[&str], dir: &Path| {
-        Command::new("/usr/bin/setpriv")
+        Command::new(common::setpriv().unwrap())
             .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
             .arg(bin())
             .args(args)
@@ -254,13 +258,6 @@ fn a_database_the_user_may_only_read_can_be_read() {
             .unwrap()
     };
     let dir = tempfile::tempdir().unwrap();
-    if !nobody(&["--version"], dir.path()).status.success() {
-        eprintln!(
-            "skipping: user nobody cannot execute {} (its directories are private)",
-            bin()
-        );
-        return;
-    }
     tiny_db(dir.path());
     use std::os::unix::fs::PermissionsExt;
     let perm = |p: &Path, mode| std::fs::set_permissions(p, PermissionsExt::from_mode(mode));

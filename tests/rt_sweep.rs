@@ -12,6 +12,8 @@ use std::process::{Command, Output, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+mod common;
+
 static LOCK: Mutex<()> = Mutex::new(());
 
 const SYSCTL: &str = "/proc/sys/kernel/sched_rt_runtime_us";
@@ -64,14 +66,21 @@ impl Drop for Originals {
     }
 }
 
-fn may_change_knobs(test: &str) -> bool {
-    let ok = unsafe { libc::geteuid() } == 0 && read(SYSCTL).is_some_and(|v| v > 0);
-    if !ok {
-        eprintln!(
-            "skipping {test}: needs root and RT throttling enabled to change sched_rt_runtime_us"
-        );
-    }
-    ok
+/// Root may change the setting (the shared rule of `require`); with RT
+/// throttling disabled (-1) there is nothing to sweep, and the tests never
+/// write -1 back.
+fn may_change_knobs() -> bool {
+    let euid = schedlab::sys::proc::euid();
+    common::require(
+        euid == 0,
+        format!("changing sched_rt_runtime_us needs root (euid is {euid})"),
+    ) && common::skip_unless(
+        read(SYSCTL).is_some_and(|v| v > 0),
+        format!(
+            "RT throttling is disabled (sched_rt_runtime_us is {:?})",
+            read(SYSCTL)
+        ),
+    )
 }
 
 fn spec(dir: &Path, values: &str, seconds: f64) {
@@ -124,7 +133,7 @@ fn text(o: &Output) -> String {
 #[test]
 fn a_sweep_restores_the_settings_and_the_hog_share_follows_the_runtime() {
     let _lock = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    if !may_change_knobs("a_sweep_restores_the_settings") {
+    if !may_change_knobs() {
         return;
     }
     let orig = Originals::take();
@@ -179,7 +188,7 @@ fn interrupt_sweep(dir: &Path, values: &str, sig: i32) -> std::process::ExitStat
         .spawn()
         .unwrap();
     wait_for_runs(dir, 1);
-    unsafe { libc::kill(child.id() as i32, sig) };
+    schedlab::sys::proc::kill(child.id() as i32, sig);
     child.wait().unwrap()
 }
 
@@ -203,7 +212,7 @@ fn wait_for_runs(dir: &Path, at_least: i64) {
 #[test]
 fn ctrl_c_half_way_restores_the_settings() {
     let _lock = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    if !may_change_knobs("ctrl_c_half_way_restores_the_settings") {
+    if !may_change_knobs() {
         return;
     }
     let orig = Originals::take();
@@ -216,7 +225,7 @@ fn ctrl_c_half_way_restores_the_settings() {
 #[test]
 fn after_sigkill_the_next_start_restores_the_settings() {
     let _lock = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    if !may_change_knobs("after_sigkill_the_next_start_restores_the_settings") {
+    if !may_change_knobs() {
         return;
     }
     let orig = Originals::take();

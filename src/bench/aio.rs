@@ -569,8 +569,15 @@ mod tests {
 
     #[test]
     fn short_comparison_when_fio_is_installed() {
-        if fio_version().is_err() {
-            eprintln!("fio not installed: skipping");
+        let fio = fio_version();
+        let why = fio.as_ref().err().map(|e| format!("{e:#}"));
+        if !crate::testing::require_tool(
+            fio.is_ok(),
+            format!(
+                "fio, the reference, is not usable: {}",
+                why.unwrap_or_default()
+            ),
+        ) {
             return;
         }
         let dir = tempfile::tempdir().unwrap();

@@ -218,12 +218,19 @@ mod tests {
         assert_eq!(iqr_fences(&xs, -1.0), None);
     }
 
+    /// Flags are indices into the input as given, every value (NaN too)
+    /// keeping its place: nothing is dropped or reordered before flagging.
     #[test]
     fn flagging_never_removes_values() {
-        let xs = RUNS;
-        let _ = modified_z_outliers(&xs);
-        let _ = iqr_outliers(&xs);
-        assert_eq!(xs, RUNS);
-        assert_eq!(modified_z_scores(&xs).len(), xs.len());
+        // Median 35.0, MAD 0.1: 618 scores 0.6745·583/0.1; quartiles 34.95
+        // and 35.15 put the fences at 34.65 and 35.45.
+        let xs = [35.0, f64::NAN, 618.0, 34.9, 35.2, 35.1, 34.8, 35.0];
+        assert_eq!(modified_z_outliers(&xs), vec![2]);
+        assert_eq!(iqr_outliers(&xs), vec![2]);
+        let z = modified_z_scores(&xs);
+        assert_eq!(z.len(), xs.len());
+        assert!(z[1].is_nan(), "{z:?}");
+        assert!((z[2] - 0.6745 * 583.0 / 0.1).abs() < 1e-6, "{z:?}");
+        assert!((z[6] + 0.6745 * 2.0).abs() < 1e-9, "{z:?}");
     }
 }

@@ -679,8 +679,17 @@ fn journal_location(create: bool) -> PathBuf {
     if let Some(p) = std::env::var_os(JOURNAL_ENV).filter(|p| !p.is_empty()) {
         return PathBuf::from(p);
     }
-    for dir in [JOURNAL_DIR, JOURNAL_DIR_FALLBACK] {
-        let dir = Path::new(dir);
+    journal_location_in(
+        &[Path::new(JOURNAL_DIR), Path::new(JOURNAL_DIR_FALLBACK)],
+        create,
+    )
+}
+
+/// The journal in the first of `dirs` that is (or, when `create`, can be
+/// made) writable, else in the first; creates that directory only when
+/// `create`.
+fn journal_location_in(dirs: &[&Path], create: bool) -> PathBuf {
+    for &dir in dirs {
         let usable = if create {
             std::fs::create_dir_all(dir).is_ok() && writable(dir).is_ok()
         } else if dir.exists() {
@@ -692,7 +701,7 @@ fn journal_location(create: bool) -> PathBuf {
             return dir.join(JOURNAL_NAME);
         }
     }
-    Path::new(JOURNAL_DIR).join(JOURNAL_NAME)
+    dirs[0].join(JOURNAL_NAME)
 }
 
 /// Every place a journal may have been left: the override alone, or both
@@ -1827,7 +1836,39 @@ mod tests {
         let text = cap.explain();
         assert!(text.contains("sched_rt_runtime_us"), "{text}");
         println!("{text}");
-        // Asking must not create the journal directory.
-        let _ = journal_location(false);
+    }
+
+    /// What `capability` (and so `schedlab env`) asks: where the journal
+    /// would go, which must not create the journal directory.
+    #[test]
+    fn asking_where_the_journal_goes_creates_no_directory() {
+        let tmp = tempfile::tempdir().unwrap();
+        let var_lib = tmp.path().join("var/lib");
+        std::fs::create_dir_all(&var_lib).unwrap();
+        let dir = var_lib.join("schedlab");
+        let fallback = tmp.path().join("run/schedlab");
+        let dirs = [dir.as_path(), fallback.as_path()];
+
+        // Neither exists, the first one's parent is writable: it is chosen,
+        // and neither is created.
+        assert_eq!(journal_location_in(&dirs, false), dir.join(JOURNAL_NAME));
+        assert!(!dir.exists(), "{} was created", dir.display());
+        assert!(!fallback.exists(), "{} was created", fallback.display());
+        assert!(!fallback.parent().unwrap().exists());
+
+        // Where the first could not be made (no parent), the next is
+        // named; neither is made.
+        let no_parent = tmp.path().join("missing/schedlab");
+        assert_eq!(
+            journal_location_in(&[no_parent.as_path(), dir.as_path()], false),
+            dir.join(JOURNAL_NAME)
+        );
+        assert!(!tmp.path().join("missing").exists());
+        assert!(!dir.exists(), "{} was created", dir.display());
+
+        // The writing path does create it (the check above can fail).
+        assert_eq!(journal_location_in(&dirs, true), dir.join(JOURNAL_NAME));
+        assert!(dir.is_dir());
+        assert!(!fallback.exists());
     }
 }

@@ -386,6 +386,25 @@ pub fn dup2_raw(fd: i32, target: i32) -> Result<(), i32> {
     }
 }
 
+/// The effective user id of this process.
+pub fn euid() -> u32 {
+    // SAFETY: geteuid has no arguments and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// Runs `f` when the process exits through `exit` or a return from `main`
+/// (not on `_exit` or a fatal signal), after whatever ran before it: used by
+/// the tests to print what did not run below the test summary.
+pub fn at_exit(f: extern "C" fn()) -> io::Result<()> {
+    // SAFETY: atexit only stores the function pointer, which stays valid for
+    // the whole life of the program.
+    if unsafe { libc::atexit(f) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::other("atexit: no room for another handler"))
+    }
+}
+
 /// Whether standard error is a terminal.
 pub fn stderr_is_tty() -> bool {
     // SAFETY: isatty has no memory arguments.

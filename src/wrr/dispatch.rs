@@ -1179,10 +1179,22 @@ mod tests {
         shares
     }
 
+    /// Whether the Fifo mechanism can be tested here: the shared rule of
+    /// `crate::testing::require` (fails under SCHEDLAB_REQUIRE_ROOT=1).
+    fn may_use_fifo() -> bool {
+        let check = fifo_check(DEFAULT_BASE_PRIO + 2);
+        crate::testing::require(
+            check.is_ok(),
+            format!(
+                "the Fifo mechanism: this process may not use SCHED_FIFO: {}",
+                check.err().unwrap_or_default()
+            ),
+        )
+    }
+
     #[test]
     fn fifo_delivers_weighted_shares() {
-        if let Err(why) = fifo_check(DEFAULT_BASE_PRIO + 2) {
-            println!("skipped: this process may not use SCHED_FIFO: {why}");
+        if !may_use_fifo() {
             return;
         }
         let _cpu = lock();
@@ -1219,9 +1231,8 @@ mod tests {
     fn drop_mid_run_restores_every_worker() {
         let _cpu = lock();
         let mut mechanisms = vec![Mechanism::Signals];
-        match fifo_check(DEFAULT_BASE_PRIO + 2) {
-            Ok(()) => mechanisms.push(Mechanism::Fifo),
-            Err(why) => println!("Fifo part skipped: this process may not use SCHED_FIFO: {why}"),
+        if may_use_fifo() {
+            mechanisms.push(Mechanism::Fifo);
         }
         let cpu = test_cpu();
         for mechanism in mechanisms {

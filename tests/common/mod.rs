@@ -1,0 +1,69 @@
+//! Helpers shared by the end-to-end tests (`mod common;` in each file).
+//!
+//! Every test that needs a privilege, a program or a machine feature asks
+//! through `schedlab::testing` (re-exported here) and returns when told
+//! no: a missing privilege fails the test under `SCHEDLAB_REQUIRE_ROOT=1`
+//! (CI), and every skip is reported on the real standard error and listed
+//! below the test summary, so a skipped test is never read as a pass.
+
+#![allow(dead_code, unused_imports)] // each test file uses some of these
+
+use std::path::Path;
+use std::process::Command;
+
+pub use schedlab::testing::{require, require_tool, skip_unless};
+
+/// Where `setpriv` is, if anywhere.
+pub fn setpriv() -> Option<&'static str> {
+    ["/usr/bin/setpriv", "/bin/setpriv"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+}
+
+/// Whether this process may use SCHED_FIFO (RT policies need root or
+/// CAP_SYS_NICE): the shared rule of [`require`].
+#[must_use = "return from the test when this is false"]
+#[track_caller]
+pub fn may_use_rt() -> bool {
+    let privs = schedlab::sys::probe::probe();
+    let fifo = privs.policy("fifo").expect("fifo is probed");
+    require(
+        fifo.allowed,
+        format!(
+            "SCHED_FIFO is not permitted for this user (needs root or CAP_SYS_NICE): {}",
+            fifo.detail
+        ),
+    )
+}
+
+/// Whether this process is root and has `setpriv` to drop to user
+/// `nobody`: the shared rule of [`require`].
+#[must_use = "return from the test when this is false"]
+#[track_caller]
+pub fn root_with_setpriv() -> bool {
+    let euid = schedlab::sys::proc::euid();
+    require(
+        euid == 0 && setpriv().is_some(),
+        format!(
+            "needs root (euid is {euid}) and setpriv (util-linux) to run schedlab as user nobody"
+        ),
+    )
+}
+
+/// Whether user `nobody` may execute `bin` (a checkout under a private
+/// directory prevents it): a fact of this checkout, see [`skip_unless`].
+/// Call after [`root_with_setpriv`].
+#[must_use = "return from the test when this is false"]
+pub fn nobody_can_run(bin: &str) -> bool {
+    let ok = setpriv().is_some_and(|setpriv| {
+        Command::new(setpriv)
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", bin])
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    skip_unless(
+        ok,
+        format!("user nobody cannot execute {bin} (its directories are private)"),
+    )
+}
