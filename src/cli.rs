@@ -1,5 +1,7 @@
 //! The command line: argument parsing (clap) and calls into the library.
-//! No experiment logic lives here.
+//! No experiment logic lives here. clap is used here and nowhere else: the
+//! library modules take plain option structs. `cli/policy.rs` holds the
+//! arguments of `schedlab policy`.
 
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -10,6 +12,8 @@ use crate::spec::{self, SpecError, presets};
 use crate::store::Store;
 use crate::sys::{envinfo, probe};
 use crate::{campaign, export, out, plan};
+
+mod policy;
 
 #[derive(Parser)]
 #[command(
@@ -97,7 +101,7 @@ enum Command {
     /// one (like chrt and taskset, with the kernel's refusals explained).
     Policy {
         #[command(subcommand)]
-        action: crate::policyctl::PolicyCommand,
+        action: policy::PolicyCommand,
     },
     /// Turn a campaign into statistics, findings, tables and charts: one
     /// self-contained HTML file, Markdown or JSON.
@@ -420,7 +424,7 @@ fn dispatch(command: Command) -> Result<i32> {
             }
             Ok(0)
         }
-        Command::Policy { action } => crate::policyctl::run(action),
+        Command::Policy { action } => policy::run(action),
         Command::Report(args) => crate::report::run(args),
         Command::Bench {
             which: BenchCommand::Report(args),

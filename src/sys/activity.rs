@@ -6,14 +6,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
-/// The state letter of a `/proc/PID/stat` (or `/proc/PID/task/TID/stat`)
-/// text ('R', 'S', 'D', 'T', 'Z', …): the first field after the command
-/// name, which is in parentheses and may itself contain spaces and
-/// parentheses.
-pub fn parse_stat_state(text: &str) -> Option<char> {
-    let rest = &text[text.rfind(')')? + 1..];
-    rest.split_ascii_whitespace().next()?.chars().next()
-}
+use crate::sys::procstat::read_stat_at;
 
 /// Runnable tasks (threads in state 'R') of every process under `proc_root`
 /// (normally `/proc`) except the processes in `exclude` (thread-group ids:
@@ -37,9 +30,7 @@ pub fn count_runnable_tasks_in(proc_root: &Path, exclude: &HashSet<i32>) -> Opti
             continue;
         };
         for task in tasks.flatten() {
-            let state = std::fs::read_to_string(task.path().join("stat"))
-                .ok()
-                .and_then(|t| parse_stat_state(&t));
+            let state = read_stat_at(&task.path().join("stat")).map(|s| s.state);
             if state == Some('R') {
                 n += 1;
             }
@@ -160,14 +151,6 @@ pub fn tick_ns() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn stat_state_parses_odd_names() {
-        assert_eq!(parse_stat_state("42 (sh) R 1 42 42 0"), Some('R'));
-        assert_eq!(parse_stat_state("42 (a) b) (c) T 1 42"), Some('T'));
-        assert_eq!(parse_stat_state("42 (sh)"), None);
-        assert_eq!(parse_stat_state("garbage"), None);
-    }
 
     const STAT: &str = "cpu  106692 140 5477 17517 318 0 36 36 0 0
 cpu0 52284 140 2261 10370 29 0 6 14 0 0
@@ -296,7 +279,10 @@ ctxt 123
             crate::sys::sched::gettid()
         ))
         .unwrap();
-        assert_eq!(parse_stat_state(&text), Some('R'));
+        assert_eq!(
+            crate::sys::procstat::parse_stat(&text).map(|s| s.state),
+            Some('R')
+        );
         assert!(count_runnable_tasks(&HashSet::new()).unwrap() >= 1);
     }
 }

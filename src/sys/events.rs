@@ -1,7 +1,8 @@
 //! Waiting on several things at once, as the WRR dispatcher does:
 //! process descriptors (signals and exit notification that cannot hit a
 //! recycled pid), an absolute CLOCK_MONOTONIC timer, a stop event, one
-//! `poll` over the three, and the state letter of `/proc/PID/stat`.
+//! `poll` over the three, and the state letter of `/proc/PID/stat` (parsed by
+//! [`crate::sys::procstat`]).
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -202,12 +203,9 @@ pub fn wait(timer: &AbsTimer, process: &PidFd, stop: &Event) -> io::Result<Wake>
     })
 }
 
-pub use crate::sys::activity::parse_stat_state;
-
 /// The state letter of process `pid`, None if it cannot be read (gone).
 pub fn proc_state(pid: i32) -> Option<char> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    parse_stat_state(&text)
+    crate::sys::procstat::read_stat(pid).map(|s| s.state)
 }
 
 #[cfg(test)]
@@ -215,11 +213,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn stat_state_parses_odd_names() {
-        assert_eq!(parse_stat_state("42 (sh) R 1 42 42 0"), Some('R'));
-        assert_eq!(parse_stat_state("42 (a) b) (c) T 1 42"), Some('T'));
-        assert_eq!(parse_stat_state("42 (sh)"), None);
-        assert_eq!(parse_stat_state("garbage"), None);
+    fn proc_state_of_this_thread() {
         // This thread is running while it reads its own state.
         assert_eq!(proc_state(crate::sys::sched::gettid()), Some('R'));
     }

@@ -525,32 +525,11 @@ fn s_period(f: &WriteFacts, fallback: i64) -> i64 {
 
 /// Every SCHED_DEADLINE thread, as "pid 123 (name) 10000/100000 µs".
 fn deadline_tasks() -> Vec<String> {
-    let mut found = Vec::new();
-    let Ok(procs) = std::fs::read_dir("/proc") else {
-        return found;
-    };
-    for p in procs.flatten() {
-        if !p.file_name().as_bytes().iter().all(u8::is_ascii_digit) {
-            continue;
-        }
-        let Ok(tasks) = std::fs::read_dir(p.path().join("task")) else {
-            continue;
-        };
-        for t in tasks.flatten() {
-            let Ok(stat) = std::fs::read_to_string(t.path().join("stat")) else {
-                continue;
-            };
-            let Some((comm, fields)) = parse_stat(&stat) else {
-                continue;
-            };
-            // Field 41 (policy); `fields` starts at field 3.
-            if fields.get(38).and_then(|v| v.parse::<u32>().ok())
-                != Some(crate::sys::sched::SCHED_DEADLINE)
-            {
-                continue;
-            }
-            let tid: i32 = t.file_name().to_string_lossy().parse().unwrap_or(0);
-            let bw = crate::sys::sched::get_attr(tid)
+    crate::sys::procstat::deadline_tasks()
+        .into_iter()
+        .map(|t| {
+            let bw = t
+                .attr
                 .map(|a| {
                     format!(
                         " {}/{} µs",
@@ -559,25 +538,15 @@ fn deadline_tasks() -> Vec<String> {
                     )
                 })
                 .unwrap_or_default();
-            found.push(format!("pid {tid} ({comm}){bw}"));
-        }
-    }
-    found
-}
-
-/// `/proc/PID/stat` text → (comm, fields from field 3 on).
-fn parse_stat(text: &str) -> Option<(String, Vec<&str>)> {
-    let open = text.find('(')?;
-    let close = text.rfind(')')?;
-    let comm = text.get(open + 1..close)?.to_string();
-    Some((comm, text[close + 1..].split_ascii_whitespace().collect()))
+            format!("pid {} ({}){bw}", t.tid, t.comm)
+        })
+        .collect()
 }
 
 /// Field 22 of `/proc/PID/stat`: when the process started, in clock ticks
 /// after boot. Tells a live process from a later one that reuses its pid.
 fn process_start_ticks(pid: i32) -> Option<u64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    parse_stat(&text)?.1.get(19)?.parse().ok()
+    crate::sys::procstat::read_stat(pid)?.start_ticks
 }
 
 fn boot_id() -> Option<String> {
@@ -1560,9 +1529,7 @@ mod tests {
 
     #[test]
     fn stat_parsing() {
-        let (comm, f) = parse_stat("12 (a (b) c) S 1 12 12 0 -1").unwrap();
-        assert_eq!(comm, "a (b) c");
-        assert_eq!(f[0], "S");
+        // The parsing itself is tested in sys::procstat.
         assert!(process_start_ticks(self_pid()).is_some());
     }
 

@@ -12,5 +12,6 @@ pub mod limits;
 pub mod probe;
 pub mod proc;
 pub mod procfs;
+pub mod procstat;
 pub mod sched;
 pub mod uring;

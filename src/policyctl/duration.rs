@@ -1,0 +1,139 @@
+//! Durations on the command line and in messages: [`parse_duration_ns`]
+//! reads "5ms", "1.5s", "250us" exactly into nanoseconds, [`format_ns`]
+//! writes nanoseconds for people ("2.8 ms").
+
+/// Parses a duration with a unit into nanoseconds: "5ms", "500us" (or
+/// "500µs"), "1s", "2000000ns", "1.5s", "0.25 ms". Exact (no floating
+/// point); a unit is required and fractions finer than 1 ns are refused.
+pub fn parse_duration_ns(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = (&t[..split], t[split..].trim());
+    let example = "write a number and a unit, e.g. 5ms, 500us, 1.5s or 2000000ns";
+    if num.is_empty() {
+        return Err(format!("\"{s}\" is not a duration: {example}"));
+    }
+    let mult: u64 = match unit {
+        "ns" => 1,
+        "us" | "µs" | "μs" => 1_000,
+        "ms" => 1_000_000,
+        "s" => 1_000_000_000,
+        "" => return Err(format!("\"{s}\" has no unit: {example}")),
+        u => {
+            return Err(format!(
+                "\"{s}\": unknown unit \"{u}\" (allowed: ns, us, ms, s): {example}"
+            ));
+        }
+    };
+    let (int, frac) = match num.split_once('.') {
+        Some((i, f)) => (i, f),
+        None => (num, ""),
+    };
+    if int.is_empty() || frac.contains('.') || (num.contains('.') && frac.is_empty()) {
+        return Err(format!("\"{s}\" is not a duration: {example}"));
+    }
+    let too_large = || format!("\"{s}\" is too large");
+    let int: u64 = int.parse().map_err(|_| too_large())?;
+    let mut total = int.checked_mul(mult).ok_or_else(too_large)?;
+    let frac = frac.trim_end_matches('0');
+    if !frac.is_empty() {
+        let digits = mult.ilog10() as usize;
+        if frac.len() > digits {
+            return Err(format!("\"{s}\" is finer than 1 ns"));
+        }
+        let scaled: u64 =
+            frac.parse::<u64>().map_err(|_| too_large())? * 10u64.pow((digits - frac.len()) as u32);
+        total = total.checked_add(scaled).ok_or_else(too_large)?;
+    }
+    Ok(total)
+}
+
+/// A duration for people: "10 ms", "2.8 ms", "250 µs", "1.5 s", "900 ns".
+pub fn format_ns(ns: u64) -> String {
+    let (unit, name) = match ns {
+        n if n >= 1_000_000_000 => (1_000_000_000, "s"),
+        n if n >= 1_000_000 => (1_000_000, "ms"),
+        n if n >= 1_000 => (1_000, "µs"),
+        _ => return format!("{ns} ns"),
+    };
+    let (int, rem) = (ns / unit, ns % unit);
+    if rem == 0 {
+        return format!("{int} {name}");
+    }
+    let width = unit.ilog10() as usize;
+    let frac = format!("{rem:0width$}");
+    format!("{int}.{} {name}", frac.trim_end_matches('0'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_exactly() {
+        assert_eq!(parse_duration_ns("5ms"), Ok(5_000_000));
+        assert_eq!(parse_duration_ns("1.5s"), Ok(1_500_000_000));
+        assert_eq!(parse_duration_ns("250us"), Ok(250_000));
+        assert_eq!(parse_duration_ns("250µs"), Ok(250_000));
+        assert_eq!(parse_duration_ns("2000000ns"), Ok(2_000_000));
+        assert_eq!(parse_duration_ns("1s"), Ok(1_000_000_000));
+        assert_eq!(parse_duration_ns(" 0.25 ms "), Ok(250_000));
+        assert_eq!(parse_duration_ns("0.000000001s"), Ok(1));
+        assert_eq!(parse_duration_ns("1.50ms"), Ok(1_500_000));
+        assert_eq!(parse_duration_ns("0ms"), Ok(0));
+        for bad in [
+            "",
+            "5",
+            "ms",
+            "5 m",
+            "5min",
+            "-5ms",
+            "1.2.3ms",
+            ".5ms",
+            "5.ms",
+            "1.5ns",
+            "0.0000000001s",
+            "99999999999999999999ns",
+            "20000000000s",
+            "5 ms x",
+        ] {
+            assert!(parse_duration_ns(bad).is_err(), "{bad:?} accepted");
+        }
+        assert!(parse_duration_ns("5").unwrap_err().contains("no unit"));
+        assert!(
+            parse_duration_ns("5min")
+                .unwrap_err()
+                .contains("unknown unit")
+        );
+        assert!(
+            parse_duration_ns("1.5ns")
+                .unwrap_err()
+                .contains("finer than 1 ns")
+        );
+    }
+
+    #[test]
+    fn durations_format_for_people() {
+        assert_eq!(format_ns(0), "0 ns");
+        assert_eq!(format_ns(900), "900 ns");
+        assert_eq!(format_ns(1_024), "1.024 µs");
+        assert_eq!(format_ns(250_000), "250 µs");
+        assert_eq!(format_ns(2_800_000), "2.8 ms");
+        assert_eq!(format_ns(10_000_000), "10 ms");
+        assert_eq!(format_ns(1_500_000_000), "1.5 s");
+        assert_eq!(format_ns(1_000_001), "1.000001 ms");
+        for ns in [
+            1,
+            1024,
+            999_999,
+            2_800_000,
+            1_500_000_000,
+            4_194_304_000_000,
+        ] {
+            let s = format_ns(ns).replace(' ', "").replace('µ', "u");
+            assert_eq!(parse_duration_ns(&s), Ok(ns), "{s}");
+        }
+    }
+}
