@@ -201,13 +201,26 @@ fn db_health(db: &Path) -> (String, i64) {
     if !db.exists() {
         return ("ok".into(), 0);
     }
-    let conn =
-        rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-            .unwrap();
+    // Read-write, as the next schedlab opens it: a write-ahead log the
+    // killed process left is recovered first (a read-only connection cannot).
+    let conn = rusqlite::Connection::open(db).unwrap();
     conn.busy_timeout(Duration::from_secs(10)).unwrap();
     let integrity: String = conn
         .query_row("PRAGMA integrity_check", [], |r| r.get(0))
         .unwrap_or_else(|e| format!("error: {e}"));
+    if integrity != "ok" {
+        let keep = std::env::temp_dir().join(format!(
+            "schedlab-stress-failed-{}-{}",
+            std::process::id(),
+            db.file_name().unwrap().to_string_lossy()
+        ));
+        let _ = std::fs::copy(db, &keep);
+        eprintln!(
+            "  INTEGRITY {}: {integrity} (copy in {})",
+            db.display(),
+            keep.display()
+        );
+    }
     let has_runs: bool = conn
         .query_row(
             "SELECT COUNT(*) FROM sqlite_master WHERE name = 'runs'",
@@ -229,21 +242,27 @@ fn db_health(db: &Path) -> (String, i64) {
     (integrity, dups)
 }
 
-/// Planned runs and runs stored ok of the (only) campaign.
+/// Planned runs and runs stored ok of the campaign(s) of a database; (0, 0)
+/// for a database a kill left before its tables were made.
 fn progress(db: &Path) -> (i64, i64) {
-    let conn = rusqlite::Connection::open(db).unwrap();
+    let Ok(conn) =
+        rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+    else {
+        return (0, 0);
+    };
+    let _ = conn.busy_timeout(Duration::from_secs(10));
     let planned = conn
         .query_row(
             "SELECT COALESCE(SUM(planned_runs), 0) FROM campaigns",
             [],
             |r| r.get(0),
         )
-        .unwrap();
+        .unwrap_or(0);
     let ok = conn
         .query_row("SELECT COUNT(*) FROM runs WHERE status = 'ok'", [], |r| {
             r.get(0)
         })
-        .unwrap();
+        .unwrap_or(0);
     (planned, ok)
 }
 
@@ -399,16 +418,28 @@ fn run_scenario(p: Plan) -> Row {
     }
     // Directories named like run directories but without a marker: what a
     // kill between making a directory and putting its marker in leaves.
-    row.unmarked = std::fs::read_dir(&scene.work)
+    let unmarked: Vec<PathBuf> = std::fs::read_dir(&scene.work)
         .map(|rd| {
             rd.flatten()
-                .filter(|e| {
-                    e.file_name().to_string_lossy().starts_with("schedlab-")
-                        && !e.path().join(".schedlab-owned").exists()
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name()
+                        .is_some_and(|n| n.to_string_lossy().starts_with("schedlab-"))
+                        && !p.join(".schedlab-owned").exists()
                 })
-                .count()
+                .collect()
         })
-        .unwrap_or(0);
+        .unwrap_or_default();
+    for d in &unmarked {
+        eprintln!(
+            "  UNMARKED {}: entries {:?}",
+            d.display(),
+            std::fs::read_dir(d)
+                .map(|rd| rd.flatten().map(|e| e.file_name()).collect::<Vec<_>>())
+                .unwrap_or_default()
+        );
+    }
+    row.unmarked = unmarked.len();
     let (planned, ok) = progress(&scene.db_path());
     match status {
         Some(s) if s.success() && planned > 0 && ok == planned => {

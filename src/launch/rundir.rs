@@ -133,11 +133,18 @@ pub fn judge(path: &Path) -> Verdict {
     if !meta.file_type().is_dir() {
         return Verdict::NotOurs;
     }
-    let marker_path = path.join(MARKER);
-    match std::fs::symlink_metadata(&marker_path) {
-        Ok(m) if m.file_type().is_file() && m.len() <= MARKER_MAX_BYTES => {}
+    // The marker, or else its staging copy: a schedlab killed while syncing
+    // the marker, before renaming it into place, leaves a whole one under
+    // that name, which proves the directory just as well.
+    let is_marker_file = |p: &Path| {
+        std::fs::symlink_metadata(p)
+            .is_ok_and(|m| m.file_type().is_file() && m.len() <= MARKER_MAX_BYTES)
+    };
+    let marker_path = match (path.join(MARKER), path.join(MARKER_STAGING)) {
+        (m, _) if is_marker_file(&m) => m,
+        (_, s) if is_marker_file(&s) => s,
         _ => return Verdict::NotOurs,
-    }
+    };
     let Ok(mut marker) = OpenOptions::new().read(true).open(&marker_path) else {
         return Verdict::NotOurs;
     };
@@ -194,6 +201,28 @@ mod tests {
         let kept = dir.keep();
         assert_eq!(remove_leftovers(parent.path()), vec![kept.clone()]);
         assert!(!kept.exists());
+    }
+
+    #[test]
+    fn a_leftover_killed_before_its_marker_was_renamed_is_removed() {
+        let parent = tempfile::tempdir().unwrap();
+        let owned = OwnedDir::create_in(parent.path()).unwrap();
+        let OwnedDir { dir, _lock } = owned;
+        drop(_lock);
+        let kept = dir.keep();
+        // As if killed after writing the staging marker, before the rename.
+        std::fs::rename(kept.join(MARKER), kept.join(MARKER_STAGING)).unwrap();
+        assert_eq!(remove_leftovers(parent.path()), vec![kept.clone()]);
+        assert!(!kept.exists());
+        // A staging marker that was cut short proves nothing: left alone.
+        let owned = OwnedDir::create_in(parent.path()).unwrap();
+        let OwnedDir { dir, _lock } = owned;
+        drop(_lock);
+        let kept = dir.keep();
+        std::fs::remove_file(kept.join(MARKER)).unwrap();
+        std::fs::write(kept.join(MARKER_STAGING), format!("{MAGIC}\ndev ")).unwrap();
+        assert!(remove_leftovers(parent.path()).is_empty());
+        assert!(kept.exists());
     }
 
     #[test]
