@@ -329,23 +329,37 @@ fn run_scenario(p: Plan) -> Row {
         scene.dir.display()
     );
     let mut attempts = 0;
+    // Kills land within a campaign's length: a start that ends by itself
+    // before its kill shortens the range of the delays that follow.
+    let mut upper = p.delay_ms.1;
     while row.kills < p.kills {
         attempts += 1;
         assert!(
-            attempts < p.kills * 4,
+            attempts < p.kills * 8,
             "{}: too many starts ended before their kill",
             p.name
         );
-        let delay = p.delay_ms.0 + rng.below(p.delay_ms.1 - p.delay_ms.0 + 1);
+        let delay = p.delay_ms.0 + rng.below(upper.saturating_sub(p.delay_ms.0) + 1);
         let mut child = scene.start();
         let pid = child.id();
-        std::thread::sleep(Duration::from_millis(delay));
-        if let Some(status) = child.try_wait().unwrap() {
+        let started = Instant::now();
+        let mut ended = None;
+        while started.elapsed() < Duration::from_millis(delay) {
+            if let Some(status) = child.try_wait().unwrap() {
+                ended = Some(status);
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        if let Some(status) = ended.or_else(|| child.try_wait().unwrap()) {
             // Finished (or failed) before the kill: a new database, so that
             // the next start has a campaign to be killed in.
+            let took = started.elapsed().as_millis() as u64;
+            upper = upper.min((took * 9 / 10).max(p.delay_ms.0 + 10));
             row.finished_first += 1;
             eprintln!(
-                "  start {attempts}: ended by itself after < {delay} ms ({status}); next on a new database"
+                "  start {attempts}: ended by itself after {took} ms, before its kill at {delay} ms ({status}); \
+                 next on a new database, delays now up to {upper} ms"
             );
             assert!(
                 status.success(),
