@@ -19,6 +19,8 @@ use std::path::{Path, PathBuf};
 const PREFIX: &str = "schedlab-";
 /// The marker file inside an owned directory.
 pub const MARKER: &str = ".schedlab-owned";
+/// The marker while it is being written (renamed to [`MARKER`] when whole).
+const MARKER_STAGING: &str = ".schedlab-owned.new";
 /// First line of a marker; the format's version follows the last space.
 const MAGIC: &str = "schedlab owned directory v1";
 /// A marker is a few lines; anything longer is not one of ours.
@@ -39,22 +41,29 @@ impl OwnedDir {
             .prefix(&format!("{PREFIX}{}-", std::process::id()))
             .tempdir_in(parent)?;
         let meta = std::fs::symlink_metadata(dir.path())?;
+        // The marker is written whole under another name and renamed into
+        // place, so a schedlab killed while making it never leaves an empty
+        // or partial marker, which no later start could prove its own (and
+        // so would never remove).
+        let staging = dir.path().join(MARKER_STAGING);
         let mut marker = OpenOptions::new()
             .read(true)
             .write(true)
             .create_new(true)
-            .open(dir.path().join(MARKER))?;
-        // A new file nobody else has opened: the lock cannot be held.
+            .open(&staging)?;
+        // A new file nobody else has opened: the lock cannot be held. The
+        // lock belongs to the open file and stays with it through the rename.
         marker.try_lock().map_err(io::Error::other)?;
-        write!(
-            marker,
+        let text = format!(
             "{MAGIC}\ndev {}\nino {}\npid {}\nboot {}\n",
             meta.dev(),
             meta.ino(),
             std::process::id(),
             boot_id()
-        )?;
+        );
+        marker.write_all(text.as_bytes())?;
         marker.sync_all()?;
+        std::fs::rename(&staging, dir.path().join(MARKER))?;
         Ok(OwnedDir { dir, _lock: marker })
     }
 
@@ -124,11 +133,18 @@ pub fn judge(path: &Path) -> Verdict {
     if !meta.file_type().is_dir() {
         return Verdict::NotOurs;
     }
-    let marker_path = path.join(MARKER);
-    match std::fs::symlink_metadata(&marker_path) {
-        Ok(m) if m.file_type().is_file() && m.len() <= MARKER_MAX_BYTES => {}
+    // The marker, or else its staging copy: a schedlab killed while syncing
+    // the marker, before renaming it into place, leaves a whole one under
+    // that name, which proves the directory just as well.
+    let is_marker_file = |p: &Path| {
+        std::fs::symlink_metadata(p)
+            .is_ok_and(|m| m.file_type().is_file() && m.len() <= MARKER_MAX_BYTES)
+    };
+    let marker_path = match (path.join(MARKER), path.join(MARKER_STAGING)) {
+        (m, _) if is_marker_file(&m) => m,
+        (_, s) if is_marker_file(&s) => s,
         _ => return Verdict::NotOurs,
-    }
+    };
     let Ok(mut marker) = OpenOptions::new().read(true).open(&marker_path) else {
         return Verdict::NotOurs;
     };
@@ -172,6 +188,11 @@ mod tests {
         let parent = tempfile::tempdir().unwrap();
         let owned = OwnedDir::create_in(parent.path()).unwrap();
         let path = owned.path().to_path_buf();
+        // The marker is in place whole; its staging name is gone.
+        let meta = std::fs::metadata(&path).unwrap();
+        let text = std::fs::read_to_string(path.join(MARKER)).unwrap();
+        assert!(marker_matches(&text, meta.dev(), meta.ino()), "{text}");
+        assert!(!path.join(MARKER_STAGING).exists());
         assert_eq!(judge(&path), Verdict::Live);
         assert!(path.exists());
         // Release the lock but keep the directory, as a SIGKILL would.
@@ -180,6 +201,28 @@ mod tests {
         let kept = dir.keep();
         assert_eq!(remove_leftovers(parent.path()), vec![kept.clone()]);
         assert!(!kept.exists());
+    }
+
+    #[test]
+    fn a_leftover_killed_before_its_marker_was_renamed_is_removed() {
+        let parent = tempfile::tempdir().unwrap();
+        let owned = OwnedDir::create_in(parent.path()).unwrap();
+        let OwnedDir { dir, _lock } = owned;
+        drop(_lock);
+        let kept = dir.keep();
+        // As if killed after writing the staging marker, before the rename.
+        std::fs::rename(kept.join(MARKER), kept.join(MARKER_STAGING)).unwrap();
+        assert_eq!(remove_leftovers(parent.path()), vec![kept.clone()]);
+        assert!(!kept.exists());
+        // A staging marker that was cut short proves nothing: left alone.
+        let owned = OwnedDir::create_in(parent.path()).unwrap();
+        let OwnedDir { dir, _lock } = owned;
+        drop(_lock);
+        let kept = dir.keep();
+        std::fs::remove_file(kept.join(MARKER)).unwrap();
+        std::fs::write(kept.join(MARKER_STAGING), format!("{MAGIC}\ndev ")).unwrap();
+        assert!(remove_leftovers(parent.path()).is_empty());
+        assert!(kept.exists());
     }
 
     #[test]

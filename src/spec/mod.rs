@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use crate::policy::{Deadline, Policy, PriorityMode};
 use crate::workload::Workload;
 
-pub use validate::{check_scale, validate};
+pub use validate::{MAX_RUNS, check_scale, validate};
 
 /// A user error in a spec or an override: which key, and what is wrong.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -48,6 +48,10 @@ pub enum Cpus {
     List(Vec<usize>),
 }
 
+/// The most CPUs a CPU list may name (the size of the kernel's default
+/// `cpu_set_t`).
+pub const MAX_CPUS_LISTED: usize = 1024;
+
 impl Cpus {
     /// Parse "all" or a CPU list such as "0", "0-3" or "0,2-3".
     pub fn parse(s: &str) -> Result<Cpus, String> {
@@ -55,6 +59,7 @@ impl Cpus {
         if s.eq_ignore_ascii_case("all") {
             return Ok(Cpus::All);
         }
+        let too_many = || format!("\"{s}\" names more than {MAX_CPUS_LISTED} CPUs");
         let mut cpus = Vec::new();
         for part in s.split(',') {
             let part = part.trim();
@@ -71,15 +76,28 @@ impl Cpus {
                     if a > b {
                         return Err(format!("CPU range \"{part}\" runs backwards"));
                     }
+                    // Checked before the range is listed: "0-4294967295"
+                    // must be an error, not billions of entries.
+                    if b - a >= MAX_CPUS_LISTED {
+                        return Err(too_many());
+                    }
                     cpus.extend(a..=b);
                 }
                 None => cpus.push(num(part)?),
             }
+            // Repeated ranges ("0-1023,0-1023,…") stay bounded too.
+            if cpus.len() > 2 * MAX_CPUS_LISTED {
+                cpus.sort_unstable();
+                cpus.dedup();
+                if cpus.len() > MAX_CPUS_LISTED {
+                    return Err(too_many());
+                }
+            }
         }
         cpus.sort_unstable();
         cpus.dedup();
-        if cpus.len() > 1024 {
-            return Err(format!("\"{s}\" names more than 1024 CPUs"));
+        if cpus.len() > MAX_CPUS_LISTED {
+            return Err(too_many());
         }
         Ok(Cpus::List(cpus))
     }

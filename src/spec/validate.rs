@@ -133,6 +133,7 @@ pub fn validate(raw: RawSpec, origin: &str) -> Result<Spec, SpecError> {
     non_empty(&cx, "matrix.workload", workload_names.len())?;
     let mut workloads: Vec<NamedWorkload> = Vec::new();
     for n in &workload_names {
+        check_level_name(&cx, "matrix.workload", n)?;
         let workload = match raw.workloads.get(n) {
             Some(w) => build_workload(&cx, n, w)?,
             None if WORKLOAD_KINDS.contains(&n.as_str()) => {
@@ -191,6 +192,7 @@ pub fn validate(raw: RawSpec, origin: &str) -> Result<Spec, SpecError> {
     non_empty(&cx, "matrix.priorities", priority_names.len())?;
     let mut priorities: Vec<PriorityMode> = Vec::new();
     for n in &priority_names {
+        check_level_name(&cx, "matrix.priorities", n)?;
         let assignment = match raw.priorities.get(n) {
             Some(p) => build_priorities(&cx, n, p)?,
             None => builtin_priorities(n).ok_or_else(|| {
@@ -255,6 +257,18 @@ pub fn validate(raw: RawSpec, origin: &str) -> Result<Spec, SpecError> {
             out
         }
     };
+    check_run_count(
+        &cx,
+        &[
+            ("repetitions", repetitions as usize),
+            ("policies", policies.len()),
+            ("workloads", workloads.len()),
+            ("process counts", processes.len()),
+            ("priority modes", priorities.len()),
+            ("CPU sets", cpus.len()),
+            ("RT runtimes", rt_runtime_us.len().max(1)),
+        ],
+    )?;
     let hog = match &raw.hog {
         None => None,
         Some(h) => {
@@ -336,6 +350,59 @@ pub fn validate(raw: RawSpec, origin: &str) -> Result<Spec, SpecError> {
         hog,
         wrr,
     })
+}
+
+/// The most runs a campaign may have: 100,000 runs of one second each are
+/// already more than a day, and the plan of every run is held in memory.
+pub const MAX_RUNS: u64 = 100_000;
+
+/// Refuse a matrix whose product × repetitions is more than [`MAX_RUNS`]
+/// runs (counted without overflow, before any run is listed).
+fn check_run_count(cx: &Ctx, factors: &[(&str, usize)]) -> Result<(), SpecError> {
+    let runs = factors
+        .iter()
+        .fold(1u64, |n, &(_, len)| n.saturating_mul(len as u64));
+    if runs > MAX_RUNS {
+        let product: Vec<String> = factors
+            .iter()
+            .filter(|(_, len)| *len > 1)
+            .map(|(what, len)| format!("{len} {what}"))
+            .collect();
+        let runs = if runs == u64::MAX {
+            "more than 18446744073709551614".to_string()
+        } else {
+            runs.to_string()
+        };
+        return Err(cx.err(
+            "matrix",
+            format!(
+                "the campaign would have {runs} runs ({}), more than the {MAX_RUNS} a campaign may have; \
+                 list fewer values or lower repetitions",
+                product.join(" × ")
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Workload and priority-mode names are parts of run keys
+/// (`…;workload=NAME;…;priorities=NAME;…`): `;` or `=` in one could make two
+/// different runs share a key. (Other characters are fine: names reach the
+/// terminal escaped.)
+fn check_level_name(cx: &Ctx, key: &str, name: &str) -> Result<(), SpecError> {
+    if name.trim().is_empty() {
+        return Err(cx.err(key, "a name must not be empty"));
+    }
+    if let Some(c) = name.chars().find(|c| *c == ';' || *c == '=') {
+        return Err(cx.err(
+            key,
+            format!(
+                "\"{}\" contains \"{c}\", which a name may not (names are parts of run keys)",
+                name.escape_debug()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 fn non_empty(cx: &Ctx, key: &str, len: usize) -> Result<(), SpecError> {
