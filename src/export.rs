@@ -12,6 +12,7 @@ use anyhow::Result;
 use serde_json::Value;
 use std::io::Write;
 
+use crate::record::Usage;
 use crate::store::ExportRow;
 
 /// The fixed columns, in order. The first 21 are the original ones; never
@@ -107,6 +108,7 @@ fn text(v: Option<&str>) -> Value {
 
 /// The values of the fixed columns of a row, in [`COLUMNS`] order.
 fn fixed(r: &ExportRow) -> Vec<Value> {
+    let usage = |field: fn(&Usage) -> u64| int(r.usage.as_ref().map(|u| field(u) as i64));
     vec![
         Value::from(r.campaign),
         Value::from(r.run),
@@ -120,10 +122,10 @@ fn fixed(r: &ExportRow) -> Vec<Value> {
         int(r.nice),
         int(r.rt_priority),
         int(r.wall_ns),
-        int(r.utime_us),
-        int(r.stime_us),
-        int(r.nvcsw),
-        int(r.nivcsw),
+        usage(|u| u.utime_us),
+        usage(|u| u.stime_us),
+        usage(|u| u.nvcsw),
+        usage(|u| u.nivcsw),
         int(r.run_ns),
         int(r.wait_ns),
         int(r.timeslices),
@@ -140,9 +142,9 @@ fn fixed(r: &ExportRow) -> Vec<Value> {
         int(r.pid),
         int(r.start_ns),
         int(r.end_ns),
-        int(r.minflt),
-        int(r.majflt),
-        int(r.maxrss_kb),
+        usage(|u| u.minflt),
+        usage(|u| u.majflt),
+        usage(|u| u.maxrss_kb),
         text(r.work_unit.as_deref()),
         text(r.exit.as_deref()),
         text(r.role.as_deref()),
@@ -305,13 +307,15 @@ mod tests {
             start_ns: Some(1),
             end_ns: Some(9),
             wall_ns: Some(9),
-            utime_us: Some(3),
-            stime_us: Some(0),
-            nvcsw: Some(1),
-            nivcsw: Some(0),
-            minflt: Some(5),
-            majflt: Some(0),
-            maxrss_kb: Some(100),
+            usage: Some(Usage {
+                utime_us: 3,
+                stime_us: 0,
+                nvcsw: 1,
+                nivcsw: 0,
+                minflt: 5,
+                majflt: 0,
+                maxrss_kb: 100,
+            }),
             run_ns: Some(3000),
             wait_ns: Some(10),
             timeslices: Some(1),

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use crate::plan::Run;
 use crate::policy::ProcSched;
 use crate::sys::envinfo::EnvSnapshot;
+pub use crate::sys::proc::Usage;
 
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -55,13 +56,10 @@ pub struct ProcessRecord {
     /// Wall time from barrier release to the end of the work, or to the
     /// process's exit when it did not report.
     pub wall_ns: u64,
-    pub utime_us: u64,
-    pub stime_us: u64,
-    pub nvcsw: u64,
-    pub nivcsw: u64,
-    pub minflt: u64,
-    pub majflt: u64,
-    pub maxrss_kb: u64,
+    /// Resource usage over the measured window (flattened: the JSON shape
+    /// keeps `utime_us`, `stime_us`, … at this level).
+    #[serde(flatten)]
+    pub usage: Usage,
     /// From /proc/PID/schedstat, read after exit and before reaping.
     pub run_ns: Option<u64>,
     pub wait_ns: Option<u64>,
@@ -124,4 +122,37 @@ pub struct SliceRow {
     pub planned_end_ns: u64,
     pub actual_end_ns: u64,
     pub cpu_ns: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The usage is embedded flattened: a process keeps `utime_us`, …,
+    /// `maxrss_kb` at its own level in JSON, as before `Usage` was shared.
+    #[test]
+    fn process_json_keeps_the_usage_fields_flat() {
+        let sched = crate::policy::ProcSched::realtime(crate::policy::Policy::Fifo, 50);
+        let mut p = crate::report::synth::synthetic_process(0, sched, 9, 3);
+        p.usage.maxrss_kb = 100;
+        let v = serde_json::to_value(&p).unwrap();
+        let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        for k in [
+            "utime_us",
+            "stime_us",
+            "nvcsw",
+            "nivcsw",
+            "minflt",
+            "majflt",
+            "maxrss_kb",
+        ] {
+            assert!(keys.contains(&k), "{k} missing: {v}");
+        }
+        assert!(!keys.contains(&"usage"), "{v}");
+        assert_eq!(v["utime_us"], 3);
+        assert_eq!(v["maxrss_kb"], 100);
+        let text = serde_json::to_string(&p).unwrap();
+        let back: ProcessRecord = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, p);
+    }
 }

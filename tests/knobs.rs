@@ -165,8 +165,9 @@ fn set_then_restore_puts_originals_back_and_removes_the_journal() {
     assert_eq!(guard.journal_path(), fx.journal.as_path());
     // The journal is on disk before anything is touched.
     let j = knobs::read_journal(&fx.journal).unwrap().expect("journal");
-    assert_eq!(j.sched_rt_runtime_us, fx.orig_sysctl);
-    assert_eq!(j.root_group_rt_runtime_us, fx.orig_group);
+    let rt = j.rt_bandwidth().expect("the RT setting is journaled");
+    assert_eq!(rt.sched_rt_runtime_us, fx.orig_sysctl);
+    assert_eq!(rt.root_group_rt_runtime_us, fx.orig_group);
     assert_eq!(j.pid, std::process::id() as i32);
     assert_eq!(fx.values(), fx.originals());
 
@@ -299,18 +300,20 @@ fn hand_written_leftover_is_recovered() {
         return;
     };
     let j = knobs::Journal {
-        format: 1,
+        format: knobs::JOURNAL_FORMAT,
         pid: i32::MAX, // above pid_max: certainly dead
         pid_start_ticks: None,
         boot_id: None,
         created_unix_s: 0,
-        sched_rt_runtime_us: fx.orig_sysctl,
-        sched_rt_period_us: read(Path::new("/proc/sys/kernel/sched_rt_period_us")),
-        root_group_rt_runtime_us: fx.orig_group,
-        root_group_rt_period_us: fx
-            .group
-            .as_ref()
-            .map(|g| read(&g.with_file_name("cpu.rt_period_us"))),
+        settings: vec![knobs::Setting::RtBandwidth(knobs::RtOriginals {
+            sched_rt_runtime_us: fx.orig_sysctl,
+            sched_rt_period_us: read(Path::new("/proc/sys/kernel/sched_rt_period_us")),
+            root_group_rt_runtime_us: fx.orig_group,
+            root_group_rt_period_us: fx
+                .group
+                .as_ref()
+                .map(|g| read(&g.with_file_name("cpu.rt_period_us"))),
+        })],
     };
     std::fs::write(&fx.journal, j.to_json()).unwrap();
     fx.lower_by_hand(300_000);
@@ -322,6 +325,55 @@ fn hand_written_leftover_is_recovered() {
         )),
         "{warning}"
     );
+    assert!(
+        warning.contains("left by schedlab pid 2147483647"),
+        "{warning}"
+    );
+    assert_eq!(fx.values(), fx.originals());
+    assert!(!fx.journal.exists());
+}
+
+/// A journal in format 1, as a schedlab from before the journal was
+/// generic leaves it when killed with SIGKILL (`tests/fixtures/
+/// rt-journal-v1.json`, with this machine's originals put in), is restored
+/// by this one.
+#[test]
+fn leftover_of_an_older_schedlab_is_recovered() {
+    let Some(fx) = fixture("leftover_of_an_older_schedlab") else {
+        return;
+    };
+    let fixture = include_str!("fixtures/rt-journal-v1.json");
+    let mut v: serde_json::Value = serde_json::from_str(fixture).unwrap();
+    assert_eq!(v["format"], 1);
+    assert_eq!(v["pid"], i32::MAX); // above pid_max: certainly dead
+    v["sched_rt_runtime_us"] = fx.orig_sysctl.into();
+    v["sched_rt_period_us"] = read(Path::new("/proc/sys/kernel/sched_rt_period_us")).into();
+    v["root_group_rt_runtime_us"] = fx.orig_group.into();
+    v["root_group_rt_period_us"] = fx
+        .group
+        .as_ref()
+        .map(|g| read(&g.with_file_name("cpu.rt_period_us")))
+        .into();
+    std::fs::write(
+        &fx.journal,
+        serde_json::to_string_pretty(&v).unwrap() + "\n",
+    )
+    .unwrap();
+    fx.lower_by_hand(300_000);
+    let warning = knobs::recover_leftover().unwrap().expect("a warning");
+    assert!(
+        warning.contains(&format!(
+            "restored sched_rt_runtime_us {} (was 300000)",
+            fx.orig_sysctl
+        )),
+        "{warning}"
+    );
+    if let Some(g) = fx.orig_group {
+        assert!(
+            warning.contains(&format!("cpu.rt_runtime_us {g} (was 300000)")),
+            "{warning}"
+        );
+    }
     assert!(
         warning.contains("left by schedlab pid 2147483647"),
         "{warning}"

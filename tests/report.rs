@@ -268,7 +268,7 @@ fn metric_selection_and_json_summary() {
 
 use schedlab::plan::Run;
 use schedlab::policy::{Policy, ProcSched};
-use schedlab::record::{ProcessRecord, RunRecord, RunStatus, SliceRow};
+use schedlab::record::{ProcessRecord, RunRecord, RunStatus, SliceRow, Usage};
 use schedlab::sys::envinfo::EnvSnapshot;
 
 fn snapshot(rt_runtime_us: i64) -> EnvSnapshot {
@@ -313,13 +313,15 @@ fn process(
         start_ns: Some(0),
         end_ns: Some((end_ms * 1e6) as u64),
         wall_ns: (end_ms * 1e6) as u64,
-        utime_us: (cpu_ms * 1e3) as u64,
-        stime_us: 0,
-        nvcsw: 1,
-        nivcsw: 10,
-        minflt: 0,
-        majflt: 0,
-        maxrss_kb: 1000,
+        usage: Usage {
+            utime_us: (cpu_ms * 1e3) as u64,
+            stime_us: 0,
+            nvcsw: 1,
+            nivcsw: 10,
+            minflt: 0,
+            majflt: 0,
+            maxrss_kb: 1000,
+        },
         run_ns: Some((cpu_ms * 1e6) as u64),
         wait_ns: Some(0),
         timeslices: Some(10),

@@ -52,7 +52,10 @@ pub fn at_end() -> AtEnd {
 pub fn processes_cpu_ns(processes: &[ProcessRecord]) -> u64 {
     processes
         .iter()
-        .map(|p| p.run_ns.unwrap_or((p.utime_us + p.stime_us) * 1000))
+        .map(|p| {
+            p.run_ns
+                .unwrap_or((p.usage.utime_us + p.usage.stime_us) * 1000)
+        })
         .sum()
 }
 

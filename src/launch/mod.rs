@@ -638,7 +638,7 @@ impl RecordContext<'_> {
         }
         let workers = || processes.iter().filter(|p| p.role == "worker");
         let makespan_ns = workers().map(|p| p.wall_ns).max();
-        let cpu_us: u64 = workers().map(|p| p.utime_us + p.stime_us).sum();
+        let cpu_us: u64 = workers().map(|p| p.usage.utime_us + p.usage.stime_us).sum();
         let cpu_util = makespan_ns
             .filter(|&m| m > 0)
             .map(|m| cpu_us as f64 * 1000.0 / (m as f64 * cpu_list.len().max(1) as f64));
@@ -729,13 +729,7 @@ impl RecordContext<'_> {
             start_ns,
             end_ns,
             wall_ns: end_ns.unwrap_or_else(|| self.since(seen_ns)),
-            utime_us: usage.utime_us,
-            stime_us: usage.stime_us,
-            nvcsw: usage.nvcsw,
-            nivcsw: usage.nivcsw,
-            minflt: usage.minflt,
-            majflt: usage.majflt,
-            maxrss_kb: usage.maxrss_kb,
+            usage,
             run_ns: stat.map(|s| s.run_ns),
             wait_ns: stat.map(|s| s.wait_ns),
             timeslices: stat.map(|s| s.timeslices),
@@ -788,13 +782,7 @@ impl RecordContext<'_> {
             start_ns: Some(0),
             end_ns: window.map(|w| w.1),
             wall_ns: window.map(|w| w.1).unwrap_or_else(|| self.since(seen_ns)),
-            utime_us: usage.utime_us,
-            stime_us: usage.stime_us,
-            nvcsw: usage.nvcsw,
-            nivcsw: usage.nivcsw,
-            minflt: usage.minflt,
-            majflt: usage.majflt,
-            maxrss_kb: usage.maxrss_kb,
+            usage,
             run_ns: window.map(|w| w.0.run_ns),
             wait_ns: window.map(|w| w.0.wait_ns),
             timeslices: window.map(|w| w.0.timeslices),

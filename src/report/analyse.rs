@@ -958,7 +958,7 @@ pub fn analyse(store: &Store, opts: &Options) -> Result<Analysis> {
     let process_rows = store.for_each_report_process(campaign.id, |p: &ReportProcess| {
         if let Some(&i) = run_index.get(&p.run_id) {
             let vals = process_values(p);
-            let cpu_s = (p.utime_us + p.stime_us) as f64 / 1e6;
+            let cpu_s = (p.usage.utime_us + p.usage.stime_us) as f64 / 1e6;
             let wall_s = p.wall_ns as f64 / 1e9;
             procs[i].push(ProcLite {
                 index: p.process_index,
@@ -1626,15 +1626,8 @@ mod tests {
                 .unwrap()
                 .clone();
             for (k, &v) in values.iter().enumerate() {
-                let proc_ = |index: u32| ProcessRecord {
-                    nvcsw: 1,
-                    nivcsw: 2,
-                    run_ns: Some(100_000_000),
-                    wait_ns: Some(0),
-                    timeslices: Some(3),
-                    work: Some(1000),
-                    work_unit: "iterations".into(),
-                    ..synthetic_process(
+                let proc_ = |index: u32| {
+                    let base = synthetic_process(
                         index,
                         ProcSched {
                             policy: run.policy,
@@ -1647,7 +1640,20 @@ mod tests {
                         },
                         (v * 1e9) as u64,
                         100_000,
-                    )
+                    );
+                    ProcessRecord {
+                        usage: crate::record::Usage {
+                            nvcsw: 1,
+                            nivcsw: 2,
+                            ..base.usage
+                        },
+                        run_ns: Some(100_000_000),
+                        wait_ns: Some(0),
+                        timeslices: Some(3),
+                        work: Some(1000),
+                        work_unit: "iterations".into(),
+                        ..base
+                    }
                 };
                 run.key = format!("{policy}-{k}");
                 run.seq = runs.len();

@@ -132,18 +132,18 @@ impl Metric {
 pub fn process_values(p: &ReportProcess) -> [f64; PER_PROCESS] {
     let opt = |v: Option<i64>, scale: f64| v.map_or(f64::NAN, |x| x as f64 * scale);
     let wall_s = p.wall_ns as f64 / 1e9;
-    let cpu_s = (p.utime_us + p.stime_us) as f64 / 1e6;
+    let cpu_s = (p.usage.utime_us + p.usage.stime_us) as f64 / 1e6;
     [
         wall_s,
-        p.utime_us as f64 / 1e6,
-        p.stime_us as f64 / 1e6,
+        p.usage.utime_us as f64 / 1e6,
+        p.usage.stime_us as f64 / 1e6,
         if p.wall_ns > 0 {
             100.0 * cpu_s / wall_s
         } else {
             f64::NAN
         },
-        p.nvcsw as f64,
-        p.nivcsw as f64,
+        p.usage.nvcsw as f64,
+        p.usage.nivcsw as f64,
         opt(p.wait_ns, 1e-6),
         opt(p.run_ns, 1e-9),
         opt(p.timeslices, 1.0),
@@ -175,10 +175,13 @@ mod tests {
             nice: Some(0),
             rt_priority: None,
             wall_ns: 2_000_000_000,
-            utime_us: 1_500_000,
-            stime_us: 500_000,
-            nvcsw: 3,
-            nivcsw: 40,
+            usage: crate::record::Usage {
+                utime_us: 1_500_000,
+                stime_us: 500_000,
+                nvcsw: 3,
+                nivcsw: 40,
+                ..Default::default()
+            },
             run_ns: Some(2_000_000_000),
             wait_ns: Some(5_000_000),
             timeslices: None,

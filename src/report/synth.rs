@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 
 use crate::plan::Run;
 use crate::policy::{Class, Policy, ProcSched};
-use crate::record::{ProcessRecord, RunRecord, RunStatus};
+use crate::record::{ProcessRecord, RunRecord, RunStatus, Usage};
 use crate::rng::SplitMix64;
 use crate::stats::fairness::nice_weight;
 use crate::store::Store;
@@ -201,7 +201,7 @@ pub fn synthetic_record(
     let makespan = processes.iter().map(|p| p.wall_ns).max().unwrap_or(0);
     let cpu_total: f64 = processes
         .iter()
-        .map(|p| (p.utime_us + p.stime_us) as f64 / 1e6)
+        .map(|p| (p.usage.utime_us + p.usage.stime_us) as f64 / 1e6)
         .sum();
     let cpu_util = cpu_total / (makespan as f64 / 1e9 * cpu_list.len() as f64);
     RunRecord {
@@ -239,13 +239,10 @@ pub fn synthetic_process(
         start_ns: None,
         end_ns: None,
         wall_ns,
-        utime_us,
-        stime_us: 0,
-        nvcsw: 0,
-        nivcsw: 0,
-        minflt: 0,
-        majflt: 0,
-        maxrss_kb: 0,
+        usage: Usage {
+            utime_us,
+            ..Usage::default()
+        },
         run_ns: None,
         wait_ns: None,
         timeslices: None,
@@ -424,10 +421,15 @@ fn measure(cfg: &SynthConfig, run: &Run, env: &EnvSnapshot, cpus: usize) -> RunR
                 dl_period_ns: None,
                 weight: None,
             };
+            let base =
+                synthetic_process(i as u32, sched, (wall * 1e9) as u64, (utime * 1e6) as u64);
             ProcessRecord {
-                stime_us: (stime * 1e6) as u64,
-                nvcsw: nvcsw as u64,
-                nivcsw: nivcsw as u64,
+                usage: Usage {
+                    stime_us: (stime * 1e6) as u64,
+                    nvcsw: nvcsw as u64,
+                    nivcsw: nivcsw as u64,
+                    ..base.usage
+                },
                 run_ns: Some((cpu * 1e9) as u64),
                 wait_ns: Some((wait * 1e9) as u64),
                 timeslices: Some((nvcsw + nivcsw + 1.0) as u64),
@@ -437,7 +439,7 @@ fn measure(cfg: &SynthConfig, run: &Run, env: &EnvSnapshot, cpus: usize) -> RunR
                     _ => 4,
                 }),
                 work_unit: run.workload.workload.work_unit().to_string(),
-                ..synthetic_process(i as u32, sched, (wall * 1e9) as u64, (utime * 1e6) as u64)
+                ..base
             }
         })
         .collect();

@@ -12,7 +12,7 @@ use serde::Serialize;
 use super::Store;
 use crate::plan::Run;
 use crate::policy::{Policy, ProcSched};
-use crate::record::ProcessRecord;
+use crate::record::{ProcessRecord, Usage};
 
 /// A campaign as the report describes it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -84,10 +84,7 @@ pub struct ReportProcess {
     pub nice: Option<i64>,
     pub rt_priority: Option<i64>,
     pub wall_ns: i64,
-    pub utime_us: i64,
-    pub stime_us: i64,
-    pub nvcsw: i64,
-    pub nivcsw: i64,
+    pub usage: Usage,
     pub run_ns: Option<i64>,
     pub wait_ns: Option<i64>,
     pub timeslices: Option<i64>,
@@ -251,13 +248,14 @@ impl Store {
             .conn
             .prepare(
                 "SELECT p.run_id, p.process_index, p.nice, p.rt_priority, p.wall_ns, p.utime_us, p.stime_us, p.nvcsw,
-                    p.nivcsw, p.run_ns, p.wait_ns, p.timeslices, p.work, p.end_ns
+                    p.nivcsw, p.run_ns, p.wait_ns, p.timeslices, p.work, p.end_ns, p.minflt, p.majflt, p.maxrss_kb
              FROM runs r JOIN processes p ON p.run_id = r.id
              WHERE r.campaign_id = ?1 AND r.status = 'ok' AND p.role = 'worker'",
             )
             .context(SCHEMA_MISMATCH)?;
         let mut rows = stmt.query([campaign_id])?;
         let mut n = 0u64;
+        let u = |v: i64| v.max(0) as u64;
         while let Some(r) = rows.next()? {
             f(&ReportProcess {
                 run_id: r.get(0)?,
@@ -265,10 +263,15 @@ impl Store {
                 nice: r.get(2)?,
                 rt_priority: r.get(3)?,
                 wall_ns: r.get(4)?,
-                utime_us: r.get(5)?,
-                stime_us: r.get(6)?,
-                nvcsw: r.get(7)?,
-                nivcsw: r.get(8)?,
+                usage: Usage {
+                    utime_us: u(r.get(5)?),
+                    stime_us: u(r.get(6)?),
+                    nvcsw: u(r.get(7)?),
+                    nivcsw: u(r.get(8)?),
+                    minflt: u(r.get(14)?),
+                    majflt: u(r.get(15)?),
+                    maxrss_kb: u(r.get(16)?),
+                },
                 run_ns: r.get(9)?,
                 wait_ns: r.get(10)?,
                 timeslices: r.get(11)?,
@@ -349,13 +352,15 @@ impl Store {
                     start_ns: opt(9)?,
                     end_ns: opt(10)?,
                     wall_ns: u(r.get(11)?),
-                    utime_us: u(r.get(12)?),
-                    stime_us: u(r.get(13)?),
-                    nvcsw: u(r.get(14)?),
-                    nivcsw: u(r.get(15)?),
-                    minflt: u(r.get(16)?),
-                    majflt: u(r.get(17)?),
-                    maxrss_kb: u(r.get(18)?),
+                    usage: Usage {
+                        utime_us: u(r.get(12)?),
+                        stime_us: u(r.get(13)?),
+                        nvcsw: u(r.get(14)?),
+                        nivcsw: u(r.get(15)?),
+                        minflt: u(r.get(16)?),
+                        majflt: u(r.get(17)?),
+                        maxrss_kb: u(r.get(18)?),
+                    },
                     run_ns: opt(19)?,
                     wait_ns: opt(20)?,
                     timeslices: opt(21)?,

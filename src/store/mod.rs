@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::Path;
 
-use crate::record::{RunRecord, RunStatus};
+use crate::record::{RunRecord, RunStatus, Usage};
 use crate::spec::Spec;
 use crate::sys::envinfo::EnvSnapshot;
 
@@ -90,13 +90,8 @@ pub struct ExportRow {
     pub start_ns: Option<i64>,
     pub end_ns: Option<i64>,
     pub wall_ns: Option<i64>,
-    pub utime_us: Option<i64>,
-    pub stime_us: Option<i64>,
-    pub nvcsw: Option<i64>,
-    pub nivcsw: Option<i64>,
-    pub minflt: Option<i64>,
-    pub majflt: Option<i64>,
-    pub maxrss_kb: Option<i64>,
+    /// The process's resource usage; None in a row without a process.
+    pub usage: Option<Usage>,
     pub run_ns: Option<i64>,
     pub wait_ns: Option<i64>,
     pub timeslices: Option<i64>,
@@ -124,6 +119,24 @@ const EXPORT_SQL: &str = "SELECT c.id, c.name, r.id, r.run_key, r.seq, r.policy,
      LEFT JOIN processes p ON p.run_id = r.id
      WHERE ?1 IS NULL OR c.id = ?1
      ORDER BY c.id, r.seq, r.id, p.process_index";
+
+/// The resource usage columns of an export row (39..=45, `processes`
+/// columns NOT NULL), or None in a row without a process.
+fn export_usage(r: &rusqlite::Row<'_>) -> rusqlite::Result<Option<Usage>> {
+    let Some(utime_us) = r.get::<_, Option<i64>>(39)? else {
+        return Ok(None);
+    };
+    let u = |v: i64| v.max(0) as u64;
+    Ok(Some(Usage {
+        utime_us: u(utime_us),
+        stime_us: u(r.get(40)?),
+        nvcsw: u(r.get(41)?),
+        nivcsw: u(r.get(42)?),
+        minflt: u(r.get(43)?),
+        majflt: u(r.get(44)?),
+        maxrss_kb: u(r.get(45)?),
+    }))
+}
 
 /// The identity of a campaign: a hash of the validated spec. The same spec
 /// (and scale, and seed if one was given) resumes the same campaign.
@@ -505,13 +518,13 @@ impl Store {
                     p.start_ns.map(i),
                     p.end_ns.map(i),
                     i(p.wall_ns),
-                    i(p.utime_us),
-                    i(p.stime_us),
-                    i(p.nvcsw),
-                    i(p.nivcsw),
-                    i(p.minflt),
-                    i(p.majflt),
-                    i(p.maxrss_kb),
+                    i(p.usage.utime_us),
+                    i(p.usage.stime_us),
+                    i(p.usage.nvcsw),
+                    i(p.usage.nivcsw),
+                    i(p.usage.minflt),
+                    i(p.usage.majflt),
+                    i(p.usage.maxrss_kb),
                     p.run_ns.map(i),
                     p.wait_ns.map(i),
                     p.timeslices.map(i),
@@ -657,13 +670,7 @@ impl Store {
                 start_ns: r.get(36)?,
                 end_ns: r.get(37)?,
                 wall_ns: r.get(38)?,
-                utime_us: r.get(39)?,
-                stime_us: r.get(40)?,
-                nvcsw: r.get(41)?,
-                nivcsw: r.get(42)?,
-                minflt: r.get(43)?,
-                majflt: r.get(44)?,
-                maxrss_kb: r.get(45)?,
+                usage: export_usage(r)?,
                 run_ns: r.get(46)?,
                 wait_ns: r.get(47)?,
                 timeslices: r.get(48)?,

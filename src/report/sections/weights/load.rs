@@ -66,7 +66,9 @@ pub fn load(store: &Store, a: &Analysis) -> Result<Vec<WeightedRun>> {
             index: p.index as usize,
             cpu_ns: p
                 .run_ns
-                .map_or((p.utime_us + p.stime_us) as f64 * 1e3, |ns| ns as f64),
+                .map_or((p.usage.utime_us + p.usage.stime_us) as f64 * 1e3, |ns| {
+                    ns as f64
+                }),
             work: p.work.map(|w| w as f64),
             end_s: p.end_ns.or(Some(p.wall_ns)).map(|ns| ns as f64 / 1e9),
             nice: p.sched.nice.map(i64::from),
