@@ -241,7 +241,7 @@ fn policy_colour(a: &Analysis, policy: &str) -> String {
         .iter()
         .position(|p| p == policy)
         .unwrap_or(0);
-    super::svg::policy_colour(policy, i).to_string()
+    super::charts::policy_colour(policy, i).to_string()
 }
 
 /// A chart id from parts: letters, digits, '-' and '_' only.
