@@ -7,6 +7,7 @@
 //! of [`Section`]s renders the [`Analysis`] to each format.
 
 pub mod analyse;
+pub mod blocks;
 pub mod charts;
 pub mod fmt;
 pub mod html;
