@@ -38,7 +38,9 @@ pub enum Block {
     },
     /// Charts side by side (HTML only).
     Figures(Vec<Figure>),
-    /// A highlighted note around some blocks (plain blocks in Markdown).
+    /// One chart across the page (HTML only).
+    Figure(Figure),
+    /// A highlighted note around some blocks (a block quote in Markdown).
     Note(Vec<Block>),
     /// Collapsible blocks under a summary line (HTML), open or not; the
     /// blocks alone in Markdown.
@@ -112,6 +114,7 @@ fn html_block(o: &mut String, b: &Block) {
             }
             o.push_str("</div>\n");
         }
+        Block::Figure(f) => o.push_str(&html::figure(&f.svg, &f.caption)),
         Block::Note(blocks) => {
             o.push_str("<div class=\"note\">");
             o.push_str(&html(blocks));
@@ -150,8 +153,18 @@ fn markdown_block(b: &Block) -> String {
             format!("{} {text}\n", "#".repeat(usize::from(*level)))
         }
         Block::Table { table, .. } => table.markdown(),
-        Block::Figures(_) => String::new(),
-        Block::Note(blocks) | Block::Details { blocks, .. } => markdown(blocks),
+        Block::Figures(_) | Block::Figure(_) => String::new(),
+        Block::Note(blocks) => markdown(blocks)
+            .lines()
+            .map(|l| {
+                if l.is_empty() {
+                    ">\n".to_string()
+                } else {
+                    format!("> {l}\n")
+                }
+            })
+            .collect(),
+        Block::Details { blocks, .. } => markdown(blocks),
         Block::Only(Format::Md, blocks) => markdown(blocks),
         Block::Only(_, _) => String::new(),
     }
@@ -188,6 +201,7 @@ mod tests {
                 blocks: vec![Block::p("inside")],
             },
             Block::Only(Format::Md, vec![Block::p("md only")]),
+            Block::Note(vec![Block::p("a"), Block::p("b")]),
         ]
     }
 
@@ -199,7 +213,7 @@ mod tests {
              <th>a</th><th class=\"num\">n</th></tr></thead><tbody><tr class=\"flag\"><td>x</td>\
              <td class=\"num\">3</td></tr></tbody></table></div>\n<div class=\"charts\">\n<figure><svg></svg>\
              <figcaption>c</figcaption></figure>\n</div>\n<details><summary>More</summary><p>inside</p>\n\
-             </details>\n"
+             </details>\n<div class=\"note\"><p>a</p>\n<p>b</p>\n</div>\n"
         );
     }
 
@@ -207,7 +221,7 @@ mod tests {
     fn markdown_separates_the_blocks_by_a_blank_line() {
         assert_eq!(
             markdown(&sample()),
-            "Intro <1>.\n\n### wall\n\n| a   |   n |\n| --- | --: |\n| x   |   3 |\n\ninside\n\nmd only\n"
+            "Intro <1>.\n\n### wall\n\n| a   |   n |\n| --- | --: |\n| x   |   3 |\n\ninside\n\nmd only\n\n> a\n>\n> b\n"
         );
     }
 }
