@@ -66,6 +66,11 @@ impl Section for ChartsSection {
         vec![Block::html_only(b)]
     }
 
+    /// Nothing, without drawing the charts the blocks hold for HTML.
+    fn markdown(&self, _a: &Analysis) -> String {
+        String::new()
+    }
+
     fn json(&self, _a: &Analysis) -> Option<Value> {
         None
     }
