@@ -105,7 +105,7 @@ enum Command {
     },
     /// Turn a campaign into statistics, findings, tables and charts: one
     /// self-contained HTML file, Markdown or JSON.
-    Report(crate::report::ReportArgs),
+    Report(ReportArgs),
     /// Benchmarks of schedlab itself (figures, not tests).
     Bench {
         #[command(subcommand)]
@@ -124,7 +124,7 @@ enum BenchCommand {
     /// weighted shares of one CPU, with the dispatcher's overhead and lateness.
     Wrr(WrrBenchArgs),
     /// Time `report` over a synthetic database of 10,000 runs × 100 processes.
-    Report(crate::bench::report::BenchReportArgs),
+    Report(BenchReportArgs),
 }
 
 #[derive(Args)]
@@ -425,10 +425,10 @@ fn dispatch(command: Command) -> Result<i32> {
             Ok(0)
         }
         Command::Policy { action } => policy::run(action),
-        Command::Report(args) => crate::report::run(args),
+        Command::Report(args) => crate::report::run(args.options()),
         Command::Bench {
             which: BenchCommand::Report(args),
-        } => crate::bench::report::run(args),
+        } => crate::bench::report::run(args.options()),
         Command::Bench {
             which: BenchCommand::Wrr(a),
         } => {
@@ -629,4 +629,210 @@ fn cmd_plan(source: &SpecSource, db: &Path, list: bool, force: bool) -> Result<i
         outln!("warning      {}", out::esc(&w))?;
     }
     Ok(0)
+}
+
+// ------------------------------------- report and bench report ---
+
+/// Output format of `schedlab report` (see [`crate::report::Format`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    /// One self-contained HTML file with charts (no network, no scripts).
+    Html,
+    /// Markdown: findings and tables, for the terminal or a lab report.
+    Md,
+    /// JSON: every statistic, for scripts.
+    Json,
+}
+
+impl From<FormatArg> for crate::report::Format {
+    fn from(f: FormatArg) -> Self {
+        match f {
+            FormatArg::Html => crate::report::Format::Html,
+            FormatArg::Md => crate::report::Format::Md,
+            FormatArg::Json => crate::report::Format::Json,
+        }
+    }
+}
+
+/// A metric on the command line (see [`crate::report::Metric`]; the names
+/// are [`crate::report::Metric::name`]'s).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum MetricArg {
+    /// Wall time of a process, s.
+    Wall,
+    /// User CPU time, s.
+    Utime,
+    /// System CPU time, s.
+    Stime,
+    /// (user + system CPU) / wall time, %.
+    CpuPct,
+    /// Voluntary context switches.
+    Nvcsw,
+    /// Involuntary context switches (preemptions).
+    Nivcsw,
+    /// Run-queue wait (schedstat), ms.
+    Wait,
+    /// On-CPU time (schedstat), s.
+    Run,
+    /// Time slices (schedstat).
+    Timeslices,
+    /// Work done, in the workload's unit.
+    Work,
+    /// Run makespan: barrier release to the last worker's end, s.
+    Makespan,
+}
+
+impl From<MetricArg> for crate::report::Metric {
+    fn from(m: MetricArg) -> Self {
+        use crate::report::Metric;
+        match m {
+            MetricArg::Wall => Metric::Wall,
+            MetricArg::Utime => Metric::Utime,
+            MetricArg::Stime => Metric::Stime,
+            MetricArg::CpuPct => Metric::CpuPct,
+            MetricArg::Nvcsw => Metric::Nvcsw,
+            MetricArg::Nivcsw => Metric::Nivcsw,
+            MetricArg::Wait => Metric::Wait,
+            MetricArg::Run => Metric::Run,
+            MetricArg::Timeslices => Metric::Timeslices,
+            MetricArg::Work => Metric::Work,
+            MetricArg::Makespan => Metric::Makespan,
+        }
+    }
+}
+
+/// Arguments of `schedlab report`.
+#[derive(Debug, Clone, Args)]
+#[command(
+    after_help = "Output: HTML is written to report.html unless -o says otherwise; Markdown and JSON go to \
+                        standard output unless -o names a file (\"-o -\" always means standard output). Without \
+                        --format, the format follows the -o extension (.md, .json, else HTML).\n\n\
+                        Examples:\n  schedlab report --db results.db -o report.html\n  \
+                        schedlab report --db results.db --format md\n  \
+                        schedlab report --db results.db --format json > summary.json\n  \
+                        schedlab report --db results.db --campaign 3 --metric wall,nivcsw"
+)]
+pub struct ReportArgs {
+    /// The SQLite database.
+    #[arg(long, default_value = "schedlab.db", env = "SCHEDLAB_DB")]
+    pub db: PathBuf,
+    /// Campaign to report on (default: the latest; `schedlab campaigns` lists them).
+    #[arg(long)]
+    pub campaign: Option<i64>,
+    /// Output format (default: from the -o extension, else html).
+    #[arg(long, value_enum)]
+    pub format: Option<FormatArg>,
+    /// Output file, or "-" for standard output (default: report.html for HTML, standard output otherwise).
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+    /// Only these metrics, comma-separated (default: all).
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "METRIC,...")]
+    pub metric: Vec<MetricArg>,
+    /// Base seed of the bootstrap intervals (recorded in the report).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub bootstrap_seed: u64,
+    /// Most bootstrap resamples per interval (fewer for very large conditions; recorded).
+    #[arg(long, default_value_t = 2000, value_name = "N", value_parser = clap::value_parser!(u64).range(100..=1_000_000))]
+    pub resamples: u64,
+    /// The WRR run whose slices the Gantt chart shows (default: the first ok WRR run).
+    #[arg(long, value_name = "RUN_ID")]
+    pub gantt_run: Option<i64>,
+}
+
+impl ReportArgs {
+    /// The library's options: format from --format or the -o extension,
+    /// destination from -o, every metric when none is named.
+    pub fn options(&self) -> crate::report::RunOptions {
+        use crate::report::{Format, Metric, Options, RunOptions, destination};
+        let format = Format::resolve(self.format.map(Format::from), self.output.as_deref());
+        RunOptions {
+            db: self.db.clone(),
+            format,
+            destination: destination(self.output.as_deref(), format),
+            analysis: Options {
+                campaign: self.campaign,
+                metrics: if self.metric.is_empty() {
+                    Metric::ALL.to_vec()
+                } else {
+                    self.metric.iter().map(|&m| Metric::from(m)).collect()
+                },
+                bootstrap_seed: self.bootstrap_seed,
+                resamples: self.resamples as usize,
+                gantt_run: self.gantt_run,
+            },
+        }
+    }
+}
+
+/// Arguments of `schedlab bench report`.
+#[derive(Debug, Clone, Args)]
+pub struct BenchReportArgs {
+    /// Keep the synthetic database at this path (default: a temporary file,
+    /// removed afterwards). An existing file is replaced.
+    #[arg(long)]
+    pub db: Option<PathBuf>,
+    /// Repetitions per condition; 40 conditions, half with 50 and half with
+    /// 150 processes (default 250: 10,000 runs, 1,000,000 process rows).
+    #[arg(long, default_value_t = 250)]
+    pub repetitions: u32,
+    /// Write the three reports into this directory (default: discard them).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+impl BenchReportArgs {
+    pub fn options(&self) -> crate::bench::report::BenchReportOptions {
+        crate::bench::report::BenchReportOptions {
+            db: self.db.clone(),
+            repetitions: self.repetitions,
+            out: self.out.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod report_args_tests {
+    use super::*;
+    use crate::report::{Format, Metric};
+
+    #[test]
+    fn metric_arguments_are_the_metrics_by_name() {
+        let args = MetricArg::value_variants();
+        assert_eq!(args.len(), Metric::ALL.len());
+        for (a, m) in args.iter().zip(Metric::ALL) {
+            assert_eq!(Metric::from(*a), m);
+            assert_eq!(a.to_possible_value().unwrap().get_name(), m.name());
+        }
+    }
+
+    #[test]
+    fn report_arguments_become_plain_options() {
+        let cli = Cli::try_parse_from([
+            "schedlab",
+            "report",
+            "--db",
+            "x.db",
+            "-o",
+            "r.MD",
+            "--metric",
+            "wall,makespan",
+        ])
+        .unwrap();
+        let Command::Report(args) = cli.command else {
+            panic!("not report")
+        };
+        let o = args.options();
+        assert_eq!(o.format, Format::Md);
+        assert_eq!(o.destination, Some(PathBuf::from("r.MD")));
+        assert_eq!(o.analysis.metrics, [Metric::Wall, Metric::Makespan]);
+        assert_eq!(o.analysis.resamples, 2000);
+        let cli = Cli::try_parse_from(["schedlab", "report", "--db", "x.db", "-o", "-"]).unwrap();
+        let Command::Report(args) = cli.command else {
+            panic!("not report")
+        };
+        let o = args.options();
+        assert_eq!((o.format, o.destination), (Format::Html, None));
+        assert_eq!(o.analysis.metrics, Metric::ALL);
+    }
 }

@@ -5,7 +5,6 @@
 //! times, the peak resident memory and the rows.
 
 use anyhow::{Context, Result};
-use clap::Args;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -18,20 +17,26 @@ pub const TARGET_S: f64 = 10.0;
 /// Peak resident memory target, bytes.
 pub const TARGET_RSS: u64 = 1 << 30;
 
-/// Arguments of `schedlab bench report`.
-#[derive(Debug, Clone, Args)]
-pub struct BenchReportArgs {
-    /// Keep the synthetic database at this path (default: a temporary file,
-    /// removed afterwards). An existing file is replaced.
-    #[arg(long)]
+/// Options of `schedlab bench report`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BenchReportOptions {
+    /// Keep the synthetic database at this path (default: a temporary
+    /// file, removed afterwards). An existing file is replaced.
     pub db: Option<PathBuf>,
-    /// Repetitions per condition; 40 conditions, half with 50 and half with
-    /// 150 processes (default 250: 10,000 runs, 1,000,000 process rows).
-    #[arg(long, default_value_t = 250)]
+    /// Repetitions per condition (40 conditions; 250 for 10,000 runs).
     pub repetitions: u32,
-    /// Write the three reports into this directory (default: discard them).
-    #[arg(long)]
+    /// Write the three reports into this directory (None: discard them).
     pub out: Option<PathBuf>,
+}
+
+impl Default for BenchReportOptions {
+    fn default() -> Self {
+        BenchReportOptions {
+            db: None,
+            repetitions: 250,
+            out: None,
+        }
+    }
 }
 
 /// Peak resident set size of this process so far, bytes (VmHWM).
@@ -57,7 +62,7 @@ fn mib(b: u64) -> String {
 
 /// Run the benchmark and print its figures. Exit code 0 when both targets
 /// are met, 1 otherwise.
-pub fn run(args: BenchReportArgs) -> Result<i32> {
+pub fn run(args: BenchReportOptions) -> Result<i32> {
     let tmp = tempfile::tempdir().context("creating a temporary directory")?;
     let path = args
         .db

@@ -6,9 +6,23 @@ use super::analyse::{Analysis, Condition, Group, ShareCheck, policy_label};
 use super::fmt;
 use super::metric::Metric;
 use super::svg::{
-    Bar, BarChart, Line, LineChart, LinePoint, Meta, Point, ScatterChart, ScatterPoint, Series,
-    SpreadChart, policy_colour,
+    Bar, BarChart, Line, LineChart, LinePoint, Meta, PALETTE, Point, ScatterChart, ScatterPoint,
+    Series, SpreadChart,
 };
+
+/// A fixed colour per scheduling policy, so a policy keeps its colour in
+/// every chart; unknown names get palette colours by position.
+pub fn policy_colour(name: &str, position: usize) -> &'static str {
+    match name {
+        "other" => PALETTE[0],
+        "batch" => PALETTE[1],
+        "idle" => PALETTE[2],
+        "fifo" => PALETTE[3],
+        "rr" => PALETTE[4],
+        "deadline" => PALETTE[5],
+        _ => PALETTE[(position + 6) % PALETTE.len()],
+    }
+}
 
 /// Cells with more runs than this are drawn as box plots.
 pub const STRIP_MAX: usize = 40;

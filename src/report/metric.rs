@@ -7,9 +7,8 @@ use crate::store::ReportProcess;
 
 /// A measured quantity. Per-process metrics are averaged over the processes
 /// of a run to give the run's value; `makespan` is a property of the run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
-#[value(rename_all = "snake_case")]
 pub enum Metric {
     /// Wall time of a process, s.
     Wall,

@@ -7,6 +7,7 @@
 //! of [`Section`]s renders the [`Analysis`] to each format.
 
 pub mod analyse;
+pub mod blocks;
 pub mod charts;
 pub mod fmt;
 pub mod html;
@@ -17,7 +18,6 @@ pub mod svg;
 pub mod synth;
 
 use anyhow::{Context, Result};
-use clap::{Args, ValueEnum};
 use serde_json::{Value, json};
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -30,7 +30,7 @@ pub use metric::Metric;
 pub use sections::{Section, default_sections, sections_for};
 
 /// Output format of a report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     /// One self-contained HTML file with charts (no network, no scripts).
     Html,
@@ -40,53 +40,14 @@ pub enum Format {
     Json,
 }
 
-/// Arguments of `schedlab report`.
-#[derive(Debug, Clone, Args)]
-#[command(
-    after_help = "Output: HTML is written to report.html unless -o says otherwise; Markdown and JSON go to \
-                        standard output unless -o names a file (\"-o -\" always means standard output). Without \
-                        --format, the format follows the -o extension (.md, .json, else HTML).\n\n\
-                        Examples:\n  schedlab report --db results.db -o report.html\n  \
-                        schedlab report --db results.db --format md\n  \
-                        schedlab report --db results.db --format json > summary.json\n  \
-                        schedlab report --db results.db --campaign 3 --metric wall,nivcsw"
-)]
-pub struct ReportArgs {
-    /// The SQLite database.
-    #[arg(long, default_value = "schedlab.db", env = "SCHEDLAB_DB")]
-    pub db: PathBuf,
-    /// Campaign to report on (default: the latest; `schedlab campaigns` lists them).
-    #[arg(long)]
-    pub campaign: Option<i64>,
-    /// Output format (default: from the -o extension, else html).
-    #[arg(long, value_enum)]
-    pub format: Option<Format>,
-    /// Output file, or "-" for standard output (default: report.html for HTML, standard output otherwise).
-    #[arg(long, short)]
-    pub output: Option<PathBuf>,
-    /// Only these metrics, comma-separated (default: all).
-    #[arg(long, value_enum, value_delimiter = ',', value_name = "METRIC,...")]
-    pub metric: Vec<Metric>,
-    /// Base seed of the bootstrap intervals (recorded in the report).
-    #[arg(long, default_value_t = 1, value_name = "N")]
-    pub bootstrap_seed: u64,
-    /// Most bootstrap resamples per interval (fewer for very large conditions; recorded).
-    #[arg(long, default_value_t = 2000, value_name = "N", value_parser = clap::value_parser!(u64).range(100..=1_000_000))]
-    pub resamples: u64,
-    /// The WRR run whose slices the Gantt chart shows (default: the first ok WRR run).
-    #[arg(long, value_name = "RUN_ID")]
-    pub gantt_run: Option<i64>,
-}
-
-impl ReportArgs {
-    /// The format to write: --format, else from the -o extension, else HTML.
-    pub fn resolved_format(&self) -> Format {
-        if let Some(f) = self.format {
+impl Format {
+    /// The format to write: `format` when given, else from the extension of
+    /// `output` (.md or .markdown, .json), else HTML.
+    pub fn resolve(format: Option<Format>, output: Option<&Path>) -> Format {
+        if let Some(f) = format {
             return f;
         }
-        let ext = self
-            .output
-            .as_deref()
+        let ext = output
             .and_then(Path::extension)
             .and_then(|e| e.to_str())
             .map(str::to_ascii_lowercase);
@@ -96,29 +57,28 @@ impl ReportArgs {
             _ => Format::Html,
         }
     }
+}
 
-    /// Where to write: a file, or None for standard output.
-    pub fn destination(&self) -> Option<PathBuf> {
-        match &self.output {
-            Some(p) if p.as_os_str() == "-" => None,
-            Some(p) => Some(p.clone()),
-            None if self.resolved_format() == Format::Html => Some(PathBuf::from("report.html")),
-            None => None,
-        }
-    }
+/// What `schedlab report` does, from the command line's arguments.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunOptions {
+    /// The SQLite database.
+    pub db: PathBuf,
+    pub format: Format,
+    /// Output file, or None for standard output.
+    pub destination: Option<PathBuf>,
+    pub analysis: Options,
+}
 
-    pub fn options(&self) -> Options {
-        Options {
-            campaign: self.campaign,
-            metrics: if self.metric.is_empty() {
-                Metric::ALL.to_vec()
-            } else {
-                self.metric.clone()
-            },
-            bootstrap_seed: self.bootstrap_seed,
-            resamples: self.resamples as usize,
-            gantt_run: self.gantt_run,
-        }
+/// Where to write a report in `format` given the -o argument: a file, or
+/// None for standard output ("-", or no -o for Markdown and JSON; HTML goes
+/// to report.html).
+pub fn destination(output: Option<&Path>, format: Format) -> Option<PathBuf> {
+    match output {
+        Some(p) if p.as_os_str() == "-" => None,
+        Some(p) => Some(p.to_path_buf()),
+        None if format == Format::Html => Some(PathBuf::from("report.html")),
+        None => None,
     }
 }
 
@@ -252,12 +212,11 @@ impl Report {
 
 /// `schedlab report`: analyse a campaign and write the report. Returns the
 /// process exit code.
-pub fn run(args: ReportArgs) -> Result<i32> {
-    let store = Store::open_existing(&args.db)?;
-    let format = args.resolved_format();
-    let report = Report::build(&store, &args.options())?;
-    let text = report.render(format);
-    match args.destination() {
+pub fn run(opts: RunOptions) -> Result<i32> {
+    let store = Store::open_existing(&opts.db)?;
+    let report = Report::build(&store, &opts.analysis)?;
+    let text = report.render(opts.format);
+    match opts.destination {
         None => {
             let mut out = crate::out::stdout();
             out.write_all(text.as_bytes())?;

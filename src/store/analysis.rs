@@ -1,9 +1,10 @@
 //! The queries behind `schedlab report`.
 //!
 //! Every column the schema defines is read directly: `open` has applied
-//! every migration, so older databases have them too (NULL in older rows). Process rows of a whole campaign are streamed to a callback,
-//! never collected here: a campaign can hold millions of them; the detailed
-//! queries of the report's special sections take the runs they need.
+//! every migration, so older databases have them too (NULL in older rows).
+//! [`Store::load_report_data`] reads what the analysis needs as plain data
+//! ([`ReportData`]); the detailed queries of the report's special sections
+//! take the runs they need.
 
 use anyhow::{Context, Result, bail};
 use rusqlite::{OptionalExtension, params};
@@ -93,12 +94,54 @@ pub struct ReportProcess {
     pub end_ns: Option<i64>,
 }
 
+/// A campaign as the report's analysis takes it: plain data, no database.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReportData {
+    pub campaign: ReportCampaign,
+    /// Every stored run, any status, in campaign order.
+    pub runs: Vec<ReportRun>,
+    /// The worker processes of each run, indexed like `runs` (empty for
+    /// runs that are not ok; RT hogs left out), in the database's order.
+    pub processes: Vec<Vec<ReportProcess>>,
+    /// Process rows read.
+    pub process_rows: u64,
+    /// The environments of the runs, with the number of runs in each.
+    pub environments: Vec<ReportEnvironment>,
+    /// (workload, unit of its work), see [`Store::report_work_units`].
+    pub work_units: Vec<(String, String)>,
+}
+
 /// Why a report query on a fixed set of columns cannot be prepared.
 const SCHEMA_MISMATCH: &str = "the database's tables lack columns this schedlab reads (a database written by a \
      development build of schedlab, before runs.rt_runtime_us and processes.role existed, has schema version 1 \
      without them); re-run the campaign into a new database";
 
 impl Store {
+    /// Everything the report's analysis reads of a campaign (`id`, or the
+    /// latest one).
+    pub fn load_report_data(&self, id: Option<i64>) -> Result<ReportData> {
+        let campaign = self.report_campaign(id)?;
+        let runs = self.report_runs(campaign.id)?;
+        let environments = self.report_environments(campaign.id)?;
+        let work_units = self.report_work_units(campaign.id)?;
+        let run_index: std::collections::HashMap<i64, usize> =
+            runs.iter().enumerate().map(|(i, r)| (r.id, i)).collect();
+        let mut processes: Vec<Vec<ReportProcess>> = runs.iter().map(|_| Vec::new()).collect();
+        let process_rows = self.for_each_report_process(campaign.id, |p| {
+            if let Some(&i) = run_index.get(&p.run_id) {
+                processes[i].push(*p);
+            }
+        })?;
+        Ok(ReportData {
+            campaign,
+            runs,
+            processes,
+            process_rows,
+            environments,
+            work_units,
+        })
+    }
+
     /// The campaign a report is about: `id`, or the latest one.
     pub fn report_campaign(&self, id: Option<i64>) -> Result<ReportCampaign> {
         let sql = "SELECT id, name, description, seed, scale, planned_runs, created_unix_ms, schedlab_version,

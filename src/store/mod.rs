@@ -15,7 +15,7 @@ use crate::record::{RunRecord, RunStatus, Usage};
 use crate::spec::Spec;
 use crate::sys::envinfo::EnvSnapshot;
 
-pub use analysis::{ReportCampaign, ReportEnvironment, ReportProcess, ReportRun};
+pub use analysis::{ReportCampaign, ReportData, ReportEnvironment, ReportProcess, ReportRun};
 pub use schema::MIGRATIONS;
 
 pub struct Store {

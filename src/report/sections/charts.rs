@@ -2,11 +2,11 @@
 //! value, for every metric.
 
 use serde_json::Value;
-use std::fmt::Write;
 
 use super::Section;
 use crate::report::analyse::Analysis;
-use crate::report::{charts, fmt, html};
+use crate::report::blocks::{Block, Figure};
+use crate::report::charts;
 
 /// Charts per workload: bars with CIs and every run, for every metric.
 pub struct ChartsSection;
@@ -24,45 +24,49 @@ impl Section for ChartsSection {
         a.counts.ok > 0
     }
 
-    fn html(&self, a: &Analysis) -> String {
-        let mut o = html::p(
+    fn blocks(&self, a: &Analysis) -> Vec<Block> {
+        let mut b = vec![Block::p(
             "Left: mean of the per-run values (each run's value is the mean over its processes; makespan is per run) \
              with 95% confidence-interval whiskers. Right: every run, so the spread is visible (box plots when a \
              condition has more than 40 runs; red rings mark flagged outliers). Hover over any mark for its exact \
              values.",
-        );
+        )];
         for w in &a.factors.workloads {
-            let _ = writeln!(
-                o,
-                "<h3 id=\"charts-{}\">{}</h3>",
-                fmt::esc(&w.name),
-                fmt::esc(&w.name)
-            );
+            b.push(Block::Heading {
+                level: 3,
+                text: w.name.clone(),
+                id: Some(format!("charts-{}", w.name)),
+            });
             let mut sub = format!("Workload kind {}", w.kind);
             if !w.work_unit.is_empty() {
                 sub.push_str(&format!("; work is counted in {}", w.work_unit));
             }
-            o.push_str(&html::p(&(sub + ".")));
-            o.push_str("<div class=\"charts\">\n");
+            b.push(Block::p(sub + "."));
+            let mut figures = Vec::new();
             for &m in &a.settings.metrics {
-                if let Some(b) = charts::bars(a, &w.name, m) {
-                    o.push_str(&html::figure(
-                        &b.render(),
-                        &format!("{}: mean ± 95% CI per policy and process count.", m.label()),
-                    ));
+                if let Some(c) = charts::bars(a, &w.name, m) {
+                    figures.push(Figure {
+                        svg: c.render(),
+                        caption: format!(
+                            "{}: mean ± 95% CI per policy and process count.",
+                            m.label()
+                        ),
+                    });
                 }
                 if let Some(s) = charts::spread(a, &w.name, m) {
-                    o.push_str(&html::figure(
-                        &s.render(),
-                        &format!("{}: every run.", m.label()),
-                    ));
+                    figures.push(Figure {
+                        svg: s.render(),
+                        caption: format!("{}: every run.", m.label()),
+                    });
                 }
             }
-            o.push_str("</div>\n");
+            b.push(Block::Figures(figures));
         }
-        o
+        // Charts only: nothing in Markdown.
+        vec![Block::html_only(b)]
     }
 
+    /// Nothing, without drawing the charts the blocks hold for HTML.
     fn markdown(&self, _a: &Analysis) -> String {
         String::new()
     }

@@ -68,6 +68,11 @@ impl Section for ComparisonsSection {
         !a.comparisons.is_empty()
     }
 
+    // Not converted to blocks (see `report::blocks`): the HTML shows each
+    // group as an open <details> whose summary (label and count of
+    // significant comparisons) is followed by a line break, where the other
+    // collapsible parts have none, and Markdown has a `###` heading with the
+    // label alone under a shorter introduction. Blocks would change bytes.
     fn html(&self, a: &Analysis) -> String {
         let mut o = html::p(
             "Within each workload, process count and setting, every pair of policies on every metric. A is the \

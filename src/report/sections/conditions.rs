@@ -2,12 +2,11 @@
 //! every condition.
 
 use serde_json::{Value, json};
-use std::fmt::Write;
 
-use super::Section;
+use super::{Section, Table};
 use crate::report::analyse::{Analysis, Cell, CiMethod, policy_label};
-use crate::report::fmt::{self, Align, md_table};
-use crate::report::html;
+use crate::report::blocks::Block;
+use crate::report::fmt;
 use crate::report::metric::Metric;
 
 fn ci_text(cell: &Cell) -> String {
@@ -168,38 +167,27 @@ impl Section for ConditionsSection {
         !a.conditions.is_empty()
     }
 
-    fn html(&self, a: &Analysis) -> String {
-        let mut o = html::p(
+    fn blocks(&self, a: &Analysis) -> Vec<Block> {
+        let mut b = vec![Block::html_only(vec![Block::p(
             "Every condition and metric: runs with a value (n), mean, 95% CI of the mean with its method, median, \
              standard deviation, coefficient of variation, range, and the per-process view (mean and range over \
              every process of every run).",
-        );
+        )])];
         for (slot, &m) in a.settings.metrics.iter().enumerate() {
             let (h, n, rows) = condition_table(a, slot);
-            let _ = writeln!(
-                o,
-                "<h3 id=\"table-{}\">{}</h3>",
-                m.name(),
-                fmt::esc(&metric_heading(a, m))
-            );
-            o.push_str(&html::table(&h, &n, &rows, &[]));
+            b.push(Block::Heading {
+                level: 3,
+                text: metric_heading(a, m),
+                id: Some(format!("table-{}", m.name())),
+            });
+            b.push(Block::table(Table {
+                title: String::new(),
+                headers: h.iter().map(|x| x.to_string()).collect(),
+                numeric: n.to_vec(),
+                rows,
+            }));
         }
-        o
-    }
-
-    fn markdown(&self, a: &Analysis) -> String {
-        let mut o = String::new();
-        for (slot, &m) in a.settings.metrics.iter().enumerate() {
-            let (h, n, rows) = condition_table(a, slot);
-            let align: Vec<Align> = n
-                .iter()
-                .map(|&x| if x { Align::Right } else { Align::Left })
-                .collect();
-            let _ = writeln!(o, "### {}\n", metric_heading(a, m));
-            o.push_str(&md_table(&h, &align, &rows));
-            o.push('\n');
-        }
-        o
+        b
     }
 
     fn json(&self, a: &Analysis) -> Option<Value> {

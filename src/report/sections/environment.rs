@@ -2,12 +2,11 @@
 //! other programs did during the runs.
 
 use serde_json::{Value, json};
-use std::fmt::Write;
 
-use super::Section;
+use super::{Section, Table};
 use crate::report::analyse::{Analysis, OTHERS_RUNNABLE_NOTE};
-use crate::report::fmt::{self, md_table};
-use crate::report::html;
+use crate::report::blocks::Block;
+use crate::report::fmt;
 
 /// Where the campaign ran.
 pub struct EnvironmentSection;
@@ -105,24 +104,21 @@ impl Section for EnvironmentSection {
         !a.environments.is_empty()
     }
 
-    fn html(&self, a: &Analysis) -> String {
-        let (h, rows) = env_table(a);
-        let h: Vec<&str> = h.iter().map(String::as_str).collect();
-        let mut o = html::table(&h, &[], &rows, &[]);
-        for l in [load_line(a), interference_line(a)].into_iter().flatten() {
-            o.push_str(&html::p(&l));
-        }
-        o
-    }
-
-    fn markdown(&self, a: &Analysis) -> String {
-        let (h, rows) = env_table(a);
-        let h: Vec<&str> = h.iter().map(String::as_str).collect();
-        let mut o = md_table(&h, &[], &rows);
-        for l in [load_line(a), interference_line(a)].into_iter().flatten() {
-            let _ = writeln!(o, "\n{l}");
-        }
-        o
+    fn blocks(&self, a: &Analysis) -> Vec<Block> {
+        let (headers, rows) = env_table(a);
+        let mut b = vec![Block::table(Table {
+            title: String::new(),
+            headers,
+            numeric: Vec::new(),
+            rows,
+        })];
+        b.extend(
+            [load_line(a), interference_line(a)]
+                .into_iter()
+                .flatten()
+                .map(Block::p),
+        );
+        b
     }
 
     fn json(&self, a: &Analysis) -> Option<Value> {

@@ -2,12 +2,10 @@
 //! their reasons.
 
 use serde_json::{Value, json};
-use std::fmt::Write;
 
-use super::{MAX_LISTED, Section, more_line};
+use super::{MAX_LISTED, Section, Table, more_line};
 use crate::report::analyse::Analysis;
-use crate::report::fmt::{Align, md_table};
-use crate::report::html;
+use crate::report::blocks::Block;
 
 /// Runs that are not in the statistics.
 pub struct FailuresSection;
@@ -52,36 +50,18 @@ impl Section for FailuresSection {
         "Failed, timed-out and skipped runs"
     }
 
-    fn html(&self, a: &Analysis) -> String {
-        let mut o = html::p(&failures_intro(a));
+    fn blocks(&self, a: &Analysis) -> Vec<Block> {
+        let mut b = vec![Block::p(failures_intro(a))];
         if !a.problems.is_empty() {
-            o.push_str(&html::table(
-                &FAIL_HEADERS,
-                &FAIL_NUMERIC,
-                &failure_rows(a),
-                &[],
-            ));
-            if let Some(m) = more_line(a.problems.len()) {
-                o.push_str(&html::p(&m));
-            }
+            b.push(Block::table(Table {
+                title: String::new(),
+                headers: FAIL_HEADERS.map(String::from).to_vec(),
+                numeric: FAIL_NUMERIC.to_vec(),
+                rows: failure_rows(a),
+            }));
+            b.extend(more_line(a.problems.len()).map(Block::p));
         }
-        o
-    }
-
-    fn markdown(&self, a: &Analysis) -> String {
-        let mut o = failures_intro(a);
-        o.push_str("\n\n");
-        if !a.problems.is_empty() {
-            let align: Vec<Align> = FAIL_NUMERIC
-                .iter()
-                .map(|&n| if n { Align::Right } else { Align::Left })
-                .collect();
-            o.push_str(&md_table(&FAIL_HEADERS, &align, &failure_rows(a)));
-            if let Some(m) = more_line(a.problems.len()) {
-                let _ = writeln!(o, "\n{m}");
-            }
-        }
-        o
+        b
     }
 
     fn json(&self, a: &Analysis) -> Option<Value> {

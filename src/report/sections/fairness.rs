@@ -160,6 +160,10 @@ impl Section for FairnessSection {
         !a.fairness.is_empty()
     }
 
+    // Not converted to blocks (see `report::blocks`): the HTML puts each
+    // share chart beside its table in nested <div>s (the table collapsible
+    // without a line break after it), and the introductions and headings of
+    // the two formats differ. Blocks would change bytes.
     fn html(&self, a: &Analysis) -> String {
         let mut o = html::p(
             "Jain's fairness index (Σx)²/(n·Σx²) of the processes of each run: 1 when every process got the same, \

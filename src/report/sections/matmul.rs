@@ -497,6 +497,9 @@ impl Section for MatmulSection {
         !self.tables.is_empty()
     }
 
+    // Not converted to blocks (see `report::blocks`): the HTML table of each
+    // n has two header rows (rowspan/colspan) and a tooltip per cell, which
+    // a table block cannot express; its other tables are shared `Table`s.
     fn html(&self, a: &Analysis) -> String {
         let mut o = html::p(INTRO);
         let policies = self.row_policies();

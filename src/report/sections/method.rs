@@ -4,7 +4,7 @@ use serde_json::Value;
 
 use super::Section;
 use crate::report::analyse::Analysis;
-use crate::report::html;
+use crate::report::blocks::Block;
 
 /// How the statistics were computed.
 pub struct MethodSection;
@@ -52,12 +52,8 @@ impl Section for MethodSection {
         "How the statistics were computed"
     }
 
-    fn html(&self, a: &Analysis) -> String {
-        method_text(a).iter().map(|t| html::p(t)).collect()
-    }
-
-    fn markdown(&self, a: &Analysis) -> String {
-        method_text(a).iter().map(|t| format!("{t}\n\n")).collect()
+    fn blocks(&self, a: &Analysis) -> Vec<Block> {
+        method_text(a).into_iter().map(Block::p).collect()
     }
 
     fn json(&self, a: &Analysis) -> Option<Value> {

@@ -11,6 +11,7 @@ use anyhow::Result;
 use serde_json::Value;
 
 use super::analyse::{Analysis, Options, Settings};
+use super::blocks::Block;
 use crate::store::Store;
 
 mod charts;
@@ -55,10 +56,20 @@ pub trait Section {
     fn applies(&self, _a: &Analysis) -> bool {
         true
     }
+    /// The body (without the heading) as format-neutral blocks, which
+    /// [`Section::html`] and [`Section::markdown`] render. A section whose
+    /// formats cannot share blocks overrides those two instead.
+    fn blocks(&self, _a: &Analysis) -> Vec<Block> {
+        Vec::new()
+    }
     /// HTML body (without the heading); empty leaves the section out.
-    fn html(&self, a: &Analysis) -> String;
+    fn html(&self, a: &Analysis) -> String {
+        super::blocks::html(&self.blocks(a))
+    }
     /// Markdown body (without the heading); empty leaves the section out.
-    fn markdown(&self, a: &Analysis) -> String;
+    fn markdown(&self, a: &Analysis) -> String {
+        super::blocks::markdown(&self.blocks(a))
+    }
     /// JSON value under the key [`Section::id`]; None leaves it out.
     fn json(&self, a: &Analysis) -> Option<Value>;
 }
@@ -241,7 +252,7 @@ fn policy_colour(a: &Analysis, policy: &str) -> String {
         .iter()
         .position(|p| p == policy)
         .unwrap_or(0);
-    super::svg::policy_colour(policy, i).to_string()
+    super::charts::policy_colour(policy, i).to_string()
 }
 
 /// A chart id from parts: letters, digits, '-' and '_' only.

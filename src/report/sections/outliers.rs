@@ -2,12 +2,11 @@
 //! median.
 
 use serde_json::Value;
-use std::fmt::Write;
 
-use super::{MAX_LISTED, Section, more_line};
+use super::{MAX_LISTED, Section, Table, more_line};
 use crate::report::analyse::Analysis;
-use crate::report::fmt::{self, Align, md_table};
-use crate::report::html;
+use crate::report::blocks::Block;
+use crate::report::fmt;
 
 /// Flagged outliers, named.
 pub struct OutliersSection;
@@ -65,37 +64,24 @@ impl Section for OutliersSection {
         "Outliers"
     }
 
-    fn html(&self, a: &Analysis) -> String {
-        let mut o = html::p(&outliers_intro(a));
+    fn blocks(&self, a: &Analysis) -> Vec<Block> {
+        let mut b = vec![Block::p(outliers_intro(a))];
         if a.outliers.is_empty() {
-            o.push_str(&html::p("No value is flagged."));
-            return o;
+            b.push(Block::p("No value is flagged."));
+            return b;
         }
         let rows = outlier_rows(a);
-        let cls = vec![Some("flag"); rows.len()];
-        o.push_str(&html::table(&OUT_HEADERS, &OUT_NUMERIC, &rows, &cls));
-        if let Some(m) = more_line(a.outliers.len()) {
-            o.push_str(&html::p(&m));
-        }
-        o
-    }
-
-    fn markdown(&self, a: &Analysis) -> String {
-        let mut o = outliers_intro(a);
-        o.push_str("\n\n");
-        if a.outliers.is_empty() {
-            o.push_str("No value is flagged.\n");
-            return o;
-        }
-        let align: Vec<Align> = OUT_NUMERIC
-            .iter()
-            .map(|&n| if n { Align::Right } else { Align::Left })
-            .collect();
-        o.push_str(&md_table(&OUT_HEADERS, &align, &outlier_rows(a)));
-        if let Some(m) = more_line(a.outliers.len()) {
-            let _ = writeln!(o, "\n{m}");
-        }
-        o
+        b.push(Block::Table {
+            row_class: vec![Some("flag"); rows.len()],
+            table: Table {
+                title: String::new(),
+                headers: OUT_HEADERS.map(String::from).to_vec(),
+                numeric: OUT_NUMERIC.to_vec(),
+                rows,
+            },
+        });
+        b.extend(more_line(a.outliers.len()).map(Block::p));
+        b
     }
 
     fn json(&self, a: &Analysis) -> Option<Value> {

@@ -6,12 +6,12 @@ use anyhow::Result;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::HashMap;
-use std::fmt::Write;
 
 use super::{Estimate, Section, Table, chart_id, plural, policy_colour};
 use crate::report::analyse::{Analysis, Settings, policy_label};
+use crate::report::blocks::{Block, Figure};
+use crate::report::fmt;
 use crate::report::svg::{Line, LineChart, LinePoint, Meta, Series};
-use crate::report::{fmt, html};
 use crate::stats::{self, Fit};
 use crate::store::Store;
 
@@ -537,44 +537,37 @@ impl Section for RtBandwidthSection {
         !self.sweeps.is_empty()
     }
 
-    fn html(&self, a: &Analysis) -> String {
-        let mut o = html::p(INTRO);
+    fn blocks(&self, a: &Analysis) -> Vec<Block> {
+        let mut b = vec![Block::p(INTRO)];
         for (k, s) in self.sweeps.iter().enumerate() {
-            let _ = writeln!(o, "<h3 id=\"rt-bandwidth-{k}\">{}</h3>", fmt::esc(&s.label));
+            b.push(Block::Heading {
+                level: 3,
+                text: s.label.clone(),
+                id: Some(format!("rt-bandwidth-{k}")),
+            });
             if !s.finding.is_empty() {
-                o.push_str(&html::p(&s.finding));
+                b.push(Block::p(&s.finding));
             }
-            o.push_str("<div class=\"charts\">\n");
+            let mut figures = Vec::new();
             if let Some(c) = throughput_chart(a, s, k) {
-                o.push_str(&html::figure(
-                    &c.render(),
-                    "Mean throughput of the runs at each runtime, with 95% CI whiskers.",
-                ));
+                figures.push(Figure {
+                    svg: c.render(),
+                    caption: "Mean throughput of the runs at each runtime, with 95% CI whiskers."
+                        .into(),
+                });
             }
             if let Some(c) = hog_chart(s, k) {
-                o.push_str(&html::figure(
-                    &c.render(),
-                    "The hog's CPU share over the workers' window: mean with the range of the runs; dashed: the \
-                     share RT throttling allows.",
-                ));
+                figures.push(Figure {
+                    svg: c.render(),
+                    caption: "The hog's CPU share over the workers' window: mean with the range of the runs; \
+                              dashed: the share RT throttling allows."
+                        .into(),
+                });
             }
-            o.push_str("</div>\n");
-            o.push_str(&table(s).html());
+            b.push(Block::Figures(figures));
+            b.push(Block::table(table(s)));
         }
-        o
-    }
-
-    fn markdown(&self, _a: &Analysis) -> String {
-        let mut o = format!("{INTRO}\n\n");
-        for s in &self.sweeps {
-            let _ = writeln!(o, "### {}\n", s.label);
-            if !s.finding.is_empty() {
-                let _ = writeln!(o, "{}\n", s.finding);
-            }
-            o.push_str(&table(s).markdown());
-            o.push('\n');
-        }
-        o
+        b
     }
 
     fn json(&self, _a: &Analysis) -> Option<Value> {

@@ -1,12 +1,12 @@
 //! Log–log slopes of every metric against the number of processes.
 
 use serde_json::Value;
-use std::fmt::Write;
 
-use super::Section;
+use super::{Section, Table};
 use crate::report::analyse::Analysis;
-use crate::report::fmt::{self, Align, md_table};
-use crate::report::{charts, html};
+use crate::report::blocks::{Block, Figure};
+use crate::report::charts;
+use crate::report::fmt;
 
 /// Log–log slopes against the number of processes.
 pub struct ScalingSection;
@@ -24,47 +24,41 @@ impl Section for ScalingSection {
         !a.scaling.is_empty()
     }
 
-    fn html(&self, a: &Analysis) -> String {
-        let mut o = html::p(&scaling_intro());
+    fn blocks(&self, a: &Analysis) -> Vec<Block> {
+        let mut charts = Vec::new();
         for w in &a.factors.workloads {
-            let charts: Vec<String> = a
+            let figures: Vec<Figure> = a
                 .settings
                 .metrics
                 .iter()
                 .filter_map(|&m| charts::scaling(a, &w.name, m))
-                .map(|c| {
-                    html::figure(
-                        &c.render(),
-                        "Means with 95% CIs; slope of the log–log fit over every run.",
-                    )
+                .map(|c| Figure {
+                    svg: c.render(),
+                    caption: "Means with 95% CIs; slope of the log–log fit over every run.".into(),
                 })
                 .collect();
-            if charts.is_empty() {
+            if figures.is_empty() {
                 continue;
             }
-            let _ = writeln!(o, "<h3>{}</h3>\n<div class=\"charts\">", fmt::esc(&w.name));
-            for c in charts {
-                o.push_str(&c);
-            }
-            o.push_str("</div>\n");
+            charts.push(Block::heading(3, &w.name));
+            charts.push(Block::Figures(figures));
         }
         let (h, n, rows) = scaling_table(a);
-        o.push_str("<details><summary>All slopes</summary>");
-        o.push_str(&html::table(&h, &n, &rows, &[]));
-        o.push_str("</details>\n");
-        o
-    }
-
-    fn markdown(&self, a: &Analysis) -> String {
-        let mut o = scaling_intro();
-        o.push_str("\n\n");
-        let (h, n, rows) = scaling_table(a);
-        let align: Vec<Align> = n
-            .iter()
-            .map(|&x| if x { Align::Right } else { Align::Left })
-            .collect();
-        o.push_str(&md_table(&h, &align, &rows));
-        o
+        vec![
+            Block::p(scaling_intro()),
+            // Markdown has the table alone, without charts.
+            Block::html_only(charts),
+            Block::Details {
+                summary: "All slopes".into(),
+                open: false,
+                blocks: vec![Block::table(Table {
+                    title: String::new(),
+                    headers: h.map(String::from).to_vec(),
+                    numeric: n.to_vec(),
+                    rows,
+                })],
+            },
+        ]
     }
 
     fn json(&self, a: &Analysis) -> Option<Value> {

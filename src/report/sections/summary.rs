@@ -253,6 +253,10 @@ impl Section for SummarySection {
         "Summary and findings"
     }
 
+    // Not converted to blocks (see `report::blocks`): the findings are lists
+    // (<ul> and "- " items) and the notes Markdown block quotes starting
+    // "**Note:**", which the blocks do not have yet; the text differs by
+    // format besides.
     fn html(&self, a: &Analysis) -> String {
         let mut o = String::new();
         o.push_str(&html::p(&campaign_line(a)));

@@ -16,11 +16,11 @@ mod tables;
 use anyhow::Result;
 use serde::Serialize;
 use serde_json::Value;
-use std::fmt::Write;
 
 use super::Section;
 use crate::report::analyse::Analysis;
-use crate::report::{fmt, html};
+use crate::report::blocks::{Block, Figure};
+use crate::report::fmt;
 use crate::store::Store;
 use load::{groups, load, weight_modes};
 use model::WeightGroup;
@@ -116,131 +116,89 @@ impl Section for WeightsSection {
         self.data.is_some()
     }
 
-    fn html(&self, a: &Analysis) -> String {
+    fn blocks(&self, a: &Analysis) -> Vec<Block> {
         let Some(d) = &self.data else {
-            return String::new();
+            return Vec::new();
         };
-        let mut o = html::p(INTRO);
+        let mut b = vec![Block::p(INTRO)];
         if !d.groups.iter().any(WeightGroup::weighted) {
-            o.push_str(&html::p(UNWEIGHTED));
+            b.push(Block::p(UNWEIGHTED));
         }
         for g in d.groups.iter().filter(|g| g.weighted()) {
-            let _ = writeln!(
-                o,
-                "<h3 id=\"weights-{}\">{}</h3>",
-                g.group,
-                fmt::esc(&g.label)
-            );
+            b.push(Block::Heading {
+                level: 3,
+                text: g.label.clone(),
+                id: Some(format!("weights-{}", g.group)),
+            });
             let summary = group_summary(g);
             if !summary.is_empty() {
-                o.push_str(&html::p(&summary));
+                b.push(Block::p(summary));
             }
             if !g.duration_based {
-                let _ = writeln!(o, "<div class=\"note\">{}</div>", html::p(FIXED_NOTE));
+                b.push(Block::Note(vec![Block::p(FIXED_NOTE)]));
             }
-            o.push_str("<div class=\"charts\">\n");
             let main = if g.duration_based {
-                charts::work(a, g).map(|c| {
-                    html::figure(
-                        &c.render(),
-                        "Mean work per process of each weight with 95% CIs; dashed: the same total shared in \
-                         proportion to the weights.",
-                    )
+                charts::work(a, g).map(|c| Figure {
+                    svg: c.render(),
+                    caption: "Mean work per process of each weight with 95% CIs; dashed: the same total shared \
+                              in proportion to the weights."
+                        .into(),
                 })
             } else {
-                charts::completion(a, g).map(|c| {
-                    html::figure(
-                        &c.render(),
-                        "Mean completion time of each weight with 95% CIs; dashed: ideal proportional sharing.",
-                    )
+                charts::completion(a, g).map(|c| Figure {
+                    svg: c.render(),
+                    caption: "Mean completion time of each weight with 95% CIs; dashed: ideal proportional \
+                              sharing."
+                        .into(),
                 })
             };
-            o.push_str(&main.unwrap_or_default());
-            if let Some(c) = charts::errors(a, g) {
-                o.push_str(&html::figure(
-                    &c.render(),
-                    "CPU share over weight share − 1, averaged over runs: 0 is exactly proportional (a bar too \
-                     short to see is within a fraction of a percent; hover for its value).",
-                ));
-            }
-            o.push_str("</div>\n");
-            o.push_str(&delivered_table(g).html());
+            let errors = charts::errors(a, g).map(|c| Figure {
+                svg: c.render(),
+                caption: "CPU share over weight share − 1, averaged over runs: 0 is exactly proportional (a bar \
+                          too short to see is within a fraction of a percent; hover for its value)."
+                    .into(),
+            });
+            b.push(Block::Figures(main.into_iter().chain(errors).collect()));
+            b.push(Block::table(delivered_table(g)));
             if g.duration_based {
-                o.push_str(&work_table(g).html());
-                o.push_str(&fold_table(g).html());
+                b.push(Block::table(work_table(g)));
+                b.push(Block::table(fold_table(g)));
             } else {
                 let (t, f) = completion_tables(g);
-                o.push_str(&t.html());
-                o.push_str(&f.html());
+                b.push(Block::table(t));
+                b.push(Block::table(f));
             }
             let e = error_table(g);
             if !e.rows.is_empty() {
-                o.push_str(&e.html());
+                b.push(Block::table(e));
             }
         }
         let disp = dispatcher_table(d);
         if !disp.rows.is_empty() {
-            o.push_str("<h3 id=\"weights-dispatcher\">WRR dispatcher</h3>\n");
-            o.push_str(&html::p(DISPATCHER_NOTE));
-            o.push_str(&disp.html());
+            b.push(Block::Heading {
+                level: 3,
+                text: "WRR dispatcher".into(),
+                id: Some("weights-dispatcher".into()),
+            });
+            b.push(Block::p(DISPATCHER_NOTE));
+            b.push(Block::table(disp));
         }
         if let Some(gt) = &d.gantt {
-            o.push_str("<h3 id=\"weights-gantt\">Slices of one WRR run</h3>\n");
-            o.push_str(&html::p(&gantt_line(gt)));
-            o.push_str(&html::figure(
-                &gantt::chart(gt).render(),
-                "Hover over a slice for its planned and actual times and the CPU time received.",
-            ));
+            // Markdown has the line about the run alone.
+            b.push(Block::html_only(vec![Block::Heading {
+                level: 3,
+                text: "Slices of one WRR run".into(),
+                id: Some("weights-gantt".into()),
+            }]));
+            b.push(Block::p(gantt_line(gt)));
+            b.push(Block::Figure(Figure {
+                svg: gantt::chart(gt).render(),
+                caption:
+                    "Hover over a slice for its planned and actual times and the CPU time received."
+                        .into(),
+            }));
         }
-        o
-    }
-
-    fn markdown(&self, _a: &Analysis) -> String {
-        let Some(d) = &self.data else {
-            return String::new();
-        };
-        let mut o = format!("{INTRO}\n\n");
-        if !d.groups.iter().any(WeightGroup::weighted) {
-            let _ = writeln!(o, "{UNWEIGHTED}\n");
-        }
-        for g in d.groups.iter().filter(|g| g.weighted()) {
-            let _ = writeln!(o, "### {}\n", g.label);
-            let summary = group_summary(g);
-            if !summary.is_empty() {
-                let _ = writeln!(o, "{summary}\n");
-            }
-            if !g.duration_based {
-                let _ = writeln!(o, "> {FIXED_NOTE}\n");
-            }
-            o.push_str(&delivered_table(g).markdown());
-            o.push('\n');
-            if g.duration_based {
-                o.push_str(&work_table(g).markdown());
-                o.push('\n');
-                o.push_str(&fold_table(g).markdown());
-            } else {
-                let (t, f) = completion_tables(g);
-                o.push_str(&t.markdown());
-                o.push('\n');
-                o.push_str(&f.markdown());
-            }
-            let e = error_table(g);
-            if !e.rows.is_empty() {
-                o.push('\n');
-                o.push_str(&e.markdown());
-            }
-            o.push('\n');
-        }
-        let disp = dispatcher_table(d);
-        if !disp.rows.is_empty() {
-            let _ = writeln!(o, "### WRR dispatcher\n\n{DISPATCHER_NOTE}\n");
-            o.push_str(&disp.markdown());
-            o.push('\n');
-        }
-        if let Some(gt) = &d.gantt {
-            let _ = writeln!(o, "{}\n", gantt_line(gt));
-        }
-        o
+        b
     }
 
     fn json(&self, _a: &Analysis) -> Option<Value> {

@@ -1,0 +1,314 @@
+//! From a stored campaign to its statistics: conditions and their per-run
+//! values, descriptive statistics with confidence intervals, flagged
+//! outliers, policy comparisons with Holm-corrected p-values, scaling fits
+//! and fairness. Every statistic comes from [`crate::stats`]; this module
+//! only decides what to compute on which values, and says why.
+//!
+//! [`analyse`] loads the campaign through the store
+//! ([`Store::load_report_data`]); [`analyse_data`] computes everything from
+//! that plain data, without a database, in one file per job.
+
+mod comparisons;
+mod conditions;
+mod fairness;
+mod groups;
+mod outliers;
+mod runs;
+mod scaling;
+#[cfg(test)]
+mod tests;
+mod windows;
+
+use anyhow::Result;
+use serde::Serialize;
+use std::collections::HashMap;
+
+use super::metric::Metric;
+use crate::store::{ReportCampaign, ReportData, ReportEnvironment, Store};
+
+pub use comparisons::{Comparison, Verdict, mw_method, unreachable};
+pub use conditions::{Cell, CiMethod, Condition, Interval, mean_interval, ratio_interval};
+pub use fairness::{Fairness, ShareCheck, ShareRow};
+pub use groups::{Factors, Group, GroupKey, WorkloadInfo, group_label};
+pub use outliers::Outlier;
+pub use runs::{
+    InterferenceSummary, LoadSummary, OTHER_CPU_NOTE_PCT, OTHERS_RUNNABLE_NOTE, ProblemRun,
+    STEAL_NOTE_PCT, StatusCounts,
+};
+pub use scaling::{Scaling, ScalingPoint};
+pub use windows::{WINDOW_TOLERANCE_MS, WindowCheck, WindowDiff};
+
+/// Family-wise significance level of the comparisons.
+pub const ALPHA: f64 = 0.05;
+/// Fewer runs than this on either side: no test, "too few runs".
+pub const MIN_PER_SIDE: usize = 3;
+/// At least this many runs: bootstrap CI of the mean (else the t interval
+/// unless the data are skewed).
+pub const BOOTSTRAP_MIN_N: usize = 10;
+/// Resamples × values per bootstrap interval are kept under this budget so
+/// that large campaigns stay fast; never fewer than [`MIN_RESAMPLES`].
+pub const BOOTSTRAP_BUDGET: usize = 250_000;
+pub const MIN_RESAMPLES: usize = 400;
+/// |Pearson's median skewness| 3·(mean − median)/sd above which a sample
+/// (n ≥ 5) is called skewed.
+pub const SKEW_THRESHOLD: f64 = 1.5;
+/// Modified z-score above which a run is flagged: hyperfine's threshold
+/// (|x − median| > 14.826·MAD, i.e. ten robust standard deviations, as
+/// 0.6745·(x − median)/MAD > 10). Iglewicz and Hoaglin's 3.5
+/// ([`stats::outliers::MODIFIED_Z_THRESHOLD`]) flags ordinary noise in
+/// low-variance timings of a few runs.
+pub const OUTLIER_Z: f64 = 10.0;
+/// Fewest runs in a condition for outlier flagging: with 3 or 4 values the
+/// MAD is one or two gaps and the score is meaningless.
+pub const OUTLIER_MIN_N: usize = 5;
+
+/// What to analyse and how.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    /// The campaign (default: the latest).
+    pub campaign: Option<i64>,
+    /// Metrics, in report order (empty: all).
+    pub metrics: Vec<Metric>,
+    /// Base seed of every bootstrap; each interval uses this XOR an FNV-1a
+    /// hash of its label.
+    pub bootstrap_seed: u64,
+    /// Most resamples per bootstrap interval.
+    pub resamples: usize,
+    /// The WRR run whose slices are drawn (default: the first ok WRR run).
+    pub gantt_run: Option<i64>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            campaign: None,
+            metrics: Metric::ALL.to_vec(),
+            bootstrap_seed: 1,
+            resamples: 2000,
+            gantt_run: None,
+        }
+    }
+}
+
+/// The settings a report was computed with (recorded in every output).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Settings {
+    pub metrics: Vec<Metric>,
+    pub alpha: f64,
+    pub min_runs_per_side: usize,
+    pub bootstrap_seed: u64,
+    pub max_resamples: usize,
+    pub bootstrap_min_n: usize,
+    pub outlier_threshold: f64,
+    pub outlier_min_runs: usize,
+    pub skew_threshold: f64,
+}
+
+/// The analysed campaign: what every report section is built from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Analysis {
+    pub campaign: ReportCampaign,
+    pub settings: Settings,
+    pub counts: StatusCounts,
+    pub factors: Factors,
+    pub environments: Vec<ReportEnvironment>,
+    pub load: Option<LoadSummary>,
+    pub interference: InterferenceSummary,
+    pub process_rows: u64,
+    pub groups: Vec<Group>,
+    pub conditions: Vec<Condition>,
+    pub comparisons: Vec<Comparison>,
+    pub outliers: Vec<Outlier>,
+    pub scaling: Vec<Scaling>,
+    pub fairness: Vec<Fairness>,
+    pub shares: Vec<ShareCheck>,
+    pub windows: WindowCheck,
+    pub problems: Vec<ProblemRun>,
+    /// run id → (seq, rep), for labels.
+    #[serde(skip)]
+    pub run_info: HashMap<i64, (i64, i64)>,
+}
+
+impl Analysis {
+    /// Position of a metric among the analysed ones.
+    pub fn metric_index(&self, m: Metric) -> Option<usize> {
+        self.settings.metrics.iter().position(|&x| x == m)
+    }
+
+    /// Unit of a metric for a workload (work's unit is the workload's).
+    pub fn unit(&self, m: Metric, workload: &str) -> String {
+        if m == Metric::Work {
+            self.factors
+                .workloads
+                .iter()
+                .find(|w| w.name == workload)
+                .map_or_else(String::new, |w| w.work_unit.clone())
+        } else {
+            m.unit().to_string()
+        }
+    }
+
+    /// "wall time (s)".
+    pub fn axis_label(&self, m: Metric, workload: &str) -> String {
+        let u = self.unit(m, workload);
+        if u.is_empty() {
+            m.label().to_string()
+        } else {
+            format!("{} ({u})", m.label())
+        }
+    }
+
+    /// Comparisons by verdict.
+    pub fn count_verdict(&self, v: Verdict) -> usize {
+        self.comparisons.iter().filter(|c| c.verdict == v).count()
+    }
+}
+
+/// A policy as written in sentences: "OTHER".
+pub fn policy_label(p: &str) -> String {
+    p.to_uppercase()
+}
+
+/// Map items to results on up to `available_parallelism` threads, in order.
+pub(super) fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(8);
+    if threads <= 1 || items.len() < 16 {
+        return items.iter().map(&f).collect();
+    }
+    let chunk = items.len().div_ceil(threads);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = items
+            .chunks(chunk)
+            .map(|c| {
+                let f = &f;
+                s.spawn(move || c.iter().map(f).collect::<Vec<R>>())
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("analysis worker thread"))
+            .collect()
+    })
+}
+
+/// The settings of a report with default options (for tests of the
+/// sections' computations).
+#[cfg(test)]
+pub(crate) fn tests_settings() -> Settings {
+    Settings {
+        metrics: Metric::ALL.to_vec(),
+        alpha: ALPHA,
+        min_runs_per_side: MIN_PER_SIDE,
+        bootstrap_seed: 1,
+        max_resamples: 2000,
+        bootstrap_min_n: BOOTSTRAP_MIN_N,
+        outlier_threshold: OUTLIER_Z,
+        outlier_min_runs: OUTLIER_MIN_N,
+        skew_threshold: SKEW_THRESHOLD,
+    }
+}
+
+/// The settings of a report with these options.
+fn settings(opts: &Options) -> Settings {
+    let metrics = if opts.metrics.is_empty() {
+        Metric::ALL.to_vec()
+    } else {
+        let mut m = opts.metrics.clone();
+        m.sort();
+        m.dedup();
+        m
+    };
+    Settings {
+        metrics,
+        alpha: ALPHA,
+        min_runs_per_side: MIN_PER_SIDE,
+        bootstrap_seed: opts.bootstrap_seed,
+        max_resamples: opts.resamples,
+        bootstrap_min_n: BOOTSTRAP_MIN_N,
+        outlier_threshold: OUTLIER_Z,
+        outlier_min_runs: OUTLIER_MIN_N,
+        skew_threshold: SKEW_THRESHOLD,
+    }
+}
+
+/// Analyse a campaign of the store (`opts.campaign`, or the latest).
+pub fn analyse(store: &Store, opts: &Options) -> Result<Analysis> {
+    let data = store.load_report_data(opts.campaign)?;
+    Ok(analyse_data(data, opts))
+}
+
+/// Analyse a loaded campaign: every statistic of the report, from plain
+/// data. `opts.campaign` is not used (the data are of one campaign).
+pub fn analyse_data(data: ReportData, opts: &Options) -> Analysis {
+    let ReportData {
+        campaign,
+        runs,
+        processes,
+        process_rows,
+        environments,
+        work_units,
+    } = data;
+    let settings = settings(opts);
+    let metrics = settings.metrics.clone();
+    let units: HashMap<String, String> = work_units.into_iter().collect();
+
+    // Each run's processes, reduced to what the analysis needs (the rows
+    // are freed run by run).
+    let mut procs: Vec<Vec<runs::ProcLite>> = processes
+        .into_iter()
+        .map(|ps| ps.iter().map(runs::ProcLite::of).collect())
+        .collect();
+
+    let order = groups::spec_order(&campaign.spec_json);
+    let factors = groups::factors(&runs, &order, &units);
+    let grouping = groups::group(&runs, &factors);
+    let (counts, problems, run_values) =
+        runs::run_values(&runs, &mut procs, &factors, &order.timed);
+    let (conditions, cond_runs) =
+        conditions::conditions(&runs, &grouping, &run_values, &procs, &metrics, opts);
+    drop(procs);
+    let groups = grouping.groups;
+
+    let run_info: HashMap<i64, (i64, i64)> = runs.iter().map(|r| (r.id, (r.seq, r.rep))).collect();
+    let outliers = outliers::find_outliers(&conditions, &run_info);
+    let per_condition: Vec<Vec<(i64, &runs::RunValues)>> = cond_runs
+        .iter()
+        .map(|rs| {
+            rs.iter()
+                .map(|&ri| (runs[ri].id, run_values[ri].as_ref().expect("ok run")))
+                .collect()
+        })
+        .collect();
+    let (fairness, shares) =
+        fairness::fairness_and_shares(&conditions, &groups, &per_condition, &order.timed);
+    let windows = windows::check_windows(&runs, &run_values, &factors);
+    let scaling = scaling::scaling_fits(&conditions, &groups, &factors, &metrics);
+    let load = runs::load_summary(&runs);
+    let interference = InterferenceSummary::of(&runs);
+
+    let mut analysis = Analysis {
+        campaign,
+        settings,
+        counts,
+        factors,
+        environments,
+        load,
+        interference,
+        process_rows,
+        groups,
+        conditions,
+        comparisons: Vec::new(),
+        outliers,
+        scaling,
+        fairness,
+        shares,
+        windows,
+        problems,
+        run_info,
+    };
+    analysis.comparisons = comparisons::all_comparisons(&analysis, opts);
+    analysis
+}
