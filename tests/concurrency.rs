@@ -1,13 +1,12 @@
 //! Two schedlabs at once: on one database the second is refused naming the
 //! first; on two databases their measured runs take turns on the machine.
 
-use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+mod common;
+use common::{bin, text};
 
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_schedlab")
-}
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 fn spec(dir: &Path, name: &str, reps: u32) {
     std::fs::write(
@@ -41,14 +40,6 @@ fn start(dir: &Path, name: &str, db: &str) -> Child {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 /// Wait until `db` holds a run in progress's campaign (the runner has it).

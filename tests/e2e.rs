@@ -3,10 +3,11 @@
 //! CPU 0 and under a timeout.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
+use common::{bin, schedlab, text};
 
 /// Tests whose figures depend on having CPU 0 to themselves (kernel facts,
 /// WRR shares) take this lock so they do not run at the same time.
@@ -14,28 +15,6 @@ static CPU0: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn cpu0() -> std::sync::MutexGuard<'static, ()> {
     CPU0.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_schedlab")
-}
-
-fn schedlab(args: &[&str], dir: &Path) -> Output {
-    Command::new(bin())
-        .args(args)
-        .current_dir(dir)
-        .env("CI", "1")
-        .env_remove("SCHEDLAB_DB")
-        .output()
-        .expect("run schedlab")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 fn write_spec(dir: &Path, name: &str, body: &str) -> PathBuf {

@@ -3,18 +3,9 @@
 //! tolerances leave room for a shared, noisy 2-CPU machine, and are far
 //! tighter than the errors they exist to catch.
 
-use std::path::Path;
-use std::process::Command;
+mod common;
+use common::schedlab;
 
-fn schedlab(args: &[&str], dir: &Path) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_schedlab"))
-        .args(args)
-        .current_dir(dir)
-        .env("CI", "1")
-        .env_remove("SCHEDLAB_DB")
-        .output()
-        .expect("run schedlab")
-}
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);

@@ -16,10 +16,7 @@ use schedlab::sys::probe::{Privileges, probe};
 use serde_json::Value;
 
 mod common;
-
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_schedlab")
-}
+use common::{bin, text};
 
 fn schedlab(args: &[&str]) -> Output {
     Command::new(bin())
@@ -27,14 +24,6 @@ fn schedlab(args: &[&str]) -> Output {
         .stdin(Stdio::null())
         .output()
         .expect("run schedlab")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 fn code(o: &Output) -> i32 {

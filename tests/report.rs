@@ -3,13 +3,14 @@
 //! run (real campaign → HTML → headless Chromium screenshot).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use schedlab::report::synth::{self, SynthConfig};
 use schedlab::report::{Format, Metric, Options, Report};
 use schedlab::store::Store;
 
 mod common;
+use common::{schedlab, text};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -699,27 +700,6 @@ fn wrr_rt_sweep_and_matmul_sections_appear_in_every_format() {
 }
 
 // ---------------------------------------------------------------- CLI ---
-
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_schedlab")
-}
-
-fn schedlab(args: &[&str], dir: &Path) -> Output {
-    Command::new(bin())
-        .args(args)
-        .current_dir(dir)
-        .env_remove("SCHEDLAB_DB")
-        .output()
-        .expect("run schedlab")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 #[test]
 fn cli_formats_errors_and_defaults() {

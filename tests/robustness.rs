@@ -10,10 +10,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_schedlab")
-}
+use common::{bin, text};
 
 fn cmd(args: &[&str], dir: &Path) -> Command {
     let mut c = Command::new(bin());
@@ -29,14 +26,6 @@ fn cmd(args: &[&str], dir: &Path) -> Command {
 
 fn schedlab(args: &[&str], dir: &Path) -> Output {
     cmd(args, dir).output().expect("run schedlab")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 /// The write end of a pipe whose read end is already closed: every write

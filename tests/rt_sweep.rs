@@ -8,20 +8,17 @@
 //! originals are back whatever happens.
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 mod common;
+use common::{bin, text};
 
 static LOCK: Mutex<()> = Mutex::new(());
 
 const SYSCTL: &str = "/proc/sys/kernel/sched_rt_runtime_us";
 const GROUP: &str = "/sys/fs/cgroup/cpu/cpu.rt_runtime_us";
-
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_schedlab")
-}
 
 fn read(path: &str) -> Option<i64> {
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
@@ -120,14 +117,6 @@ fn command(dir: &Path, args: &[&str]) -> Command {
         .env("CI", "1")
         .env_remove("SCHEDLAB_JOURNAL");
     c
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 #[test]

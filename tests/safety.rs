@@ -3,31 +3,12 @@
 //! `run` refuses, or let one run's input preparation escape its time limit
 //! or take the campaign down.
 
+mod common;
+use common::{bin, schedlab, text};
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_schedlab")
-}
-
-fn schedlab(args: &[&str], dir: &Path) -> Output {
-    Command::new(bin())
-        .args(args)
-        .current_dir(dir)
-        .env("CI", "1")
-        .env_remove("SCHEDLAB_DB")
-        .output()
-        .expect("run schedlab")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 fn write_spec(dir: &Path, body: &str) -> PathBuf {
     let p = dir.join("s.toml");

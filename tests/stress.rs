@@ -30,6 +30,9 @@
 //! it spawned (through `Child::kill`), and, should one survive, a worker
 //! carrying this test's unique tag in its environment.
 
+mod common;
+use common::bin;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
@@ -43,10 +46,6 @@ const IGNORE: &str = "minutes long: cargo test --release --test stress -- --igno
 static SERIAL: Mutex<()> = Mutex::new(());
 /// Every scenario's figures, for the summary table.
 static ROWS: Mutex<Vec<Row>> = Mutex::new(Vec::new());
-
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_schedlab")
-}
 
 fn seed() -> u64 {
     static SEED: std::sync::OnceLock<u64> = std::sync::OnceLock::new();

@@ -9,7 +9,33 @@
 #![allow(dead_code, unused_imports)] // each test file uses some of these
 
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Output};
+
+/// The schedlab binary under test.
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_schedlab")
+}
+
+/// Run schedlab in `dir` with plain (CI) progress and no database from the
+/// environment.
+pub fn schedlab(args: &[&str], dir: &Path) -> Output {
+    Command::new(bin())
+        .args(args)
+        .current_dir(dir)
+        .env("CI", "1")
+        .env_remove("SCHEDLAB_DB")
+        .output()
+        .expect("run schedlab")
+}
+
+/// Standard output then standard error, for messages.
+pub fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
 
 pub use schedlab::testing::{require, require_tool, skip_unless};
 
