@@ -6,7 +6,6 @@
 mod common;
 use common::schedlab;
 
-
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     let n = v.len();
