@@ -174,12 +174,11 @@ mod tests {
             nice: Some(0),
             rt_priority: None,
             wall_ns: 2_000_000_000,
-            usage: crate::record::Usage {
+            usage: crate::store::ReportUsage {
                 utime_us: 1_500_000,
                 stime_us: 500_000,
                 nvcsw: 3,
                 nivcsw: 40,
-                ..Default::default()
             },
             run_ns: Some(2_000_000_000),
             wait_ns: Some(5_000_000),

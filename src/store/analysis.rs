@@ -85,13 +85,24 @@ pub struct ReportProcess {
     pub nice: Option<i64>,
     pub rt_priority: Option<i64>,
     pub wall_ns: i64,
-    pub usage: Usage,
+    pub usage: ReportUsage,
     pub run_ns: Option<i64>,
     pub wait_ns: Option<i64>,
     pub timeslices: Option<i64>,
     pub work: Option<i64>,
     /// End of the process's measured work after barrier release.
     pub end_ns: Option<i64>,
+}
+
+/// The part of a process's [`Usage`] the report's metrics use. A report
+/// holds a million of these for a large campaign, so the fault and memory
+/// counters, which no metric reads, are left out.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReportUsage {
+    pub utime_us: u64,
+    pub stime_us: u64,
+    pub nvcsw: u64,
+    pub nivcsw: u64,
 }
 
 /// A campaign as the report's analysis takes it: plain data, no database.
@@ -291,7 +302,7 @@ impl Store {
             .conn
             .prepare(
                 "SELECT p.run_id, p.process_index, p.nice, p.rt_priority, p.wall_ns, p.utime_us, p.stime_us, p.nvcsw,
-                    p.nivcsw, p.run_ns, p.wait_ns, p.timeslices, p.work, p.end_ns, p.minflt, p.majflt, p.maxrss_kb
+                    p.nivcsw, p.run_ns, p.wait_ns, p.timeslices, p.work, p.end_ns
              FROM runs r JOIN processes p ON p.run_id = r.id
              WHERE r.campaign_id = ?1 AND r.status = 'ok' AND p.role = 'worker'",
             )
@@ -306,14 +317,11 @@ impl Store {
                 nice: r.get(2)?,
                 rt_priority: r.get(3)?,
                 wall_ns: r.get(4)?,
-                usage: Usage {
+                usage: ReportUsage {
                     utime_us: u(r.get(5)?),
                     stime_us: u(r.get(6)?),
                     nvcsw: u(r.get(7)?),
                     nivcsw: u(r.get(8)?),
-                    minflt: u(r.get(14)?),
-                    majflt: u(r.get(15)?),
-                    maxrss_kb: u(r.get(16)?),
                 },
                 run_ns: r.get(9)?,
                 wait_ns: r.get(10)?,

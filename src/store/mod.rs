@@ -15,7 +15,9 @@ use crate::record::{RunRecord, RunStatus, Usage};
 use crate::spec::Spec;
 use crate::sys::envinfo::EnvSnapshot;
 
-pub use analysis::{ReportCampaign, ReportData, ReportEnvironment, ReportProcess, ReportRun};
+pub use analysis::{
+    ReportCampaign, ReportData, ReportEnvironment, ReportProcess, ReportRun, ReportUsage,
+};
 pub use schema::MIGRATIONS;
 
 pub struct Store {

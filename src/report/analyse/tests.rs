@@ -332,12 +332,11 @@ fn mem_process(run_id: i64, index: i64, wall_s: f64) -> ReportProcess {
         nice: Some(0),
         rt_priority: None,
         wall_ns: ns,
-        usage: crate::record::Usage {
+        usage: crate::store::ReportUsage {
             utime_us: ns as u64 / 1000,
             stime_us: 0,
             nvcsw: 1,
             nivcsw: 10 * (index as u64 + 1),
-            ..Default::default()
         },
         run_ns: Some(ns),
         wait_ns: Some(0),
