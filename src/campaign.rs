@@ -276,7 +276,29 @@ pub fn run(
         }
     }
 
-    let rates = calibrate_quietly(&workdir);
+    // `cli` blocked these at start-up already (so that none is lost before
+    // this point); block them here too for other callers.
+    let signals = proc::control_signals();
+    proc::block(&signals).context("blocking signals")?;
+    // The calibration measures the machine too: it waits its turn like a run.
+    let rates = {
+        let _measuring = match opts.allow_concurrent {
+            true => None,
+            false => match wait_for_machine(&signals, &what, opts.quiet)? {
+                Ok(held) => Some(held),
+                Err(sig) => {
+                    return Ok(Summary {
+                        campaign: campaign.clone(),
+                        ran: 0,
+                        already_done: runs.len() - pending.len(),
+                        by_status: [0; 4],
+                        interrupted: Some(sig),
+                    });
+                }
+            },
+        };
+        calibrate_quietly(&workdir)
+    };
     let period = env.sched_rt_period_us.unwrap_or(1_000_000);
     let estimates = plan::estimates(spec, &pending, env.cpus_allowed.len(), &rates, period);
     if !opts.quiet {
@@ -299,10 +321,6 @@ pub fn run(
         }
     }
 
-    // `cli` blocked these at start-up already (so that none is lost before
-    // this point); block them here too for other callers.
-    let signals = proc::control_signals();
-    proc::block(&signals).context("blocking signals")?;
     // Kernel settings the campaign sweeps are journaled before the first
     // change and put back when the guard is restored or dropped (also on
     // error and Ctrl-C, since the signals are taken synchronously here).

@@ -514,7 +514,11 @@ fn cmd_plan(source: &SpecSource, db: &Path, list: bool, force: bool) -> Result<i
     let seed = existing.as_ref().map(|c| c.seed).or(l.spec.seed);
     let runs = plan::expand(&l.spec, seed.unwrap_or(0));
     let dir = tempfile::tempdir().context("creating a calibration directory")?;
-    let rates = crate::workload::calibrate(dir.path())?;
+    let rates = {
+        // The calibration measures the machine: not while a run measures.
+        let _measuring = crate::locks::wait_quietly_for_machine("schedlab plan")?;
+        crate::workload::calibrate(dir.path())?
+    };
     let s = &l.spec;
     let pending: Vec<&plan::Run> = runs.iter().filter(|r| !done.contains(&r.key)).collect();
     let period = env.sched_rt_period_us.unwrap_or(1_000_000);

@@ -103,6 +103,25 @@ pub fn holder_note(what: &str) -> String {
     )
 }
 
+/// Take the measurement lock for a short measurement of one's own (a
+/// calibration), polling while a run holds it; Ctrl-C ends the wait with
+/// the process. Says once who holds it.
+pub fn wait_quietly_for_machine(what: &str) -> io::Result<Held> {
+    let path = machine_lock_path();
+    let note = holder_note(what);
+    let mut told = false;
+    loop {
+        if let Some(held) = try_take(&path, &note)? {
+            return Ok(held);
+        }
+        if !told {
+            crate::note!("waiting for the machine: {} is measuring", holder(&path));
+            told = true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
