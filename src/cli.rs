@@ -496,35 +496,17 @@ pub const EXIT_RUNS_FAILED: i32 = 3;
 
 fn cmd_plan(source: &SpecSource, db: &Path, list: bool, force: bool) -> Result<i32> {
     let l = source.load()?;
-    let env = envinfo::capture();
-    campaign::check_machine(&l.spec, &l.origin, &env, force)?;
-    let (existing, done) = if db.exists() {
-        // Only looks: never creates, upgrades or writes the database.
-        let store = Store::open_existing(db)?;
-        match store.find_campaign(&l.spec)? {
-            Some(c) => {
-                let keys = store.finished_keys(c.id)?;
-                (Some(c), keys)
-            }
-            None => (None, Default::default()),
-        }
-    } else {
-        (None, Default::default())
-    };
-    let seed = existing.as_ref().map(|c| c.seed).or(l.spec.seed);
-    let runs = plan::expand(&l.spec, seed.unwrap_or(0));
-    let dir = tempfile::tempdir().context("creating a calibration directory")?;
-    let rates = {
-        // The calibration measures the machine: not while a run measures.
-        let _measuring = crate::locks::wait_quietly_for_machine("schedlab plan")?;
-        crate::workload::calibrate(dir.path())?
-    };
+    let campaign::Preview {
+        env,
+        done,
+        seed,
+        runs,
+        rates,
+        estimate_s: est,
+        ..
+    } = campaign::preview(&l.spec, &l.origin, db, force)?;
     let s = &l.spec;
     let pending: Vec<&plan::Run> = runs.iter().filter(|r| !done.contains(&r.key)).collect();
-    let period = env.sched_rt_period_us.unwrap_or(1_000_000);
-    let est: f64 = plan::estimates(s, &pending, env.cpus_allowed.len(), &rates, period)
-        .iter()
-        .sum();
     outln!("campaign     {} ({})", out::esc(&s.name), l.origin)?;
     if !s.description.is_empty() {
         outln!("             {}", out::esc(&s.description))?;
