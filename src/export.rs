@@ -13,7 +13,7 @@ use serde_json::Value;
 use std::io::Write;
 
 use crate::record::Usage;
-use crate::store::ExportRow;
+use crate::store::{ExportLatency, ExportRow};
 
 /// The fixed columns, in order. The first 21 are the original ones; never
 /// reorder, only append.
@@ -72,6 +72,13 @@ pub const COLUMNS: &[&str] = &[
     "others_runnable",
     "steal_pct",
     "other_cpu_pct",
+    "lat_count",
+    "lat_p50_us",
+    "lat_p90_us",
+    "lat_p99_us",
+    "lat_p999_us",
+    "lat_max_us",
+    "rq_wait_per_slice_us",
 ];
 
 /// The prefix of a workload figure's column.
@@ -164,7 +171,28 @@ fn fixed(r: &ExportRow) -> Vec<Value> {
         int(r.others_runnable),
         real(r.steal_pct),
         real(r.other_cpu_pct),
+        int(r.latency.as_ref().map(|l| l.count as i64)),
+        lat_us(r, |l| l.p50_ns),
+        lat_us(r, |l| l.p90_ns),
+        lat_us(r, |l| l.p99_ns),
+        lat_us(r, |l| l.p999_ns),
+        lat_us(r, |l| l.max_ns),
+        real(rq_wait_per_slice_us(r)),
     ]
+}
+
+/// A percentile of the row's primary latency, in microseconds.
+fn lat_us(r: &ExportRow, field: fn(&ExportLatency) -> i64) -> Value {
+    real(r.latency.as_ref().map(|l| field(l) as f64 / 1e3))
+}
+
+/// The kernel's view beside a workload's own latency: run-queue wait per
+/// time the process was put on a CPU (schedstat), in microseconds.
+fn rq_wait_per_slice_us(r: &ExportRow) -> Option<f64> {
+    match (r.wait_ns, r.timeslices) {
+        (Some(w), Some(n)) if n > 0 => Some(w as f64 / n as f64 / 1e3),
+        _ => None,
+    }
 }
 
 /// Every value of a row: the fixed columns, then one per figure name
@@ -324,6 +352,7 @@ mod tests {
             figures: [("pi_error".to_string(), 1e-9)].into_iter().collect(),
             exit: Some("exit code 0".into()),
             ok: Some(true),
+            latency: None,
             stderr_tail: Some(String::new()),
         }
     }
@@ -354,7 +383,7 @@ mod tests {
         assert!(lines[0].starts_with(
             "campaign,run,policy,workload,processes,priority_mode,cpus,rep,process_index"
         ));
-        assert!(lines[0].ends_with(",other_cpu_pct,fig_mflops,fig_pi_error"));
+        assert!(lines[0].ends_with(",rq_wait_per_slice_us,fig_mflops,fig_pi_error"));
         // The JSON of extra_json is one quoted cell.
         let cells: Vec<&str> = lines[1].split(',').collect();
         assert_eq!(cells.len(), COLUMNS.len() + 2);

@@ -67,6 +67,10 @@ pub struct ProcessRecord {
     pub work: Option<u64>,
     pub work_unit: String,
     pub figures: BTreeMap<String, f64>,
+    /// Latency histograms by name, HdrHistogram V2 encoded (see
+    /// `workload::latency`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub latency: BTreeMap<String, Vec<u8>>,
     /// "exit code 0", "killed by signal 9 (SIGKILL)", …
     pub exit: String,
     pub ok: bool,

@@ -24,6 +24,10 @@ pub struct WorkerArgs {
     pub workload: Workload,
     pub dir: PathBuf,
     pub index: usize,
+    /// The workload's channels (see `workload::Wiring`), kept open across
+    /// exec for this worker.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fds: Vec<i32>,
     /// False for a companion that starts at once (an RT hog warming up to
     /// its steady state before the workers are released).
     #[serde(default = "yes")]
@@ -102,6 +106,7 @@ fn run(json: &str) -> Result<()> {
     // every worker, as "work done by each in 30 s" means: a worker that gets
     // the CPU late has less of it left, and none runs on past the others.
     let ctx = WorkContext {
+        fds: args.fds.clone(),
         dir: args.dir.clone(),
         index: args.index,
         release_ns: read_release_ns(&args.dir),

@@ -328,6 +328,7 @@ fn process(
         timeslices: Some(10),
         work,
         work_unit: "hashes".into(),
+        latency: Default::default(),
         figures: Default::default(),
         exit: "exit code 0".into(),
         ok: true,

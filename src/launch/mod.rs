@@ -185,10 +185,23 @@ impl Launcher {
             return finished(status, cpus, reason);
         }
 
+        // The channels between cooperating workers (pairs, groups), open in
+        // the parent only until every worker has its copies.
+        let wiring = match run.workload.workload.wire(run.processes as usize) {
+            Ok(w) => w,
+            Err(e) => {
+                let reason = format!("connecting the {} workers: {e:#}", run.workload.name);
+                return finished(RunStatus::Failed, cpus, reason);
+            }
+        };
         let (barrier_r, barrier_w) = proc::pipe().context("creating the start barrier")?;
         let mut pids: Vec<i32> = Vec::with_capacity(members.len());
         for (index, m) in members.iter().enumerate() {
             let args = WorkerArgs {
+                fds: match m.role {
+                    Role::Worker => wiring.fds_of(index).to_vec(),
+                    Role::Hog => Vec::new(),
+                },
                 workload: m.workload.clone(),
                 dir: dir.path().to_path_buf(),
                 index,
@@ -224,6 +237,7 @@ impl Launcher {
             }
         }
         drop(barrier_r);
+        drop(wiring);
 
         // schedlab's own scheduler takes the workers over before they are
         // released (they are still blocked on the barrier).
@@ -739,6 +753,10 @@ impl RecordContext<'_> {
                 .as_ref()
                 .map(|r| r.output.figures.clone())
                 .unwrap_or_default(),
+            latency: result
+                .as_ref()
+                .map(|r| r.output.latency.clone())
+                .unwrap_or_default(),
             exit: exit.describe(),
             ok,
             stderr_tail: tail,
@@ -789,6 +807,7 @@ impl RecordContext<'_> {
             work: None,
             work_unit: "ns".to_string(),
             figures,
+            latency: Default::default(),
             exit: exit.describe(),
             // Killed on purpose once the workers were done.
             ok: window.is_some(),

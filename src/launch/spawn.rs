@@ -56,6 +56,7 @@ pub fn spawn_worker(
             die_with_parent: true,
             own_process_group: true,
             move_fd: Some((barrier_fd, worker::BARRIER_FD)),
+            keep_fds: args.fds.clone(),
             attr: Some(attr),
             affinity: Some(set),
         },

@@ -248,6 +248,7 @@ pub fn synthetic_process(
         timeslices: None,
         work: None,
         work_unit: String::new(),
+        latency: Default::default(),
         figures: Default::default(),
         exit: "exit code 0".into(),
         ok: true,

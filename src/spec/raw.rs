@@ -38,32 +38,9 @@ pub struct RawMatrix {
     pub rt_runtime_us: Option<Vec<i64>>,
 }
 
-/// One `[workloads.NAME]` table. `kind` defaults to NAME.
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawWorkload {
-    pub kind: Option<String>,
-    pub duration_s: Option<f64>,
-    // pi, mixed
-    pub iterations: Option<i64>,
-    // copy, mixed
-    pub bytes: Option<i64>,
-    pub chunk_bytes: Option<i64>,
-    pub sync: Option<String>,
-    // mixed (rounds of pi + copy), hash (SHA-256 rounds per hash)
-    pub rounds: Option<i64>,
-    // matmul
-    pub n: Option<i64>,
-    pub multiplies: Option<i64>,
-    // hash
-    pub hashes: Option<i64>,
-    // aio (also bytes, duration_s)
-    pub file_bytes: Option<i64>,
-    pub block_bytes: Option<i64>,
-    pub queue_depth: Option<i64>,
-    pub read_pct: Option<i64>,
-    pub direct: Option<bool>,
-}
+/// One `[workloads.NAME]` table as written: `kind` (defaults to NAME) and
+/// the kind's own keys, which its module in `workload/` parses.
+pub type RawWorkload = toml::Table;
 
 /// An integer or a list of integers (`nice = 0` or `nice = [-10, 10]`).
 #[derive(Debug, Clone, Serialize)]

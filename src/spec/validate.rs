@@ -8,18 +8,13 @@ use super::{Cpus, Hog, NamedWorkload, Order, Spec, SpecError, WrrMechanism, WrrS
 use crate::policy::{
     Assignment, Deadline, NICE_MAX, NICE_MIN, Policy, PriorityMode, RT_MAX, RT_MIN,
 };
-use crate::workload::{
-    AioParams, CopyParams, HashParams, MatmulParams, MixedParams, PiParams, Stop, SyncMode,
-    Workload, aio,
-};
+use crate::workload::{Workload, registry};
 
-pub const WORKLOAD_KINDS: [&str; 6] = ["pi", "copy", "mixed", "matmul", "hash", "aio"];
 pub const MAX_PROCESSES: i64 = 10_000;
 /// The kernel's largest `sched_rt_period_us` is INT_MAX µs, but schedlab's
 /// sweeps stay within one second periods or so; runtimes are checked against
 /// the machine's period before anything is changed.
 const MAX_RT_PERIOD_US: i64 = 1_000_000_000;
-const SYNC_MODES: &str = "none, fsync_end, fsync_each, direct";
 
 struct Ctx<'a> {
     origin: &'a str,
@@ -136,16 +131,14 @@ pub fn validate(raw: RawSpec, origin: &str) -> Result<Spec, SpecError> {
         check_level_name(&cx, "matrix.workload", n)?;
         let workload = match raw.workloads.get(n) {
             Some(w) => build_workload(&cx, n, w)?,
-            None if WORKLOAD_KINDS.contains(&n.as_str()) => {
-                build_workload(&cx, n, &RawWorkload::default())?
-            }
+            None if registry::find(n).is_some() => build_workload(&cx, n, &RawWorkload::new())?,
             None => {
                 let defined: Vec<&str> = raw.workloads.keys().map(|s| s.as_str()).collect();
                 return Err(cx.err(
                     "matrix.workload",
                     format!(
                         "unknown workload \"{n}\"; allowed: {}{}",
-                        WORKLOAD_KINDS.join(", "),
+                        registry::names().join(", "),
                         if defined.is_empty() {
                             String::new()
                         } else {
@@ -164,8 +157,14 @@ pub fn validate(raw: RawSpec, origin: &str) -> Result<Spec, SpecError> {
         });
     }
 
+    // Pairs and groups of cooperating processes: one of the largest by default.
+    let group = workloads
+        .iter()
+        .map(|w| w.workload.group_size())
+        .max()
+        .unwrap_or(1);
     let processes = match &matrix.processes {
-        None => vec![1],
+        None => vec![group],
         Some(list) => {
             non_empty(&cx, "matrix.processes", list.len())?;
             let mut out = Vec::new();
@@ -181,6 +180,25 @@ pub fn validate(raw: RawSpec, origin: &str) -> Result<Spec, SpecError> {
             out
         }
     };
+
+    for w in &workloads {
+        let g = w.workload.group_size();
+        if let Some(p) = processes.iter().find(|&&p| p % g != 0) {
+            let key = if matrix.processes.is_some() {
+                "matrix.processes"
+            } else {
+                "matrix.workload"
+            };
+            return Err(cx.err(
+                key,
+                format!(
+                    "the {} workload \"{}\" runs in groups of {g} processes, so every process count must be a multiple of {g}; got {p}",
+                    w.workload.kind(),
+                    w.name
+                ),
+            ));
+        }
+    }
 
     for (name, p) in &raw.priorities {
         build_priorities(&cx, name, p)?;
@@ -426,66 +444,20 @@ fn push_unique<T: PartialEq>(
     Ok(())
 }
 
-/// The keys each workload kind takes, for "not a parameter of" errors.
-fn allowed_keys(kind: &str) -> &'static [&'static str] {
-    match kind {
-        "pi" => &["kind", "iterations", "duration_s"],
-        "copy" => &["kind", "bytes", "chunk_bytes", "sync", "duration_s"],
-        "mixed" => &[
-            "kind",
-            "rounds",
-            "iterations",
-            "bytes",
-            "chunk_bytes",
-            "sync",
-            "duration_s",
-        ],
-        "matmul" => &["kind", "n", "multiplies", "duration_s"],
-        "hash" => &["kind", "hashes", "rounds", "duration_s"],
-        "aio" => &[
-            "kind",
-            "bytes",
-            "file_bytes",
-            "block_bytes",
-            "queue_depth",
-            "read_pct",
-            "direct",
-            "duration_s",
-        ],
-        _ => &[],
-    }
-}
-
-fn given_keys(w: &RawWorkload) -> Vec<&'static str> {
-    let mut keys = Vec::new();
-    let mut add = |present: bool, k: &'static str| {
-        if present {
-            keys.push(k)
-        }
-    };
-    add(w.kind.is_some(), "kind");
-    add(w.duration_s.is_some(), "duration_s");
-    add(w.iterations.is_some(), "iterations");
-    add(w.bytes.is_some(), "bytes");
-    add(w.chunk_bytes.is_some(), "chunk_bytes");
-    add(w.sync.is_some(), "sync");
-    add(w.rounds.is_some(), "rounds");
-    add(w.n.is_some(), "n");
-    add(w.multiplies.is_some(), "multiplies");
-    add(w.hashes.is_some(), "hashes");
-    add(w.file_bytes.is_some(), "file_bytes");
-    add(w.block_bytes.is_some(), "block_bytes");
-    add(w.queue_depth.is_some(), "queue_depth");
-    add(w.read_pct.is_some(), "read_pct");
-    add(w.direct.is_some(), "direct");
-    keys
-}
-
 fn build_workload(cx: &Ctx, name: &str, w: &RawWorkload) -> Result<Workload, SpecError> {
     let base = format!("workloads.{name}");
-    let kind = w.kind.clone().unwrap_or_else(|| name.to_string());
-    if !WORKLOAD_KINDS.contains(&kind.as_str()) {
-        let key = if w.kind.is_some() {
+    let kind = match w.get("kind") {
+        None => name.to_string(),
+        Some(toml::Value::String(k)) => k.clone(),
+        Some(v) => {
+            return Err(cx.err(
+                format!("{base}.kind"),
+                format!("must be a string, got {} `{v}`", v.type_str()),
+            ));
+        }
+    };
+    if registry::find(&kind).is_none() {
+        let key = if w.contains_key("kind") {
             format!("{base}.kind")
         } else {
             base.clone()
@@ -494,211 +466,13 @@ fn build_workload(cx: &Ctx, name: &str, w: &RawWorkload) -> Result<Workload, Spe
             key,
             format!(
                 "unknown workload kind \"{kind}\"; allowed: {} (set `kind` when the table's name is not a kind)",
-                WORKLOAD_KINDS.join(", ")
+                registry::names().join(", ")
             ),
         ));
     }
-    let allowed = allowed_keys(&kind);
-    for k in given_keys(w) {
-        if !allowed.contains(&k) {
-            return Err(cx.err(
-                format!("{base}.{k}"),
-                format!(
-                    "not a parameter of a {kind} workload; its parameters: {}",
-                    allowed[1..].join(", ")
-                ),
-            ));
-        }
-    }
-    let key = |k: &str| format!("{base}.{k}");
-    let duration = match w.duration_s {
-        Some(d) => Some(cx.seconds(&key("duration_s"), d, false)?),
-        None => None,
-    };
-    // Fixed work or fixed duration, never both.
-    let stop = |amount_key: &str, amount: Option<i64>, default: u64| -> Result<Stop, SpecError> {
-        match (amount, duration) {
-            (Some(_), Some(_)) => Err(cx.err(
-                key(amount_key),
-                format!(
-                    "give either {amount_key} (fixed work) or duration_s (fixed time), not both"
-                ),
-            )),
-            (None, Some(d)) => Ok(Stop::DurationNs(d)),
-            (Some(a), None) => Ok(Stop::Work(cx.positive(&key(amount_key), a)?)),
-            (None, None) => Ok(Stop::Work(default)),
-        }
-    };
-    let sync = || -> Result<SyncMode, SpecError> {
-        Ok(match w.sync.as_deref() {
-            None | Some("none") => SyncMode::None,
-            Some("fsync_end") => SyncMode::FsyncEnd,
-            Some("fsync_each") => SyncMode::FsyncEach,
-            Some("direct") => SyncMode::Direct,
-            Some(s) => {
-                return Err(cx.err(
-                    key("sync"),
-                    format!("unknown sync mode \"{s}\"; allowed: {SYNC_MODES}"),
-                ));
-            }
-        })
-    };
-    let chunk = |bytes: Option<u64>| -> Result<u64, SpecError> {
-        let c = cx.positive(&key("chunk_bytes"), w.chunk_bytes.unwrap_or(1024))?;
-        if c > 64 << 20 {
-            return Err(cx.err(
-                key("chunk_bytes"),
-                format!("at most 67108864 (64 MiB), got {c}"),
-            ));
-        }
-        if let Some(b) = bytes
-            && c > b
-        {
-            return Err(cx.err(
-                key("chunk_bytes"),
-                format!("{c} is larger than bytes = {b}"),
-            ));
-        }
-        Ok(c)
-    };
-    let positive_or = |k: &str, v: Option<i64>, default: u64| -> Result<u64, SpecError> {
-        match v {
-            Some(v) => cx.positive(&key(k), v),
-            None => Ok(default),
-        }
-    };
-    Ok(match kind.as_str() {
-        "pi" => Workload::Pi(PiParams {
-            stop: stop("iterations", w.iterations, 100_000_000)?,
-        }),
-        "copy" => {
-            let stop = stop("bytes", w.bytes, 1_024_000)?;
-            let chunk_bytes = chunk(match stop {
-                Stop::Work(b) => Some(b),
-                Stop::DurationNs(_) => None,
-            })?;
-            let sync = sync()?;
-            check_direct(cx, &key("chunk_bytes"), sync, chunk_bytes)?;
-            Workload::Copy(CopyParams {
-                stop,
-                chunk_bytes,
-                sync,
-            })
-        }
-        "mixed" => {
-            let copy_bytes = positive_or("bytes", w.bytes, 1_024_000)?;
-            let chunk_bytes = chunk(Some(copy_bytes))?;
-            let sync = sync()?;
-            check_direct(cx, &key("chunk_bytes"), sync, chunk_bytes)?;
-            Workload::Mixed(MixedParams {
-                stop: stop("rounds", w.rounds, 10)?,
-                pi_iterations: positive_or("iterations", w.iterations, 100_000_000)?,
-                copy_bytes,
-                chunk_bytes,
-                sync,
-            })
-        }
-        "matmul" => {
-            let n = positive_or("n", w.n, 100)?;
-            if n > 8192 {
-                return Err(cx.err(
-                    key("n"),
-                    format!("at most 8192 (three n×n matrices of f64), got {n}"),
-                ));
-            }
-            Workload::Matmul(MatmulParams {
-                n,
-                stop: stop("multiplies", w.multiplies, 1)?,
-            })
-        }
-        "hash" => {
-            let rounds = positive_or("rounds", w.rounds, 16)?;
-            if rounds > 1_000_000 {
-                return Err(cx.err(
-                    key("rounds"),
-                    format!("at most 1000000 SHA-256 rounds per hash, got {rounds}"),
-                ));
-            }
-            Workload::Hash(HashParams {
-                stop: stop("hashes", w.hashes, 2_000_000)?,
-                rounds: rounds as u32,
-            })
-        }
-        "aio" => {
-            let file_bytes = positive_or("file_bytes", w.file_bytes, 64 << 20)?;
-            if file_bytes > 1 << 40 {
-                return Err(cx.err(
-                    key("file_bytes"),
-                    format!("at most 1099511627776 (1 TiB), got {file_bytes}"),
-                ));
-            }
-            let direct = w.direct.unwrap_or(true);
-            let block_bytes = positive_or("block_bytes", w.block_bytes, 4096)?;
-            if block_bytes > aio::MAX_BLOCK_BYTES {
-                return Err(cx.err(
-                    key("block_bytes"),
-                    format!("at most 67108864 (64 MiB), got {block_bytes}"),
-                ));
-            }
-            if direct && !block_bytes.is_multiple_of(4096) {
-                return Err(cx.err(
-                    key("block_bytes"),
-                    format!("direct = true (O_DIRECT) needs a multiple of 4096, got {block_bytes}"),
-                ));
-            }
-            if block_bytes > file_bytes {
-                return Err(cx.err(
-                    key("block_bytes"),
-                    format!("{block_bytes} is larger than file_bytes = {file_bytes}"),
-                ));
-            }
-            let queue_depth = w.queue_depth.unwrap_or(32);
-            if !(1..=i64::from(aio::MAX_QUEUE_DEPTH)).contains(&queue_depth) {
-                return Err(cx.err(
-                    key("queue_depth"),
-                    format!("must be between 1 and 4096, got {queue_depth}"),
-                ));
-            }
-            if queue_depth as u64 * block_bytes > aio::MAX_BUFFER_BYTES {
-                return Err(cx.err(
-                    key("queue_depth"),
-                    format!(
-                        "queue_depth × block_bytes = {queue_depth} × {block_bytes} is more than 1 GiB of buffers per process"
-                    ),
-                ));
-            }
-            let read_pct = w.read_pct.unwrap_or(100);
-            if !(0..=100).contains(&read_pct) {
-                return Err(cx.err(
-                    key("read_pct"),
-                    format!("must be between 0 and 100 (percent of operations that are reads), got {read_pct}"),
-                ));
-            }
-            Workload::Aio(AioParams {
-                stop: stop("bytes", w.bytes, 256 << 20)?,
-                file_bytes,
-                block_bytes,
-                queue_depth: queue_depth as u32,
-                read_pct: read_pct as u8,
-                direct,
-                seed: None,
-            })
-        }
-        _ => unreachable!("kind checked against WORKLOAD_KINDS above"),
-    })
+    registry::parse(name, &kind, w).map_err(|e| cx.err(e.key, e.message))
 }
 
-fn check_direct(cx: &Ctx, key: &str, sync: SyncMode, chunk: u64) -> Result<(), SpecError> {
-    if sync == SyncMode::Direct && !chunk.is_multiple_of(4096) {
-        return Err(cx.err(
-            key,
-            format!("sync = \"direct\" (O_DIRECT) needs a multiple of 4096, got {chunk}"),
-        ));
-    }
-    Ok(())
-}
-
-/// Priority modes available without a `[priorities]` table.
 fn builtin_priorities(name: &str) -> Option<Assignment> {
     match name {
         "uniform" => Some(Assignment::Uniform {

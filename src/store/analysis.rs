@@ -417,6 +417,7 @@ impl Store {
                     timeslices: opt(21)?,
                     work: opt(22)?,
                     work_unit: r.get(23)?,
+                    latency: Default::default(),
                     figures: serde_json::from_str(&figures).unwrap_or_default(),
                     exit: r.get(25)?,
                     ok: r.get(26)?,

@@ -14,6 +14,7 @@ use std::path::Path;
 use crate::record::{RunRecord, RunStatus, Usage};
 use crate::spec::Spec;
 use crate::sys::envinfo::EnvSnapshot;
+use crate::workload::latency::Latency;
 
 pub use analysis::{
     ReportCampaign, ReportData, ReportEnvironment, ReportProcess, ReportRun, ReportUsage,
@@ -105,6 +106,19 @@ pub struct ExportRow {
     pub exit: Option<String>,
     pub ok: Option<bool>,
     pub stderr_tail: Option<String>,
+    /// The process's primary latency (the workload's `primary_latency`).
+    pub latency: Option<ExportLatency>,
+}
+
+/// Percentiles of one process's primary latency histogram.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExportLatency {
+    pub count: u64,
+    pub p50_ns: i64,
+    pub p90_ns: i64,
+    pub p99_ns: i64,
+    pub p999_ns: i64,
+    pub max_ns: i64,
 }
 
 /// The export's rows in campaign, run and process order. The order comes
@@ -116,9 +130,12 @@ const EXPORT_SQL: &str = "SELECT c.id, c.name, r.id, r.run_key, r.seq, r.policy,
         r.others_runnable, r.steal_pct, r.other_cpu_pct, p.process_index, p.role, p.pid, p.policy, p.nice,
         p.rt_priority, p.weight, p.dl_runtime_ns, p.dl_deadline_ns, p.dl_period_ns, p.start_ns, p.end_ns,
         p.wall_ns, p.utime_us, p.stime_us, p.nvcsw, p.nivcsw, p.minflt, p.majflt, p.maxrss_kb, p.run_ns,
-        p.wait_ns, p.timeslices, p.work, p.work_unit, p.figures_json, p.exit, p.ok, p.stderr_tail
+        p.wait_ns, p.timeslices, p.work, p.work_unit, p.figures_json, p.exit, p.ok, p.stderr_tail,
+        l.count, l.p50_ns, l.p90_ns, l.p99_ns, l.p999_ns, l.max_ns
      FROM runs r JOIN campaigns c ON c.id = r.campaign_id
      LEFT JOIN processes p ON p.run_id = r.id
+     LEFT JOIN latency l ON l.run_id = p.run_id AND l.process_index = p.process_index
+         AND l.is_primary = 1
      WHERE ?1 IS NULL OR c.id = ?1
      ORDER BY c.id, r.seq, r.id, p.process_index";
 
@@ -541,6 +558,34 @@ impl Store {
             }
         }
         {
+            let primary = rec.run.workload.workload.primary_latency();
+            let mut stmt = tx.prepare_cached(
+                "INSERT INTO latency (run_id, process_index, name, is_primary, count, p50_ns, p90_ns,
+                     p99_ns, p999_ns, max_ns, histogram)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            )?;
+            for p in &rec.processes {
+                for (name, bytes) in &p.latency {
+                    let h = Latency::decode(bytes)
+                        .with_context(|| format!("process {} latency {name}", p.index))?;
+                    let q = h.percentiles();
+                    stmt.execute(params![
+                        run_id,
+                        p.index as i64,
+                        name,
+                        primary == Some(name.as_str()),
+                        i(q.count),
+                        i(q.p50_ns),
+                        i(q.p90_ns),
+                        i(q.p99_ns),
+                        i(q.p999_ns),
+                        i(q.max_ns),
+                        bytes,
+                    ])?;
+                }
+            }
+        }
+        {
             let mut stmt = tx.prepare_cached(
                 "INSERT INTO slices (run_id, seq, process_index, cpu, planned_start_ns, planned_end_ns,
                      actual_end_ns, cpu_ns)
@@ -682,6 +727,17 @@ impl Store {
                 exit: r.get(52)?,
                 ok: r.get(53)?,
                 stderr_tail: r.get(54)?,
+                latency: match r.get::<_, Option<i64>>(55)? {
+                    None => None,
+                    Some(count) => Some(ExportLatency {
+                        count: count.max(0) as u64,
+                        p50_ns: r.get(56)?,
+                        p90_ns: r.get(57)?,
+                        p99_ns: r.get(58)?,
+                        p999_ns: r.get(59)?,
+                        max_ns: r.get(60)?,
+                    }),
+                },
             };
             f(&row)?;
             n += 1;

@@ -127,6 +127,25 @@ pub const MIGRATIONS: &[&str] = &[
     ALTER TABLE runs ADD COLUMN steal_pct REAL;           -- steal time of the run's CPUs, % of their time
     ALTER TABLE runs ADD COLUMN other_cpu_pct REAL;       -- their busy time beyond the run's and schedlab's, %
     "#,
+    // 4: latency histograms per process (wake-up, round trip, request, …),
+    // HdrHistogram V2 encoded in nanoseconds so a condition's percentiles
+    // come from pooled histograms; the percentiles of each for export.
+    r#"
+    CREATE TABLE latency (
+        run_id        INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        process_index INTEGER NOT NULL,
+        name          TEXT NOT NULL,            -- 'wakeup', 'round_trip', 'request', 'completion', …
+        is_primary    INTEGER NOT NULL,         -- 1: the workload's primary latency (export's lat_* columns)
+        count         INTEGER NOT NULL,
+        p50_ns        INTEGER NOT NULL,
+        p90_ns        INTEGER NOT NULL,
+        p99_ns        INTEGER NOT NULL,
+        p999_ns       INTEGER NOT NULL,
+        max_ns        INTEGER NOT NULL,
+        histogram     BLOB NOT NULL,
+        PRIMARY KEY (run_id, process_index, name)
+    );
+    "#,
 ];
 
 #[cfg(test)]

@@ -1,7 +1,8 @@
 //! What a child process does between `fork` and `exec`, described as data
 //! and carried out by async-signal-safe system calls only: unblock signals,
 //! die with the parent, take a process group of its own, move a descriptor,
-//! and take a scheduling policy and CPU affinity. The one `pre_exec` closure
+//! keep descriptors open across `exec`, and take a scheduling policy and CPU
+//! affinity. The one `pre_exec` closure
 //! of schedlab lives here, so no other module needs `unsafe` to start a
 //! process.
 
@@ -31,6 +32,9 @@ pub struct ChildSetup {
     pub own_process_group: bool,
     /// `dup2(from, to)`.
     pub move_fd: Option<(i32, i32)>,
+    /// Descriptors kept open across `exec` (the workload's channels); none
+    /// may be `move_fd`'s target.
+    pub keep_fds: Vec<i32>,
     /// The scheduling policy and parameters.
     pub attr: Option<sched::SchedAttr>,
     /// The CPU affinity.
@@ -113,6 +117,9 @@ pub fn configure(cmd: &mut Command, setup: ChildSetup) {
         }
         if let Some((from, to)) = setup.move_fd {
             proc::dup2_raw(from, to).map_err(os)?;
+        }
+        for &fd in &setup.keep_fds {
+            crate::sys::fds::keep_across_exec_raw(fd).map_err(os)?;
         }
         apply_sched_raw(0, setup.attr.as_ref(), setup.affinity.as_ref())
             .map_err(|(step, errno)| os(encode_step(step, errno)))

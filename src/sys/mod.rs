@@ -6,6 +6,7 @@ pub mod activity;
 pub mod child;
 pub mod envinfo;
 pub mod events;
+pub mod fds;
 pub mod fsinfo;
 pub mod knobs;
 pub mod limits;

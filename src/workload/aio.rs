@@ -34,16 +34,39 @@
 //! buffer with file data (which holds no zero byte).
 
 use super::copy::{DIRECT_ALIGN, direct_unsupported, fill_nonzero, is_einval};
-use super::{AioParams, Deadline, Stop, WorkContext, WorkOutput, elapsed_ns, figures};
+use super::kind::{Entry, Kind, scale_stop, stop_cost_s};
+use super::{Deadline, Rates, Stop, WorkContext, WorkOutput, Workload, elapsed_ns, figures};
 use crate::rng::SplitMix64;
 use crate::sys::uring::SlotRing;
 use anyhow::{Context, bail, ensure};
 use io_uring::IoUring;
+use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::io::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+
+/// Asynchronous random I/O through io_uring on one shared file. Work unit:
+/// bytes transferred (`Stop::Work(bytes)` or a duration).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AioParams {
+    pub stop: Stop,
+    /// Size of the shared file `aio.dat` the parent creates.
+    pub file_bytes: u64,
+    /// Bytes per operation; offsets are multiples of it.
+    pub block_bytes: u64,
+    /// Operations kept in flight.
+    pub queue_depth: u32,
+    /// Share of operations that are reads, in percent (0..=100).
+    pub read_pct: u8,
+    /// O_DIRECT (block_bytes a multiple of 4096) rather than the page cache.
+    pub direct: bool,
+    /// Seed of the random offsets (mixed with the process index);
+    /// `aio::DEFAULT_SEED` when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+}
 
 /// Name of the shared file the aio workload works on, inside the run directory.
 pub const AIO_FILE: &str = "aio.dat";
@@ -154,6 +177,7 @@ impl AioStats {
                 ("lat_p50_us", self.latency.quantile(0.50) / 1e3),
                 ("lat_p99_us", self.latency.quantile(0.99) / 1e3),
             ]),
+            latency: Default::default(),
         }
     }
 }
@@ -598,6 +622,126 @@ impl LatencyHistogram {
     }
 }
 
+impl Kind for AioParams {
+    fn name(&self) -> &'static str {
+        "aio"
+    }
+    fn work_unit(&self) -> &'static str {
+        "bytes"
+    }
+    fn stop(&self) -> Stop {
+        self.stop
+    }
+    fn set_stop(&mut self, stop: Stop) {
+        self.stop = stop;
+    }
+    /// Scales the bytes or the duration, never the file it works on.
+    fn scaled(&self, f: f64) -> Workload {
+        Workload::Aio(AioParams {
+            stop: scale_stop(self.stop, f),
+            ..self.clone()
+        })
+    }
+    fn needs_dir(&self) -> bool {
+        true
+    }
+    fn disk_bytes(&self, _processes: u32) -> u64 {
+        self.file_bytes
+    }
+    fn disk_key(&self) -> &'static str {
+        "file_bytes"
+    }
+    fn buffer_bytes(&self) -> u64 {
+        u64::from(self.queue_depth).saturating_mul(self.block_bytes)
+    }
+    fn prepare(&self, dir: &Path, until: Option<Instant>) -> anyhow::Result<()> {
+        super::copy::write_input_until(&file_path(dir), self.file_bytes, true, until)
+    }
+    fn run(&self, ctx: &WorkContext) -> anyhow::Result<WorkOutput> {
+        run(self, ctx)
+    }
+    /// The copy rate as a proxy (a device-bound direct run takes longer).
+    fn estimate_cpu_s(&self, rates: &Rates) -> f64 {
+        stop_cost_s(self.stop, 1.0 / rates.copy_bytes_per_s)
+    }
+}
+
+/// The aio workload's registration.
+pub const ENTRY: Entry = Entry {
+    name: "aio",
+    parse: |k| {
+        k.only(&[
+            "bytes",
+            "file_bytes",
+            "block_bytes",
+            "queue_depth",
+            "read_pct",
+            "direct",
+            "duration_s",
+        ])?;
+        let file_bytes = k.positive_or("file_bytes", 64 << 20)?;
+        if file_bytes > 1 << 40 {
+            return Err(k.err(
+                "file_bytes",
+                format!("at most 1099511627776 (1 TiB), got {file_bytes}"),
+            ));
+        }
+        let direct = k.bool("direct")?.unwrap_or(true);
+        let block_bytes = k.positive_or("block_bytes", 4096)?;
+        if block_bytes > MAX_BLOCK_BYTES {
+            return Err(k.err(
+                "block_bytes",
+                format!("at most 67108864 (64 MiB), got {block_bytes}"),
+            ));
+        }
+        if direct && !block_bytes.is_multiple_of(4096) {
+            return Err(k.err(
+                "block_bytes",
+                format!("direct = true (O_DIRECT) needs a multiple of 4096, got {block_bytes}"),
+            ));
+        }
+        if block_bytes > file_bytes {
+            return Err(k.err(
+                "block_bytes",
+                format!("{block_bytes} is larger than file_bytes = {file_bytes}"),
+            ));
+        }
+        let queue_depth = k.int("queue_depth")?.unwrap_or(32);
+        if !(1..=i64::from(MAX_QUEUE_DEPTH)).contains(&queue_depth) {
+            return Err(k.err(
+                "queue_depth",
+                format!("must be between 1 and 4096, got {queue_depth}"),
+            ));
+        }
+        if queue_depth as u64 * block_bytes > MAX_BUFFER_BYTES {
+            return Err(k.err(
+                "queue_depth",
+                format!(
+                    "queue_depth × block_bytes = {queue_depth} × {block_bytes} is more than 1 GiB of buffers per process"
+                ),
+            ));
+        }
+        let read_pct = k.int("read_pct")?.unwrap_or(100);
+        if !(0..=100).contains(&read_pct) {
+            return Err(k.err(
+                "read_pct",
+                format!(
+                    "must be between 0 and 100 (percent of operations that are reads), got {read_pct}"
+                ),
+            ));
+        }
+        Ok(Workload::Aio(AioParams {
+            stop: k.stop("bytes", 256 << 20)?,
+            file_bytes,
+            block_bytes,
+            queue_depth: queue_depth as u32,
+            read_pct: read_pct as u8,
+            direct,
+            seed: None,
+        }))
+    },
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -621,6 +765,7 @@ mod tests {
         let out = run(
             p,
             &WorkContext {
+                fds: Vec::new(),
                 dir: dir.path().to_path_buf(),
                 index,
                 release_ns: None,
@@ -704,6 +849,7 @@ mod tests {
             .prepare(dir.path(), None)
             .unwrap();
         let ctx = WorkContext {
+            fds: Vec::new(),
             dir: dir.path().to_path_buf(),
             index: 0,
             release_ns: None,
@@ -736,6 +882,7 @@ mod tests {
     fn invalid_block_size_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
         let ctx = WorkContext {
+            fds: Vec::new(),
             dir: dir.path().to_path_buf(),
             index: 0,
             release_ns: None,
@@ -758,6 +905,7 @@ mod tests {
         // Parameters that claim a big enough file, but the file on disk is short.
         let dir = tempfile::tempdir().unwrap();
         let ctx = WorkContext {
+            fds: Vec::new(),
             dir: dir.path().to_path_buf(),
             index: 0,
             release_ns: None,

@@ -13,16 +13,27 @@
 //! input prefix however many passes a duration-mode run makes, and its size
 //! stays bounded by the input's.
 
+use super::keys::{KeyError, Keys};
+use super::kind::{Entry, Kind, scale_stop, stop_cost_s};
 use super::{
-    CopyParams, Deadline, INPUT_FILE, Stop, SyncMode, WorkContext, WorkOutput, elapsed_ns, figures,
-    output_path, per_second,
+    Deadline, INPUT_FILE, Rates, Stop, SyncMode, WorkContext, WorkOutput, Workload, elapsed_ns,
+    figures, output_path, per_second,
 };
 use anyhow::{Context, bail, ensure};
+use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+
+/// File copy. `Stop::Work(bytes to copy)`; work unit: bytes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CopyParams {
+    pub stop: Stop,
+    pub chunk_bytes: u64,
+    pub sync: SyncMode,
+}
 
 /// O_DIRECT needs buffers, offsets and lengths aligned to the logical block
 /// size; 4096 covers every common device.
@@ -432,6 +443,7 @@ pub fn run(p: &CopyParams, ctx: &WorkContext) -> anyhow::Result<WorkOutput> {
             ("mb_per_s", per_second(stats.bytes as f64, elapsed) / 1e6),
             ("writes", stats.writes as f64),
         ]),
+        latency: Default::default(),
     })
 }
 
@@ -488,6 +500,107 @@ pub fn calibrate(dir: &Path, duration_ns: u64) -> anyhow::Result<f64> {
     Ok(rate)
 }
 
+impl Kind for CopyParams {
+    fn name(&self) -> &'static str {
+        "copy"
+    }
+    fn work_unit(&self) -> &'static str {
+        "bytes"
+    }
+    fn stop(&self) -> Stop {
+        self.stop
+    }
+    fn set_stop(&mut self, stop: Stop) {
+        self.stop = stop;
+    }
+    fn scaled(&self, f: f64) -> Workload {
+        Workload::Copy(CopyParams {
+            stop: scale_stop(self.stop, f),
+            ..self.clone()
+        })
+    }
+    fn needs_dir(&self) -> bool {
+        true
+    }
+    /// The shared input and one output of the input's size per process (a
+    /// duration copy wraps around its input).
+    fn disk_bytes(&self, processes: u32) -> u64 {
+        input_bytes(self).saturating_mul(u64::from(processes).saturating_add(1))
+    }
+    fn buffer_bytes(&self) -> u64 {
+        self.chunk_bytes
+    }
+    fn prepare(&self, dir: &Path, until: Option<Instant>) -> anyhow::Result<()> {
+        write_input_until(&dir.join(INPUT_FILE), input_bytes(self), true, until)
+    }
+    fn run(&self, ctx: &WorkContext) -> anyhow::Result<WorkOutput> {
+        run(self, ctx)
+    }
+    /// From page-cache throughput: fsync and O_DIRECT runs take longer.
+    fn estimate_cpu_s(&self, rates: &Rates) -> f64 {
+        stop_cost_s(self.stop, 1.0 / rates.copy_bytes_per_s)
+    }
+}
+
+const SYNC_MODES: &str = "none, fsync_end, fsync_each, direct";
+
+/// The `sync` key of copy and mixed.
+pub(super) fn sync_key(k: &Keys) -> Result<SyncMode, KeyError> {
+    Ok(match k.str("sync")? {
+        None | Some("none") => SyncMode::None,
+        Some("fsync_end") => SyncMode::FsyncEnd,
+        Some("fsync_each") => SyncMode::FsyncEach,
+        Some("direct") => SyncMode::Direct,
+        Some(s) => {
+            return Err(k.err(
+                "sync",
+                format!("unknown sync mode \"{s}\"; allowed: {SYNC_MODES}"),
+            ));
+        }
+    })
+}
+
+/// The `chunk_bytes` key of copy and mixed: at most 64 MiB and at most
+/// `bytes` when the amount is fixed; a multiple of 4096 for O_DIRECT.
+pub(super) fn chunk_key(k: &Keys, bytes: Option<u64>, sync: SyncMode) -> Result<u64, KeyError> {
+    let c = k.positive_or("chunk_bytes", 1024)?;
+    if c > 64 << 20 {
+        return Err(k.err("chunk_bytes", format!("at most 67108864 (64 MiB), got {c}")));
+    }
+    if let Some(b) = bytes
+        && c > b
+    {
+        return Err(k.err("chunk_bytes", format!("{c} is larger than bytes = {b}")));
+    }
+    if sync == SyncMode::Direct && !c.is_multiple_of(DIRECT_ALIGN) {
+        return Err(k.err(
+            "chunk_bytes",
+            format!("sync = \"direct\" (O_DIRECT) needs a multiple of 4096, got {c}"),
+        ));
+    }
+    Ok(c)
+}
+
+/// The copy workload's registration.
+pub const ENTRY: Entry = Entry {
+    name: "copy",
+    parse: |k| {
+        k.only(&["bytes", "chunk_bytes", "sync", "duration_s"])?;
+        let stop = k.stop("bytes", 1_024_000)?;
+        let fixed = match stop {
+            Stop::Work(b) => Some(b),
+            Stop::DurationNs(_) => None,
+        };
+        let sync = sync_key(k)?;
+        let chunk_bytes = chunk_key(k, fixed, sync)?;
+        Ok(Workload::Copy(CopyParams {
+            stop,
+            chunk_bytes,
+            sync,
+        }))
+    },
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -517,6 +630,7 @@ mod tests {
         let dir = tempfile::tempdir()?;
         write_input(&dir.path().join(INPUT_FILE), input_bytes(p), true)?;
         let ctx = WorkContext {
+            fds: Vec::new(),
             dir: dir.path().to_path_buf(),
             index,
             release_ns: None,
@@ -562,6 +676,7 @@ mod tests {
         let p = params(8192, 1000, SyncMode::Direct);
         write_input(&dir.path().join(INPUT_FILE), 8192, false).unwrap();
         let ctx = WorkContext {
+            fds: Vec::new(),
             dir: dir.path().to_path_buf(),
             index: 0,
             release_ns: None,
@@ -590,6 +705,7 @@ mod tests {
     fn missing_or_short_input_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
         let ctx = WorkContext {
+            fds: Vec::new(),
             dir: dir.path().to_path_buf(),
             index: 0,
             release_ns: None,

@@ -6,9 +6,19 @@
 //! loop. Figures: `hash_per_s`, `digest_fold` (low 32 bits of the fold, as
 //! f64, which is exact).
 
-use super::{Deadline, HashParams, Stop, WorkOutput, elapsed_ns, figures, per_second};
+use super::kind::{Entry, Kind, scale_stop, stop_cost_s};
+use super::{Deadline, Stop, WorkOutput, elapsed_ns, figures, per_second};
+use super::{Rates, WorkContext, Workload};
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::time::Instant;
+
+/// Crypt-like hashing. Work unit: hashes; one hash = `rounds` chained SHA-256.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HashParams {
+    pub stop: Stop,
+    pub rounds: u32,
+}
 
 /// The password every hash chains in.
 pub const PASSWORD: &[u8] = b"schedlab";
@@ -76,8 +86,60 @@ pub fn run(p: &HashParams, salt: u64, release_ns: Option<u64>) -> anyhow::Result
             ("hash_per_s", per_second(done as f64, elapsed)),
             ("digest_fold", f64::from(acc as u32)),
         ]),
+        latency: Default::default(),
     })
 }
+
+impl Kind for HashParams {
+    fn name(&self) -> &'static str {
+        "hash"
+    }
+    fn work_unit(&self) -> &'static str {
+        "hashes"
+    }
+    fn stop(&self) -> Stop {
+        self.stop
+    }
+    fn set_stop(&mut self, stop: Stop) {
+        self.stop = stop;
+    }
+    fn scaled(&self, f: f64) -> Workload {
+        Workload::Hash(HashParams {
+            stop: scale_stop(self.stop, f),
+            ..self.clone()
+        })
+    }
+    fn run(&self, ctx: &WorkContext) -> anyhow::Result<WorkOutput> {
+        run(self, ctx.index as u64, ctx.release_ns)
+    }
+    /// The rate was measured at 16 rounds; one hash costs rounds + 1
+    /// SHA-256 calls (the seed derivation plus the chain).
+    fn estimate_cpu_s(&self, rates: &Rates) -> f64 {
+        let per_hash = (f64::from(self.rounds) + 1.0)
+            / (f64::from(CALIBRATION_ROUNDS) + 1.0)
+            / rates.hash_per_s;
+        stop_cost_s(self.stop, per_hash)
+    }
+}
+
+/// The hash workload's registration.
+pub const ENTRY: Entry = Entry {
+    name: "hash",
+    parse: |k| {
+        k.only(&["hashes", "rounds", "duration_s"])?;
+        let rounds = k.positive_or("rounds", 16)?;
+        if rounds > 1_000_000 {
+            return Err(k.err(
+                "rounds",
+                format!("at most 1000000 SHA-256 rounds per hash, got {rounds}"),
+            ));
+        }
+        Ok(Workload::Hash(HashParams {
+            stop: k.stop("hashes", 2_000_000)?,
+            rounds: rounds as u32,
+        }))
+    },
+};
 
 #[cfg(test)]
 mod tests {

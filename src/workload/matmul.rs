@@ -7,10 +7,20 @@
 //! (`check_product`), and the worker loop. Figures: `mflops`
 //! (2n³·multiplies / elapsed / 1e6), `checksum` (sum of C).
 
-use super::{Deadline, MatmulParams, Stop, WorkOutput, elapsed_ns, figures};
+use super::kind::{Entry, Kind, scale_amount, stop_cost_s};
+use super::{Deadline, Stop, WorkOutput, elapsed_ns, figures};
+use super::{Rates, WorkContext, Workload};
 use anyhow::{Context, ensure};
+use serde::{Deserialize, Serialize};
 use std::hint::black_box;
 use std::time::Instant;
+
+/// Dense matrix multiply. `Stop::Work(number of n×n multiplies)`; work unit: multiplies.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MatmulParams {
+    pub n: u64,
+    pub stop: Stop,
+}
 
 /// Largest n accepted: three 16384² matrices already take 6 GiB.
 pub const MAX_N: u64 = 16_384;
@@ -133,8 +143,87 @@ pub fn run(p: &MatmulParams, release_ns: Option<u64>) -> anyhow::Result<WorkOutp
         work: done,
         elapsed_ns: elapsed,
         figures: figures([("mflops", mflops), ("checksum", checksum)]),
+        latency: Default::default(),
     })
 }
+
+impl Kind for MatmulParams {
+    fn name(&self) -> &'static str {
+        "matmul"
+    }
+    fn work_unit(&self) -> &'static str {
+        "multiplies"
+    }
+    fn stop(&self) -> Stop {
+        self.stop
+    }
+    fn set_stop(&mut self, stop: Stop) {
+        self.stop = stop;
+    }
+    fn scaled(&self, f: f64) -> Workload {
+        Workload::Matmul(scaled(self, f))
+    }
+    fn buffer_bytes(&self) -> u64 {
+        self.n.saturating_mul(self.n).saturating_mul(3 * 8)
+    }
+    fn run(&self, ctx: &WorkContext) -> anyhow::Result<WorkOutput> {
+        run(self, ctx.release_ns)
+    }
+    fn estimate_cpu_s(&self, rates: &Rates) -> f64 {
+        stop_cost_s(self.stop, flops_per_multiply(self.n) / rates.flops_per_s)
+    }
+}
+
+/// Count scales while it stays at least one multiply; below that, one
+/// multiply of a matrix shrunk by the cube root (never below 8, never above
+/// the original n), so that total flops still shrink by about f.
+fn scaled(p: &MatmulParams, f: f64) -> MatmulParams {
+    match p.stop {
+        Stop::DurationNs(ns) => MatmulParams {
+            n: p.n,
+            stop: Stop::DurationNs(scale_amount(ns, f)),
+        },
+        Stop::Work(count) => {
+            let wanted = count as f64 * f;
+            // NaN (from a NaN f) counts as "below one multiply".
+            if wanted < 1.0 || wanted.is_nan() {
+                // One multiply of a smaller matrix: flops go as n³, so n
+                // shrinks by the cube root of the remaining factor.
+                let shrink = wanted.max(0.0).cbrt();
+                let floor = p.n.min(8);
+                let n = ((p.n as f64 * shrink).round() as u64).clamp(floor, p.n);
+                MatmulParams {
+                    n,
+                    stop: Stop::Work(1),
+                }
+            } else {
+                MatmulParams {
+                    n: p.n,
+                    stop: Stop::Work(scale_amount(count, f)),
+                }
+            }
+        }
+    }
+}
+
+/// The matmul workload's registration.
+pub const ENTRY: Entry = Entry {
+    name: "matmul",
+    parse: |k| {
+        k.only(&["n", "multiplies", "duration_s"])?;
+        let n = k.positive_or("n", 100)?;
+        if n > 8192 {
+            return Err(k.err(
+                "n",
+                format!("at most 8192 (three n×n matrices of f64), got {n}"),
+            ));
+        }
+        Ok(Workload::Matmul(MatmulParams {
+            n,
+            stop: k.stop("multiplies", 1)?,
+        }))
+    },
+};
 
 #[cfg(test)]
 mod tests {

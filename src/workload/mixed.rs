@@ -12,13 +12,27 @@
 //! so it is comparable with the copy workload's figure).
 
 use super::copy::Copier;
+use super::kind::{Entry, Kind, scale_amount};
 use super::pi::PiSeries;
 use super::{
-    Deadline, INPUT_FILE, MixedParams, Stop, WorkContext, WorkOutput, elapsed_ns, figures,
-    output_path, per_second,
+    Deadline, INPUT_FILE, Rates, Stop, SyncMode, WorkContext, WorkOutput, Workload, elapsed_ns,
+    figures, output_path, per_second,
 };
 use anyhow::ensure;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
 use std::time::Instant;
+
+/// Alternating pi and copy. `Stop::Work(rounds)`; one round = `pi_iterations`
+/// of pi then `copy_bytes` of copy; work unit: rounds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MixedParams {
+    pub stop: Stop,
+    pub pi_iterations: u64,
+    pub copy_bytes: u64,
+    pub chunk_bytes: u64,
+    pub sync: SyncMode,
+}
 
 /// One round: pi, then one copy pass from offset 0. Returns the
 /// nanoseconds spent in the copy phase.
@@ -81,8 +95,83 @@ pub fn run(p: &MixedParams, ctx: &WorkContext) -> anyhow::Result<WorkOutput> {
             ("pi_error", series.error()),
             ("mb_per_s", per_second(stats.bytes as f64, copy_ns) / 1e6),
         ]),
+        latency: Default::default(),
     })
 }
+
+impl Kind for MixedParams {
+    fn name(&self) -> &'static str {
+        "mixed"
+    }
+    fn work_unit(&self) -> &'static str {
+        "rounds"
+    }
+    fn stop(&self) -> Stop {
+        self.stop
+    }
+    fn set_stop(&mut self, stop: Stop) {
+        self.stop = stop;
+    }
+    /// Scales `pi_iterations` and `copy_bytes` but keeps the rounds, which
+    /// shape the CPU/I-O alternation being studied (a duration scales).
+    fn scaled(&self, f: f64) -> Workload {
+        Workload::Mixed(MixedParams {
+            stop: match self.stop {
+                Stop::Work(rounds) => Stop::Work(rounds),
+                Stop::DurationNs(ns) => Stop::DurationNs(scale_amount(ns, f)),
+            },
+            pi_iterations: scale_amount(self.pi_iterations, f),
+            copy_bytes: scale_amount(self.copy_bytes, f),
+            ..self.clone()
+        })
+    }
+    fn needs_dir(&self) -> bool {
+        true
+    }
+    fn disk_bytes(&self, processes: u32) -> u64 {
+        self.copy_bytes
+            .saturating_mul(u64::from(processes).saturating_add(1))
+    }
+    fn buffer_bytes(&self) -> u64 {
+        self.chunk_bytes
+    }
+    fn prepare(&self, dir: &Path, until: Option<Instant>) -> anyhow::Result<()> {
+        super::copy::write_input_until(&dir.join(INPUT_FILE), self.copy_bytes, true, until)
+    }
+    fn run(&self, ctx: &WorkContext) -> anyhow::Result<WorkOutput> {
+        run(self, ctx)
+    }
+    fn estimate_cpu_s(&self, rates: &Rates) -> f64 {
+        let per_round = self.pi_iterations as f64 / rates.pi_iter_per_s
+            + self.copy_bytes as f64 / rates.copy_bytes_per_s;
+        super::kind::stop_cost_s(self.stop, per_round)
+    }
+}
+
+/// The mixed workload's registration.
+pub const ENTRY: Entry = Entry {
+    name: "mixed",
+    parse: |k| {
+        k.only(&[
+            "rounds",
+            "iterations",
+            "bytes",
+            "chunk_bytes",
+            "sync",
+            "duration_s",
+        ])?;
+        let copy_bytes = k.positive_or("bytes", 1_024_000)?;
+        let sync = super::copy::sync_key(k)?;
+        let chunk_bytes = super::copy::chunk_key(k, Some(copy_bytes), sync)?;
+        Ok(Workload::Mixed(MixedParams {
+            stop: k.stop("rounds", 10)?,
+            pi_iterations: k.positive_or("iterations", 100_000_000)?,
+            copy_bytes,
+            chunk_bytes,
+            sync,
+        }))
+    },
+};
 
 #[cfg(test)]
 mod tests {
@@ -104,6 +193,7 @@ mod tests {
         let w = Workload::Mixed(p);
         w.prepare(dir.path(), None).unwrap();
         let ctx = WorkContext {
+            fds: Vec::new(),
             dir: dir.path().to_path_buf(),
             index: 4,
             release_ns: None,
@@ -136,6 +226,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         crate::workload::copy::write_input(&dir.path().join(INPUT_FILE), 100, false).unwrap();
         let ctx = WorkContext {
+            fds: Vec::new(),
             dir: dir.path().to_path_buf(),
             index: 0,
             release_ns: None,

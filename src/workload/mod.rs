@@ -32,9 +32,23 @@ use crate::sys::proc::monotonic_ns;
 pub mod aio;
 pub mod copy;
 pub mod hash;
+pub mod keys;
+pub mod kind;
+pub mod latency;
 pub mod matmul;
 pub mod mixed;
 pub mod pi;
+pub mod registry;
+pub mod wiring;
+
+pub use aio::AioParams;
+pub use copy::CopyParams;
+pub use hash::HashParams;
+pub use kind::Kind;
+pub use matmul::MatmulParams;
+pub use mixed::MixedParams;
+pub use pi::PiParams;
+pub use wiring::Wiring;
 
 /// How a workload stops: after a fixed amount of work (time taken is the result),
 /// or after a fixed duration (work done is the result).
@@ -59,66 +73,6 @@ pub enum SyncMode {
     Direct,
 }
 
-/// Leibniz-series pi. Work unit: iterations.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PiParams {
-    pub stop: Stop,
-}
-
-/// File copy. `Stop::Work(bytes to copy)`; work unit: bytes.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CopyParams {
-    pub stop: Stop,
-    pub chunk_bytes: u64,
-    pub sync: SyncMode,
-}
-
-/// Alternating pi and copy. `Stop::Work(rounds)`; one round = `pi_iterations`
-/// of pi then `copy_bytes` of copy; work unit: rounds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MixedParams {
-    pub stop: Stop,
-    pub pi_iterations: u64,
-    pub copy_bytes: u64,
-    pub chunk_bytes: u64,
-    pub sync: SyncMode,
-}
-
-/// Dense matrix multiply. `Stop::Work(number of n×n multiplies)`; work unit: multiplies.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MatmulParams {
-    pub n: u64,
-    pub stop: Stop,
-}
-
-/// Crypt-like hashing. Work unit: hashes; one hash = `rounds` chained SHA-256.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct HashParams {
-    pub stop: Stop,
-    pub rounds: u32,
-}
-
-/// Asynchronous random I/O through io_uring on one shared file. Work unit:
-/// bytes transferred (`Stop::Work(bytes)` or a duration).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AioParams {
-    pub stop: Stop,
-    /// Size of the shared file `aio.dat` the parent creates.
-    pub file_bytes: u64,
-    /// Bytes per operation; offsets are multiples of it.
-    pub block_bytes: u64,
-    /// Operations kept in flight.
-    pub queue_depth: u32,
-    /// Share of operations that are reads, in percent (0..=100).
-    pub read_pct: u8,
-    /// O_DIRECT (block_bytes a multiple of 4096) rather than the page cache.
-    pub direct: bool,
-    /// Seed of the random offsets (mixed with the process index);
-    /// `aio::DEFAULT_SEED` when absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub seed: Option<u64>,
-}
-
 /// One workload, tagged by `kind` in serialised form.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -133,6 +87,9 @@ pub enum Workload {
 
 /// What a worker needs to know about where it runs.
 pub struct WorkContext {
+    /// The channels the parent handed this worker (see [`Wiring`]), in
+    /// the order the kind's `wire` gave them.
+    pub fds: Vec<i32>,
     /// Per-run directory (copy/mixed read `input.dat` and write `out-<index>.dat` here).
     pub dir: PathBuf,
     /// Index of this process within the run (names its output file, salts hashes).
@@ -151,6 +108,10 @@ pub struct WorkOutput {
     pub elapsed_ns: u64,
     /// Workload-specific figures (see each workload's module).
     pub figures: BTreeMap<String, f64>,
+    /// Latency histograms by name ("wakeup", "round_trip", …), encoded by
+    /// [`latency::Latency::encode`].
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub latency: BTreeMap<String, Vec<u8>>,
 }
 
 /// Throughput rates measured on this machine by `calibrate`, used by
@@ -177,28 +138,37 @@ pub fn output_path(dir: &Path, index: usize) -> PathBuf {
 }
 
 impl Workload {
-    /// "pi" | "copy" | "mixed" | "matmul" | "hash" | "aio".
-    pub fn kind(&self) -> &'static str {
+    /// The kind's own behaviour: the one dispatch over the variants.
+    pub fn imp(&self) -> &dyn Kind {
         match self {
-            Workload::Pi(_) => "pi",
-            Workload::Copy(_) => "copy",
-            Workload::Mixed(_) => "mixed",
-            Workload::Matmul(_) => "matmul",
-            Workload::Hash(_) => "hash",
-            Workload::Aio(_) => "aio",
+            Workload::Pi(p) => p,
+            Workload::Copy(p) => p,
+            Workload::Mixed(p) => p,
+            Workload::Matmul(p) => p,
+            Workload::Hash(p) => p,
+            Workload::Aio(p) => p,
         }
     }
 
-    /// "iterations" | "bytes" | "rounds" | "multiplies" | "hashes" | "bytes" (aio).
-    pub fn work_unit(&self) -> &'static str {
+    fn imp_mut(&mut self) -> &mut dyn Kind {
         match self {
-            Workload::Pi(_) => "iterations",
-            Workload::Copy(_) => "bytes",
-            Workload::Mixed(_) => "rounds",
-            Workload::Matmul(_) => "multiplies",
-            Workload::Hash(_) => "hashes",
-            Workload::Aio(_) => "bytes",
+            Workload::Pi(p) => p,
+            Workload::Copy(p) => p,
+            Workload::Mixed(p) => p,
+            Workload::Matmul(p) => p,
+            Workload::Hash(p) => p,
+            Workload::Aio(p) => p,
         }
+    }
+
+    /// "pi" | "copy" | "mixed" | "matmul" | "hash" | "aio" | …
+    pub fn kind(&self) -> &'static str {
+        self.imp().name()
+    }
+
+    /// "iterations" | "bytes" | "rounds" | "multiplies" | "hashes" | …
+    pub fn work_unit(&self) -> &'static str {
+        self.imp().work_unit()
     }
 
     /// Shrink the work per process by factor f (0 < f, usually ≤ 1).
@@ -214,41 +184,12 @@ impl Workload {
     ///
     /// Pure. A non-positive or NaN f shrinks everything to its minimum.
     pub fn scaled(&self, f: f64) -> Workload {
-        match self {
-            Workload::Pi(p) => Workload::Pi(PiParams {
-                stop: scale_stop(p.stop, f),
-            }),
-            Workload::Copy(p) => Workload::Copy(CopyParams {
-                stop: scale_stop(p.stop, f),
-                ..p.clone()
-            }),
-            Workload::Mixed(p) => Workload::Mixed(MixedParams {
-                stop: match p.stop {
-                    Stop::Work(rounds) => Stop::Work(rounds),
-                    Stop::DurationNs(ns) => Stop::DurationNs(scale_amount(ns, f)),
-                },
-                pi_iterations: scale_amount(p.pi_iterations, f),
-                copy_bytes: scale_amount(p.copy_bytes, f),
-                ..p.clone()
-            }),
-            Workload::Matmul(p) => Workload::Matmul(scale_matmul(p, f)),
-            Workload::Hash(p) => Workload::Hash(HashParams {
-                stop: scale_stop(p.stop, f),
-                ..p.clone()
-            }),
-            Workload::Aio(p) => Workload::Aio(AioParams {
-                stop: scale_stop(p.stop, f),
-                ..p.clone()
-            }),
-        }
+        self.imp().scaled(f)
     }
 
     /// Whether it touches files (copy, mixed, aio): the parent then creates a per-run directory.
     pub fn needs_dir(&self) -> bool {
-        matches!(
-            self,
-            Workload::Copy(_) | Workload::Mixed(_) | Workload::Aio(_)
-        )
+        self.imp().needs_dir()
     }
 
     /// Bytes a run of `processes` of this workload writes to its run
@@ -256,35 +197,19 @@ impl Workload {
     /// size per process (copy, mixed; a duration copy wraps around its
     /// input), or the shared file (aio). Saturates instead of overflowing.
     pub fn disk_bytes(&self, processes: u32) -> u64 {
-        let input = match self {
-            Workload::Copy(p) => copy::input_bytes(p),
-            Workload::Mixed(p) => p.copy_bytes,
-            Workload::Aio(p) => return p.file_bytes,
-            Workload::Pi(_) | Workload::Matmul(_) | Workload::Hash(_) => return 0,
-        };
-        input.saturating_mul(u64::from(processes).saturating_add(1))
+        self.imp().disk_bytes(processes)
     }
 
     /// Memory one worker of this workload uses at most: a worker process
     /// (`WORKER_BASE_BYTES`) plus its buffers (the matrices, the copy chunk,
     /// the aio buffers). Saturates instead of overflowing.
     pub fn memory_bytes(&self) -> u64 {
-        let buffers = match self {
-            Workload::Pi(_) | Workload::Hash(_) => 0,
-            Workload::Copy(p) => p.chunk_bytes,
-            Workload::Mixed(p) => p.chunk_bytes,
-            Workload::Matmul(p) => p.n.saturating_mul(p.n).saturating_mul(3 * 8),
-            Workload::Aio(p) => u64::from(p.queue_depth).saturating_mul(p.block_bytes),
-        };
-        WORKER_BASE_BYTES.saturating_add(buffers)
+        self.imp().memory_bytes()
     }
 
     /// The spec key (under `[workloads.NAME]`) that sets `disk_bytes`.
     pub fn disk_key(&self) -> &'static str {
-        match self {
-            Workload::Aio(_) => "file_bytes",
-            _ => "bytes",
-        }
+        self.imp().disk_key()
     }
 
     /// Parent side, before any worker is spawned (outside the measurement):
@@ -294,25 +219,27 @@ impl Workload {
     /// `file_bytes`, likewise. No-op for the other workloads.
     /// Gives up with [`copy::PrepareTimedOut`] when `until` passes first.
     pub fn prepare(&self, dir: &Path, until: Option<Instant>) -> anyhow::Result<()> {
-        let (path, bytes) = match self {
-            Workload::Copy(p) => (dir.join(INPUT_FILE), copy::input_bytes(p)),
-            Workload::Mixed(p) => (dir.join(INPUT_FILE), p.copy_bytes),
-            Workload::Aio(p) => (aio::file_path(dir), p.file_bytes),
-            Workload::Pi(_) | Workload::Matmul(_) | Workload::Hash(_) => return Ok(()),
-        };
-        copy::write_input_until(&path, bytes, true, until)
+        self.imp().prepare(dir, until)
+    }
+
+    /// Processes that work together; a run's process count is a multiple.
+    pub fn group_size(&self) -> u32 {
+        self.imp().group_size()
+    }
+
+    /// Parent side: the channels between a run's `processes` workers.
+    pub fn wire(&self, processes: usize) -> anyhow::Result<Wiring> {
+        self.imp().wire(processes)
+    }
+
+    /// The histogram exported as the process's `lat_*` columns, if any.
+    pub fn primary_latency(&self) -> Option<&'static str> {
+        self.imp().primary_latency()
     }
 
     /// Worker side: run the workload to completion and report.
     pub fn run(&self, ctx: &WorkContext) -> anyhow::Result<WorkOutput> {
-        match self {
-            Workload::Pi(p) => pi::run(p, ctx.release_ns),
-            Workload::Copy(p) => copy::run(p, ctx),
-            Workload::Mixed(p) => mixed::run(p, ctx),
-            Workload::Matmul(p) => matmul::run(p, ctx.release_ns),
-            Workload::Hash(p) => hash::run(p, ctx.index as u64, ctx.release_ns),
-            Workload::Aio(p) => aio::run(p, ctx),
-        }
+        self.imp().run(ctx)
     }
 
     /// Rough cost model for time estimates: seconds of one CPU for one
@@ -321,93 +248,19 @@ impl Workload {
     /// O_DIRECT runs will take longer than estimated. Aio uses the copy
     /// rate as a proxy (a device-bound direct run will take longer).
     pub fn estimate_cpu_s(&self, rates: &Rates) -> f64 {
-        let per_unit = match self {
-            Workload::Pi(_) => 1.0 / rates.pi_iter_per_s,
-            Workload::Copy(_) | Workload::Aio(_) => 1.0 / rates.copy_bytes_per_s,
-            Workload::Mixed(p) => {
-                p.pi_iterations as f64 / rates.pi_iter_per_s
-                    + p.copy_bytes as f64 / rates.copy_bytes_per_s
-            }
-            Workload::Matmul(p) => matmul::flops_per_multiply(p.n) / rates.flops_per_s,
-            // The rate was measured at 16 rounds; one hash costs rounds + 1
-            // SHA-256 calls (the seed derivation plus the chain).
-            Workload::Hash(p) => {
-                (f64::from(p.rounds) + 1.0)
-                    / (f64::from(hash::CALIBRATION_ROUNDS) + 1.0)
-                    / rates.hash_per_s
-            }
-        };
-        match self.stop() {
-            Stop::Work(n) => n as f64 * per_unit,
-            Stop::DurationNs(ns) => ns as f64 / 1e9,
-        }
+        self.imp().estimate_cpu_s(rates)
     }
 
     /// How the workload stops (its amount of work, or its duration).
     pub fn stop(&self) -> Stop {
-        match self {
-            Workload::Pi(p) => p.stop,
-            Workload::Copy(p) => p.stop,
-            Workload::Mixed(p) => p.stop,
-            Workload::Matmul(p) => p.stop,
-            Workload::Hash(p) => p.stop,
-            Workload::Aio(p) => p.stop,
-        }
+        self.imp().stop()
     }
 
     /// The same workload with its stop condition replaced.
     pub fn with_stop(&self, stop: Stop) -> Workload {
         let mut w = self.clone();
-        match &mut w {
-            Workload::Pi(p) => p.stop = stop,
-            Workload::Copy(p) => p.stop = stop,
-            Workload::Mixed(p) => p.stop = stop,
-            Workload::Matmul(p) => p.stop = stop,
-            Workload::Hash(p) => p.stop = stop,
-            Workload::Aio(p) => p.stop = stop,
-        }
+        w.imp_mut().set_stop(stop);
         w
-    }
-}
-
-/// `x·f` rounded, at least 1 (`as` saturates, so huge or NaN products are safe).
-fn scale_amount(x: u64, f: f64) -> u64 {
-    ((x as f64 * f).round() as u64).max(1)
-}
-
-fn scale_stop(stop: Stop, f: f64) -> Stop {
-    match stop {
-        Stop::Work(n) => Stop::Work(scale_amount(n, f)),
-        Stop::DurationNs(ns) => Stop::DurationNs(scale_amount(ns, f)),
-    }
-}
-
-fn scale_matmul(p: &MatmulParams, f: f64) -> MatmulParams {
-    match p.stop {
-        Stop::DurationNs(ns) => MatmulParams {
-            n: p.n,
-            stop: Stop::DurationNs(scale_amount(ns, f)),
-        },
-        Stop::Work(count) => {
-            let wanted = count as f64 * f;
-            // NaN (from a NaN f) counts as "below one multiply".
-            if wanted < 1.0 || wanted.is_nan() {
-                // One multiply of a smaller matrix: flops go as n³, so n
-                // shrinks by the cube root of the remaining factor.
-                let shrink = wanted.max(0.0).cbrt();
-                let floor = p.n.min(8);
-                let n = ((p.n as f64 * shrink).round() as u64).clamp(floor, p.n);
-                MatmulParams {
-                    n,
-                    stop: Stop::Work(1),
-                }
-            } else {
-                MatmulParams {
-                    n: p.n,
-                    stop: Stop::Work(scale_amount(count, f)),
-                }
-            }
-        }
     }
 }
 
@@ -537,6 +390,7 @@ mod deadline_tests {
             stop: Stop::DurationNs(duration_ns),
         });
         let ctx = WorkContext {
+            fds: Vec::new(),
             dir: std::env::temp_dir(),
             index: 0,
             release_ns,
@@ -840,6 +694,7 @@ mod tests {
         assert!(file.iter().all(|&b| b != 0));
         let out = w
             .run(&WorkContext {
+                fds: Vec::new(),
                 dir: dir.path().to_path_buf(),
                 index: 1,
                 release_ns: None,
@@ -880,6 +735,7 @@ mod tests {
         assert!(input.iter().all(|&b| b != 0));
         let out = w
             .run(&WorkContext {
+                fds: Vec::new(),
                 dir: dir.path().to_path_buf(),
                 index: 3,
                 release_ns: None,

@@ -5,9 +5,18 @@
 //! accumulator the pi and mixed workloads share (`PiSeries`), and the loop a
 //! pi worker runs. Figures: `pi_error` (|π − estimate|), `iter_per_s`.
 
-use super::{Deadline, PiParams, Stop, WorkOutput, elapsed_ns, figures, per_second};
+use super::kind::{Entry, Kind, scale_stop, stop_cost_s};
+use super::{Deadline, Stop, WorkOutput, elapsed_ns, figures, per_second};
+use super::{Rates, WorkContext, Workload};
+use serde::{Deserialize, Serialize};
 use std::hint::black_box;
 use std::time::Instant;
+
+/// Leibniz-series pi. Work unit: iterations.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PiParams {
+    pub stop: Stop,
+}
 
 /// Iterations per block: the clock is read between blocks in duration mode
 /// (a block takes around a millisecond), and the series is accumulated per
@@ -118,8 +127,46 @@ pub fn run(p: &PiParams, release_ns: Option<u64>) -> anyhow::Result<WorkOutput> 
             ("pi_error", series.error()),
             ("iter_per_s", per_second(work as f64, elapsed)),
         ]),
+        latency: Default::default(),
     })
 }
+
+impl Kind for PiParams {
+    fn name(&self) -> &'static str {
+        "pi"
+    }
+    fn work_unit(&self) -> &'static str {
+        "iterations"
+    }
+    fn stop(&self) -> Stop {
+        self.stop
+    }
+    fn set_stop(&mut self, stop: Stop) {
+        self.stop = stop;
+    }
+    fn scaled(&self, f: f64) -> Workload {
+        Workload::Pi(PiParams {
+            stop: scale_stop(self.stop, f),
+        })
+    }
+    fn run(&self, ctx: &WorkContext) -> anyhow::Result<WorkOutput> {
+        run(self, ctx.release_ns)
+    }
+    fn estimate_cpu_s(&self, rates: &Rates) -> f64 {
+        stop_cost_s(self.stop, 1.0 / rates.pi_iter_per_s)
+    }
+}
+
+/// The pi workload's registration.
+pub const ENTRY: Entry = Entry {
+    name: "pi",
+    parse: |k| {
+        k.only(&["iterations", "duration_s"])?;
+        Ok(Workload::Pi(PiParams {
+            stop: k.stop("iterations", 100_000_000)?,
+        }))
+    },
+};
 
 #[cfg(test)]
 mod tests {

@@ -1,0 +1,107 @@
+//! Descriptors that cooperating workers share: event counters, moving a
+//! descriptor above the numbers a child's set-up reuses, keeping one open
+//! across `exec`, and taking ownership of an inherited one in the worker.
+
+use std::collections::HashSet;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::Mutex;
+
+/// An eventfd counter starting at 0, close-on-exec. `semaphore`: each read
+/// takes 1 rather than the whole count.
+pub fn eventfd(semaphore: bool) -> io::Result<OwnedFd> {
+    let mut flags = libc::EFD_CLOEXEC;
+    if semaphore {
+        flags |= libc::EFD_SEMAPHORE;
+    }
+    // SAFETY: eventfd takes integers only.
+    let fd = unsafe { libc::eventfd(0, flags) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: eventfd succeeded: a fresh descriptor nobody else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// `fd` itself when its number is at least `min`, else a close-on-exec
+/// duplicate numbered `min` or above (the original is closed).
+pub fn at_least(fd: OwnedFd, min: i32) -> io::Result<OwnedFd> {
+    if fd.as_raw_fd() >= min {
+        return Ok(fd);
+    }
+    // SAFETY: fcntl on a descriptor we own, integer arguments only.
+    let dup = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, min) };
+    if dup < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: F_DUPFD_CLOEXEC succeeded: a fresh descriptor we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(dup) })
+}
+
+/// Between fork and exec: keep `fd` open across `exec` (clear its
+/// close-on-exec flag). Async-signal-safe.
+pub fn keep_across_exec_raw(fd: i32) -> Result<(), i32> {
+    // SAFETY: fcntl with integer arguments only.
+    if unsafe { libc::fcntl(fd, libc::F_SETFD, 0) } == 0 {
+        Ok(())
+    } else {
+        // SAFETY: reading errno of this thread.
+        Err(unsafe { *libc::__errno_location() })
+    }
+}
+
+static TAKEN: Mutex<Option<HashSet<i32>>> = Mutex::new(None);
+
+/// In a worker: own descriptor `fd`, which the parent kept open across
+/// `exec` for it. Each number can be taken once; an unknown or closed
+/// number, or one already taken, is an error.
+pub fn inherited(fd: i32) -> io::Result<OwnedFd> {
+    let mut taken = TAKEN.lock().unwrap_or_else(|p| p.into_inner());
+    let taken = taken.get_or_insert_with(HashSet::new);
+    if fd <= crate::sys::proc::BARRIER_FD || taken.contains(&fd) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("descriptor {fd} is not an unclaimed inherited channel"),
+        ));
+    }
+    // SAFETY: F_GETFD only reads the descriptor's flags.
+    if unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    taken.insert(fd);
+    // SAFETY: the descriptor is open (checked above), was inherited for this
+    // worker and is not owned by anything else in this process: the set
+    // above makes this the only place that takes it, once.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn eventfd_counts_and_moves_up() {
+        use std::io::{Read, Write};
+        let fd = eventfd(false).unwrap();
+        let fd = at_least(fd, 40).unwrap();
+        assert!(fd.as_raw_fd() >= 40);
+        let mut f = std::fs::File::from(fd);
+        f.write_all(&3u64.to_ne_bytes()).unwrap();
+        let mut buf = [0u8; 8];
+        f.read_exact(&mut buf).unwrap();
+        assert_eq!(u64::from_ne_bytes(buf), 3);
+    }
+
+    #[test]
+    fn an_inherited_descriptor_is_taken_once() {
+        let fd = eventfd(true).unwrap();
+        let raw = at_least(fd, 50).unwrap();
+        let n = raw.as_raw_fd();
+        std::mem::forget(raw); // as if inherited: nothing owns it now
+        let owned = inherited(n).unwrap();
+        assert!(inherited(n).is_err());
+        drop(owned);
+        assert!(inherited(1000).is_err());
+        assert!(inherited(2).is_err());
+    }
+}

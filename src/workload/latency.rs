@@ -1,0 +1,200 @@
+//! Latency histograms: what a worker records per event (a wake-up, a round
+//! trip, a request), how it travels to the parent and the store (HdrHistogram
+//! V2 encoding), and percentiles of one histogram or of many pooled.
+//!
+//! Values are nanoseconds with three significant digits (HdrHistogram's
+//! fixed, mergeable buckets), so pooling the histograms of every process
+//! of every run of a condition gives that condition's exact-bucket
+//! percentiles; percentiles are never averaged.
+
+use hdrhistogram::Histogram;
+use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
+
+/// Significant decimal digits kept per value.
+const SIGFIG: u8 = 3;
+/// Values below this many nanoseconds are not told apart (a clock read
+/// costs about this much).
+const LOWEST_NS: u64 = 16;
+
+/// A latency histogram in nanoseconds.
+#[derive(Debug, Clone)]
+pub struct Latency(Histogram<u64>);
+
+impl Default for Latency {
+    fn default() -> Self {
+        Latency::new()
+    }
+}
+
+/// The usual percentiles of one histogram, in nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Percentiles {
+    pub count: u64,
+    pub p50_ns: u64,
+    pub p90_ns: u64,
+    pub p99_ns: u64,
+    pub p999_ns: u64,
+    pub max_ns: u64,
+}
+
+impl Latency {
+    /// An empty histogram that grows to whatever it records.
+    pub fn new() -> Latency {
+        let mut h = Histogram::new_with_bounds(LOWEST_NS, LOWEST_NS * 2, SIGFIG)
+            .expect("constant histogram bounds are valid");
+        h.auto(true);
+        Latency(h)
+    }
+
+    /// Record one event of `ns` nanoseconds (0 counts as the lowest bucket).
+    pub fn record_ns(&mut self, ns: u64) {
+        // With auto-resize on, recording can only fail for values beyond
+        // u64 range of the bucket arithmetic; saturate at the top instead.
+        if self.0.record(ns).is_err() {
+            let top = self.0.high();
+            let _ = self.0.record(top);
+        }
+    }
+
+    /// Add every event of `other`.
+    pub fn add(&mut self, other: &Latency) {
+        // Auto-resizing histograms accept any other's range.
+        let _ = self.0.add(&other.0);
+    }
+
+    pub fn count(&self) -> u64 {
+        self.0.len()
+    }
+
+    /// The value at quantile `q` (0..=1), in nanoseconds; 0 when empty.
+    pub fn quantile_ns(&self, q: f64) -> u64 {
+        if self.0.is_empty() {
+            return 0;
+        }
+        self.0.value_at_quantile(q)
+    }
+
+    /// p50, p90, p99, p99.9 and max.
+    pub fn percentiles(&self) -> Percentiles {
+        Percentiles {
+            count: self.count(),
+            p50_ns: self.quantile_ns(0.5),
+            p90_ns: self.quantile_ns(0.9),
+            p99_ns: self.quantile_ns(0.99),
+            p999_ns: self.quantile_ns(0.999),
+            max_ns: if self.0.is_empty() { 0 } else { self.0.max() },
+        }
+    }
+
+    /// HdrHistogram V2 encoding (portable; readable by other HdrHistogram
+    /// implementations).
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        V2Serializer::new()
+            .serialize(&self.0, &mut out)
+            .expect("serialising into memory cannot fail");
+        out
+    }
+
+    /// The histogram `encode` wrote.
+    pub fn decode(bytes: &[u8]) -> anyhow::Result<Latency> {
+        let mut h: Histogram<u64> = Deserializer::new()
+            .deserialize(&mut &bytes[..])
+            .map_err(|e| anyhow::anyhow!("not a latency histogram: {e:?}"))?;
+        h.auto(true);
+        Ok(Latency(h))
+    }
+
+    /// The pooled histogram of many.
+    pub fn pooled<'a>(all: impl IntoIterator<Item = &'a Latency>) -> Latency {
+        let mut out = Latency::new();
+        for h in all {
+            out.add(h);
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The exact order statistic an HdrHistogram quantile approximates:
+    /// the smallest value with at least ⌈q·n⌉ values at or below it.
+    fn exact(sorted: &[u64], q: f64) -> u64 {
+        let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+        sorted[rank - 1]
+    }
+
+    fn within_3_digits(got: u64, want: u64) -> bool {
+        (got as f64 - want as f64).abs() <= want as f64 * 1e-3 + LOWEST_NS as f64
+    }
+
+    #[test]
+    fn percentiles_match_exact_order_statistics_to_three_digits() {
+        // A skewed, deterministic sample: 10 µs body, a 1 % tail to 5 ms.
+        let mut x = 0x2545F4914F6CDD1Du64;
+        let mut values = Vec::new();
+        let mut h = Latency::new();
+        for i in 0..20_000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let v = if i % 100 == 0 {
+                1_000_000 + x % 4_000_000
+            } else {
+                8_000 + x % 4_000
+            };
+            values.push(v);
+            h.record_ns(v);
+        }
+        values.sort_unstable();
+        let p = h.percentiles();
+        assert_eq!(p.count, 20_000);
+        for (got, q) in [
+            (p.p50_ns, 0.5),
+            (p.p90_ns, 0.9),
+            (p.p99_ns, 0.99),
+            (p.p999_ns, 0.999),
+        ] {
+            let want = exact(&values, q);
+            assert!(within_3_digits(got, want), "q {q}: {got} vs {want}");
+        }
+        assert!(within_3_digits(p.max_ns, *values.last().unwrap()));
+    }
+
+    #[test]
+    fn pooling_equals_recording_everything_in_one() {
+        let mut a = Latency::new();
+        let mut b = Latency::new();
+        let mut all = Latency::new();
+        for v in 1..=1000u64 {
+            let ns = v * 1_000;
+            if v % 3 == 0 {
+                a.record_ns(ns)
+            } else {
+                b.record_ns(ns)
+            }
+            all.record_ns(ns);
+        }
+        let pooled = Latency::pooled([&a, &b]);
+        assert_eq!(pooled.percentiles(), all.percentiles());
+        // p50 of 1..1000 µs is 500 µs; the mean of the two halves' p50s is not.
+        assert!(within_3_digits(pooled.quantile_ns(0.5), 500_000));
+    }
+
+    #[test]
+    fn encoding_round_trips_and_garbage_is_refused() {
+        let mut h = Latency::new();
+        for v in [0, 15, 16, 1_000, 123_456, 9_000_000_000] {
+            h.record_ns(v);
+        }
+        let bytes = h.encode();
+        let back = Latency::decode(&bytes).unwrap();
+        assert_eq!(back.percentiles(), h.percentiles());
+        assert!(Latency::decode(b"nonsense").is_err());
+        let empty = Latency::decode(&Latency::new().encode()).unwrap();
+        assert_eq!(empty.percentiles().count, 0);
+        assert_eq!(empty.percentiles().max_ns, 0);
+    }
+}

@@ -1,0 +1,56 @@
+//! Every workload kind, registered once: the spec's `kind` names and their
+//! parsers. Adding a kind adds its module's `ENTRY` here.
+
+use super::keys::{KeyError, Keys};
+use super::kind::Entry;
+use super::{Workload, aio, copy, hash, matmul, mixed, pi};
+
+/// The registered kinds, in the order help and errors list them.
+pub const KINDS: &[Entry] = &[
+    pi::ENTRY,
+    copy::ENTRY,
+    mixed::ENTRY,
+    matmul::ENTRY,
+    hash::ENTRY,
+    aio::ENTRY,
+];
+
+/// The kinds' names.
+pub fn names() -> Vec<&'static str> {
+    KINDS.iter().map(|e| e.name).collect()
+}
+
+/// The registration of kind `name`.
+pub fn find(name: &str) -> Option<&'static Entry> {
+    KINDS.iter().find(|e| e.name == name)
+}
+
+/// Parse table `[workloads.NAME]` (already resolved to `kind`).
+pub fn parse(name: &str, kind: &str, table: &toml::Table) -> Result<Workload, KeyError> {
+    let entry = find(kind).ok_or_else(|| KeyError {
+        key: format!("workloads.{name}.kind"),
+        message: format!("unknown workload kind \"{kind}\""),
+    })?;
+    (entry.parse)(&Keys::new(name, kind, table))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_parses_its_defaults_and_names_itself() {
+        let empty = toml::Table::new();
+        for e in KINDS {
+            let w = parse(e.name, e.name, &empty).unwrap();
+            assert_eq!(w.kind(), e.name);
+            // Each kind's serialised tag is its name.
+            let json = serde_json::to_value(&w).unwrap();
+            assert_eq!(json["kind"], e.name);
+        }
+        let mut names = names();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), KINDS.len());
+    }
+}
