@@ -75,7 +75,7 @@ pub fn check_machine(
     }
     let unlimited = spec.rt_runtime_us.contains(&-1)
         || (spec.rt_runtime_us.is_empty() && env.sched_rt_runtime_us == Some(-1));
-    let rt_work = spec.hog.is_some()
+    let rt_work = spec.hog.as_ref().is_some_and(|h| h.is_rt())
         || spec
             .policies
             .iter()
@@ -88,7 +88,7 @@ pub fn check_machine(
                 .into(),
         ));
     }
-    if let Some(hog) = &spec.hog {
+    if let Some(hog) = spec.hog.as_ref().filter(|h| h.is_rt()) {
         let cpus = hog.cpus.resolve(allowed).map_err(|m| err("hog.cpus", m))?;
         if cpus.len() >= allowed.len() && !force {
             return Err(err(
@@ -115,7 +115,7 @@ pub fn run_need(spec: &Spec, r: &Run) -> limits::Need {
     limits::Need {
         // Workers, the hog, dispatcher threads, and room for the kernel's
         // io_uring workers and schedlab's own threads.
-        tasks: p + u64::from(spec.hog.is_some()) + dispatchers + 16,
+        tasks: p + spec.hog.as_ref().map_or(0, |h| u64::from(h.count)) + dispatchers + 16,
         fds: 64 + 2 * p,
         memory_bytes: r.workload.workload.memory_bytes().saturating_mul(p),
     }

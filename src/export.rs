@@ -79,6 +79,8 @@ pub const COLUMNS: &[&str] = &[
     "lat_p999_us",
     "lat_max_us",
     "rq_wait_per_slice_us",
+    "slice_us",
+    "slice_ns",
 ];
 
 /// The prefix of a workload figure's column.
@@ -178,6 +180,8 @@ fn fixed(r: &ExportRow) -> Vec<Value> {
         lat_us(r, |l| l.p999_ns),
         lat_us(r, |l| l.max_ns),
         real(rq_wait_per_slice_us(r)),
+        int(r.slice_us),
+        int(r.slice_ns),
     ]
 }
 
@@ -353,6 +357,8 @@ mod tests {
             exit: Some("exit code 0".into()),
             ok: Some(true),
             latency: None,
+            slice_us: None,
+            slice_ns: None,
             stderr_tail: Some(String::new()),
         }
     }
@@ -383,7 +389,7 @@ mod tests {
         assert!(lines[0].starts_with(
             "campaign,run,policy,workload,processes,priority_mode,cpus,rep,process_index"
         ));
-        assert!(lines[0].ends_with(",rq_wait_per_slice_us,fig_mflops,fig_pi_error"));
+        assert!(lines[0].ends_with(",slice_us,slice_ns,fig_mflops,fig_pi_error"));
         // The JSON of extra_json is one quoted cell.
         let cells: Vec<&str> = lines[1].split(',').collect();
         assert_eq!(cells.len(), COLUMNS.len() + 2);

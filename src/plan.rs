@@ -26,15 +26,22 @@ pub struct Run {
     pub rep: u32,
     /// `sched_rt_runtime_us` in force during the run, when the spec sweeps it.
     pub rt_runtime_us: Option<i64>,
+    /// The EEVDF slice asked for the workers (`sched_attr.sched_runtime`
+    /// of OTHER and BATCH), in µs, when the spec sweeps it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slice_us: Option<u32>,
 }
 
 impl Run {
     /// A short description for progress lines.
     pub fn label(&self) -> String {
-        let rt = match self.rt_runtime_us {
+        let mut rt = match self.rt_runtime_us {
             Some(v) => format!(" rt_runtime={v}µs"),
             None => String::new(),
         };
+        if let Some(s) = self.slice_us {
+            rt.push_str(&format!(" slice={s}µs"));
+        }
         format!(
             "{} {} ×{} {} cpus={}{rt} rep {}",
             self.policy.name(),
@@ -47,28 +54,27 @@ impl Run {
     }
 }
 
-/// The key of a run: its factor levels, joined.
-pub fn run_key(
-    policy: Policy,
-    workload: &str,
-    processes: u32,
-    priorities: &str,
-    cpus: &Cpus,
-    rt_runtime_us: Option<i64>,
-    rep: u32,
-) -> String {
-    let rt = rt_runtime_us
-        .map(|v| format!(";rt_runtime_us={v}"))
-        .unwrap_or_default();
-    format!(
-        "policy={};workload={};processes={};priorities={};cpus={}{rt};rep={}",
-        policy.name(),
-        workload,
-        processes,
-        priorities,
-        cpus.label(),
-        rep
-    )
+impl Run {
+    /// The key of a run: its factor levels, joined (the `key` field holds
+    /// it once computed).
+    pub fn factor_key(&self) -> String {
+        let mut rt = self
+            .rt_runtime_us
+            .map(|v| format!(";rt_runtime_us={v}"))
+            .unwrap_or_default();
+        if let Some(s) = self.slice_us {
+            rt.push_str(&format!(";slice_us={s}"));
+        }
+        format!(
+            "policy={};workload={};processes={};priorities={};cpus={}{rt};rep={}",
+            self.policy.name(),
+            self.workload.name,
+            self.processes,
+            self.priorities.name,
+            self.cpus.label(),
+            self.rep
+        )
+    }
 }
 
 /// Every run of the spec, in campaign order. `seed` is used when the order is
@@ -78,6 +84,11 @@ pub fn expand(spec: &Spec, seed: u64) -> Vec<Run> {
         vec![None]
     } else {
         spec.rt_runtime_us.iter().map(|&v| Some(v)).collect()
+    };
+    let slice_levels: Vec<Option<u32>> = if spec.slice_us.is_empty() {
+        vec![None]
+    } else {
+        spec.slice_us.iter().map(|&v| Some(v)).collect()
     };
     let mut runs = Vec::new();
     for rep in 1..=spec.repetitions {
@@ -95,25 +106,20 @@ pub fn expand(spec: &Spec, seed: u64) -> Vec<Run> {
                     for priorities in &spec.priorities {
                         for cpus in &spec.cpus {
                             for &rt in &rt_levels {
-                                runs.push(Run {
-                                    key: run_key(
+                                for &slice in &slice_levels {
+                                    runs.push(Run {
+                                        key: String::new(),
+                                        seq: 0,
                                         policy,
-                                        &w.name,
+                                        workload: workload.clone(),
                                         processes,
-                                        &priorities.name,
-                                        cpus,
-                                        rt,
+                                        priorities: priorities.clone(),
+                                        cpus: cpus.clone(),
                                         rep,
-                                    ),
-                                    seq: 0,
-                                    policy,
-                                    workload: workload.clone(),
-                                    processes,
-                                    priorities: priorities.clone(),
-                                    cpus: cpus.clone(),
-                                    rep,
-                                    rt_runtime_us: rt,
-                                });
+                                        rt_runtime_us: rt,
+                                        slice_us: slice,
+                                    });
+                                }
                             }
                         }
                     }
@@ -126,6 +132,7 @@ pub fn expand(spec: &Spec, seed: u64) -> Vec<Run> {
     }
     for (i, r) in runs.iter_mut().enumerate() {
         r.seq = i;
+        r.key = r.factor_key();
     }
     runs
 }

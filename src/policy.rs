@@ -296,9 +296,21 @@ pub struct ProcSched {
     /// `weights` priority mode the weight its nice value (OTHER, BATCH,
     /// IDLE) or DEADLINE runtime delivers. None under FIFO and RR.
     pub weight: Option<u32>,
+    /// A custom EEVDF slice asked for (OTHER, BATCH; `sched_runtime`), ns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slice_ns: Option<u64>,
 }
 
 impl ProcSched {
+    /// OTHER or BATCH at a nice value.
+    pub fn fair(policy: Policy, nice: i32) -> ProcSched {
+        ProcSched {
+            nice: Some(nice),
+            rt_priority: None,
+            ..ProcSched::realtime(policy, 0)
+        }
+    }
+
     /// FIFO or RR at a static priority.
     pub fn realtime(policy: Policy, rt_priority: i32) -> ProcSched {
         ProcSched {
@@ -309,12 +321,16 @@ impl ProcSched {
             dl_deadline_ns: None,
             dl_period_ns: None,
             weight: None,
+            slice_ns: None,
         }
     }
 
     pub fn attr(&self) -> sched::SchedAttr {
         match self.policy.class() {
-            Class::Fair => sched::SchedAttr::fair(self.policy.kernel_id(), self.nice.unwrap_or(0)),
+            Class::Fair => sched::SchedAttr {
+                sched_runtime: self.slice_ns.unwrap_or(0),
+                ..sched::SchedAttr::fair(self.policy.kernel_id(), self.nice.unwrap_or(0))
+            },
             // Started as an ordinary process; the WRR dispatcher takes it over.
             Class::Wrr => sched::SchedAttr::fair(sched::SCHED_OTHER, 0),
             Class::Realtime => sched::SchedAttr::realtime(
@@ -352,6 +368,7 @@ pub fn assign(
                 dl_deadline_ns: None,
                 dl_period_ns: None,
                 weight: None,
+                slice_ns: None,
             };
             match policy.class() {
                 Class::Fair => {

@@ -71,6 +71,10 @@ pub struct ProcessRecord {
     /// `workload::latency`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub latency: BTreeMap<String, Vec<u8>>,
+    /// The EEVDF slice the kernel reported for the process (OTHER, BATCH,
+    /// IDLE; Linux 6.12+), read back after it was set, in ns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slice_ns: Option<u64>,
     /// "exit code 0", "killed by signal 9 (SIGKILL)", …
     pub exit: String,
     pub ok: bool,

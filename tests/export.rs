@@ -90,6 +90,7 @@ fn record(run: &Run, env: &schedlab::sys::envinfo::EnvSnapshot) -> RunRecord {
                     dl_deadline_ns: Some(10_000_000),
                     dl_period_ns: Some(10_000_000),
                     weight: Some(weight),
+                    slice_ns: None,
                 },
                 p => ProcSched {
                     policy: p,
@@ -99,6 +100,7 @@ fn record(run: &Run, env: &schedlab::sys::envinfo::EnvSnapshot) -> RunRecord {
                     dl_deadline_ns: None,
                     dl_period_ns: None,
                     weight: Some(weight),
+                    slice_ns: None,
                 },
             };
             let mut p = synth::synthetic_process(i, sched, 1_000_000_000, 300_000);

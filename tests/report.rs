@@ -328,6 +328,7 @@ fn process(
         timeslices: Some(10),
         work,
         work_unit: "hashes".into(),
+        slice_ns: None,
         latency: Default::default(),
         figures: Default::default(),
         exit: "exit code 0".into(),
@@ -345,6 +346,7 @@ fn sched(policy: Policy) -> ProcSched {
         dl_deadline_ns: None,
         dl_period_ns: None,
         weight: None,
+        slice_ns: None,
     }
 }
 

@@ -118,7 +118,10 @@ impl Launcher {
         .enumerate()
         .map(|(i, sched)| Member {
             role: Role::Worker,
-            sched,
+            sched: ProcSched {
+                slice_ns: run.slice_us.map(|us| u64::from(us) * 1000),
+                ..sched
+            },
             // WRR keeps a run queue per CPU: each worker lives on one.
             cpus: match run.policy {
                 policy::Policy::Wrr => vec![cpus[i % cpus.len()]],
@@ -135,19 +138,26 @@ impl Launcher {
                     return finished(RunStatus::Skipped, cpus, reason);
                 }
             };
-            members.push(Member {
-                role: Role::Hog,
-                sched: ProcSched::realtime(hog.policy, hog.rt_priority),
-                cpus: hog_cpus,
-                // Spins until the last worker ends, when it is killed.
-                workload: Workload::Pi(PiParams {
-                    stop: Stop::DurationNs(
-                        self.timeout.as_nanos() as u64
-                            + self.rt_period_us.max(0) as u64 * 1000
-                            + 60_000_000_000,
-                    ),
-                }),
-            });
+            let sched = if hog.is_rt() {
+                ProcSched::realtime(hog.policy, hog.rt_priority)
+            } else {
+                ProcSched::fair(hog.policy, hog.nice)
+            };
+            for _ in 0..hog.count {
+                members.push(Member {
+                    role: Role::Hog,
+                    sched,
+                    cpus: hog_cpus.clone(),
+                    // Spins until the last worker ends, when it is killed.
+                    workload: Workload::Pi(PiParams {
+                        stop: Stop::DurationNs(
+                            self.timeout.as_nanos() as u64
+                                + self.rt_period_us.max(0) as u64 * 1000
+                                + 60_000_000_000,
+                        ),
+                    }),
+                });
+            }
         }
 
         std::fs::create_dir_all(&self.workdir)
@@ -213,7 +223,7 @@ impl Launcher {
                     kill_and_reap(&pids);
                     let who = match m.role {
                         Role::Worker => format!("worker {}", e.index),
-                        Role::Hog => "the RT hog".to_string(),
+                        Role::Hog => "a CPU hog".to_string(),
                     };
                     let reason = match e.errno {
                         Some(errno @ (libc::EPERM | libc::EBUSY | libc::EINVAL)) => format!(
@@ -238,6 +248,16 @@ impl Launcher {
         }
         drop(barrier_r);
         drop(wiring);
+        // The EEVDF slice the kernel granted each fair process (what it
+        // reports back, clamped to its range), read while they wait.
+        let granted: Vec<Option<u64>> = members
+            .iter()
+            .zip(&pids)
+            .map(|(m, &pid)| match m.sched.policy.class() {
+                Class::Fair => crate::sys::sched::fair_slice_ns(pid),
+                _ => None,
+            })
+            .collect();
 
         // schedlab's own scheduler takes the workers over before they are
         // released (they are still blocked on the barrier).
@@ -272,7 +292,7 @@ impl Launcher {
         // The hog has been spinning since it was spawned; give it one RT
         // period to reach its steady state (a fresh hog starts with a full
         // runtime budget, which would inflate its share of a short window).
-        if !hogs.is_empty() {
+        if self.hog.as_ref().is_some_and(|h| h.is_rt()) {
             let warm_up = Duration::from_micros(self.rt_period_us.max(1) as u64);
             if let Some(sig) = proc::pending_stop_signal_within(&self.signals, warm_up) {
                 kill_and_reap(&pids);
@@ -312,6 +332,9 @@ impl Launcher {
             timeout: self.timeout,
         };
         let mut record = ctx.build(cpus, started_unix_ms, env);
+        for (p, g) in record.processes.iter_mut().zip(granted) {
+            p.slice_ns = g;
+        }
         // Every CPU a process of the run could use (an RT hog's may lie
         // outside the workers').
         let mut run_cpus: Vec<usize> = members.iter().flat_map(|m| m.cpus.clone()).collect();
@@ -753,6 +776,7 @@ impl RecordContext<'_> {
                 .as_ref()
                 .map(|r| r.output.figures.clone())
                 .unwrap_or_default(),
+            slice_ns: None,
             latency: result
                 .as_ref()
                 .map(|r| r.output.latency.clone())
@@ -807,6 +831,7 @@ impl RecordContext<'_> {
             work: None,
             work_unit: "ns".to_string(),
             figures,
+            slice_ns: None,
             latency: Default::default(),
             exit: exit.describe(),
             // Killed on purpose once the workers were done.

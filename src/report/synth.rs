@@ -248,6 +248,7 @@ pub fn synthetic_process(
         timeslices: None,
         work: None,
         work_unit: String::new(),
+        slice_ns: None,
         latency: Default::default(),
         figures: Default::default(),
         exit: "exit code 0".into(),
@@ -421,6 +422,7 @@ fn measure(cfg: &SynthConfig, run: &Run, env: &EnvSnapshot, cpus: usize) -> RunR
                 dl_deadline_ns: None,
                 dl_period_ns: None,
                 weight: None,
+                slice_ns: None,
             };
             let base =
                 synthetic_process(i as u32, sched, (wall * 1e9) as u64, (utime * 1e6) as u64);

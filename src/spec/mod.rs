@@ -187,6 +187,10 @@ pub struct Spec {
     /// Values of `sched_rt_runtime_us` to run under (a factor of the
     /// matrix); empty: the setting is left as it is.
     pub rt_runtime_us: Vec<i64>,
+    /// EEVDF slices (µs) the workers ask for (OTHER and BATCH), a factor
+    /// of the campaign; empty when not swept (the kernel's default slice).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slice_us: Vec<u32>,
     pub deadline: Deadline,
     pub hog: Option<Hog>,
     pub wrr: WrrSettings,
@@ -209,13 +213,39 @@ pub enum WrrMechanism {
     Signals,
 }
 
-/// A real-time CPU hog that runs beside the measured workers of every run,
-/// from barrier release until the last worker ends.
+/// CPU hogs that run beside the measured workers of every run, from
+/// barrier release until the last worker ends: one real-time hog (FIFO or
+/// RR), or `count` fair ones (OTHER or BATCH at `nice`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Hog {
     pub policy: Policy,
     pub rt_priority: i32,
     pub cpus: Cpus,
+    /// Fair hogs: their nice value.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub nice: i32,
+    /// How many hogs (fair hogs only; an RT hog is one).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub count: u32,
+}
+
+impl Hog {
+    /// A real-time hog (FIFO or RR), as opposed to fair ones.
+    pub fn is_rt(&self) -> bool {
+        self.policy.class() == crate::policy::Class::Realtime
+    }
+}
+
+fn is_zero(v: &i32) -> bool {
+    *v == 0
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(v: &u32) -> bool {
+    *v == 1
 }
 
 /// The largest spec file read (1 MiB): the presets are a few KiB, and a

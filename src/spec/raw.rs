@@ -36,6 +36,7 @@ pub struct RawMatrix {
     pub priorities: Option<Vec<String>>,
     pub cpus: Option<Vec<String>>,
     pub rt_runtime_us: Option<Vec<i64>>,
+    pub slice_us: Option<Vec<i64>>,
 }
 
 /// One `[workloads.NAME]` table as written: `kind` (defaults to NAME) and
@@ -107,6 +108,8 @@ pub struct RawDeadline {
 pub struct RawHog {
     pub policy: Option<String>,
     pub rt_priority: Option<i64>,
+    pub nice: Option<i64>,
+    pub count: Option<i64>,
     pub cpus: Option<String>,
 }
 

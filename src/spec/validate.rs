@@ -15,6 +15,9 @@ pub const MAX_PROCESSES: i64 = 10_000;
 /// sweeps stay within one second periods or so; runtimes are checked against
 /// the machine's period before anything is changed.
 const MAX_RT_PERIOD_US: i64 = 1_000_000_000;
+/// The kernel clamps a custom fair slice to 0.1..100 ms (Linux 6.12+).
+const MIN_SLICE_US: i64 = 100;
+const MAX_SLICE_US: i64 = 100_000;
 
 struct Ctx<'a> {
     origin: &'a str,
@@ -275,6 +278,38 @@ pub fn validate(raw: RawSpec, origin: &str) -> Result<Spec, SpecError> {
             out
         }
     };
+    let slice_us = match &matrix.slice_us {
+        None => Vec::new(),
+        Some(list) => {
+            non_empty(&cx, "matrix.slice_us", list.len())?;
+            if let Some(p) = policies
+                .iter()
+                .find(|p| !matches!(p, Policy::Other | Policy::Batch))
+            {
+                return Err(cx.err(
+                    "matrix.slice_us",
+                    format!(
+                        "a custom EEVDF slice applies to the fair policies other and batch only, \
+                         but matrix.policy has {}",
+                        p.name()
+                    ),
+                ));
+            }
+            let mut out = Vec::new();
+            for &v in list {
+                if !(MIN_SLICE_US..=MAX_SLICE_US).contains(&v) {
+                    return Err(cx.err(
+                        "matrix.slice_us",
+                        format!(
+                            "{v} is out of the kernel's range {MIN_SLICE_US}..={MAX_SLICE_US} µs (0.1 to 100 ms)"
+                        ),
+                    ));
+                }
+                push_unique(&cx, "matrix.slice_us", &mut out, v as u32, &v.to_string())?;
+            }
+            out
+        }
+    };
     check_run_count(
         &cx,
         &[
@@ -285,6 +320,7 @@ pub fn validate(raw: RawSpec, origin: &str) -> Result<Spec, SpecError> {
             ("priority modes", priorities.len()),
             ("CPU sets", cpus.len()),
             ("RT runtimes", rt_runtime_us.len().max(1)),
+            ("slices", slice_us.len().max(1)),
         ],
     )?;
     let hog = match &raw.hog {
@@ -293,11 +329,13 @@ pub fn validate(raw: RawSpec, origin: &str) -> Result<Spec, SpecError> {
             let policy = match h.policy.as_deref() {
                 None => Policy::Fifo,
                 Some(p) => match Policy::parse(p) {
-                    Some(p @ (Policy::Fifo | Policy::Rr)) => p,
+                    Some(p @ (Policy::Fifo | Policy::Rr | Policy::Other | Policy::Batch)) => p,
                     _ => {
                         return Err(cx.err(
                             "hog.policy",
-                            format!("\"{p}\" is not a real-time policy; allowed: fifo, rr"),
+                            format!(
+                                "\"{p}\" cannot run a CPU hog; allowed: fifo, rr, other, batch"
+                            ),
                         ));
                     }
                 },
@@ -314,10 +352,48 @@ pub fn validate(raw: RawSpec, origin: &str) -> Result<Spec, SpecError> {
             };
             let cpus =
                 Cpus::parse(h.cpus.as_deref().unwrap_or("0")).map_err(|m| cx.err("hog.cpus", m))?;
+            let fair = matches!(policy, Policy::Other | Policy::Batch);
+            if fair && h.rt_priority.is_some() {
+                return Err(cx.err(
+                    "hog.rt_priority",
+                    format!("a {} hog has no RT priority; use nice", policy.name()),
+                ));
+            }
+            let nice = match h.nice {
+                None => 0,
+                Some(_) if !fair => {
+                    return Err(cx.err(
+                        "hog.nice",
+                        format!("a {} hog has no nice value; use rt_priority", policy.name()),
+                    ));
+                }
+                Some(v) if (NICE_MIN as i64..=NICE_MAX as i64).contains(&v) => v as i32,
+                Some(v) => {
+                    return Err(cx.err(
+                        "hog.nice",
+                        format!("{v} is out of range {NICE_MIN}..{NICE_MAX}"),
+                    ));
+                }
+            };
+            let count = match h.count {
+                None => 1,
+                Some(_) if !fair => {
+                    return Err(cx.err(
+                        "hog.count",
+                        "one RT hog at most: an RT hog takes its CPU whole; fair hogs (policy \"other\" or \"batch\") may be many",
+                    ));
+                }
+                Some(v) if (1..=64).contains(&v) => v as u32,
+                Some(v) => {
+                    return Err(cx.err("hog.count", format!("must be between 1 and 64, got {v}")));
+                }
+            };
             Some(Hog {
                 policy,
                 rt_priority,
                 cpus,
+                nice,
+                count,
             })
         }
     };
@@ -364,6 +440,7 @@ pub fn validate(raw: RawSpec, origin: &str) -> Result<Spec, SpecError> {
         priorities,
         cpus,
         rt_runtime_us,
+        slice_us,
         deadline,
         hog,
         wrr,

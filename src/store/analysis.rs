@@ -57,6 +57,8 @@ pub struct ReportRun {
     pub others_runnable: Option<i64>,
     pub steal_pct: Option<f64>,
     pub other_cpu_pct: Option<f64>,
+    /// The EEVDF slice factor (µs) when the campaign swept it.
+    pub slice_us: Option<i64>,
 }
 
 /// An environment the runs of a campaign were made in, with how many runs.
@@ -205,7 +207,7 @@ impl Store {
             .prepare(
                 "SELECT id, seq, policy, workload, workload_kind, processes, priority_mode, cpus, cpu_list,
                     rt_runtime_us, rep, status, reason, makespan_ns, cpu_util, load_avg_1m, environment_id,
-                    others_runnable, steal_pct, other_cpu_pct
+                    others_runnable, steal_pct, other_cpu_pct, slice_us
              FROM runs WHERE campaign_id = ?1 ORDER BY seq, id",
             )
             .context(SCHEMA_MISMATCH)?;
@@ -232,6 +234,7 @@ impl Store {
                     others_runnable: r.get(17)?,
                     steal_pct: r.get(18)?,
                     other_cpu_pct: r.get(19)?,
+                    slice_us: r.get(20)?,
                 })
             })?
             .collect::<rusqlite::Result<Vec<_>>>()
@@ -399,6 +402,7 @@ impl Store {
                         dl_deadline_ns: opt(7)?,
                         dl_period_ns: opt(8)?,
                         weight: r.get::<_, Option<i64>>(28)?.map(|v| v.max(0) as u32),
+                        slice_ns: None,
                     },
                     start_ns: opt(9)?,
                     end_ns: opt(10)?,
@@ -417,6 +421,7 @@ impl Store {
                     timeslices: opt(21)?,
                     work: opt(22)?,
                     work_unit: r.get(23)?,
+                    slice_ns: None,
                     latency: Default::default(),
                     figures: serde_json::from_str(&figures).unwrap_or_default(),
                     exit: r.get(25)?,

@@ -108,6 +108,10 @@ pub struct ExportRow {
     pub stderr_tail: Option<String>,
     /// The process's primary latency (the workload's `primary_latency`).
     pub latency: Option<ExportLatency>,
+    /// The run's EEVDF slice factor (µs asked), when swept.
+    pub slice_us: Option<i64>,
+    /// The slice the kernel reported for the process, ns.
+    pub slice_ns: Option<i64>,
 }
 
 /// Percentiles of one process's primary latency histogram.
@@ -131,7 +135,7 @@ const EXPORT_SQL: &str = "SELECT c.id, c.name, r.id, r.run_key, r.seq, r.policy,
         p.rt_priority, p.weight, p.dl_runtime_ns, p.dl_deadline_ns, p.dl_period_ns, p.start_ns, p.end_ns,
         p.wall_ns, p.utime_us, p.stime_us, p.nvcsw, p.nivcsw, p.minflt, p.majflt, p.maxrss_kb, p.run_ns,
         p.wait_ns, p.timeslices, p.work, p.work_unit, p.figures_json, p.exit, p.ok, p.stderr_tail,
-        l.count, l.p50_ns, l.p90_ns, l.p99_ns, l.p999_ns, l.max_ns
+        l.count, l.p50_ns, l.p90_ns, l.p99_ns, l.p999_ns, l.max_ns, r.slice_us, p.slice_ns
      FROM runs r JOIN campaigns c ON c.id = r.campaign_id
      LEFT JOIN processes p ON p.run_id = r.id
      LEFT JOIN latency l ON l.run_id = p.run_id AND l.process_index = p.process_index
@@ -481,9 +485,9 @@ impl Store {
             "INSERT INTO runs (campaign_id, run_key, seq, policy, workload, workload_kind, processes, priority_mode,
                  cpus, cpu_list, rep, status, reason, makespan_ns, cpu_util, started_unix_ms, load_avg_1m,
                  environment_id, resolved_json, rt_runtime_us, extra_json, others_runnable, steal_pct,
-                 other_cpu_pct)
+                 other_cpu_pct, slice_us)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,
-                     ?20, ?21, ?22, ?23, ?24)",
+                     ?20, ?21, ?22, ?23, ?24, ?25)",
         )?
         .execute(params![
                 campaign_id,
@@ -510,6 +514,7 @@ impl Store {
                 rec.interference.others_runnable,
                 rec.interference.steal_pct,
                 rec.interference.other_cpu_pct,
+                run.slice_us,
             ])
         .with_context(|| format!("storing run {}", run.key))?;
         let run_id = tx.last_insert_rowid();
@@ -518,9 +523,9 @@ impl Store {
                 "INSERT INTO processes (run_id, process_index, role, pid, policy, nice, rt_priority, dl_runtime_ns,
                      dl_deadline_ns, dl_period_ns, start_ns, end_ns, wall_ns, utime_us, stime_us, nvcsw, nivcsw,
                      minflt, majflt, maxrss_kb, run_ns, wait_ns, timeslices, work, work_unit, figures_json, exit,
-                     ok, stderr_tail, weight)
+                     ok, stderr_tail, weight, slice_ns)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,
-                     ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30)",
+                     ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31)",
             )?;
             for p in &rec.processes {
                 stmt.execute(params![
@@ -554,6 +559,7 @@ impl Store {
                     p.ok,
                     p.stderr_tail,
                     p.sched.weight,
+                    p.slice_ns.map(i),
                 ])?;
             }
         }
@@ -738,6 +744,8 @@ impl Store {
                         max_ns: r.get(60)?,
                     }),
                 },
+                slice_us: r.get(61)?,
+                slice_ns: r.get(62)?,
             };
             f(&row)?;
             n += 1;

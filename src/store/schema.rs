@@ -145,6 +145,10 @@ pub const MIGRATIONS: &[&str] = &[
         histogram     BLOB NOT NULL,
         PRIMARY KEY (run_id, process_index, name)
     );
+    -- The EEVDF slice factor (µs asked, NULL when not swept) and the slice
+    -- the kernel reported for each fair process (ns, NULL where none).
+    ALTER TABLE runs ADD COLUMN slice_us INTEGER;
+    ALTER TABLE processes ADD COLUMN slice_ns INTEGER;
     "#,
 ];
 

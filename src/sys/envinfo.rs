@@ -575,6 +575,23 @@ pub fn render_text(env: &EnvSnapshot, privs: &Privileges) -> String {
             format_rt_limits(env.sched_rt_runtime_us, env.sched_rt_period_us),
         ),
         ("rr timeslice", opt(env.sched_rr_timeslice_ms, " ms")),
+        ("fair slice", {
+            let (base, read) = fair_base_slice_ns(env.cpus_online);
+            format!(
+                "base {:.2} ms{}; custom slices (matrix.slice_us) {}",
+                base as f64 / 1e6,
+                if read {
+                    " (as the kernel reports it)"
+                } else {
+                    " (the documented default: the kernel reports none)"
+                },
+                if crate::sys::sched::custom_slice_honoured() {
+                    "honoured"
+                } else {
+                    "not honoured by this kernel (Linux 6.12+ needed)"
+                }
+            )
+        }),
         (
             "autogroup",
             match env.sched_autogroup_enabled {
@@ -657,14 +674,21 @@ pub fn render_json(env: &EnvSnapshot, privs: &Privileges) -> String {
 }
 
 /// The fair class's base slice (EEVDF's `sysctl_sched_base_slice`): read
-/// from debugfs where it is open, else the kernel's default for this many
-/// CPUs, 0.75 ms × (1 + log2(min(CPUs, 8))) (`sched_update_scaling`, the
-/// default logarithmic tunable scaling). The flag says whether it was read.
+/// from debugfs where it is open, else as the kernel reports it for a
+/// thread that asked for no slice of its own (`sched_getattr`, Linux
+/// 6.12+), else the kernel's default for this many CPUs, 0.75 ms ×
+/// (1 + log2(min(CPUs, 8))) (`sched_update_scaling`, the default
+/// logarithmic tunable scaling; later kernels lowered the 0.75 ms, which is
+/// why the kernel's own report comes first). The flag says whether the
+/// kernel reported it.
 pub fn fair_base_slice_ns(cpus_online: usize) -> (u64, bool) {
     if let Some(ns) = std::fs::read_to_string("/sys/kernel/debug/sched/base_slice_ns")
         .ok()
         .and_then(|s| s.trim().parse::<u64>().ok())
     {
+        return (ns, true);
+    }
+    if let Some(ns) = crate::sys::sched::default_fair_slice_ns() {
         return (ns, true);
     }
     (default_base_slice_ns(cpus_online), false)

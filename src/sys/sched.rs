@@ -118,6 +118,46 @@ pub fn get_attr(pid: i32) -> io::Result<SchedAttr> {
 }
 
 /// A CPU set for `sched_setaffinity`.
+/// The slice of fair task `pid` as the kernel reports it (`sched_runtime`
+/// of `sched_getattr`, Linux 6.12+); None when it reports none (older
+/// kernels) or the task is not in the fair class.
+pub fn fair_slice_ns(pid: i32) -> Option<u64> {
+    let a = get_attr(pid).ok()?;
+    let fair = matches!(a.sched_policy, SCHED_OTHER | SCHED_BATCH | SCHED_IDLE);
+    (fair && a.sched_runtime > 0).then_some(a.sched_runtime)
+}
+
+/// Whether the kernel honours a custom fair slice: a scratch thread asks
+/// for 3 ms and reads back what it got. The caller's own threads are left
+/// as they were.
+pub fn custom_slice_honoured() -> bool {
+    const ASKED_NS: u64 = 3_000_000;
+    std::thread::spawn(|| {
+        let attr = SchedAttr {
+            sched_runtime: ASKED_NS,
+            ..SchedAttr::fair(SCHED_OTHER, current_nice())
+        };
+        set_attr(0, &attr).is_ok() && fair_slice_ns(0) == Some(ASKED_NS)
+    })
+    .join()
+    .unwrap_or(false)
+}
+
+/// The fair slice the kernel gives a thread that asked for none (its base
+/// slice), as it reports it for a scratch thread; None before Linux 6.12.
+/// schedlab's own threads never ask for a slice of their own.
+pub fn default_fair_slice_ns() -> Option<u64> {
+    std::thread::spawn(|| fair_slice_ns(0))
+        .join()
+        .ok()
+        .flatten()
+}
+
+/// The calling thread's nice value.
+fn current_nice() -> i32 {
+    get_attr(0).map_or(0, |a| a.sched_nice)
+}
+
 pub fn cpu_set(cpus: &[usize]) -> libc::cpu_set_t {
     // SAFETY: cpu_set_t is a plain bit array; all-zero is the empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };

@@ -27,6 +27,9 @@ pub struct Factors {
     pub priority_modes: Vec<String>,
     pub cpus: Vec<String>,
     pub rt_runtime_us: Vec<i64>,
+    /// EEVDF slices swept (µs), when the campaign sweeps them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub slice_us: Vec<i64>,
 }
 
 /// Everything of a condition but the policy: policies are compared within
@@ -38,6 +41,8 @@ pub struct GroupKey {
     pub priority_mode: String,
     pub cpus: String,
     pub rt_runtime_us: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slice_us: Option<i64>,
 }
 
 /// A group of conditions that differ only in policy.
@@ -132,6 +137,7 @@ pub(super) fn factors(
     let mut modes: Vec<String> = Vec::new();
     let mut cpus: Vec<String> = Vec::new();
     let mut rts: Vec<i64> = Vec::new();
+    let mut slices: Vec<i64> = Vec::new();
     for r in runs {
         if !policies.contains(&r.policy) {
             policies.push(r.policy.clone());
@@ -153,6 +159,11 @@ pub(super) fn factors(
         {
             rts.push(v);
         }
+        if let Some(v) = r.slice_us
+            && !slices.contains(&v)
+        {
+            slices.push(v);
+        }
     }
     sort_levels(&mut policies, &order.policies, |p| {
         Policy::parse(p)
@@ -164,6 +175,7 @@ pub(super) fn factors(
     sort_levels(&mut cpus, &order.cpus, |c| usize::from(c != "all"));
     processes.sort_unstable();
     rts.sort_unstable();
+    slices.sort_unstable();
     Factors {
         policies,
         workloads: workloads
@@ -183,6 +195,7 @@ pub(super) fn factors(
         priority_modes: modes,
         cpus,
         rt_runtime_us: rts,
+        slice_us: slices,
     }
 }
 
@@ -203,6 +216,9 @@ pub fn group_label(k: &GroupKey, factors: &Factors) -> String {
     if let Some(rt) = k.rt_runtime_us {
         s.push_str(&format!(", rt_runtime {rt} µs"));
     }
+    if let Some(v) = k.slice_us {
+        s.push_str(&format!(", slice {v} µs"));
+    }
     s
 }
 
@@ -214,6 +230,7 @@ pub(super) fn group_key(r: &ReportRun) -> GroupKey {
         priority_mode: r.priority_mode.clone(),
         cpus: r.cpus.clone(),
         rt_runtime_us: r.rt_runtime_us,
+        slice_us: r.slice_us,
     }
 }
 
@@ -262,6 +279,7 @@ pub(super) fn group(runs: &[ReportRun], factors: &Factors) -> Grouping {
             pos(&factors.priority_modes, &g.priority_mode),
             pos(&factors.cpus, &g.cpus),
             g.rt_runtime_us,
+            g.slice_us,
             pos(&factors.policies, p),
         )
     };

@@ -41,6 +41,7 @@ fn analysed(samples: &[(&str, Vec<f64>)]) -> Analysis {
                         dl_deadline_ns: None,
                         dl_period_ns: None,
                         weight: None,
+                        slice_ns: None,
                     },
                     (v * 1e9) as u64,
                     100_000,
@@ -320,6 +321,7 @@ fn mem_run(id: i64, policy: &str, rep: i64, status: &str, makespan_s: f64) -> Re
         others_runnable: Some(0),
         steal_pct: None,
         other_cpu_pct: None,
+        slice_us: None,
     }
 }
 

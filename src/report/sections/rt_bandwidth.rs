@@ -656,6 +656,7 @@ mod tests {
             timeslices: None,
             work: Some(4_000),
             work_unit: "hashes".into(),
+            slice_ns: None,
             latency: Default::default(),
             figures: figures.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
             exit: "exit code 0".into(),

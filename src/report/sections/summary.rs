@@ -429,6 +429,7 @@ mod tests {
             dl_deadline_ns: None,
             dl_period_ns: None,
             weight: None,
+            slice_ns: None,
         };
         for (run, i) in plan.iter().zip(interference) {
             let procs = (0..2)
