@@ -227,10 +227,11 @@ pub fn run(exe: &Path, dir: &Path, spec: &OursSpec) -> Result<OursRun, Problem> 
     match ran.status.code() {
         Some(0 | 3) => {}
         _ => {
+            // The spec's name says enough; its temporary directory does not.
+            let message = error_message(&ran).replace(&format!("{}/", dir.display()), "");
             return Err(fail(format!(
-                "schedlab run failed ({}): {}",
-                ran.status,
-                error_message(&ran)
+                "schedlab run failed ({}): {message}",
+                ran.status
             )));
         }
     }
