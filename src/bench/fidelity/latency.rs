@@ -230,14 +230,9 @@ const MESSAGE_BYTES: u64 = 100;
 pub fn messaging_ours(ctx: &mut Ctx, trial: u32) -> Result<Side, Problem> {
     let run = ours::run(&ctx.exe, &ctx.dir, &messaging_spec(ctx, trial))?;
     let makespan_s = run.run_value("makespan_ns")? / 1e9;
-    let messages: f64 = run
-        .per_worker("messages")
-        .map_or(f64::NAN, |m| m.iter().sum());
     Ok(Side {
         values: vec![makespan_s],
-        note: messages
-            .is_finite()
-            .then(|| format!("{messages:.0} messages counted over all processes")),
+        note: None,
     })
 }
 
@@ -279,6 +274,84 @@ mod tests {
             cloops: None,
             results: Default::default(),
         }
+    }
+
+    /// A stand-in for schedlab: `run` checks that the spec names the
+    /// workload kind and stores nothing, `export` prints `export.json`
+    /// from its own directory.
+    fn fake_schedlab(dir: &std::path::Path, kind: &str, export: &str) -> Ctx {
+        use std::os::unix::fs::PermissionsExt;
+        let exe = dir.join("schedlab");
+        std::fs::write(dir.join("export.json"), export).unwrap();
+        std::fs::write(
+            &exe,
+            format!(
+                "#!/bin/sh\nset -e\ncase \"$1\" in\n\
+                 run) grep -q 'kind = \"{kind}\"' \"$2\" ;;\n\
+                 export) cat \"$(dirname \"$0\")/export.json\" ;;\n\
+                 *) exit 9 ;;\nesac\n"
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        Ctx {
+            exe,
+            dir: dir.to_path_buf(),
+            ..ctx()
+        }
+    }
+
+    #[test]
+    fn our_latency_figures_come_from_the_export() {
+        let d = tempfile::tempdir().unwrap();
+        let mut c = fake_schedlab(
+            d.path(),
+            "pingpong",
+            r#"[
+{"status":"ok","reason":"","role":"worker","process_index":0,"lat_p50_us":4.5,"lat_p99_us":9.0,"fig_round_trips":20000,"fig_round_trips_per_s":200000.0},
+{"status":"ok","reason":"","role":"worker","process_index":1,"lat_p50_us":4.6,"lat_p99_us":9.5,"fig_round_trips":20000,"fig_round_trips_per_s":250000.0}
+]"#,
+        );
+        let side = pingpong_ours(&mut c, true, 1).unwrap();
+        assert_eq!(side.values, [4.5]); // (5 + 4) / 2 µs
+        assert_eq!(
+            side.note.as_deref(),
+            Some("round trip p50 4.50/4.60 µs, p99 9.00/9.50 µs per end")
+        );
+
+        let d = tempfile::tempdir().unwrap();
+        let mut c = fake_schedlab(
+            d.path(),
+            "periodic",
+            r#"[{"status":"ok","reason":"","role":"worker","process_index":0,"lat_p50_us":12.5,"lat_p90_us":14.0,"lat_p99_us":30.25,"lat_p999_us":60.0,"lat_max_us":80.0,"fig_activations":2000,"fig_misses":0}]"#,
+        );
+        let side = periodic_ours(&mut c, 1).unwrap();
+        assert_eq!(side.values, [12.5, 30.25]);
+        assert_eq!(side.note.as_deref(), Some("max 80 µs, misses 0"));
+
+        let d = tempfile::tempdir().unwrap();
+        let mut c = fake_schedlab(
+            d.path(),
+            "messaging",
+            r#"[
+{"status":"ok","reason":"","role":"worker","process_index":0,"makespan_ns":410000000,"fig_messages":2000,"fig_messages_per_s":5000.0},
+{"status":"ok","reason":"","role":"worker","process_index":1,"makespan_ns":410000000,"fig_messages":2000,"fig_messages_per_s":5000.0}
+]"#,
+        );
+        let side = messaging_ours(&mut c, 1).unwrap();
+        assert_eq!(side.values, [0.41]);
+
+        // A run that failed gives its reason.
+        let d = tempfile::tempdir().unwrap();
+        let mut c = fake_schedlab(
+            d.path(),
+            "periodic",
+            r#"[{"status":"timed_out","reason":"over timeout_s = 34","role":"worker","process_index":0}]"#,
+        );
+        let Err(Problem::Fail(why)) = periodic_ours(&mut c, 1) else {
+            panic!("no failure")
+        };
+        assert!(why.contains("timed_out: over timeout_s"), "{why}");
     }
 
     #[test]
