@@ -54,8 +54,10 @@ pub struct FidelityOptions {
 /// Sizes of every row.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Sizes {
-    /// Trials per row, each running both sides once.
+    /// Trials per row, each running both sides once (the periodic row has
+    /// its own count: its trials take the longest).
     pub trials: u32,
+    pub periodic_trials: u32,
     /// Round trips of pingpong and of `perf bench sched pipe`.
     pub pingpong_loops: u64,
     /// Wake-ups of periodic and cyclictest.
@@ -72,10 +74,19 @@ pub struct Sizes {
 }
 
 impl Sizes {
+    /// Trials of a row.
+    pub fn trials_of(&self, w: Which) -> u32 {
+        match w {
+            Which::Periodic => self.periodic_trials,
+            _ => self.trials,
+        }
+    }
+
     pub fn of(o: FidelityOptions) -> Sizes {
         if o.quick {
             Sizes {
-                trials: 1,
+                trials: 3,
+                periodic_trials: 1,
                 pingpong_loops: 20_000,
                 periodic_loops: 2_000,
                 messaging_groups: 4,
@@ -88,13 +99,14 @@ impl Sizes {
             }
         } else {
             Sizes {
-                trials: 3,
+                trials: 5,
+                periodic_trials: 3,
                 pingpong_loops: 100_000,
                 periodic_loops: 5_000,
                 messaging_groups: 10,
                 messaging_fds: 20,
                 messaging_loops: 300,
-                pi_iterations: 2_000_000_000,
+                pi_iterations: 1_000_000_000,
                 matmul_n: 150,
                 matmul_multiplies: 400,
                 launch_workers: 200,
@@ -467,7 +479,7 @@ pub fn measure_row(w: Which, ctx: &mut Ctx) -> Row {
     }
     let mut ours_problem = None;
     let mut reference_problem = None;
-    for trial in 1..=ctx.sizes.trials {
+    for trial in 1..=ctx.sizes.trials_of(w) {
         let ours_first = trial % 2 == 1;
         let (o, r) = if ours_first {
             let o = measure_ours(w, ctx, trial);
@@ -657,11 +669,11 @@ pub fn run(o: FidelityOptions) -> Result<i32> {
     let (rows, ctx) = measure(o, tmp.path())?;
     let s = &ctx.sizes;
     outln!(
-        "fidelity of schedlab's measurements against the standard tools ({}, {} trial{} per row, \
-         alternating which side goes first; medians)",
+        "fidelity of schedlab's measurements against the standard tools ({}, {} trials per row, {} of \
+         periodic, alternating which side goes first; medians of each side and of the trials' ratios)",
         if o.quick { "--quick" } else { "full" },
         s.trials,
-        if s.trials == 1 { "" } else { "s" }
+        s.periodic_trials,
     )?;
     for line in table(&rows, s) {
         outln!("{line}")?;
@@ -786,6 +798,8 @@ mod tests {
         let q = Sizes::of(FidelityOptions { quick: true });
         let f = Sizes::of(FidelityOptions::default());
         assert!(q.trials < f.trials && q.periodic_loops < f.periodic_loops);
+        assert_eq!(q.trials_of(Which::Periodic), 1);
+        assert_eq!(q.trials_of(Which::Launch), 3);
         assert_eq!(q.launch_workers, 200);
     }
 }
