@@ -6,7 +6,9 @@
 //! Output goes to temporary files rather than pipes, so a program that
 //! writes a lot can never block on a pipe nobody reads while we wait for
 //! it. The timeout is a watchdog thread that sends SIGKILL to the program
-//! if it has not ended in time. The program stays in our process group, so
+//! if it has not ended in time (a program that ends at that very moment is
+//! reaped a few µs before the kill: its pid would have to be reused within
+//! them to hit another process). The program stays in our process group, so
 //! a Ctrl-C at the terminal stops it with the benchmark.
 
 use anyhow::{Context, Result};

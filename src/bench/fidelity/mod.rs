@@ -320,7 +320,7 @@ impl Which {
             ),
             Which::Pi | Which::Matmul => format!(
                 "pi, matmul: work per second; ours work / (end_ns − start_ns) of the worker, C its own clock \
-                 around the same {} iterations / {} multiplies; results compared bit for bit",
+                 around the same {} iterations / {} multiplies; the results (π error, checksum) must agree to 1e-12",
                 s.pi_iterations, s.matmul_multiplies
             ),
             Which::Launch => format!(
