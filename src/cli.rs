@@ -125,6 +125,16 @@ enum BenchCommand {
     Wrr(WrrBenchArgs),
     /// Time `report` over a synthetic database of 10,000 runs × 100 processes.
     Report(BenchReportArgs),
+    /// schedlab's figures side by side with perf, cyclictest, hackbench and
+    /// C loops, each row with the rule it must meet (exit 1 if a row fails).
+    Fidelity(FidelityBenchArgs),
+}
+
+#[derive(Args)]
+struct FidelityBenchArgs {
+    /// Fewer loops and one trial per row: well under a minute.
+    #[arg(long)]
+    quick: bool,
 }
 
 #[derive(Args)]
@@ -429,6 +439,11 @@ fn dispatch(command: Command) -> Result<i32> {
         Command::Bench {
             which: BenchCommand::Report(args),
         } => crate::bench::report::run(args.options()),
+        Command::Bench {
+            which: BenchCommand::Fidelity(a),
+        } => {
+            crate::bench::fidelity::run(crate::bench::fidelity::FidelityOptions { quick: a.quick })
+        }
         Command::Bench {
             which: BenchCommand::Wrr(a),
         } => {

@@ -1,5 +1,6 @@
 //! Benchmarks run from the command line (`schedlab bench ...`), not tests.
 
 pub mod aio;
+pub mod fidelity;
 pub mod report;
 pub mod wrr;
