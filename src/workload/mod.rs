@@ -16,6 +16,8 @@
 //! - `hash`: crypt-like chained SHA-256 (integer CPU work).
 //! - `aio`: random block reads/writes through io_uring with a queue depth
 //!   (asynchronous I/O, fio-like).
+//! - `periodic`: wake every period on an absolute timer, run, sleep
+//!   (cyclictest / rt-app-like; wake-up latency and deadline misses).
 //!
 //! Every workload verifies its own result after the timed loop (pi estimate,
 //! copied bytes, checksum identity, digest fold), so that an optimiser or a
@@ -37,6 +39,7 @@ pub mod kind;
 pub mod latency;
 pub mod matmul;
 pub mod mixed;
+pub mod periodic;
 pub mod pi;
 pub mod registry;
 pub mod wiring;
@@ -47,6 +50,7 @@ pub use hash::HashParams;
 pub use kind::Kind;
 pub use matmul::MatmulParams;
 pub use mixed::MixedParams;
+pub use periodic::PeriodicParams;
 pub use pi::PiParams;
 pub use wiring::Wiring;
 
@@ -83,6 +87,7 @@ pub enum Workload {
     Matmul(MatmulParams),
     Hash(HashParams),
     Aio(AioParams),
+    Periodic(PeriodicParams),
 }
 
 /// What a worker needs to know about where it runs.
@@ -147,6 +152,7 @@ impl Workload {
             Workload::Matmul(p) => p,
             Workload::Hash(p) => p,
             Workload::Aio(p) => p,
+            Workload::Periodic(p) => p,
         }
     }
 
@@ -158,6 +164,7 @@ impl Workload {
             Workload::Matmul(p) => p,
             Workload::Hash(p) => p,
             Workload::Aio(p) => p,
+            Workload::Periodic(p) => p,
         }
     }
 
