@@ -18,6 +18,8 @@
 //!   (asynchronous I/O, fio-like).
 //! - `periodic`: wake every period on an absolute timer, run, sleep
 //!   (cyclictest / rt-app-like; wake-up latency and deadline misses).
+//! - `request`: groups of a messenger and workers exchanging requests over
+//!   pipes in a closed loop (schbench-like; wake-up and request latency).
 //!
 //! Every workload verifies its own result after the timed loop (pi estimate,
 //! copied bytes, checksum identity, digest fold), so that an optimiser or a
@@ -42,6 +44,7 @@ pub mod mixed;
 pub mod periodic;
 pub mod pi;
 pub mod registry;
+pub mod request;
 pub mod wiring;
 
 pub use aio::AioParams;
@@ -52,6 +55,7 @@ pub use matmul::MatmulParams;
 pub use mixed::MixedParams;
 pub use periodic::PeriodicParams;
 pub use pi::PiParams;
+pub use request::RequestParams;
 pub use wiring::Wiring;
 
 /// How a workload stops: after a fixed amount of work (time taken is the result),
@@ -88,6 +92,7 @@ pub enum Workload {
     Hash(HashParams),
     Aio(AioParams),
     Periodic(PeriodicParams),
+    Request(RequestParams),
 }
 
 /// What a worker needs to know about where it runs.
@@ -153,6 +158,7 @@ impl Workload {
             Workload::Hash(p) => p,
             Workload::Aio(p) => p,
             Workload::Periodic(p) => p,
+            Workload::Request(p) => p,
         }
     }
 
@@ -165,6 +171,7 @@ impl Workload {
             Workload::Hash(p) => p,
             Workload::Aio(p) => p,
             Workload::Periodic(p) => p,
+            Workload::Request(p) => p,
         }
     }
 
