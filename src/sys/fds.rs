@@ -1,10 +1,11 @@
 //! Descriptors that cooperating workers share: event counters, moving a
 //! descriptor above the numbers a child's set-up reuses, keeping one open
-//! across `exec`, and taking ownership of an inherited one in the worker.
+//! across `exec`, taking ownership of an inherited one in the worker, and
+//! waiting on one (readable; a pipe's reader gone).
 
 use std::collections::HashSet;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::sync::Mutex;
 
 /// An eventfd counter starting at 0, close-on-exec. `semaphore`: each read
@@ -36,6 +37,39 @@ pub fn at_least(fd: OwnedFd, min: i32) -> io::Result<OwnedFd> {
     }
     // SAFETY: F_DUPFD_CLOEXEC succeeded: a fresh descriptor we own.
     Ok(unsafe { OwnedFd::from_raw_fd(dup) })
+}
+
+/// Poll one descriptor for `events` for at most `timeout_ms` (-1: no
+/// limit); its returned events (POLLERR and POLLHUP are always reported),
+/// 0 on timeout. EINTR is reported as a timeout (the caller looks again).
+fn poll_one(fd: BorrowedFd<'_>, events: i16, timeout_ms: i32) -> io::Result<i16> {
+    let mut p = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd that outlives the call.
+    let rc = unsafe { libc::poll(&mut p, 1, timeout_ms) };
+    if rc < 0 {
+        let e = io::Error::last_os_error();
+        return match e.kind() {
+            io::ErrorKind::Interrupted => Ok(0),
+            _ => Err(e),
+        };
+    }
+    Ok(if rc == 0 { 0 } else { p.revents })
+}
+
+/// Wait at most `timeout_ms` until `fd` can be read without blocking
+/// (data, end-of-file, or an error to report): false on timeout.
+pub fn wait_readable(fd: BorrowedFd<'_>, timeout_ms: i32) -> io::Result<bool> {
+    Ok(poll_one(fd, libc::POLLIN, timeout_ms)? != 0)
+}
+
+/// Whether the read end of the pipe whose write end is `fd` has been
+/// closed by every process (a write would fail with EPIPE). Does not block.
+pub fn pipe_reader_gone(fd: BorrowedFd<'_>) -> io::Result<bool> {
+    Ok(poll_one(fd, 0, 0)? & libc::POLLERR != 0)
 }
 
 /// Between fork and exec: keep `fd` open across `exec` (clear its
@@ -103,5 +137,24 @@ mod tests {
         drop(owned);
         assert!(inherited(1000).is_err());
         assert!(inherited(2).is_err());
+    }
+
+    #[test]
+    fn readiness_and_a_vanished_pipe_reader() {
+        use std::io::Write;
+        use std::os::fd::AsFd;
+        let (r, w) = crate::sys::proc::pipe().unwrap();
+        assert!(!wait_readable(r.as_fd(), 0).unwrap());
+        assert!(!pipe_reader_gone(w.as_fd()).unwrap());
+        std::fs::File::from(w.try_clone().unwrap())
+            .write_all(b"x")
+            .unwrap();
+        assert!(wait_readable(r.as_fd(), 1000).unwrap());
+        drop(r);
+        assert!(pipe_reader_gone(w.as_fd()).unwrap());
+        // End-of-file is readable too.
+        let (r, w) = crate::sys::proc::pipe().unwrap();
+        drop(w);
+        assert!(wait_readable(r.as_fd(), 0).unwrap());
     }
 }

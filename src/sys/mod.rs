@@ -1,9 +1,10 @@
 //! The only home of `unsafe` and raw libc calls: scheduling system calls,
-//! process reaping and signals, procfs parsing, the machine's environment,
-//! and what else the machine is doing.
+//! process reaping and signals, clocks and absolute sleeps, procfs
+//! parsing, the machine's environment, and what else the machine is doing.
 
 pub mod activity;
 pub mod child;
+pub mod clock;
 pub mod envinfo;
 pub mod events;
 pub mod fds;

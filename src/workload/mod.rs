@@ -16,6 +16,10 @@
 //! - `hash`: crypt-like chained SHA-256 (integer CPU work).
 //! - `aio`: random block reads/writes through io_uring with a queue depth
 //!   (asynchronous I/O, fio-like).
+//! - `periodic`: wake every period on an absolute timer, run, sleep
+//!   (cyclictest / rt-app-like; wake-up latency and deadline misses).
+//! - `request`: groups of a messenger and workers exchanging requests over
+//!   pipes in a closed loop (schbench-like; wake-up and request latency).
 //!
 //! Every workload verifies its own result after the timed loop (pi estimate,
 //! copied bytes, checksum identity, digest fold), so that an optimiser or a
@@ -37,8 +41,10 @@ pub mod kind;
 pub mod latency;
 pub mod matmul;
 pub mod mixed;
+pub mod periodic;
 pub mod pi;
 pub mod registry;
+pub mod request;
 pub mod wiring;
 
 pub use aio::AioParams;
@@ -47,7 +53,9 @@ pub use hash::HashParams;
 pub use kind::Kind;
 pub use matmul::MatmulParams;
 pub use mixed::MixedParams;
+pub use periodic::PeriodicParams;
 pub use pi::PiParams;
+pub use request::RequestParams;
 pub use wiring::Wiring;
 
 /// How a workload stops: after a fixed amount of work (time taken is the result),
@@ -83,6 +91,8 @@ pub enum Workload {
     Matmul(MatmulParams),
     Hash(HashParams),
     Aio(AioParams),
+    Periodic(PeriodicParams),
+    Request(RequestParams),
 }
 
 /// What a worker needs to know about where it runs.
@@ -147,6 +157,8 @@ impl Workload {
             Workload::Matmul(p) => p,
             Workload::Hash(p) => p,
             Workload::Aio(p) => p,
+            Workload::Periodic(p) => p,
+            Workload::Request(p) => p,
         }
     }
 
@@ -158,6 +170,8 @@ impl Workload {
             Workload::Matmul(p) => p,
             Workload::Hash(p) => p,
             Workload::Aio(p) => p,
+            Workload::Periodic(p) => p,
+            Workload::Request(p) => p,
         }
     }
 
