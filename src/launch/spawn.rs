@@ -55,7 +55,7 @@ pub fn spawn_worker(
             unblock_signals: true,
             die_with_parent: true,
             own_process_group: true,
-            move_fd: Some((barrier_fd, worker::BARRIER_FD)),
+            move_fds: vec![(barrier_fd, worker::BARRIER_FD)],
             keep_fds: args.fds.clone(),
             attr: Some(attr),
             affinity: Some(set),
