@@ -1,28 +1,54 @@
 //! The worker side: what a re-executed `schedlab __worker` process does. It
 //! was put under its policy, priority and affinity before exec; here it waits
-//! on the start barrier, runs its workload, and leaves its result in a file
-//! for the parent.
+//! on the start barrier, reads the release time, runs its workload, and
+//! hands its result to the parent through its result pipe.
+//!
+//! Descriptors the parent set up: the barrier (`BARRIER_FD`), the result
+//! pipe's write end (`RESULT_FD`), the run's release-time file
+//! (`RELEASE_FD`), and stderr, a pipe the parent drains (it keeps the last
+//! lines, recorded when the worker fails). Nothing is written to the file
+//! system unless the workload works on files.
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
-use std::io::Read;
+use std::io::{Read, Write};
+use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 
 use crate::sys::proc::{Usage, monotonic_ns, self_usage};
 use crate::sys::procfs::{SchedStat, read_schedstat};
 use crate::workload::{WorkContext, WorkOutput, Workload};
 
-pub use crate::sys::proc::BARRIER_FD;
+pub use crate::sys::proc::{BARRIER_FD, RELEASE_FD, RESULT_FD};
 
-/// Environment variable for fault injection in tests:
-/// `abort-worker:N` makes worker N abort right after the barrier.
+/// Environment variable for fault injection in tests, `FAULT:N` for
+/// worker N:
+/// - `abort-worker:N` aborts right after the barrier;
+/// - `cut-result:N` writes half of its result, then aborts;
+/// - `big-result:N` pads its result with 1 MiB of white space (a valid
+///   result far beyond a pipe's capacity);
+/// - `chatty:N` writes 1 MiB to stderr before its work (beyond a pipe's
+///   capacity too), then works normally.
 pub const FAULT_ENV: &str = "SCHEDLAB_FAULT";
+
+/// Whether fault `name` is injected into worker `index`.
+fn fault(name: &str, index: usize) -> bool {
+    std::env::var(FAULT_ENV).is_ok_and(|f| f == format!("{name}:{index}"))
+}
 
 /// What the parent tells a worker (one JSON argument).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WorkerArgs {
     pub workload: Workload,
-    pub dir: PathBuf,
+    /// The run directory, when the workload works on files
+    /// (`Workload::needs_dir`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dir: Option<PathBuf>,
+    /// The campaign's work directory (where run directories go). Unused by
+    /// the worker: it shows in its command line which campaign it belongs
+    /// to, also when the run has no directory of its own.
+    #[serde(default)]
+    pub workdir: PathBuf,
     pub index: usize,
     /// The workload's channels (see `workload::Wiring`), kept open across
     /// exec for this worker.
@@ -38,7 +64,7 @@ fn yes() -> bool {
     true
 }
 
-/// What a worker reports (the file `result-<index>.json`).
+/// What a worker reports (JSON, through its result pipe).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WorkerResult {
     /// CLOCK_MONOTONIC when the barrier opened for this worker and when its
@@ -55,25 +81,14 @@ pub struct WorkerResult {
     pub output: WorkOutput,
 }
 
-/// The file in which the parent leaves the barrier's release time.
-pub fn release_path(dir: &std::path::Path) -> PathBuf {
-    dir.join("release")
-}
-
-fn read_release_ns(dir: &std::path::Path) -> Option<u64> {
-    std::fs::read_to_string(release_path(dir))
-        .ok()?
-        .trim()
-        .parse()
-        .ok()
-}
-
-pub fn result_path(dir: &std::path::Path, index: usize) -> PathBuf {
-    dir.join(format!("result-{index}.json"))
-}
-
-pub fn stderr_path(dir: &std::path::Path, index: usize) -> PathBuf {
-    dir.join(format!("stderr-{index}.txt"))
+/// The release time the parent wrote to the release-time file just before
+/// opening the barrier (8 bytes, little-endian); None before that (a
+/// companion that does not wait for the barrier) or without the file.
+fn read_release_ns() -> Option<u64> {
+    let file = crate::sys::proc::take_release()?;
+    let mut buf = [0u8; 8];
+    file.read_exact_at(&mut buf, 0).ok()?;
+    Some(u64::from_le_bytes(buf))
 }
 
 /// Entry point of worker mode. Returns the process exit code.
@@ -96,20 +111,25 @@ fn run(json: &str) -> Result<()> {
     let start_ns = monotonic_ns();
     let usage_start = self_usage();
     let schedstat_start = read_schedstat(std::process::id() as i32).ok();
-    if let Ok(fault) = std::env::var(FAULT_ENV)
-        && fault == format!("abort-worker:{}", args.index)
-    {
+    if fault("abort-worker", args.index) {
         eprintln!("fault injection: worker {} aborts", args.index);
         std::process::abort();
+    }
+    if fault("chatty", args.index) {
+        let line = format!("fault injection: worker {} chatters\n", args.index);
+        let mut err = std::io::stderr().lock();
+        for _ in 0..(1 << 20) / line.len() {
+            err.write_all(line.as_bytes())?;
+        }
     }
     // A fixed duration runs from barrier release to release + duration for
     // every worker, as "work done by each in 30 s" means: a worker that gets
     // the CPU late has less of it left, and none runs on past the others.
     let ctx = WorkContext {
         fds: args.fds.clone(),
-        dir: args.dir.clone(),
+        dir: args.dir.clone().unwrap_or_default(),
         index: args.index,
-        release_ns: read_release_ns(&args.dir),
+        release_ns: read_release_ns(),
     };
     let output = args.workload.run(&ctx)?;
     let end_ns = monotonic_ns();
@@ -124,11 +144,26 @@ fn run(json: &str) -> Result<()> {
         schedstat_end,
         output,
     };
-    let path = result_path(&args.dir, args.index);
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, serde_json::to_vec(&result)?)
-        .with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))?;
+    send_result(&result, args.index)
+}
+
+/// Write the result to the result pipe, whole, and close it. The parent
+/// drains the pipe while it waits, so a result larger than the pipe's
+/// capacity only makes this wait; a worker that dies before the end leaves
+/// a cut JSON text, which the parent rejects.
+fn send_result(result: &WorkerResult, index: usize) -> Result<()> {
+    let mut json = serde_json::to_vec(result)?;
+    if fault("big-result", index) {
+        json.resize(json.len() + (1 << 20), b' ');
+    }
+    let mut pipe = crate::sys::proc::take_result_pipe()
+        .context("the result pipe is missing (this mode is internal)")?;
+    if fault("cut-result", index) {
+        pipe.write_all(&json[..json.len() / 2])?;
+        eprintln!("fault injection: worker {index} aborts while writing its result");
+        std::process::abort();
+    }
+    pipe.write_all(&json).context("writing the result")?;
     Ok(())
 }
 

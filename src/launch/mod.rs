@@ -1,16 +1,20 @@
-//! Running one planned run on real processes: prepare its directory, start
-//! its workers behind a barrier, release them together, sleep while they
-//! run, reap each with its resource usage and scheduler statistics, and
-//! build the [`RunRecord`].
+//! Running one planned run on real processes: prepare its directory (for
+//! workloads that work on files), start its workers behind a barrier,
+//! release them together, sleep while they run (draining the pipes their
+//! results and stderr come through), reap each with its resource usage and
+//! scheduler statistics, and build the [`RunRecord`].
 
 mod guard;
 mod interference;
+pub mod outputs;
 pub mod rundir;
 mod spawn;
 
 use anyhow::{Context, Result};
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::os::fd::AsFd;
+use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::plan::Run;
@@ -19,11 +23,13 @@ use crate::record::{ProcessRecord, RunRecord, RunStatus, SliceRow};
 use crate::spec::Spec;
 use crate::spec::{WrrMechanism, WrrSettings};
 use crate::sys::envinfo::{self, EnvSnapshot};
+use crate::sys::events::AbsTimer;
 use crate::sys::proc::{self, Exit, Usage};
-use crate::sys::{fsinfo, probe, procfs};
-use crate::worker::{self, WorkerArgs, WorkerResult};
+use crate::sys::{fds, fsinfo, limits, probe, procfs};
+use crate::worker::{WorkerArgs, WorkerResult};
 use crate::workload::{PiParams, Stop, Workload};
 use crate::wrr::{self, DispatchReport, Dispatcher, Mechanism, SliceRule, Task, WrrPolicy};
+use outputs::Outputs;
 
 pub use guard::ParentPriority;
 
@@ -52,6 +58,27 @@ pub struct Launcher {
     pub rt_period_us: i64,
     /// The WRR mechanism this machine allows, probed on first use.
     wrr_mechanism: std::sync::OnceLock<Mechanism>,
+    /// The soft RLIMIT_NOFILE the campaign was checked against; a run
+    /// raises it by the descriptors of its workers' pipes.
+    open_files_base: u64,
+}
+
+/// Why a run directory could not be made ready.
+enum PrepareError {
+    /// The campaign cannot go on (no work directory).
+    Fatal(anyhow::Error),
+    /// This run fails, with its status and reason.
+    Run(RunStatus, String),
+}
+
+/// The run's release-time file: in memory, or else an unnamed temporary
+/// file; numbered above the numbers workers' descriptors are moved to.
+fn release_file() -> std::io::Result<std::os::fd::OwnedFd> {
+    let fd = match fds::memfd(c"schedlab-release") {
+        Ok(fd) => fd,
+        Err(_) => tempfile::tempfile()?.into(),
+    };
+    fds::at_least(fd, outputs::HIGH_FD)
 }
 
 impl Launcher {
@@ -66,6 +93,7 @@ impl Launcher {
             wrr: spec.wrr,
             rt_period_us: env.sched_rt_period_us.unwrap_or(1_000_000),
             wrr_mechanism: std::sync::OnceLock::new(),
+            open_files_base: probe::rlimit(libc::RLIMIT_NOFILE).0,
         }
     }
 
@@ -160,40 +188,17 @@ impl Launcher {
             }
         }
 
-        std::fs::create_dir_all(&self.workdir)
-            .with_context(|| format!("cannot create work directory {}", self.workdir.display()))?;
-        let dir = rundir::OwnedDir::create_in(&self.workdir).with_context(|| {
-            format!(
-                "cannot create a run directory in {}",
-                self.workdir.display()
-            )
-        })?;
-        // What the run writes must fit (the space may have gone since the
-        // campaign's check), and writing it counts against timeout_s: a run
-        // that cannot prepare its input is that run's failure, not the
-        // campaign's.
-        let need = run.workload.workload.disk_bytes(run.processes);
-        if let Ok(free) = fsinfo::free_bytes(dir.path())
-            && need > free
-        {
-            let reason = format!(
-                "the run writes up to {} in {} (the input and one copy per process), which has {} free",
-                crate::progress::human_bytes(need),
-                self.workdir.display(),
-                crate::progress::human_bytes(free)
-            );
-            return finished(RunStatus::Failed, cpus, reason);
-        }
-        let until = std::time::Instant::now().checked_add(self.timeout);
-        if let Err(e) = run.workload.workload.prepare(dir.path(), until) {
-            let status = if e.is::<crate::workload::copy::PrepareTimedOut>() {
-                RunStatus::TimedOut
-            } else {
-                RunStatus::Failed
-            };
-            let reason = format!("preparing the {} workload: {e:#}", run.workload.name);
-            return finished(status, cpus, reason);
-        }
+        // A run directory only for workloads that work on files: making one
+        // (and its marker) costs the file system, and every run pays it.
+        let dir = if run.workload.workload.needs_dir() {
+            match self.prepare_dir(run) {
+                Ok(dir) => Some(dir),
+                Err(PrepareError::Fatal(e)) => return Err(e),
+                Err(PrepareError::Run(status, reason)) => return finished(status, cpus, reason),
+            }
+        } else {
+            None
+        };
 
         // The channels between cooperating workers (pairs, groups), open in
         // the parent only until every worker has its copies.
@@ -204,7 +209,16 @@ impl Launcher {
                 return finished(RunStatus::Failed, cpus, reason);
             }
         };
+        // Each process's result and stderr pipes: two descriptors each in
+        // schedlab while the run goes on, beyond what the campaign's check
+        // counted on.
+        let open_files = limits::raise_open_files(self.open_files_base + 2 * members.len() as u64);
         let (barrier_r, barrier_w) = proc::pipe().context("creating the start barrier")?;
+        let barrier_r = fds::at_least(barrier_r, outputs::HIGH_FD)?;
+        // Fixed durations run from release: the parent writes it here just
+        // before opening the barrier, the workers read it just after.
+        let release = release_file().context("creating the release-time file")?;
+        let mut outputs = Outputs::new().context("watching the workers' pipes")?;
         let mut pids: Vec<i32> = Vec::with_capacity(members.len());
         for (index, m) in members.iter().enumerate() {
             let args = WorkerArgs {
@@ -213,11 +227,27 @@ impl Launcher {
                     Role::Hog => Vec::new(),
                 },
                 workload: m.workload.clone(),
-                dir: dir.path().to_path_buf(),
+                dir: dir.as_ref().map(|d| d.path().to_path_buf()),
+                workdir: self.workdir.clone(),
                 index,
                 wait_barrier: m.role == Role::Worker,
             };
-            match spawn::spawn_worker(&args, &m.sched, &m.cpus, &barrier_r, dir.path()) {
+            let shared = spawn::Shared {
+                barrier: &barrier_r,
+                release: &release,
+            };
+            let spawned = match outputs.open() {
+                Ok(ends) => spawn::spawn_worker(&args, &m.sched, &m.cpus, &shared, ends),
+                Err(e) => Err(spawn::SpawnError {
+                    index,
+                    errno: e.raw_os_error(),
+                    message: match &open_files {
+                        Ok(n) => format!("cannot make its pipes ({n} open files allowed): {e}"),
+                        Err(_) => format!("cannot make its pipes: {e}"),
+                    },
+                }),
+            };
+            match spawned {
                 Ok(pid) => pids.push(pid),
                 Err(e) => {
                     kill_and_reap(&pids);
@@ -308,10 +338,12 @@ impl Launcher {
         let before = interference::at_release(&pids);
         // Fixed durations run from release: workers read it after the barrier.
         let release_ns = proc::monotonic_ns();
-        std::fs::write(worker::release_path(dir.path()), release_ns.to_string())
-            .context("writing the release time")?;
+        if let Err(e) = std::fs::File::from(release).write_all_at(&release_ns.to_le_bytes(), 0) {
+            kill_and_reap(&pids);
+            return Err(e).context("writing the release time");
+        }
         drop(barrier_w); // EOF on every worker's barrier: go.
-        let waited = self.wait_all(&pids, &hogs, release_ns, dispatcher.as_ref());
+        let waited = self.wait_all(&pids, &hogs, release_ns, dispatcher.as_ref(), &mut outputs);
         let after = interference::at_end();
         let dispatched = dispatcher.map(Dispatcher::stop);
         let parent = raised.label;
@@ -328,7 +360,7 @@ impl Launcher {
             waited: &waited,
             hog_start: &hog_start,
             release_ns,
-            dir: dir.path(),
+            outputs: &outputs,
             timeout: self.timeout,
         };
         let mut record = ctx.build(cpus, started_unix_ms, env);
@@ -362,7 +394,52 @@ impl Launcher {
         if let Some(report) = dispatched {
             attach_dispatch(&mut record, &report, release_ns);
         }
+        drop(dir);
         Ok(Outcome::Done(Box::new(record)))
+    }
+
+    /// Make the run directory in the work directory and the workload's
+    /// input in it. An error of the run itself (no room, preparation failed
+    /// or timed out) is that run's status and reason.
+    fn prepare_dir(&self, run: &Run) -> Result<rundir::OwnedDir, PrepareError> {
+        std::fs::create_dir_all(&self.workdir)
+            .with_context(|| format!("cannot create work directory {}", self.workdir.display()))
+            .map_err(PrepareError::Fatal)?;
+        let dir = rundir::OwnedDir::create_in(&self.workdir)
+            .with_context(|| {
+                format!(
+                    "cannot create a run directory in {}",
+                    self.workdir.display()
+                )
+            })
+            .map_err(PrepareError::Fatal)?;
+        // What the run writes must fit (the space may have gone since the
+        // campaign's check), and writing it counts against timeout_s: a run
+        // that cannot prepare its input is that run's failure, not the
+        // campaign's.
+        let need = run.workload.workload.disk_bytes(run.processes);
+        if let Ok(free) = fsinfo::free_bytes(dir.path())
+            && need > free
+        {
+            let reason = format!(
+                "the run writes up to {} in {} (the input and one copy per process), which has {} free",
+                crate::progress::human_bytes(need),
+                self.workdir.display(),
+                crate::progress::human_bytes(free)
+            );
+            return Err(PrepareError::Run(RunStatus::Failed, reason));
+        }
+        let until = std::time::Instant::now().checked_add(self.timeout);
+        if let Err(e) = run.workload.workload.prepare(dir.path(), until) {
+            let status = if e.is::<crate::workload::copy::PrepareTimedOut>() {
+                RunStatus::TimedOut
+            } else {
+                RunStatus::Failed
+            };
+            let reason = format!("preparing the {} workload: {e:#}", run.workload.name);
+            return Err(PrepareError::Run(status, reason));
+        }
+        Ok(dir)
     }
 
     /// Start the WRR dispatcher over the workers: a run queue per CPU,
@@ -491,17 +568,30 @@ struct Waited {
     interrupted: Option<i32>,
 }
 
+/// Tokens of the wait's own descriptors in the poller (the pipes' are
+/// from `outputs::FIRST_TOKEN` on).
+const SIGNAL_TOKEN: u64 = 0;
+const TIMER_TOKEN: u64 = 1;
+
 impl Launcher {
     /// Sleep until every worker has exited, the timeout passes, or a stop
-    /// signal arrives; reap each worker as it exits. Hogs are stopped once
-    /// the last worker has ended.
+    /// signal arrives; reap each worker as it exits, and drain the workers'
+    /// pipes whenever they hold something (a worker writing more than a
+    /// pipe holds waits for that). Hogs are stopped once the last worker
+    /// has ended.
     fn wait_all(
         &self,
         pids: &[i32],
         hogs: &[(usize, i32)],
         release_ns: u64,
         dispatcher: Option<&Dispatcher>,
+        outputs: &mut Outputs,
     ) -> Result<Waited> {
+        let signals = proc::SignalFd::new(&self.signals).context("watching signals")?;
+        let timer = AbsTimer::new().context("creating a timer")?;
+        outputs.poller().add(signals.as_fd(), SIGNAL_TOKEN)?;
+        outputs.poller().add(timer.as_fd(), TIMER_TOKEN)?;
+        let mut ready: Vec<u64> = Vec::new();
         let mut live: std::collections::HashSet<i32> = pids.iter().copied().collect();
         let hog_pids: Vec<i32> = hogs.iter().map(|h| h.1).collect();
         let mut w = Waited {
@@ -543,6 +633,9 @@ impl Launcher {
                 }
             }
             if live.is_empty() {
+                // Whatever the processes wrote before they exited is in
+                // their pipes.
+                outputs.drain_all();
                 return Ok(w);
             }
             if !killed && live.iter().all(|p| hog_pids.contains(p)) {
@@ -564,21 +657,34 @@ impl Launcher {
                 live.iter().for_each(|&p| proc::kill(p, libc::SIGKILL));
                 continue;
             }
-            let wait = if killed {
-                Duration::from_millis(100)
+            let wake_ns = if killed {
+                now + 100_000_000
             } else if !hog_pids.is_empty() {
-                Duration::from_nanos(deadline_ns.min(next_sample_ns).saturating_sub(now))
+                deadline_ns.min(next_sample_ns)
             } else {
-                Duration::from_nanos(deadline_ns - now)
+                deadline_ns
             };
-            match proc::wait_signal(&self.signals, wait) {
-                None | Some(libc::SIGCHLD) => {}
-                Some(sig) => {
-                    w.interrupted.get_or_insert(sig);
-                    if !killed {
-                        killed = true;
-                        live.iter().for_each(|&p| proc::kill(p, libc::SIGKILL));
+            timer.arm_at(wake_ns).context("arming the timer")?;
+            outputs
+                .poller()
+                .wait(&mut ready, None)
+                .context("waiting for workers")?;
+            for &token in &ready {
+                match token {
+                    SIGNAL_TOKEN => {
+                        while let Some(sig) = signals.take() {
+                            if sig == libc::SIGCHLD {
+                                continue;
+                            }
+                            w.interrupted.get_or_insert(sig);
+                            if !killed {
+                                killed = true;
+                                live.iter().for_each(|&p| proc::kill(p, libc::SIGKILL));
+                            }
+                        }
                     }
+                    TIMER_TOKEN => {}
+                    pipe => outputs.on_ready(pipe),
                 }
             }
         }
@@ -628,17 +734,6 @@ fn describe_sched(s: &ProcSched) -> String {
     }
 }
 
-/// The last lines of a worker's stderr (at most 2 KiB).
-fn stderr_tail(path: &Path) -> String {
-    let Ok(bytes) = std::fs::read(path) else {
-        return String::new();
-    };
-    let start = bytes.len().saturating_sub(2048);
-    let text = String::from_utf8_lossy(&bytes[start..]);
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(10)..].join("\n")
-}
-
 /// Everything needed to turn what was observed into a [`RunRecord`].
 struct RecordContext<'a> {
     run: &'a Run,
@@ -647,7 +742,7 @@ struct RecordContext<'a> {
     waited: &'a Waited,
     hog_start: &'a HashMap<i32, procfs::SchedStat>,
     release_ns: u64,
-    dir: &'a Path,
+    outputs: &'a Outputs,
     timeout: Duration,
 }
 
@@ -730,14 +825,12 @@ impl RecordContext<'_> {
 
     fn worker(&self, index: usize, pid: i32, m: &Member) -> ProcessRecord {
         let (exit, usage, stat, seen_ns) = self.ended(pid);
-        let result: Option<WorkerResult> = std::fs::read(worker::result_path(self.dir, index))
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok());
+        let result: Option<WorkerResult> = self.outputs.result(index);
         let ok = exit.success() && result.is_some();
         let tail = if ok {
             String::new()
         } else {
-            stderr_tail(&worker::stderr_path(self.dir, index))
+            self.outputs.stderr_tail(index)
         };
         let (start_ns, end_ns) = match &result {
             Some(r) => (Some(self.since(r.start_ns)), Some(self.since(r.end_ns))),

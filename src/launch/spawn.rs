@@ -3,9 +3,9 @@
 //! blocked on the start barrier until every worker of the run exists.
 
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::path::Path;
 use std::process::{Command, Stdio};
 
+use crate::launch::outputs::ChildEnds;
 use crate::policy::ProcSched;
 use crate::sys::{child, sched};
 use crate::worker::{self, WorkerArgs};
@@ -18,14 +18,23 @@ pub struct SpawnError {
     pub message: String,
 }
 
-/// Start worker `index`. The child is left waiting on the barrier whose read
-/// end is `barrier`.
+/// The descriptors every process of a run shares, numbered at least
+/// `outputs::HIGH_FD`.
+pub struct Shared<'a> {
+    /// The read end of the start barrier.
+    pub barrier: &'a OwnedFd,
+    /// The run's release-time file.
+    pub release: &'a OwnedFd,
+}
+
+/// Start worker `index`. The child is left waiting on the barrier; its
+/// result and stderr go to the write ends in `ends` (closed here).
 pub fn spawn_worker(
     args: &WorkerArgs,
     sched: &ProcSched,
     cpus: &[usize],
-    barrier: &OwnedFd,
-    dir: &Path,
+    shared: &Shared,
+    ends: ChildEnds,
 ) -> Result<i32, SpawnError> {
     let index = args.index;
     let fail = |errno: Option<i32>, message: String| SpawnError {
@@ -34,34 +43,37 @@ pub fn spawn_worker(
         message,
     };
     let json = serde_json::to_string(args).map_err(|e| fail(None, e.to_string()))?;
-    let stderr = std::fs::File::create(worker::stderr_path(dir, index)).map_err(|e| {
-        fail(
-            e.raw_os_error(),
-            format!("creating stderr file in {}: {e}", dir.display()),
-        )
-    })?;
     let attr = sched.attr();
     let set = sched::cpu_set(cpus);
-    let barrier_fd = barrier.as_raw_fd();
     let mut cmd = Command::new("/proc/self/exe");
     cmd.arg("__worker")
         .arg(json)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::from(stderr));
+        .stderr(Stdio::from(ends.stderr));
     child::configure(
         &mut cmd,
         child::ChildSetup {
             unblock_signals: true,
             die_with_parent: true,
             own_process_group: true,
-            move_fd: Some((barrier_fd, worker::BARRIER_FD)),
+            move_fds: vec![
+                (shared.barrier.as_raw_fd(), worker::BARRIER_FD),
+                (ends.result.as_raw_fd(), worker::RESULT_FD),
+                (shared.release.as_raw_fd(), worker::RELEASE_FD),
+            ],
             keep_fds: args.fds.clone(),
             attr: Some(attr),
             affinity: Some(set),
         },
     );
-    match cmd.spawn() {
+    let spawned = cmd.spawn();
+    // The parent's copies of the child's ends close here (the stderr end
+    // with `cmd`): only the child holds them, so the parent's reads see
+    // end of file once it is gone.
+    drop(ends.result);
+    drop(cmd);
+    match spawned {
         Ok(child) => Ok(child.id() as i32),
         Err(e) => {
             let (_, errno) = child::spawn_failure(&e);

@@ -1,6 +1,6 @@
 //! What a child process does between `fork` and `exec`, described as data
 //! and carried out by async-signal-safe system calls only: unblock signals,
-//! die with the parent, take a process group of its own, move a descriptor,
+//! die with the parent, take a process group of its own, move descriptors,
 //! keep descriptors open across `exec`, and take a scheduling policy and CPU
 //! affinity. The one `pre_exec` closure
 //! of schedlab lives here, so no other module needs `unsafe` to start a
@@ -30,10 +30,12 @@ pub struct ChildSetup {
     pub die_with_parent: bool,
     /// A process group of its own (so signals to the parent's group miss it).
     pub own_process_group: bool,
-    /// `dup2(from, to)`.
-    pub move_fd: Option<(i32, i32)>,
+    /// `dup2(from, to)` for each, in order (the copies stay open across
+    /// `exec`). No `from` may be an earlier pair's `to`: keep the sources
+    /// above the targets (see `fds::at_least`).
+    pub move_fds: Vec<(i32, i32)>,
     /// Descriptors kept open across `exec` (the workload's channels); none
-    /// may be `move_fd`'s target.
+    /// may be a `move_fds` target.
     pub keep_fds: Vec<i32>,
     /// The scheduling policy and parameters.
     pub attr: Option<sched::SchedAttr>,
@@ -115,7 +117,7 @@ pub fn configure(cmd: &mut Command, setup: ChildSetup) {
         if setup.own_process_group {
             proc::own_process_group_raw().map_err(os)?;
         }
-        if let Some((from, to)) = setup.move_fd {
+        for &(from, to) in &setup.move_fds {
             proc::dup2_raw(from, to).map_err(os)?;
         }
         for &fd in &setup.keep_fds {

@@ -2,10 +2,11 @@
 //! process descriptors (signals and exit notification that cannot hit a
 //! recycled pid), an absolute CLOCK_MONOTONIC timer, a stop event, one
 //! `poll` over the three, and the state letter of `/proc/PID/stat` (parsed by
-//! [`crate::sys::procstat`]).
+//! [`crate::sys::procstat`]); and, for the launcher, an `epoll` set over
+//! many descriptors (the workers' pipes, the control signals, a timer).
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
 /// A process descriptor (`pidfd_open`). It stays bound to the process it was
 /// opened for: signals sent through it can never reach a later process that
@@ -125,6 +126,107 @@ impl AbsTimer {
     }
 }
 
+impl AsFd for AbsTimer {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+/// An `epoll` set: descriptors watched for reading (level-triggered), each
+/// reported by the token it was added with. Waiting costs the same however
+/// many descriptors are in the set.
+#[derive(Debug)]
+pub struct Poller {
+    fd: OwnedFd,
+}
+
+impl Poller {
+    pub fn new() -> io::Result<Poller> {
+        // SAFETY: epoll_create1 takes a flag and returns a new descriptor
+        // or -1.
+        let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Poller {
+            // SAFETY: fresh descriptor, owned from here on.
+            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+        })
+    }
+
+    /// Watch `fd` for reading (and end of file, errors): reported as `token`.
+    /// The set holds no reference: closing `fd` removes it.
+    pub fn add(&self, fd: BorrowedFd<'_>, token: u64) -> io::Result<()> {
+        let mut ev = libc::epoll_event {
+            events: libc::EPOLLIN as u32,
+            u64: token,
+        };
+        // SAFETY: valid epoll and target descriptors, and a valid event the
+        // kernel copies.
+        let rc = unsafe {
+            libc::epoll_ctl(
+                self.fd.as_raw_fd(),
+                libc::EPOLL_CTL_ADD,
+                fd.as_raw_fd(),
+                &mut ev,
+            )
+        };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+
+    /// Stop watching `fd`.
+    pub fn remove(&self, fd: BorrowedFd<'_>) -> io::Result<()> {
+        // SAFETY: valid descriptors; a null event is allowed for DEL.
+        let rc = unsafe {
+            libc::epoll_ctl(
+                self.fd.as_raw_fd(),
+                libc::EPOLL_CTL_DEL,
+                fd.as_raw_fd(),
+                std::ptr::null_mut(),
+            )
+        };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+
+    /// Wait until at least one descriptor is ready (for ever with `None`,
+    /// else up to `timeout`, rounded up to whole milliseconds), and put the
+    /// tokens of the ready ones in `ready` (cleared first; empty on timeout
+    /// or when a signal interrupted the wait).
+    pub fn wait(
+        &self,
+        ready: &mut Vec<u64>,
+        timeout: Option<std::time::Duration>,
+    ) -> io::Result<()> {
+        const MAX: usize = 256;
+        ready.clear();
+        let ms = match timeout {
+            None => -1,
+            Some(d) => d.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as i32,
+        };
+        let mut events = [libc::epoll_event { events: 0, u64: 0 }; MAX];
+        // SAFETY: `events` has room for MAX events, which the kernel fills.
+        let n =
+            unsafe { libc::epoll_wait(self.fd.as_raw_fd(), events.as_mut_ptr(), MAX as i32, ms) };
+        if n < 0 {
+            let err = io::Error::last_os_error();
+            return match err.raw_os_error() {
+                Some(libc::EINTR) => Ok(()),
+                _ => Err(err),
+            };
+        }
+        ready.extend(events[..n as usize].iter().map(|e| e.u64));
+        Ok(())
+    }
+}
+
 /// A level-triggered event (eventfd never read): once set, every waiter
 /// sees it, now and later.
 #[derive(Debug)]
@@ -235,6 +337,37 @@ mod tests {
         timer.arm_at(u64::MAX / 2).unwrap();
         assert_eq!(wait(&timer, &me, &stop).unwrap(), Wake::Stop);
         assert_eq!(wait(&timer, &me, &stop).unwrap(), Wake::Stop, "stays set");
+    }
+
+    #[test]
+    fn a_poller_reports_ready_descriptors_by_token() {
+        use std::io::Write;
+        let poller = Poller::new().unwrap();
+        let (r1, w1) = crate::sys::proc::pipe().unwrap();
+        let (r2, w2) = crate::sys::proc::pipe().unwrap();
+        poller.add(r1.as_fd(), 7).unwrap();
+        poller.add(r2.as_fd(), 9).unwrap();
+        let mut ready = vec![1];
+        poller
+            .wait(&mut ready, Some(std::time::Duration::ZERO))
+            .unwrap();
+        assert!(ready.is_empty());
+        std::fs::File::from(w2).write_all(b"x").unwrap(); // and closed
+        poller.wait(&mut ready, None).unwrap();
+        assert_eq!(ready, vec![9]);
+        // A timer in the set wakes the wait at its time.
+        let timer = AbsTimer::new().unwrap();
+        poller.remove(r2.as_fd()).unwrap();
+        poller.add(timer.as_fd(), 3).unwrap();
+        timer
+            .arm_at(crate::sys::proc::monotonic_ns() + 2_000_000)
+            .unwrap();
+        poller.wait(&mut ready, None).unwrap();
+        assert_eq!(ready, vec![3]);
+        drop(w1); // end of file is "ready" too
+        timer.arm_at(u64::MAX / 2).unwrap();
+        poller.wait(&mut ready, None).unwrap();
+        assert_eq!(ready, vec![7]);
     }
 
     #[test]

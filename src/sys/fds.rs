@@ -1,11 +1,13 @@
 //! Descriptors that cooperating workers share: event counters, moving a
 //! descriptor above the numbers a child's set-up reuses, keeping one open
 //! across `exec`, taking ownership of an inherited one in the worker, and
-//! waiting on one (readable; a pipe's reader gone).
+//! waiting on one (readable; a pipe's reader gone); and the launcher's own:
+//! non-blocking read ends and anonymous memory files.
 
 use std::collections::HashSet;
+use std::ffi::CStr;
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::sync::Mutex;
 
 /// An eventfd counter starting at 0, close-on-exec. `semaphore`: each read
@@ -72,6 +74,38 @@ pub fn pipe_reader_gone(fd: BorrowedFd<'_>) -> io::Result<bool> {
     Ok(poll_one(fd, 0, 0)? & libc::POLLERR != 0)
 }
 
+/// Make reads (and writes) of `fd`'s open file description non-blocking:
+/// they fail with `WouldBlock` instead of waiting. Only this description is
+/// changed (a pipe's other end, a separate description, keeps blocking).
+pub fn set_nonblocking(fd: impl AsFd) -> io::Result<()> {
+    let raw = fd.as_fd().as_raw_fd();
+    // SAFETY: fcntl on a descriptor the caller keeps open (borrowed),
+    // integer arguments only.
+    let flags = unsafe { libc::fcntl(raw, libc::F_GETFL) };
+    if flags < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: as above.
+    if unsafe { libc::fcntl(raw, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// An anonymous file in memory (`memfd_create`), close-on-exec: no
+/// directory, no disk; gone when the last descriptor closes. `name` only
+/// shows in `/proc/PID/fd`.
+pub fn memfd(name: &CStr) -> io::Result<OwnedFd> {
+    // SAFETY: `name` is a valid NUL-terminated string for the call's
+    // duration; the flags are integers.
+    let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: memfd_create succeeded: a fresh descriptor nobody else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
 /// Between fork and exec: keep `fd` open across `exec` (clear its
 /// close-on-exec flag). Async-signal-safe.
 pub fn keep_across_exec_raw(fd: i32) -> Result<(), i32> {
@@ -92,7 +126,7 @@ static TAKEN: Mutex<Option<HashSet<i32>>> = Mutex::new(None);
 pub fn inherited(fd: i32) -> io::Result<OwnedFd> {
     let mut taken = TAKEN.lock().unwrap_or_else(|p| p.into_inner());
     let taken = taken.get_or_insert_with(HashSet::new);
-    if fd <= crate::sys::proc::BARRIER_FD || taken.contains(&fd) {
+    if fd <= crate::sys::proc::LAST_FIXED_FD || taken.contains(&fd) {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             format!("descriptor {fd} is not an unclaimed inherited channel"),
@@ -137,6 +171,36 @@ mod tests {
         drop(owned);
         assert!(inherited(1000).is_err());
         assert!(inherited(2).is_err());
+        assert!(inherited(crate::sys::proc::LAST_FIXED_FD).is_err());
+    }
+
+    #[test]
+    fn a_nonblocking_read_end_does_not_wait() {
+        use std::io::{Read, Write};
+        let (r, w) = crate::sys::proc::pipe().unwrap();
+        set_nonblocking(&r).unwrap();
+        let mut r = std::fs::File::from(r);
+        let mut buf = [0u8; 8];
+        assert_eq!(
+            r.read(&mut buf).unwrap_err().kind(),
+            io::ErrorKind::WouldBlock
+        );
+        let w = std::fs::File::from(w);
+        (&w).write_all(b"hi").unwrap();
+        assert_eq!(r.read(&mut buf).unwrap(), 2);
+        drop(w);
+        assert_eq!(r.read(&mut buf).unwrap(), 0, "end of file once closed");
+    }
+
+    #[test]
+    fn a_memfd_keeps_what_is_written_at_an_offset() {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::File::from(memfd(c"schedlab-test").unwrap());
+        let mut buf = [0u8; 8];
+        assert_eq!(f.read_at(&mut buf, 0).unwrap(), 0, "empty at first");
+        f.write_at(&42u64.to_le_bytes(), 0).unwrap();
+        f.read_exact_at(&mut buf, 0).unwrap();
+        assert_eq!(u64::from_le_bytes(buf), 42);
     }
 
     #[test]

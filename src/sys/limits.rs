@@ -106,6 +106,24 @@ impl Limits {
     }
 }
 
+/// Raise the soft RLIMIT_NOFILE of this process to `to` (at most the hard
+/// limit) when it is lower; never lowers it. Returns the soft limit now.
+pub fn raise_open_files(to: u64) -> std::io::Result<u64> {
+    let (soft, hard) = rlimit(libc::RLIMIT_NOFILE);
+    if soft >= to || soft >= hard {
+        return Ok(soft);
+    }
+    let rl = libc::rlimit {
+        rlim_cur: to.min(hard),
+        rlim_max: hard,
+    };
+    // SAFETY: `rl` is a valid rlimit the kernel reads.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &rl) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(rl.rlim_cur)
+}
+
 /// Tasks (threads included) whose real user is `uid`: what RLIMIT_NPROC counts.
 fn user_tasks(uid: u32) -> u64 {
     let Ok(rd) = std::fs::read_dir("/proc") else {
@@ -174,6 +192,16 @@ fn cgroup_pids() -> Option<(u64, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn open_files_are_raised_up_to_the_hard_limit_never_lowered() {
+        let (soft, hard) = rlimit(libc::RLIMIT_NOFILE);
+        assert_eq!(raise_open_files(soft.saturating_sub(1)).unwrap(), soft);
+        assert_eq!(raise_open_files(soft).unwrap(), soft);
+        let raised = raise_open_files(soft.saturating_add(8)).unwrap();
+        assert_eq!(raised, soft.saturating_add(8).min(hard));
+        assert_eq!(rlimit(libc::RLIMIT_NOFILE).0, raised);
+    }
 
     fn roomy() -> Limits {
         Limits {

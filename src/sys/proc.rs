@@ -7,8 +7,8 @@
 //! in the child before `exec`.
 
 use std::io;
-use std::os::fd::{FromRawFd, OwnedFd};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 /// Resource usage of a reaped child (`struct rusage` from `wait4`).
@@ -64,21 +64,51 @@ pub fn signal_name(sig: i32) -> &'static str {
 /// The descriptor number a worker's start barrier (the read end of a pipe)
 /// is moved to before exec.
 pub const BARRIER_FD: i32 = 3;
+/// The descriptor number of the write end of the pipe through which a
+/// worker hands its result to the parent.
+pub const RESULT_FD: i32 = 4;
+/// The descriptor number of the run's release-time file (an anonymous file
+/// in memory the parent writes the barrier's release time to).
+pub const RELEASE_FD: i32 = 5;
+/// The highest of the numbers above: a workload's channels lie above it.
+pub const LAST_FIXED_FD: i32 = RELEASE_FD;
 
-static BARRIER_TAKEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+static BARRIER_TAKEN: AtomicBool = AtomicBool::new(false);
+static RESULT_TAKEN: AtomicBool = AtomicBool::new(false);
+static RELEASE_TAKEN: AtomicBool = AtomicBool::new(false);
 
-/// In a worker: the start barrier the parent moved to `BARRIER_FD` before
-/// exec, owned from here on. Taken once; `None` after that, so that no two
-/// owners of the descriptor can exist.
-pub fn take_barrier() -> Option<std::fs::File> {
-    use std::os::fd::FromRawFd;
-    if BARRIER_TAKEN.swap(true, std::sync::atomic::Ordering::SeqCst) {
+/// Own `fd`, one of the fixed numbers the parent moved a descriptor to
+/// before exec, guarded by `taken`: once only, and only if it is open.
+fn take_fixed(fd: i32, taken: &AtomicBool) -> Option<std::fs::File> {
+    if taken.swap(true, Ordering::SeqCst) {
         return None;
     }
-    // SAFETY: the parent dup2'ed the barrier's read end to BARRIER_FD
-    // before exec (launch/spawn.rs) and nothing in this process opened or
-    // owns that number before; the flag above makes this the only owner.
-    Some(unsafe { std::fs::File::from_raw_fd(BARRIER_FD) })
+    // SAFETY: F_GETFD only reads the descriptor's flags.
+    if unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
+        return None;
+    }
+    // SAFETY: the descriptor is open (checked above); the parent dup2'ed it
+    // to this number before exec (launch/spawn.rs) and nothing in this
+    // process opened or owns that number before; the flag above makes this
+    // the only owner.
+    Some(unsafe { std::fs::File::from_raw_fd(fd) })
+}
+
+/// In a worker: the start barrier the parent moved to `BARRIER_FD` before
+/// exec, owned from here on. Taken once; `None` after that (or if it is not
+/// open), so that no two owners of the descriptor can exist.
+pub fn take_barrier() -> Option<std::fs::File> {
+    take_fixed(BARRIER_FD, &BARRIER_TAKEN)
+}
+
+/// In a worker: the write end of its result pipe (`RESULT_FD`), once.
+pub fn take_result_pipe() -> Option<std::fs::File> {
+    take_fixed(RESULT_FD, &RESULT_TAKEN)
+}
+
+/// In a worker: the run's release-time file (`RELEASE_FD`), once.
+pub fn take_release() -> Option<std::fs::File> {
+    take_fixed(RELEASE_FD, &RELEASE_TAKEN)
 }
 
 /// CLOCK_MONOTONIC in nanoseconds: the one clock parent and workers share.
@@ -215,6 +245,69 @@ pub fn wait_signal(set: &libc::sigset_t, timeout: Duration) -> Option<i32> {
             Some(libc::EINTR) => continue,
             _ => return None, // EAGAIN: timed out
         }
+    }
+}
+
+/// The control signals as a descriptor (`signalfd`), readable while one is
+/// pending, so that a wait can watch them beside other descriptors. The
+/// signals must stay blocked (they are, for the whole campaign); taking one
+/// here or from [`wait_signal`] is the same.
+#[derive(Debug)]
+pub struct SignalFd {
+    fd: OwnedFd,
+}
+
+impl SignalFd {
+    pub fn new(set: &libc::sigset_t) -> io::Result<SignalFd> {
+        // SAFETY: -1 asks for a new descriptor; `set` is a valid sigset.
+        let fd = unsafe { libc::signalfd(-1, set, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(SignalFd {
+            // SAFETY: signalfd succeeded: a fresh descriptor we own.
+            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+        })
+    }
+
+    /// A pending signal of the set, without waiting; None when there is
+    /// none. Signals dropped by [`dropped`] are passed over, as by
+    /// [`wait_signal`].
+    pub fn take(&self) -> Option<i32> {
+        loop {
+            // SAFETY: a zeroed signalfd_siginfo is valid.
+            let mut info: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
+            let size = std::mem::size_of::<libc::signalfd_siginfo>();
+            // SAFETY: reads at most `size` bytes into `info`, which has them.
+            let n = unsafe {
+                libc::read(
+                    self.fd.as_raw_fd(),
+                    (&mut info as *mut libc::signalfd_siginfo).cast(),
+                    size,
+                )
+            };
+            if n != size as isize {
+                if n < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                    continue;
+                }
+                return None; // EAGAIN: none pending
+            }
+            let sig = info.ssi_signo as i32;
+            if dropped(
+                sig,
+                info.ssi_code,
+                INHERITED_IGNORED.load(Ordering::Relaxed),
+            ) {
+                continue;
+            }
+            return Some(sig);
+        }
+    }
+}
+
+impl AsFd for SignalFd {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
     }
 }
 
@@ -375,8 +468,12 @@ pub fn own_process_group_raw() -> Result<(), i32> {
     }
 }
 
-/// `dup2(fd, target)`; the copy is not close-on-exec. Async-signal-safe.
+/// `dup2(fd, target)`; the copy is not close-on-exec (also when `fd` is
+/// `target` already, which dup2 leaves as it is). Async-signal-safe.
 pub fn dup2_raw(fd: i32, target: i32) -> Result<(), i32> {
+    if fd == target {
+        return crate::sys::fds::keep_across_exec_raw(fd);
+    }
     // SAFETY: dup2 with integer arguments only.
     if unsafe { libc::dup2(fd, target) } == target {
         Ok(())
@@ -434,6 +531,33 @@ mod tests {
         // Not inherited as ignored: the terminal's Ctrl-C stops the campaign.
         assert!(!dropped(libc::SIGINT, SI_KERNEL, 0));
         assert!(!dropped(libc::SIGHUP, SI_KERNEL, int));
+    }
+
+    #[test]
+    fn a_signalfd_takes_a_blocked_pending_signal() {
+        // SIGCHLD: harmless if it stayed pending. Blocked in this thread
+        // only; a signal sent to this thread stays with it.
+        // SAFETY: a zeroed sigset_t is valid storage for sigemptyset.
+        let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+        // SAFETY: a local sigset initialised by sigemptyset.
+        unsafe {
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, libc::SIGCHLD);
+        }
+        block(&set).unwrap();
+        let sfd = SignalFd::new(&set).unwrap();
+        assert_eq!(sfd.take(), None);
+        // SAFETY: tgkill with integers only, to this very thread.
+        unsafe {
+            libc::syscall(
+                libc::SYS_tgkill,
+                std::process::id() as libc::c_long,
+                crate::sys::sched::gettid() as libc::c_long,
+                libc::SIGCHLD as libc::c_long,
+            )
+        };
+        assert_eq!(sfd.take(), Some(libc::SIGCHLD));
+        assert_eq!(sfd.take(), None);
     }
 
     #[test]
