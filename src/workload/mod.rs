@@ -16,6 +16,8 @@
 //! - `hash`: crypt-like chained SHA-256 (integer CPU work).
 //! - `aio`: random block reads/writes through io_uring with a queue depth
 //!   (asynchronous I/O, fio-like).
+//! - `pingpong`: pairs of processes passing a token over pipes or eventfds
+//!   (wake-up and context-switch cost, `perf bench sched pipe`-like).
 //!
 //! Every workload verifies its own result after the timed loop (pi estimate,
 //! copied bytes, checksum identity, digest fold), so that an optimiser or a
@@ -38,6 +40,7 @@ pub mod latency;
 pub mod matmul;
 pub mod mixed;
 pub mod pi;
+pub mod pingpong;
 pub mod registry;
 pub mod wiring;
 
@@ -48,6 +51,7 @@ pub use kind::Kind;
 pub use matmul::MatmulParams;
 pub use mixed::MixedParams;
 pub use pi::PiParams;
+pub use pingpong::PingpongParams;
 pub use wiring::Wiring;
 
 /// How a workload stops: after a fixed amount of work (time taken is the result),
@@ -83,6 +87,7 @@ pub enum Workload {
     Matmul(MatmulParams),
     Hash(HashParams),
     Aio(AioParams),
+    Pingpong(PingpongParams),
 }
 
 /// What a worker needs to know about where it runs.
@@ -123,6 +128,15 @@ pub struct Rates {
     pub hash_per_s: f64,
     pub flops_per_s: f64,
     pub copy_bytes_per_s: f64,
+    /// Seconds per round trip of two threads passing a token over pipes
+    /// (two writes, two reads, two wake-ups); what pingpong and messaging
+    /// estimates build on. Absent from older data: a typical 10 µs.
+    #[serde(default = "typical_wake_round_trip_s")]
+    pub wake_round_trip_s: f64,
+}
+
+fn typical_wake_round_trip_s() -> f64 {
+    10e-6
 }
 
 /// Resident memory of an idle worker process (the schedlab binary's
@@ -147,6 +161,7 @@ impl Workload {
             Workload::Matmul(p) => p,
             Workload::Hash(p) => p,
             Workload::Aio(p) => p,
+            Workload::Pingpong(p) => p,
         }
     }
 
@@ -158,6 +173,7 @@ impl Workload {
             Workload::Matmul(p) => p,
             Workload::Hash(p) => p,
             Workload::Aio(p) => p,
+            Workload::Pingpong(p) => p,
         }
     }
 
@@ -307,6 +323,10 @@ pub(crate) fn figures<const N: usize>(pairs: [(&str, f64); N]) -> BTreeMap<Strin
 /// within about 0.3 s.
 const CALIBRATION_PROBE_NS: u64 = 50_000_000;
 
+/// The wake-up probe (two threads ping-ponging over pipes): a few thousand
+/// round trips, enough for a mean.
+const WAKE_PROBE_NS: u64 = 10_000_000;
+
 /// Measure the rates `estimate_cpu_s` needs, quickly (≤ about 0.3 s total),
 /// using scratch files in `dir` that are removed afterwards.
 pub fn calibrate(dir: &Path) -> anyhow::Result<Rates> {
@@ -336,17 +356,21 @@ pub fn calibrate(dir: &Path) -> anyhow::Result<Rates> {
 
     let copy_bytes_per_s = copy::calibrate(dir, CALIBRATION_PROBE_NS)?;
 
+    let wake_round_trip_s = pingpong::calibrate_round_trip(WAKE_PROBE_NS)?;
+
     let rates = Rates {
         pi_iter_per_s,
         hash_per_s,
         flops_per_s,
         copy_bytes_per_s,
+        wake_round_trip_s,
     };
     for (name, v) in [
         ("pi_iter_per_s", pi_iter_per_s),
         ("hash_per_s", hash_per_s),
         ("flops_per_s", flops_per_s),
         ("copy_bytes_per_s", copy_bytes_per_s),
+        ("wake_round_trip_s", wake_round_trip_s),
     ] {
         anyhow::ensure!(
             v.is_finite() && v > 0.0,
@@ -613,6 +637,7 @@ mod tests {
             hash_per_s: 1000.0,
             flops_per_s: 2e9,
             copy_bytes_per_s: 1e9,
+            wake_round_trip_s: 10e-6,
         };
         assert_eq!(pi(Stop::Work(100_000_000)).estimate_cpu_s(&rates), 1.0);
         assert_eq!(
@@ -675,6 +700,7 @@ mod tests {
             hash_per_s: 1.0,
             flops_per_s: 1.0,
             copy_bytes_per_s: (1 << 20) as f64,
+            wake_round_trip_s: 10e-6,
         };
         assert_eq!(w.estimate_cpu_s(&rates), 1.0);
         assert_eq!(

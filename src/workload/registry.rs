@@ -3,7 +3,7 @@
 
 use super::keys::{KeyError, Keys};
 use super::kind::Entry;
-use super::{Workload, aio, copy, hash, matmul, mixed, pi};
+use super::{Workload, aio, copy, hash, matmul, mixed, pi, pingpong};
 
 /// The registered kinds, in the order help and errors list them.
 pub const KINDS: &[Entry] = &[
@@ -13,6 +13,7 @@ pub const KINDS: &[Entry] = &[
     matmul::ENTRY,
     hash::ENTRY,
     aio::ENTRY,
+    pingpong::ENTRY,
 ];
 
 /// The kinds' names.
