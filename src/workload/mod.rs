@@ -18,6 +18,8 @@
 //!   (asynchronous I/O, fio-like).
 //! - `pingpong`: pairs of processes passing a token over pipes or eventfds
 //!   (wake-up and context-switch cost, `perf bench sched pipe`-like).
+//! - `messaging`: groups of senders and receivers over Unix sockets or
+//!   pipes (hackbench-like).
 //!
 //! Every workload verifies its own result after the timed loop (pi estimate,
 //! copied bytes, checksum identity, digest fold), so that an optimiser or a
@@ -38,6 +40,7 @@ pub mod keys;
 pub mod kind;
 pub mod latency;
 pub mod matmul;
+pub mod messaging;
 pub mod mixed;
 pub mod pi;
 pub mod pingpong;
@@ -49,6 +52,7 @@ pub use copy::CopyParams;
 pub use hash::HashParams;
 pub use kind::Kind;
 pub use matmul::MatmulParams;
+pub use messaging::MessagingParams;
 pub use mixed::MixedParams;
 pub use pi::PiParams;
 pub use pingpong::PingpongParams;
@@ -88,6 +92,7 @@ pub enum Workload {
     Hash(HashParams),
     Aio(AioParams),
     Pingpong(PingpongParams),
+    Messaging(MessagingParams),
 }
 
 /// What a worker needs to know about where it runs.
@@ -162,6 +167,7 @@ impl Workload {
             Workload::Hash(p) => p,
             Workload::Aio(p) => p,
             Workload::Pingpong(p) => p,
+            Workload::Messaging(p) => p,
         }
     }
 
@@ -174,6 +180,7 @@ impl Workload {
             Workload::Hash(p) => p,
             Workload::Aio(p) => p,
             Workload::Pingpong(p) => p,
+            Workload::Messaging(p) => p,
         }
     }
 

@@ -3,7 +3,7 @@
 
 use super::keys::{KeyError, Keys};
 use super::kind::Entry;
-use super::{Workload, aio, copy, hash, matmul, mixed, pi, pingpong};
+use super::{Workload, aio, copy, hash, matmul, messaging, mixed, pi, pingpong};
 
 /// The registered kinds, in the order help and errors list them.
 pub const KINDS: &[Entry] = &[
@@ -14,6 +14,7 @@ pub const KINDS: &[Entry] = &[
     hash::ENTRY,
     aio::ENTRY,
     pingpong::ENTRY,
+    messaging::ENTRY,
 ];
 
 /// The kinds' names.
