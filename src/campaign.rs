@@ -517,6 +517,7 @@ fn calibrate_quietly(workdir: &Path) -> crate::workload::Rates {
             hash_per_s: 2e5,
             flops_per_s: 1e9,
             copy_bytes_per_s: 5e8,
+            wake_round_trip_s: 10e-6,
         })
 }
 

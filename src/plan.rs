@@ -301,6 +301,7 @@ mod tests {
             hash_per_s: 1e5,
             flops_per_s: 1e9,
             copy_bytes_per_s: 1e9,
+            wake_round_trip_s: 10e-6,
         };
         let s = spec("");
         let run = expand(&s, 1)
@@ -324,6 +325,7 @@ mod tests {
         hash_per_s: 1e5,
         flops_per_s: 1e9,
         copy_bytes_per_s: 1e9,
+        wake_round_trip_s: 10e-6,
     };
 
     #[test]

@@ -638,6 +638,7 @@ fn check_accepted(s: &Spec, tally: &Tally) -> Result<(), TestCaseError> {
         hash_per_s: 1e5,
         flops_per_s: 1e9,
         copy_bytes_per_s: 1e9,
+        wake_round_trip_s: 10e-6,
     };
     let refs: Vec<&schedlab::plan::Run> = runs.iter().take(64).collect();
     for r in &refs {

@@ -20,6 +20,10 @@
 //!   (cyclictest / rt-app-like; wake-up latency and deadline misses).
 //! - `request`: groups of a messenger and workers exchanging requests over
 //!   pipes in a closed loop (schbench-like; wake-up and request latency).
+//! - `pingpong`: pairs of processes passing a token over pipes or eventfds
+//!   (wake-up and context-switch cost, `perf bench sched pipe`-like).
+//! - `messaging`: groups of senders and receivers over Unix sockets or
+//!   pipes (hackbench-like).
 //!
 //! Every workload verifies its own result after the timed loop (pi estimate,
 //! copied bytes, checksum identity, digest fold), so that an optimiser or a
@@ -40,9 +44,11 @@ pub mod keys;
 pub mod kind;
 pub mod latency;
 pub mod matmul;
+pub mod messaging;
 pub mod mixed;
 pub mod periodic;
 pub mod pi;
+pub mod pingpong;
 pub mod registry;
 pub mod request;
 pub mod wiring;
@@ -52,9 +58,11 @@ pub use copy::CopyParams;
 pub use hash::HashParams;
 pub use kind::Kind;
 pub use matmul::MatmulParams;
+pub use messaging::MessagingParams;
 pub use mixed::MixedParams;
 pub use periodic::PeriodicParams;
 pub use pi::PiParams;
+pub use pingpong::PingpongParams;
 pub use request::RequestParams;
 pub use wiring::Wiring;
 
@@ -93,6 +101,8 @@ pub enum Workload {
     Aio(AioParams),
     Periodic(PeriodicParams),
     Request(RequestParams),
+    Pingpong(PingpongParams),
+    Messaging(MessagingParams),
 }
 
 /// What a worker needs to know about where it runs.
@@ -133,6 +143,15 @@ pub struct Rates {
     pub hash_per_s: f64,
     pub flops_per_s: f64,
     pub copy_bytes_per_s: f64,
+    /// Seconds per round trip of two threads passing a token over pipes
+    /// (two writes, two reads, two wake-ups); what pingpong and messaging
+    /// estimates build on. Absent from older data: a typical 10 µs.
+    #[serde(default = "typical_wake_round_trip_s")]
+    pub wake_round_trip_s: f64,
+}
+
+fn typical_wake_round_trip_s() -> f64 {
+    10e-6
 }
 
 /// Resident memory of an idle worker process (the schedlab binary's
@@ -159,6 +178,8 @@ impl Workload {
             Workload::Aio(p) => p,
             Workload::Periodic(p) => p,
             Workload::Request(p) => p,
+            Workload::Pingpong(p) => p,
+            Workload::Messaging(p) => p,
         }
     }
 
@@ -172,6 +193,8 @@ impl Workload {
             Workload::Aio(p) => p,
             Workload::Periodic(p) => p,
             Workload::Request(p) => p,
+            Workload::Pingpong(p) => p,
+            Workload::Messaging(p) => p,
         }
     }
 
@@ -321,6 +344,10 @@ pub(crate) fn figures<const N: usize>(pairs: [(&str, f64); N]) -> BTreeMap<Strin
 /// within about 0.3 s.
 const CALIBRATION_PROBE_NS: u64 = 50_000_000;
 
+/// The wake-up probe (two threads ping-ponging over pipes): a few thousand
+/// round trips, enough for a mean.
+const WAKE_PROBE_NS: u64 = 10_000_000;
+
 /// Measure the rates `estimate_cpu_s` needs, quickly (≤ about 0.3 s total),
 /// using scratch files in `dir` that are removed afterwards.
 pub fn calibrate(dir: &Path) -> anyhow::Result<Rates> {
@@ -350,17 +377,21 @@ pub fn calibrate(dir: &Path) -> anyhow::Result<Rates> {
 
     let copy_bytes_per_s = copy::calibrate(dir, CALIBRATION_PROBE_NS)?;
 
+    let wake_round_trip_s = pingpong::calibrate_round_trip(WAKE_PROBE_NS)?;
+
     let rates = Rates {
         pi_iter_per_s,
         hash_per_s,
         flops_per_s,
         copy_bytes_per_s,
+        wake_round_trip_s,
     };
     for (name, v) in [
         ("pi_iter_per_s", pi_iter_per_s),
         ("hash_per_s", hash_per_s),
         ("flops_per_s", flops_per_s),
         ("copy_bytes_per_s", copy_bytes_per_s),
+        ("wake_round_trip_s", wake_round_trip_s),
     ] {
         anyhow::ensure!(
             v.is_finite() && v > 0.0,
@@ -627,6 +658,7 @@ mod tests {
             hash_per_s: 1000.0,
             flops_per_s: 2e9,
             copy_bytes_per_s: 1e9,
+            wake_round_trip_s: 10e-6,
         };
         assert_eq!(pi(Stop::Work(100_000_000)).estimate_cpu_s(&rates), 1.0);
         assert_eq!(
@@ -689,6 +721,7 @@ mod tests {
             hash_per_s: 1.0,
             flops_per_s: 1.0,
             copy_bytes_per_s: (1 << 20) as f64,
+            wake_round_trip_s: 10e-6,
         };
         assert_eq!(w.estimate_cpu_s(&rates), 1.0);
         assert_eq!(

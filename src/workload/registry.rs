@@ -3,7 +3,7 @@
 
 use super::keys::{KeyError, Keys};
 use super::kind::Entry;
-use super::{Workload, aio, copy, hash, matmul, mixed, periodic, pi, request};
+use super::{Workload, aio, copy, hash, matmul, messaging, mixed, periodic, pi, pingpong, request};
 
 /// The registered kinds, in the order help and errors list them.
 pub const KINDS: &[Entry] = &[
@@ -15,6 +15,8 @@ pub const KINDS: &[Entry] = &[
     aio::ENTRY,
     periodic::ENTRY,
     request::ENTRY,
+    pingpong::ENTRY,
+    messaging::ENTRY,
 ];
 
 /// The kinds' names.

@@ -57,6 +57,12 @@ impl Wiring {
         self.hold(fds::eventfd(true)?)
     }
 
+    /// An eventfd counter in plain mode: a read takes the whole count, so
+    /// a writer can tell the reader a value (one at a time).
+    pub fn counter(&mut self) -> anyhow::Result<i32> {
+        self.hold(fds::eventfd(false)?)
+    }
+
     /// The channels worker `process` gets, in the order they were given.
     pub fn fds_of(&self, process: usize) -> &[i32] {
         self.per_process.get(process).map_or(&[], Vec::as_slice)
