@@ -43,6 +43,11 @@ pub const PRESETS: &[Preset] = &[
         summary: "seed 003: matrix multiply n = 75/100/150 × 20..100 processes under NORMAL/FIFO/RR/WRR on one CPU",
         toml: include_str!("../../presets/matmul.toml"),
     },
+    Preset {
+        name: "eevdf-slice",
+        summary: "wake-up latency of a periodic task beside two CPU hogs on CPU 0 against its EEVDF slice, 0.1 to 10 ms (Linux 6.12+)",
+        toml: include_str!("../../presets/eevdf-slice.toml"),
+    },
 ];
 
 pub fn find(name: &str) -> Option<&'static Preset> {
