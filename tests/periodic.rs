@@ -245,3 +245,71 @@ fn invalid_latency_workload_keys_are_named() {
         assert!(t.contains(key) && t.contains(msg), "{body}: {t}");
     }
 }
+
+/// The report's latency section: percentiles of the pooled histograms of a
+/// condition equal those recomputed here from the stored histograms, and
+/// p99 is compared between the policies.
+#[test]
+fn the_report_pools_histograms_per_condition() {
+    let _cpu = cpu0();
+    let dir = tempfile::tempdir().unwrap();
+    let rows = run_and_export(
+        dir.path(),
+        r#"
+name = "latency-report"
+repetitions = 3
+cooldown_s = 0
+timeout_s = 20
+order = "sequential"
+[matrix]
+policy = ["other", "batch"]
+workload = ["periodic"]
+processes = [2]
+cpus = ["0"]
+[workloads.periodic]
+period_us = 2000
+run_us = 100
+activations = 100
+"#,
+    );
+    assert_eq!(rows.len(), 12, "2 policies × 3 runs × 2 processes");
+    let o = schedlab(
+        &["report", "--db", "t.db", "--format", "json", "-o", "r.json"],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let report: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("r.json")).unwrap()).unwrap();
+    let lat = &report["latency"];
+    let conds = lat["conditions"].as_array().expect("a latency section");
+    assert_eq!(conds.len(), 2, "{lat}");
+    // Recompute the OTHER condition's p50 from the stored histograms.
+    let conn = rusqlite::Connection::open(dir.path().join("t.db")).unwrap();
+    let mut stmt = conn
+        .prepare(
+            "SELECT l.histogram FROM latency l JOIN runs r ON r.id = l.run_id \
+             WHERE r.policy = 'other' AND l.is_primary = 1",
+        )
+        .unwrap();
+    let mut pooled = schedlab::workload::latency::Latency::new();
+    let mut n = 0;
+    for h in stmt.query_map([], |r| r.get::<_, Vec<u8>>(0)).unwrap() {
+        pooled.add(&schedlab::workload::latency::Latency::decode(&h.unwrap()).unwrap());
+        n += 1;
+    }
+    assert_eq!(n, 6);
+    let other = conds.iter().find(|c| c["policy"] == "other").unwrap();
+    assert_eq!(other["events"].as_u64(), Some(600));
+    let p50_us = other["p50"]["us"].as_f64().unwrap();
+    assert_eq!(p50_us, pooled.quantile_ns(0.5) as f64 / 1e3);
+    let (lo, hi) = (
+        other["p50"]["ci_us"][0].as_f64().unwrap(),
+        other["p50"]["ci_us"][1].as_f64().unwrap(),
+    );
+    assert!(lo <= p50_us && p50_us <= hi, "{lo} {p50_us} {hi}");
+    assert!(other["rq_wait_per_slice_us"].as_f64().is_some());
+    assert_eq!(lat["comparisons"].as_array().map(Vec::len), Some(1));
+    // The Markdown report shows the section.
+    let md = schedlab(&["report", "--db", "t.db", "--format", "md"], dir.path());
+    assert!(String::from_utf8_lossy(&md.stdout).contains("## Latency"));
+}

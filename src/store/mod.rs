@@ -3,6 +3,8 @@
 //! moment it ends, so a crash or Ctrl-C loses at most the run in progress.
 
 mod analysis;
+mod latency;
+pub use latency::ProcessLatency;
 mod schema;
 
 use anyhow::{Context, Result, bail};

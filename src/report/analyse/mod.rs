@@ -12,6 +12,7 @@ mod comparisons;
 mod conditions;
 mod fairness;
 mod groups;
+pub mod latency;
 mod outliers;
 mod runs;
 mod scaling;

@@ -20,6 +20,7 @@ mod conditions;
 mod environment;
 mod failures;
 mod fairness;
+mod latency;
 mod matmul;
 mod method;
 mod outliers;
@@ -34,6 +35,7 @@ pub use conditions::ConditionsSection;
 pub use environment::EnvironmentSection;
 pub use failures::FailuresSection;
 pub use fairness::FairnessSection;
+pub use latency::LatencySection;
 pub use matmul::MatmulSection;
 pub use method::MethodSection;
 pub use outliers::OutliersSection;
@@ -88,6 +90,7 @@ pub fn sections_for(opts: &Options) -> Vec<Box<dyn Section>> {
         Box::new(WeightsSection::new(opts.gantt_run)),
         Box::new(RtBandwidthSection::default()),
         Box::new(MatmulSection::default()),
+        Box::new(LatencySection::default()),
         Box::new(ComparisonsSection),
         Box::new(ScalingSection),
         Box::new(FairnessSection),

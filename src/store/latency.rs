@@ -1,0 +1,65 @@
+//! Reading a campaign's latency histograms back: each worker process's
+//! primary histogram with the kernel's view of the same process (run-queue
+//! wait and the times it was put on a CPU, from schedstat) and its
+//! deadline-miss counts, for the report's latency section.
+
+use anyhow::{Context, Result};
+use std::collections::BTreeMap;
+
+use super::Store;
+use crate::workload::latency::Latency;
+
+/// One worker process's primary latency and what the kernel saw of it.
+#[derive(Debug, Clone)]
+pub struct ProcessLatency {
+    pub run_id: i64,
+    pub process_index: i64,
+    /// The histogram's name ("wakeup", "round_trip", "request").
+    pub name: String,
+    pub histogram: Latency,
+    /// Run-queue wait over the measured window (schedstat), ns.
+    pub wait_ns: Option<i64>,
+    /// Times the process was put on a CPU (schedstat).
+    pub timeslices: Option<i64>,
+    /// The workload's `activations` and `misses` figures, where it has them.
+    pub activations: Option<f64>,
+    pub misses: Option<f64>,
+}
+
+impl Store {
+    /// The primary latency of every worker of the campaign's ok runs.
+    pub fn campaign_latency(&self, campaign_id: i64) -> Result<Vec<ProcessLatency>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT l.run_id, l.process_index, l.name, l.histogram, p.wait_ns, p.timeslices, p.figures_json
+             FROM latency l
+             JOIN runs r ON r.id = l.run_id
+             JOIN processes p ON p.run_id = l.run_id AND p.process_index = l.process_index
+             WHERE r.campaign_id = ?1 AND r.status = 'ok' AND l.is_primary = 1 AND p.role = 'worker'
+             ORDER BY l.run_id, l.process_index",
+        )?;
+        let mut rows = stmt.query([campaign_id])?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next()? {
+            let run_id: i64 = r.get(0)?;
+            let process_index: i64 = r.get(1)?;
+            let bytes: Vec<u8> = r.get(3)?;
+            let histogram = Latency::decode(&bytes)
+                .with_context(|| format!("run {run_id} process {process_index}: latency"))?;
+            let figures: String = r.get(6)?;
+            let figures: BTreeMap<String, serde_json::Value> =
+                serde_json::from_str(&figures).unwrap_or_default();
+            let fig = |k: &str| figures.get(k).and_then(serde_json::Value::as_f64);
+            out.push(ProcessLatency {
+                run_id,
+                process_index,
+                name: r.get(2)?,
+                histogram,
+                wait_ns: r.get(4)?,
+                timeslices: r.get(5)?,
+                activations: fig("activations"),
+                misses: fig("misses"),
+            });
+        }
+        Ok(out)
+    }
+}
