@@ -7,12 +7,12 @@ use anyhow::Result;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::HashMap;
-use std::fmt::Write;
 
 use super::{Estimate, Section, Table, chart_id, policy_colour};
 use crate::report::analyse::{Analysis, Settings, policy_label};
+use crate::report::blocks::{Block, Cell, Figure, Grid, HeaderCell};
+use crate::report::fmt;
 use crate::report::svg::{Bar, BarChart, Meta, Series};
-use crate::report::{fmt, html};
 use crate::store::Store;
 use crate::workload::{Stop, Workload};
 
@@ -147,44 +147,52 @@ fn num_cell(e: &Estimate, digits: usize) -> String {
     fmt::sig(e.mean, digits)
 }
 
-/// Seed 003's layout: rows policy, column groups m with t and Mflop/s.
-fn table_html(t: &MatmulTable) -> String {
-    let mut o = String::from("<div class=\"scroll\"><table class=\"matmul\"><thead><tr>");
-    let _ = write!(o, "<th rowspan=\"2\">n = {}</th>", t.n);
+/// Seed 003's layout: rows policy, column groups m with t and Mflop/s;
+/// each cell the mean, its CI and spread in the tooltip.
+fn seed_table(t: &MatmulTable) -> Grid {
+    let mut top = vec![HeaderCell::new(format!("n = {}", t.n), false).span(1, 2)];
+    let mut below = Vec::new();
     for m in &t.ms {
-        let _ = write!(o, "<th colspan=\"2\" class=\"num\">m = {m}</th>");
+        top.push(HeaderCell::new(format!("m = {m}"), true).span(2, 1));
+        below.push(HeaderCell::new("t (s)", true));
+        below.push(HeaderCell::new("Mflop/s", true));
     }
-    o.push_str("<th rowspan=\"2\" class=\"num\">average Mflop/s</th></tr><tr>");
-    for _ in &t.ms {
-        o.push_str("<th class=\"num\">t (s)</th><th class=\"num\">Mflop/s</th>");
-    }
-    o.push_str("</tr></thead><tbody>");
-    for r in &t.rows {
-        let _ = write!(o, "<tr><td>{}</td>", fmt::esc(&r.row));
-        for c in &r.cells {
-            match c {
-                Some(c) => {
-                    let _ = write!(
-                        o,
-                        "<td class=\"num\" title=\"{}\">{}</td><td class=\"num\" title=\"{}\">{}</td>",
-                        fmt::esc(&c.t.tooltip("s")),
-                        num_cell(&c.t, 4),
-                        fmt::esc(&c.mflops.tooltip("Mflop/s")),
-                        num_cell(&c.mflops, 4)
-                    );
+    top.push(HeaderCell::new("average Mflop/s", true).span(1, 2));
+    let mut numeric = vec![true; 2 + 2 * t.ms.len()];
+    numeric[0] = false;
+    let rows = t
+        .rows
+        .iter()
+        .map(|r| {
+            let mut v = vec![Cell::new(&r.row)];
+            for c in &r.cells {
+                match c {
+                    Some(c) => {
+                        v.push(Cell {
+                            text: num_cell(&c.t, 4),
+                            tooltip: Some(c.t.tooltip("s")),
+                        });
+                        v.push(Cell {
+                            text: num_cell(&c.mflops, 4),
+                            tooltip: Some(c.mflops.tooltip("Mflop/s")),
+                        });
+                    }
+                    None => v.extend([Cell::new("–"), Cell::new("–")]),
                 }
-                None => o.push_str("<td class=\"num\">–</td><td class=\"num\">–</td>"),
             }
-        }
-        let _ = write!(
-            o,
-            "<td class=\"num\">{}</td></tr>",
-            r.average_mflops
-                .map_or_else(|| "–".into(), |v| fmt::sig(v, 4))
-        );
+            v.push(Cell::new(
+                r.average_mflops
+                    .map_or_else(|| "–".into(), |v| fmt::sig(v, 4)),
+            ));
+            v
+        })
+        .collect();
+    Grid {
+        class: Some("matmul"),
+        header: vec![top, below],
+        numeric,
+        rows,
     }
-    o.push_str("</tbody></table></div>\n");
-    o
 }
 
 /// The same with the 95 % CIs, one column per m (Markdown and the detail
@@ -497,56 +505,50 @@ impl Section for MatmulSection {
         !self.tables.is_empty()
     }
 
-    // Not converted to blocks (see `report::blocks`): the HTML table of each
-    // n has two header rows (rowspan/colspan) and a tooltip per cell, which
-    // a table block cannot express; its other tables are shared `Table`s.
-    fn html(&self, a: &Analysis) -> String {
-        let mut o = html::p(INTRO);
+    fn blocks(&self, a: &Analysis) -> Vec<Block> {
         let policies = self.row_policies();
-        o.push_str("<div class=\"charts\">\n");
-        for t in &self.tables {
-            o.push_str(&html::figure(
-                &per_n_chart(a, t, &self.rows, &policies).render(),
-                &format!("n = {}: mean aggregate Mflop/s with 95% CIs.", t.n),
-            ));
-        }
+        let mut figures: Vec<Figure> = self
+            .tables
+            .iter()
+            .map(|t| Figure {
+                svg: per_n_chart(a, t, &self.rows, &policies).render(),
+                caption: format!("n = {}: mean aggregate Mflop/s with 95% CIs.", t.n),
+            })
+            .collect();
         if self.tables.len() > 1 {
-            o.push_str(&html::figure(
-                &average_chart(a, &self.tables, &self.rows, &policies).render(),
-                "Mean over the process counts of each policy's mean Mflop/s.",
-            ));
+            figures.push(Figure {
+                svg: average_chart(a, &self.tables, &self.rows, &policies).render(),
+                caption: "Mean over the process counts of each policy's mean Mflop/s.".into(),
+            });
         }
-        o.push_str("</div>\n");
+        let mut b = vec![Block::p(INTRO), Block::Figures(figures)];
         for t in &self.tables {
-            let _ = writeln!(
-                o,
-                "<h3 id=\"matmul-{}\">n = {} ({}, {} multiplies per process)</h3>",
-                t.n,
-                t.n,
-                fmt::esc(&t.workload),
-                t.multiplies
-            );
-            o.push_str(&table_html(t));
-            let ci = table_ci(t);
-            let _ = writeln!(
-                o,
-                "<details><summary>With 95% CIs</summary>{}</details>",
-                ci.html()
-            );
+            // HTML: the seed's table, the CIs collapsed under it;
+            // Markdown: the table with the CIs alone.
+            b.push(Block::html_only(vec![
+                Block::Heading {
+                    level: 3,
+                    text: format!(
+                        "n = {} ({}, {} multiplies per process)",
+                        t.n, t.workload, t.multiplies
+                    ),
+                    id: Some(format!("matmul-{}", t.n)),
+                },
+                Block::Grid(seed_table(t)),
+            ]));
+            b.push(Block::Details {
+                summary: "With 95% CIs".into(),
+                open: false,
+                blocks: vec![Block::table(table_ci(t))],
+            });
         }
-        o.push_str("<h3 id=\"matmul-average\">Average Mflop/s</h3>\n");
-        o.push_str(&average_table(&self.tables, &self.rows).html());
-        o
-    }
-
-    fn markdown(&self, _a: &Analysis) -> String {
-        let mut o = format!("{INTRO}\n\n");
-        for t in &self.tables {
-            o.push_str(&table_ci(t).markdown());
-            o.push('\n');
-        }
-        o.push_str(&average_table(&self.tables, &self.rows).markdown());
-        o
+        b.push(Block::html_only(vec![Block::Heading {
+            level: 3,
+            text: "Average Mflop/s".into(),
+            id: Some("matmul-average".into()),
+        }]));
+        b.push(Block::table(average_table(&self.tables, &self.rows)));
+        b
     }
 
     fn json(&self, _a: &Analysis) -> Option<Value> {
