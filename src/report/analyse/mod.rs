@@ -24,7 +24,7 @@ use serde::Serialize;
 use std::collections::HashMap;
 
 use super::metric::Metric;
-use crate::store::{ReportCampaign, ReportData, ReportEnvironment, Store};
+use crate::store::{ReportCampaign, ReportData, ReportEnvironment, ReportRun, Store};
 
 pub use comparisons::{Comparison, Verdict, mw_method, unreachable};
 pub use conditions::{Cell, CiMethod, Condition, Interval, mean_interval, ratio_interval};
@@ -127,6 +127,10 @@ pub struct Analysis {
     /// run id → (seq, rep), for labels.
     #[serde(skip)]
     pub run_info: HashMap<i64, (i64, i64)>,
+    /// Every stored run, any status, in campaign order (for the sections
+    /// that show more of some runs).
+    #[serde(skip)]
+    pub runs: Vec<ReportRun>,
 }
 
 impl Analysis {
@@ -308,6 +312,7 @@ pub fn analyse_data(data: ReportData, opts: &Options) -> Analysis {
         windows,
         problems,
         run_info,
+        runs,
     };
     analysis.comparisons = comparisons::all_comparisons(&analysis, opts);
     analysis

@@ -3,18 +3,16 @@
 //! and the aggregate rate 2·n³·m·multiplies / t, laid out as the seed's
 //! tables, with the average over m per n and bar charts.
 
-use anyhow::Result;
-use serde::Serialize;
-use serde_json::Value;
-use std::collections::HashMap;
-
-use super::{Estimate, Section, Table, chart_id, policy_colour};
+use super::{Estimate, Needs, RunDetails, Section, Table, chart_id, policy_colour};
 use crate::report::analyse::{Analysis, Settings, policy_label};
 use crate::report::blocks::{Block, Cell, Figure, Grid, HeaderCell};
 use crate::report::fmt;
 use crate::report::svg::{Bar, BarChart, Meta, Series};
-use crate::store::Store;
+use crate::store::ReportRun;
 use crate::workload::{Stop, Workload};
+use anyhow::Result;
+use serde::Serialize;
+use serde_json::Value;
 
 /// Aggregate Mflop/s of m processes that each did `multiplies` n×n
 /// multiplies in `t_s` seconds: 2·n³·m·multiplies / t / 10⁶.
@@ -375,6 +373,17 @@ const INTRO: &str = "Seed 003's benchmark: m processes each multiply n×n double
      timer) and the aggregate rate is 2·n³·m·multiplies / t in Mflop/s. Each cell is the mean over the ok runs; hover \
      for the 95% CI, spread and number of runs.";
 
+/// The ok matmul runs with a makespan (none when the campaign has no
+/// matmul workload).
+fn matmul_runs(a: &Analysis) -> impl Iterator<Item = &ReportRun> {
+    let any = a.factors.workloads.iter().any(|w| w.kind == "matmul");
+    a.runs.iter().filter(move |r| {
+        any && r.status == "ok"
+            && r.workload_kind == "matmul"
+            && r.makespan_ns.is_some_and(|t| t > 0)
+    })
+}
+
 impl MatmulSection {
     /// Row labels and their policies, in table order.
     fn row_policies(&self) -> Vec<String> {
@@ -399,32 +408,21 @@ impl Section for MatmulSection {
         "Matrix-multiply throughput (Mflop/s)"
     }
 
-    fn prepare(&mut self, store: &Store, a: &Analysis) -> Result<()> {
+    fn needs(&self, a: &Analysis) -> Needs {
+        Needs {
+            documents: matmul_runs(a).map(|r| r.id).collect(),
+            ..Needs::default()
+        }
+    }
+
+    fn prepare(&mut self, a: &Analysis, details: RunDetails) -> Result<()> {
         self.runs.clear();
         self.tables.clear();
         self.rows.clear();
-        if !a.factors.workloads.iter().any(|w| w.kind == "matmul") {
-            return Ok(());
-        }
-        let runs: Vec<_> = store
-            .report_runs(a.campaign.id)?
-            .into_iter()
-            .filter(|r| {
-                r.status == "ok"
-                    && r.workload_kind == "matmul"
-                    && r.makespan_ns.is_some_and(|t| t > 0)
-            })
-            .collect();
-        let ids: Vec<i64> = runs.iter().map(|r| r.id).collect();
-        let docs: HashMap<i64, Option<crate::plan::Run>> = store
-            .report_run_documents(&ids)?
-            .into_iter()
-            .map(|(id, run, _)| (id, run))
-            .collect();
         let multi_mode = a.factors.priority_modes.len() > 1;
         let multi_cpus = a.factors.cpus.len() > 1;
-        for r in &runs {
-            let Some(Some(plan)) = docs.get(&r.id) else {
+        for r in matmul_runs(a) {
+            let Some(plan) = details.plan(r.id) else {
                 continue;
             };
             let Workload::Matmul(p) = &plan.workload.workload else {
@@ -580,6 +578,84 @@ mod tests {
             t_s: t,
             mflops: mflops(100, m, 50, t),
         }
+    }
+
+    /// A matmul campaign of two OTHER runs of 2 processes, 1 s each, as
+    /// plain data: its analysis and the runs' resolved plan entries.
+    fn campaign() -> (Analysis, RunDetails) {
+        let toml = "name = \"mm\"\nrepetitions = 2\n[matrix]\npolicy = [\"other\"]\nworkload = [\"mm\"]\n\
+                    processes = [2]\n[workloads.mm]\nkind = \"matmul\"\nn = 100\nmultiplies = 50\n";
+        let plan = crate::plan::expand(&crate::spec::load(toml, "mm", &[]).unwrap(), 1);
+        let runs: Vec<ReportRun> = plan
+            .iter()
+            .enumerate()
+            .map(|(i, r)| ReportRun {
+                id: i as i64 + 1,
+                seq: i as i64,
+                policy: "other".into(),
+                workload: "mm".into(),
+                workload_kind: "matmul".into(),
+                processes: r.processes as i64,
+                priority_mode: r.priorities.name.clone(),
+                cpus: "all".into(),
+                cpu_list: "0-1".into(),
+                rt_runtime_us: None,
+                rep: r.rep as i64,
+                status: "ok".into(),
+                reason: String::new(),
+                makespan_ns: Some(1_000_000_000),
+                cpu_util: None,
+                load_avg_1m: None,
+                environment_id: 1,
+                others_runnable: None,
+                steal_pct: None,
+                other_cpu_pct: None,
+            })
+            .collect();
+        let details = RunDetails {
+            documents: runs
+                .iter()
+                .zip(&plan)
+                .map(|(r, p)| (r.id, (Some(p.clone()), Value::Null)))
+                .collect(),
+            ..RunDetails::default()
+        };
+        let data = crate::store::ReportData {
+            campaign: crate::store::ReportCampaign {
+                id: 1,
+                name: "mm".into(),
+                description: String::new(),
+                seed: 1,
+                scale: 1.0,
+                planned_runs: 2,
+                created_unix_ms: 0,
+                schedlab_version: "0.1.0".into(),
+                spec_json: "{}".into(),
+            },
+            processes: runs.iter().map(|_| Vec::new()).collect(),
+            runs,
+            process_rows: 0,
+            environments: Vec::new(),
+            work_units: Vec::new(),
+        };
+        let a = crate::report::analyse::analyse_data(data, &crate::report::Options::default());
+        (a, details)
+    }
+
+    #[test]
+    fn prepared_from_plain_data_without_a_database() {
+        let (a, details) = campaign();
+        let mut s = MatmulSection::default();
+        assert_eq!(s.needs(&a).documents, vec![1, 2]);
+        s.prepare(&a, details).unwrap();
+        assert!(s.applies(&a));
+        // 2·100³·2·50 flop in 1 s: 200 Mflop/s in both runs.
+        let c = s.tables[0].rows[0].cells[0].as_ref().unwrap();
+        assert_eq!((c.m, c.mflops.n, c.mflops.mean), (2, 2, 200.0));
+        // Without the plan entries nothing is known of the runs' work.
+        let mut s = MatmulSection::default();
+        s.prepare(&a, RunDetails::default()).unwrap();
+        assert!(!s.applies(&a));
     }
 
     #[test]
