@@ -9,8 +9,8 @@
 
 pub mod charts;
 pub mod gantt;
-mod load;
 pub mod model;
+mod runs;
 mod tables;
 
 use anyhow::Result;
@@ -21,8 +21,8 @@ use super::{Needs, RunDetails, Section};
 use crate::report::analyse::Analysis;
 use crate::report::blocks::{Block, Figure};
 use crate::report::fmt;
-use load::{groups, weighted_runs};
 use model::WeightGroup;
+use runs::{groups, weighted_runs};
 use tables::{
     completion_tables, delivered_table, dispatcher_table, error_table, fold_table, group_summary,
     work_table,
@@ -79,7 +79,7 @@ impl Section for WeightsSection {
     }
 
     fn needs(&self, a: &Analysis) -> Needs {
-        load::needs(a)
+        runs::needs(a)
     }
 
     fn prepare(&mut self, a: &Analysis, details: RunDetails) -> Result<()> {
