@@ -219,8 +219,9 @@ pub enum Block {
     },
     /// A highlighted note around some blocks (a block quote in Markdown).
     Note(Vec<Block>),
-    /// Warnings: one highlighted note of a paragraph each in HTML; in
-    /// Markdown a block quote each, starting "**Note:**".
+    /// Warnings: in HTML one highlighted note with a paragraph per
+    /// warning; in Markdown a block quote per warning, starting
+    /// "**Note:**".
     Notes(Vec<String>),
     /// Collapsible blocks under a summary line (HTML), open or not (an open
     /// one starts its blocks on a line of their own); the blocks alone in
