@@ -4,7 +4,8 @@
 //!
 //! Data flow: [`analyse`] reads a campaign from the [`Store`] (streaming its
 //! process rows) and computes every statistic with [`crate::stats`]; a list
-//! of [`Section`]s renders the [`Analysis`] to each format.
+//! of [`Section`]s, given the stored details of the runs they ask for,
+//! renders the [`Analysis`] to each format.
 
 pub mod analyse;
 pub mod blocks;
@@ -102,7 +103,8 @@ impl Report {
     ) -> Result<Report> {
         let analysis = analyse(store, opts)?;
         for s in &mut sections {
-            s.prepare(store, &analysis)
+            sections::RunDetails::load(store, &s.needs(&analysis))
+                .and_then(|details| s.prepare(&analysis, details))
                 .with_context(|| format!("preparing report section {}", s.id()))?;
         }
         Ok(Report { analysis, sections })

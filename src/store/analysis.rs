@@ -3,8 +3,9 @@
 //! Every column the schema defines is read directly: `open` has applied
 //! every migration, so older databases have them too (NULL in older rows).
 //! [`Store::load_report_data`] reads what the analysis needs as plain data
-//! ([`ReportData`]); the detailed queries of the report's special sections
-//! take the runs they need.
+//! ([`ReportData`]), or folds each run's process rows as it reads them
+//! ([`Store::load_report_data_with`]); the detailed queries of the report's
+//! special sections take the runs they need.
 
 use anyhow::{Context, Result, bail};
 use rusqlite::{OptionalExtension, params};
@@ -108,14 +109,16 @@ pub struct ReportUsage {
 }
 
 /// A campaign as the report's analysis takes it: plain data, no database.
+/// `P` is what became of each run's worker processes: the rows themselves,
+/// or what [`Store::load_report_data_with`] folded them into.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ReportData {
+pub struct ReportData<P = Vec<ReportProcess>> {
     pub campaign: ReportCampaign,
     /// Every stored run, any status, in campaign order.
     pub runs: Vec<ReportRun>,
-    /// The worker processes of each run, indexed like `runs` (empty for
-    /// runs that are not ok; RT hogs left out), in the database's order.
-    pub processes: Vec<Vec<ReportProcess>>,
+    /// The worker processes of each run, indexed like `runs` (none for
+    /// runs that are not ok; RT hogs left out), by process index.
+    pub processes: Vec<P>,
     /// Process rows read.
     pub process_rows: u64,
     /// The environments of the runs, with the number of runs in each.
@@ -131,20 +134,65 @@ const SCHEMA_MISMATCH: &str = "the database's tables lack columns this schedlab 
 
 impl Store {
     /// Everything the report's analysis reads of a campaign (`id`, or the
-    /// latest one).
+    /// latest one), every process row held.
     pub fn load_report_data(&self, id: Option<i64>) -> Result<ReportData> {
+        self.load_report_data_with(id, |_| {
+            |_: &ReportRun, rows: &[ReportProcess]| rows.to_vec()
+        })
+    }
+
+    /// Everything the report's analysis reads of a campaign, each run's
+    /// worker processes folded as they are read so that a million rows are
+    /// never held at once: `make` makes the fold for the campaign, which is
+    /// called once per run with the run's rows by process index (no rows for
+    /// runs that are not ok).
+    pub fn load_report_data_with<P, F>(
+        &self,
+        id: Option<i64>,
+        make: impl FnOnce(&ReportCampaign) -> F,
+    ) -> Result<ReportData<P>>
+    where
+        F: FnMut(&ReportRun, &[ReportProcess]) -> P,
+    {
         let campaign = self.report_campaign(id)?;
         let runs = self.report_runs(campaign.id)?;
         let environments = self.report_environments(campaign.id)?;
         let work_units = self.report_work_units(campaign.id)?;
         let run_index: std::collections::HashMap<i64, usize> =
             runs.iter().enumerate().map(|(i, r)| (r.id, i)).collect();
-        let mut processes: Vec<Vec<ReportProcess>> = runs.iter().map(|_| Vec::new()).collect();
+        let mut fold = make(&campaign);
+        let mut folded: Vec<Option<P>> = runs.iter().map(|_| None).collect();
+        // The rows of the run being read: the query gives them run by run.
+        let mut rows: Vec<ReportProcess> = Vec::new();
+        let mut current: Option<usize> = None;
+        let mut apart: Option<i64> = None;
         let process_rows = self.for_each_report_process(campaign.id, |p| {
-            if let Some(&i) = run_index.get(&p.run_id) {
-                processes[i].push(*p);
+            let Some(&i) = run_index.get(&p.run_id) else {
+                return;
+            };
+            if current != Some(i) {
+                if let Some(c) = current {
+                    folded[c] = Some(fold(&runs[c], &rows));
+                    rows.clear();
+                }
+                if folded[i].is_some() {
+                    apart.get_or_insert(p.run_id);
+                }
+                current = Some(i);
             }
+            rows.push(*p);
         })?;
+        if let Some(c) = current {
+            folded[c] = Some(fold(&runs[c], &rows));
+        }
+        if let Some(run) = apart {
+            bail!("the process rows of run {run} were not read together");
+        }
+        let processes = folded
+            .into_iter()
+            .zip(&runs)
+            .map(|(p, r)| p.unwrap_or_else(|| fold(r, &[])))
+            .collect();
         Ok(ReportData {
             campaign,
             runs,
@@ -293,9 +341,10 @@ impl Store {
         Ok(rows)
     }
 
-    /// Stream the worker processes of the ok runs of a campaign to `f`, in
-    /// no particular order (RT hogs run beside the workers are left out).
-    /// Returns the number of rows.
+    /// Stream the worker processes of the ok runs of a campaign to `f`, run
+    /// by run in id order and by process index, the order the indexes give
+    /// (no sort); RT hogs run beside the workers are left out. Returns the
+    /// number of rows.
     pub fn for_each_report_process(
         &self,
         campaign_id: i64,
@@ -307,7 +356,8 @@ impl Store {
                 "SELECT p.run_id, p.process_index, p.nice, p.rt_priority, p.wall_ns, p.utime_us, p.stime_us, p.nvcsw,
                     p.nivcsw, p.run_ns, p.wait_ns, p.timeslices, p.work, p.end_ns
              FROM runs r JOIN processes p ON p.run_id = r.id
-             WHERE r.campaign_id = ?1 AND r.status = 'ok' AND p.role = 'worker'",
+             WHERE r.campaign_id = ?1 AND r.status = 'ok' AND p.role = 'worker'
+             ORDER BY r.id, p.process_index",
             )
             .context(SCHEMA_MISMATCH)?;
         let mut rows = stmt.query([campaign_id])?;

@@ -2,7 +2,7 @@
 //! one metric over the condition's runs, with confidence intervals.
 
 use super::groups::Grouping;
-use super::runs::{ProcLite, RunValues, StatusCounts};
+use super::runs::{RunValues, StatusCounts};
 use super::{
     BOOTSTRAP_BUDGET, BOOTSTRAP_MIN_N, MIN_PER_SIDE, MIN_RESAMPLES, OUTLIER_MIN_N, OUTLIER_Z,
     SKEW_THRESHOLD,
@@ -209,7 +209,6 @@ pub(super) fn conditions(
     runs: &[ReportRun],
     grouping: &Grouping,
     run_values: &[Option<RunValues>],
-    procs: &[Vec<ProcLite>],
     metrics: &[Metric],
     opts: &Options,
 ) -> (Vec<Condition>, Vec<Vec<usize>>) {
@@ -260,7 +259,10 @@ pub(super) fn conditions(
         if let Some(ps) = metric.process_slot() {
             let all: Vec<f64> = cond_runs[c]
                 .iter()
-                .flat_map(|&ri| procs[ri].iter().map(move |p| p.vals[ps]))
+                .flat_map(|&ri| {
+                    let v = run_values[ri].as_ref().expect("ok run");
+                    v.processes.iter().map(move |p| p[ps])
+                })
                 .filter(|v| v.is_finite())
                 .collect();
             cell.per_process = stats::summarize(&all);

@@ -4,9 +4,11 @@
 //! and fairness. Every statistic comes from [`crate::stats`]; this module
 //! only decides what to compute on which values, and says why.
 //!
-//! [`analyse`] loads the campaign through the store
-//! ([`Store::load_report_data`]); [`analyse_data`] computes everything from
-//! that plain data, without a database, in one file per job.
+//! [`analyse`] loads the campaign through the store, which hands each run's
+//! process rows to [`runs`] to fold into the run's values as it reads them
+//! ([`Store::load_report_data_with`]); [`analyse_data`] computes everything
+//! from plain data ([`Store::load_report_data`]), without a database, the
+//! same way. One file per job.
 
 mod comparisons;
 mod conditions;
@@ -25,7 +27,9 @@ use serde::Serialize;
 use std::collections::HashMap;
 
 use super::metric::Metric;
-use crate::store::{ReportCampaign, ReportData, ReportEnvironment, Store};
+use crate::store::{
+    ReportCampaign, ReportData, ReportEnvironment, ReportProcess, ReportRun, Store,
+};
 
 pub use comparisons::{Comparison, Verdict, mw_method, unreachable};
 pub use conditions::{Cell, CiMethod, Condition, Interval, mean_interval, ratio_interval};
@@ -128,6 +132,10 @@ pub struct Analysis {
     /// run id → (seq, rep), for labels.
     #[serde(skip)]
     pub run_info: HashMap<i64, (i64, i64)>,
+    /// Every stored run, any status, in campaign order (for the sections
+    /// that show more of some runs).
+    #[serde(skip)]
+    pub runs: Vec<ReportRun>,
 }
 
 impl Analysis {
@@ -235,15 +243,20 @@ fn settings(opts: &Options) -> Settings {
     }
 }
 
-/// Analyse a campaign of the store (`opts.campaign`, or the latest).
+/// Analyse a campaign of the store (`opts.campaign`, or the latest),
+/// folding each run's process rows as they are read.
 pub fn analyse(store: &Store, opts: &Options) -> Result<Analysis> {
-    let data = store.load_report_data(opts.campaign)?;
-    Ok(analyse_data(data, opts))
+    let data = store.load_report_data_with(opts.campaign, |c| {
+        let timed = groups::spec_order(&c.spec_json).timed;
+        move |run: &ReportRun, rows: &[ReportProcess]| runs::fold_run(run, rows, &timed)
+    })?;
+    Ok(analyse_values(data, opts))
 }
 
 /// Analyse a loaded campaign: every statistic of the report, from plain
 /// data. `opts.campaign` is not used (the data are of one campaign).
 pub fn analyse_data(data: ReportData, opts: &Options) -> Analysis {
+    let timed = groups::spec_order(&data.campaign.spec_json).timed;
     let ReportData {
         campaign,
         runs,
@@ -252,25 +265,46 @@ pub fn analyse_data(data: ReportData, opts: &Options) -> Analysis {
         environments,
         work_units,
     } = data;
+    let values = runs
+        .iter()
+        .zip(&processes)
+        .map(|(r, rows)| runs::fold_run(r, rows, &timed))
+        .collect();
+    let data = ReportData {
+        campaign,
+        runs,
+        processes: values,
+        process_rows,
+        environments,
+        work_units,
+    };
+    analyse_values(data, opts)
+}
+
+/// Analyse a campaign whose runs' processes are folded into their values.
+fn analyse_values(data: ReportData<Option<runs::RunValues>>, opts: &Options) -> Analysis {
+    let ReportData {
+        campaign,
+        runs,
+        processes: mut run_values,
+        process_rows,
+        environments,
+        work_units,
+    } = data;
     let settings = settings(opts);
     let metrics = settings.metrics.clone();
     let units: HashMap<String, String> = work_units.into_iter().collect();
 
-    // Each run's processes, reduced to what the analysis needs (the rows
-    // are freed run by run).
-    let mut procs: Vec<Vec<runs::ProcLite>> = processes
-        .into_iter()
-        .map(|ps| ps.iter().map(runs::ProcLite::of).collect())
-        .collect();
-
     let order = groups::spec_order(&campaign.spec_json);
     let factors = groups::factors(&runs, &order, &units);
     let grouping = groups::group(&runs, &factors);
-    let (counts, problems, run_values) =
-        runs::run_values(&runs, &mut procs, &factors, &order.timed);
+    let (counts, problems) = runs::statuses(&runs, &factors);
     let (conditions, cond_runs) =
-        conditions::conditions(&runs, &grouping, &run_values, &procs, &metrics, opts);
-    drop(procs);
+        conditions::conditions(&runs, &grouping, &run_values, &metrics, opts);
+    // The per-process values are in the conditions now.
+    for v in run_values.iter_mut().flatten() {
+        v.processes = Vec::new();
+    }
     let groups = grouping.groups;
 
     let run_info: HashMap<i64, (i64, i64)> = runs.iter().map(|r| (r.id, (r.seq, r.rep))).collect();
@@ -309,6 +343,7 @@ pub fn analyse_data(data: ReportData, opts: &Options) -> Analysis {
         windows,
         problems,
         run_info,
+        runs,
     };
     analysis.comparisons = comparisons::all_comparisons(&analysis, opts);
     analysis

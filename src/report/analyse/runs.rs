@@ -1,5 +1,5 @@
 //! The runs of a campaign: status counts, the runs left out and why, the
-//! per-run values derived from their processes, load and interference.
+//! per-run values folded from their processes, load and interference.
 
 use super::groups::{Factors, run_label};
 use super::windows::window_spread;
@@ -112,17 +112,18 @@ impl InterferenceSummary {
 }
 
 /// One process of a run, kept until the run's values are derived.
-pub(super) struct ProcLite {
-    pub(super) index: i64,
-    pub(super) nice: Option<i64>,
-    pub(super) vals: [f64; PER_PROCESS],
-    pub(super) cpu_s: f64,
-    pub(super) work: f64,
-    pub(super) rate: f64,
-    pub(super) end_ns: Option<i64>,
+struct ProcLite {
+    index: i64,
+    nice: Option<i64>,
+    vals: [f64; PER_PROCESS],
+    cpu_s: f64,
+    work: f64,
+    rate: f64,
+    end_ns: Option<i64>,
 }
 
-/// Per-run values derived from its processes.
+/// Per-run values derived from its processes: all the analysis keeps of
+/// them.
 pub(super) struct RunValues {
     /// Indexed like [`Metric::ALL`]; NaN when absent.
     pub(super) values: [f64; 11],
@@ -135,10 +136,13 @@ pub(super) struct RunValues {
     pub(super) rate_shares: Option<Vec<f64>>,
     /// Duration workloads: how far apart the workers' windows ended.
     pub(super) window_spread_ns: Option<i64>,
+    /// Each process's values by process index, indexed by
+    /// [`Metric::process_slot`] (for the per-process view of a condition).
+    pub(super) processes: Vec<[f64; PER_PROCESS]>,
 }
 
 impl ProcLite {
-    pub(super) fn of(p: &ReportProcess) -> ProcLite {
+    fn of(p: &ReportProcess) -> ProcLite {
         let vals = process_values(p);
         let cpu_s = (p.usage.utime_us + p.usage.stime_us) as f64 / 1e6;
         let wall_s = p.wall_ns as f64 / 1e9;
@@ -158,18 +162,67 @@ impl ProcLite {
     }
 }
 
-/// Status counts, the runs left out and why, and the values of each ok
-/// run (None for the others). Sorts each run's processes by index.
-pub(super) fn run_values(
-    runs: &[ReportRun],
-    procs: &mut [Vec<ProcLite>],
-    factors: &Factors,
+/// What the analysis keeps of a run's worker processes (`rows`, in any
+/// order): the values of an ok run, None for the others. `timed`: the
+/// workloads that run for a duration. The store folds each run's rows with
+/// this as it reads them.
+pub(super) fn fold_run(
+    run: &ReportRun,
+    rows: &[ReportProcess],
     timed: &[String],
-) -> (StatusCounts, Vec<ProblemRun>, Vec<Option<RunValues>>) {
+) -> Option<RunValues> {
+    if run.status != "ok" {
+        return None;
+    }
+    let mut ps: Vec<ProcLite> = rows.iter().map(ProcLite::of).collect();
+    ps.sort_by_key(|p| p.index);
+    let mut values = [f64::NAN; 11];
+    for (slot, v) in values.iter_mut().enumerate().take(PER_PROCESS) {
+        let (sum, n) = ps
+            .iter()
+            .map(|p| p.vals[slot])
+            .filter(|v| v.is_finite())
+            .fold((0.0, 0usize), |(s, n), v| (s + v, n + 1));
+        if n > 0 {
+            *v = sum / n as f64;
+        }
+    }
+    values[Metric::Makespan as usize] = run.makespan_ns.map_or(f64::NAN, |ns| ns as f64 / 1e9);
+    let cpu: Vec<f64> = ps.iter().map(|p| p.cpu_s).collect();
+    let work: Vec<f64> = ps.iter().map(|p| p.work).collect();
+    let rates: Vec<f64> = ps.iter().map(|p| p.rate).collect();
+    let multi = ps.len() >= 2;
+    // A duration workload runs every worker from release to release +
+    // duration: one common window, so each share is of the CPU time all
+    // received in it. A share of rates over each process's own lifetime
+    // would favour one that started late or ran on after the others.
+    let timed_run = timed.contains(&run.workload);
+    let share_basis = if timed_run { &cpu } else { &rates };
+    let window_spread_ns = if timed_run {
+        window_spread(ps.iter().map(|p| p.end_ns))
+    } else {
+        None
+    };
+    Some(RunValues {
+        values,
+        jain_cpu: if multi { stats::jain_index(&cpu) } else { None },
+        jain_work: if multi {
+            stats::jain_index(&work)
+        } else {
+            None
+        },
+        nices: ps.iter().map(|p| p.nice).collect(),
+        rate_shares: stats::normalize_shares(share_basis),
+        window_spread_ns,
+        processes: ps.iter().map(|p| p.vals).collect(),
+    })
+}
+
+/// Status counts and the runs left out and why.
+pub(super) fn statuses(runs: &[ReportRun], factors: &Factors) -> (StatusCounts, Vec<ProblemRun>) {
     let mut counts = StatusCounts::default();
     let mut problems = Vec::new();
-    let mut run_values: Vec<Option<RunValues>> = Vec::with_capacity(runs.len());
-    for (i, r) in runs.iter().enumerate() {
+    for r in runs {
         counts.add(&r.status);
         if r.status != "ok" {
             problems.push(ProblemRun {
@@ -180,52 +233,9 @@ pub(super) fn run_values(
                 status: r.status.clone(),
                 reason: r.reason.clone(),
             });
-            run_values.push(None);
-            continue;
         }
-        let ps = &mut procs[i];
-        ps.sort_by_key(|p| p.index);
-        let mut values = [f64::NAN; 11];
-        for (slot, v) in values.iter_mut().enumerate().take(PER_PROCESS) {
-            let (sum, n) = ps
-                .iter()
-                .map(|p| p.vals[slot])
-                .filter(|v| v.is_finite())
-                .fold((0.0, 0usize), |(s, n), v| (s + v, n + 1));
-            if n > 0 {
-                *v = sum / n as f64;
-            }
-        }
-        values[Metric::Makespan as usize] = r.makespan_ns.map_or(f64::NAN, |ns| ns as f64 / 1e9);
-        let cpu: Vec<f64> = ps.iter().map(|p| p.cpu_s).collect();
-        let work: Vec<f64> = ps.iter().map(|p| p.work).collect();
-        let rates: Vec<f64> = ps.iter().map(|p| p.rate).collect();
-        let multi = ps.len() >= 2;
-        // A duration workload runs every worker from release to release +
-        // duration: one common window, so each share is of the CPU time all
-        // received in it. A share of rates over each process's own lifetime
-        // would favour one that started late or ran on after the others.
-        let timed_run = timed.contains(&r.workload);
-        let share_basis = if timed_run { &cpu } else { &rates };
-        let window_spread_ns = if timed_run {
-            window_spread(ps.iter().map(|p| p.end_ns))
-        } else {
-            None
-        };
-        run_values.push(Some(RunValues {
-            values,
-            jain_cpu: if multi { stats::jain_index(&cpu) } else { None },
-            jain_work: if multi {
-                stats::jain_index(&work)
-            } else {
-                None
-            },
-            nices: ps.iter().map(|p| p.nice).collect(),
-            rate_shares: stats::normalize_shares(share_basis),
-            window_spread_ns,
-        }));
     }
-    (counts, problems, run_values)
+    (counts, problems)
 }
 
 /// Min / median / max of the load average over the runs that have one.

@@ -449,3 +449,35 @@ fn the_same_data_give_the_same_analysis_as_the_store() {
     let from_store = analyse(&store, &opts).unwrap();
     assert_eq!(from_data, from_store);
 }
+
+#[test]
+fn the_store_folds_each_run_once_by_process_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("t.db")).unwrap();
+    crate::report::synth::create(&mut store, &crate::report::synth::SynthConfig::small()).unwrap();
+    let mut made = 0;
+    let data = store
+        .load_report_data_with(None, |c| {
+            made += 1;
+            assert_eq!(c.name, "synthetic");
+            |run: &ReportRun, rows: &[ReportProcess]| {
+                assert!(rows.iter().all(|p| p.run_id == run.id));
+                let index: Vec<i64> = rows.iter().map(|p| p.process_index).collect();
+                (run.id, run.status.clone(), index)
+            }
+        })
+        .unwrap();
+    assert_eq!(made, 1);
+    assert_eq!(data.processes.len(), data.runs.len());
+    let mut rows = 0;
+    for (r, (id, status, index)) in data.runs.iter().zip(&data.processes) {
+        assert_eq!(r.id, *id);
+        if status == "ok" {
+            assert_eq!(*index, (0..r.processes).collect::<Vec<_>>());
+        } else {
+            assert!(index.is_empty());
+        }
+        rows += index.len() as u64;
+    }
+    assert_eq!(rows, data.process_rows);
+}

@@ -2,12 +2,11 @@
 //! intervals, p-values and verdicts.
 
 use serde_json::{Value, json};
-use std::fmt::Write;
 
-use super::Section;
+use super::{Section, Table};
 use crate::report::analyse::{Analysis, Comparison, Verdict, mw_method, policy_label, unreachable};
-use crate::report::fmt::{self, Align, md_table};
-use crate::report::html;
+use crate::report::blocks::Block;
+use crate::report::fmt;
 
 fn verdict_text(a: &Analysis, c: &Comparison) -> &'static str {
     match c.verdict {
@@ -68,20 +67,22 @@ impl Section for ComparisonsSection {
         !a.comparisons.is_empty()
     }
 
-    // Not converted to blocks (see `report::blocks`): the HTML shows each
-    // group as an open <details> whose summary (label and count of
-    // significant comparisons) is followed by a line break, where the other
-    // collapsible parts have none, and Markdown has a `###` heading with the
-    // label alone under a shorter introduction. Blocks would change bytes.
-    fn html(&self, a: &Analysis) -> String {
-        let mut o = html::p(
-            "Within each workload, process count and setting, every pair of policies on every metric. A is the \
-             policy with the lower mean; A/B is the ratio of means with its 95% percentile-bootstrap interval. MW p: \
-             two-sided Mann–Whitney U (exact or normal approximation); Welch p: Welch's t-test as a second opinion; \
-             Holm p: Mann–Whitney p adjusted over every comparison of this report. Highlighted rows are significant. \
-             The ratio intervals are not adjusted for the number of comparisons: one that excludes 1 without a \
-             significant Holm p is a hint, not a finding.",
-        );
+    fn blocks(&self, a: &Analysis) -> Vec<Block> {
+        let mut b = vec![
+            Block::html_only(vec![Block::p(
+                "Within each workload, process count and setting, every pair of policies on every metric. A is \
+                 the policy with the lower mean; A/B is the ratio of means with its 95% percentile-bootstrap \
+                 interval. MW p: two-sided Mann–Whitney U (exact or normal approximation); Welch p: Welch's t-test \
+                 as a second opinion; Holm p: Mann–Whitney p adjusted over every comparison of this report. \
+                 Highlighted rows are significant. The ratio intervals are not adjusted for the number of \
+                 comparisons: one that excludes 1 without a significant Holm p is a hint, not a finding.",
+            )]),
+            Block::md_only(vec![Block::p(
+                "A: the policy with the lower mean. A/B: ratio of means, 95% CI by bootstrap. MW p: Mann–Whitney \
+                 U; Welch p: Welch's t-test; Holm p: Mann–Whitney p adjusted over every comparison of the report. \
+                 Ratio intervals are not adjusted for the number of comparisons.",
+            )]),
+        ];
         for (gi, g) in a.groups.iter().enumerate() {
             let rows: Vec<&Comparison> = a.comparisons.iter().filter(|c| c.group == gi).collect();
             if rows.is_empty() {
@@ -91,49 +92,26 @@ impl Section for ComparisonsSection {
                 .iter()
                 .filter(|c| c.verdict == Verdict::Different)
                 .count();
-            let _ = writeln!(
-                o,
-                "<details open><summary>{} — {} of {} significant</summary>",
-                fmt::esc(&g.label),
-                sig,
-                rows.len()
-            );
-            let cells: Vec<Vec<String>> = rows.iter().map(|c| comparison_row(a, c)).collect();
-            let classes: Vec<Option<&str>> = rows
-                .iter()
-                .map(|c| (c.verdict == Verdict::Different).then_some("different"))
-                .collect();
-            o.push_str(&html::table(&CMP_HEADERS, &CMP_NUMERIC, &cells, &classes));
-            o.push_str("</details>\n");
+            // A collapsible part in HTML, a heading in Markdown.
+            b.push(Block::md_only(vec![Block::heading(3, &g.label)]));
+            b.push(Block::Details {
+                summary: format!("{} — {} of {} significant", g.label, sig, rows.len()),
+                open: true,
+                blocks: vec![Block::Table {
+                    table: Table {
+                        title: String::new(),
+                        headers: CMP_HEADERS.map(String::from).to_vec(),
+                        numeric: CMP_NUMERIC.to_vec(),
+                        rows: rows.iter().map(|c| comparison_row(a, c)).collect(),
+                    },
+                    row_class: rows
+                        .iter()
+                        .map(|c| (c.verdict == Verdict::Different).then_some("different"))
+                        .collect(),
+                }],
+            });
         }
-        o
-    }
-
-    fn markdown(&self, a: &Analysis) -> String {
-        let mut o = String::from(
-            "A: the policy with the lower mean. A/B: ratio of means, 95% CI by bootstrap. MW p: Mann–Whitney U; \
-             Welch p: Welch's t-test; Holm p: Mann–Whitney p adjusted over every comparison of the report. Ratio \
-             intervals are not adjusted for the number of comparisons.\n\n",
-        );
-        let align: Vec<Align> = CMP_NUMERIC
-            .iter()
-            .map(|&n| if n { Align::Right } else { Align::Left })
-            .collect();
-        for (gi, g) in a.groups.iter().enumerate() {
-            let rows: Vec<Vec<String>> = a
-                .comparisons
-                .iter()
-                .filter(|c| c.group == gi)
-                .map(|c| comparison_row(a, c))
-                .collect();
-            if rows.is_empty() {
-                continue;
-            }
-            let _ = writeln!(o, "### {}\n", g.label);
-            o.push_str(&md_table(&CMP_HEADERS, &align, &rows));
-            o.push('\n');
-        }
-        o
+        b
     }
 
     fn json(&self, a: &Analysis) -> Option<Value> {

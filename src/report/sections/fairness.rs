@@ -2,12 +2,11 @@
 //! nice-to-weight prediction.
 
 use serde_json::{Value, json};
-use std::fmt::Write;
 
-use super::{Section, plural};
+use super::{Section, Table, plural};
 use crate::report::analyse::{Analysis, ShareCheck};
-use crate::report::fmt::{self, Align, md_table};
-use crate::report::{charts, html};
+use crate::report::blocks::{Block, Figure};
+use crate::report::{charts, fmt};
 
 /// Jain's index within runs, and CPU shares against the weight table.
 pub struct FairnessSection;
@@ -160,115 +159,75 @@ impl Section for FairnessSection {
         !a.fairness.is_empty()
     }
 
-    // Not converted to blocks (see `report::blocks`): the HTML puts each
-    // share chart beside its table in nested <div>s (the table collapsible
-    // without a line break after it), and the introductions and headings of
-    // the two formats differ. Blocks would change bytes.
-    fn html(&self, a: &Analysis) -> String {
-        let mut o = html::p(
-            "Jain's fairness index (Σx)²/(n·Σx²) of the processes of each run: 1 when every process got the same, \
-             1/n when one got everything. Computed on CPU time (user + system) and on work done, then summarised \
-             over the runs of each condition.",
-        );
-        let charts: Vec<String> = a
+    fn blocks(&self, a: &Analysis) -> Vec<Block> {
+        let mut b = vec![
+            Block::html_only(vec![Block::p(
+                "Jain's fairness index (Σx)²/(n·Σx²) of the processes of each run: 1 when every process got the \
+                 same, 1/n when one got everything. Computed on CPU time (user + system) and on work done, then \
+                 summarised over the runs of each condition.",
+            )]),
+            Block::md_only(vec![Block::p(
+                "Jain's index (Σx)²/(n·Σx²) of the processes of each run: 1 = all equal, 1/n = one process got \
+                 everything.",
+            )]),
+        ];
+        let charts: Vec<Figure> = a
             .factors
             .workloads
             .iter()
             .filter_map(|w| charts::jain(a, &w.name))
-            .map(|c| {
-                html::figure(
-                    &c.render(),
-                    "Mean Jain's index of CPU time over runs, with 95% CI.",
-                )
+            .map(|c| Figure {
+                svg: c.render(),
+                caption: "Mean Jain's index of CPU time over runs, with 95% CI.".into(),
             })
             .collect();
         if !charts.is_empty() {
-            o.push_str("<div class=\"charts\">\n");
-            for c in charts {
-                o.push_str(&c);
-            }
-            o.push_str("</div>\n");
+            b.push(Block::Figures(charts));
         }
-        if let Some(n) = jain_note(a) {
-            o.push_str(&html::p(n));
+        b.extend(jain_note(a).map(Block::p));
+        b.extend(window_note(a).map(Block::p));
+        b.push(Block::table(Table {
+            title: String::new(),
+            headers: JAIN_HEADERS.map(String::from).to_vec(),
+            numeric: JAIN_NUMERIC.to_vec(),
+            rows: jain_rows(a),
+        }));
+        if a.shares.is_empty() {
+            return b;
         }
-        if let Some(n) = window_note(a) {
-            o.push_str(&html::p(&n));
-        }
-        o.push_str(&html::table(
-            &JAIN_HEADERS,
-            &JAIN_NUMERIC,
-            &jain_rows(a),
-            &[],
+        b.push(Block::heading(
+            3,
+            "CPU share against the nice-weight prediction",
         ));
-        if !a.shares.is_empty() {
-            o.push_str("<h3>CPU share against the nice-weight prediction</h3>\n");
-            let _ = writeln!(o, "<div class=\"note\">{}</div>", html::p(&shares_intro(a)));
-            for s in &a.shares {
-                let _ = writeln!(o, "<h4>{}</h4>", fmt::esc(&s.label));
-                o.push_str(&html::p(&share_context(s)));
-                let _ = write!(
-                    o,
-                    "<div class=\"charts\">{}<div>",
-                    html::figure(
-                        &charts::shares(a, s).render(),
-                        &format!(
-                            "{} over {}; dashed: observed = predicted; largest relative error {:.0}%.",
-                            plural(s.processes, "process", "processes"),
-                            plural(s.runs, "run", "runs"),
-                            100.0 * s.max_abs_error
-                        )
-                    )
-                );
-                let rows = share_rows(s);
-                if rows.len() > 12 {
-                    o.push_str("<details><summary>Per process</summary>");
-                    o.push_str(&html::table(&SHARE_HEADERS, &SHARE_NUMERIC, &rows, &[]));
-                    o.push_str("</details>");
-                } else {
-                    o.push_str(&html::table(&SHARE_HEADERS, &SHARE_NUMERIC, &rows, &[]));
-                }
-                o.push_str("</div></div>\n");
-            }
-        }
-        o
-    }
-
-    fn markdown(&self, a: &Analysis) -> String {
-        let mut o = String::from(
-            "Jain's index (Σx)²/(n·Σx²) of the processes of each run: 1 = all equal, 1/n = one process got everything.\n\n",
-        );
-        let align = [
-            Align::Left,
-            Align::Right,
-            Align::Right,
-            Align::Right,
-            Align::Right,
-            Align::Right,
-        ];
-        if let Some(n) = jain_note(a) {
-            let _ = writeln!(o, "{n}\n");
-        }
-        if let Some(n) = window_note(a) {
-            let _ = writeln!(o, "{n}\n");
-        }
-        o.push_str(&md_table(&JAIN_HEADERS, &align, &jain_rows(a)));
-        if !a.shares.is_empty() {
-            let _ = writeln!(
-                o,
-                "\n### CPU share against the nice-weight prediction\n\n{}",
-                shares_intro(a)
-            );
-        }
+        let intro = shares_intro(a);
+        b.push(Block::html_only(vec![Block::Note(vec![Block::p(&intro)])]));
+        b.push(Block::md_only(vec![Block::p(intro)]));
         for s in &a.shares {
-            let _ = writeln!(o, "\n**{}**: {}\n", s.label, share_context(s));
-            o.push_str(&md_table(
-                &SHARE_HEADERS,
-                &[Align::Right; 5],
-                &share_rows(s),
-            ));
+            b.push(Block::RunIn {
+                title: s.label.clone(),
+                text: share_context(s),
+            });
+            let rows = share_rows(s);
+            b.push(Block::FigureTable {
+                figure: Figure {
+                    svg: charts::shares(a, s).render(),
+                    caption: format!(
+                        "{} over {}; dashed: observed = predicted; largest relative error {:.0}%.",
+                        plural(s.processes, "process", "processes"),
+                        plural(s.runs, "run", "runs"),
+                        100.0 * s.max_abs_error
+                    ),
+                },
+                collapsed: (rows.len() > 12).then(|| "Per process".to_string()),
+                table: Table {
+                    title: String::new(),
+                    headers: SHARE_HEADERS.map(String::from).to_vec(),
+                    numeric: SHARE_NUMERIC.to_vec(),
+                    rows,
+                },
+            });
         }
-        o
+        b
     }
 
     fn json(&self, a: &Analysis) -> Option<Value> {

@@ -3,18 +3,16 @@
 //! and the aggregate rate 2·n³·m·multiplies / t, laid out as the seed's
 //! tables, with the average over m per n and bar charts.
 
+use super::{Estimate, Needs, RunDetails, Section, Table, chart_id, policy_colour};
+use crate::report::analyse::{Analysis, Settings, policy_label};
+use crate::report::blocks::{Block, Cell, Figure, Grid, HeaderCell};
+use crate::report::fmt;
+use crate::report::svg::{Bar, BarChart, Meta, Series};
+use crate::store::ReportRun;
+use crate::workload::{Stop, Workload};
 use anyhow::Result;
 use serde::Serialize;
 use serde_json::Value;
-use std::collections::HashMap;
-use std::fmt::Write;
-
-use super::{Estimate, Section, Table, chart_id, policy_colour};
-use crate::report::analyse::{Analysis, Settings, policy_label};
-use crate::report::svg::{Bar, BarChart, Meta, Series};
-use crate::report::{fmt, html};
-use crate::store::Store;
-use crate::workload::{Stop, Workload};
 
 /// Aggregate Mflop/s of m processes that each did `multiplies` n×n
 /// multiplies in `t_s` seconds: 2·n³·m·multiplies / t / 10⁶.
@@ -147,44 +145,52 @@ fn num_cell(e: &Estimate, digits: usize) -> String {
     fmt::sig(e.mean, digits)
 }
 
-/// Seed 003's layout: rows policy, column groups m with t and Mflop/s.
-fn table_html(t: &MatmulTable) -> String {
-    let mut o = String::from("<div class=\"scroll\"><table class=\"matmul\"><thead><tr>");
-    let _ = write!(o, "<th rowspan=\"2\">n = {}</th>", t.n);
+/// Seed 003's layout: rows policy, column groups m with t and Mflop/s;
+/// each cell the mean, its CI and spread in the tooltip.
+fn seed_table(t: &MatmulTable) -> Grid {
+    let mut top = vec![HeaderCell::new(format!("n = {}", t.n), false).span(1, 2)];
+    let mut below = Vec::new();
     for m in &t.ms {
-        let _ = write!(o, "<th colspan=\"2\" class=\"num\">m = {m}</th>");
+        top.push(HeaderCell::new(format!("m = {m}"), true).span(2, 1));
+        below.push(HeaderCell::new("t (s)", true));
+        below.push(HeaderCell::new("Mflop/s", true));
     }
-    o.push_str("<th rowspan=\"2\" class=\"num\">average Mflop/s</th></tr><tr>");
-    for _ in &t.ms {
-        o.push_str("<th class=\"num\">t (s)</th><th class=\"num\">Mflop/s</th>");
-    }
-    o.push_str("</tr></thead><tbody>");
-    for r in &t.rows {
-        let _ = write!(o, "<tr><td>{}</td>", fmt::esc(&r.row));
-        for c in &r.cells {
-            match c {
-                Some(c) => {
-                    let _ = write!(
-                        o,
-                        "<td class=\"num\" title=\"{}\">{}</td><td class=\"num\" title=\"{}\">{}</td>",
-                        fmt::esc(&c.t.tooltip("s")),
-                        num_cell(&c.t, 4),
-                        fmt::esc(&c.mflops.tooltip("Mflop/s")),
-                        num_cell(&c.mflops, 4)
-                    );
+    top.push(HeaderCell::new("average Mflop/s", true).span(1, 2));
+    let mut numeric = vec![true; 2 + 2 * t.ms.len()];
+    numeric[0] = false;
+    let rows = t
+        .rows
+        .iter()
+        .map(|r| {
+            let mut v = vec![Cell::new(&r.row)];
+            for c in &r.cells {
+                match c {
+                    Some(c) => {
+                        v.push(Cell {
+                            text: num_cell(&c.t, 4),
+                            tooltip: Some(c.t.tooltip("s")),
+                        });
+                        v.push(Cell {
+                            text: num_cell(&c.mflops, 4),
+                            tooltip: Some(c.mflops.tooltip("Mflop/s")),
+                        });
+                    }
+                    None => v.extend([Cell::new("–"), Cell::new("–")]),
                 }
-                None => o.push_str("<td class=\"num\">–</td><td class=\"num\">–</td>"),
             }
-        }
-        let _ = write!(
-            o,
-            "<td class=\"num\">{}</td></tr>",
-            r.average_mflops
-                .map_or_else(|| "–".into(), |v| fmt::sig(v, 4))
-        );
+            v.push(Cell::new(
+                r.average_mflops
+                    .map_or_else(|| "–".into(), |v| fmt::sig(v, 4)),
+            ));
+            v
+        })
+        .collect();
+    Grid {
+        class: Some("matmul"),
+        header: vec![top, below],
+        numeric,
+        rows,
     }
-    o.push_str("</tbody></table></div>\n");
-    o
 }
 
 /// The same with the 95 % CIs, one column per m (Markdown and the detail
@@ -367,6 +373,17 @@ const INTRO: &str = "Seed 003's benchmark: m processes each multiply n×n double
      timer) and the aggregate rate is 2·n³·m·multiplies / t in Mflop/s. Each cell is the mean over the ok runs; hover \
      for the 95% CI, spread and number of runs.";
 
+/// The ok matmul runs with a makespan (none when the campaign has no
+/// matmul workload).
+fn matmul_runs(a: &Analysis) -> impl Iterator<Item = &ReportRun> {
+    let any = a.factors.workloads.iter().any(|w| w.kind == "matmul");
+    a.runs.iter().filter(move |r| {
+        any && r.status == "ok"
+            && r.workload_kind == "matmul"
+            && r.makespan_ns.is_some_and(|t| t > 0)
+    })
+}
+
 impl MatmulSection {
     /// Row labels and their policies, in table order.
     fn row_policies(&self) -> Vec<String> {
@@ -391,32 +408,21 @@ impl Section for MatmulSection {
         "Matrix-multiply throughput (Mflop/s)"
     }
 
-    fn prepare(&mut self, store: &Store, a: &Analysis) -> Result<()> {
+    fn needs(&self, a: &Analysis) -> Needs {
+        Needs {
+            documents: matmul_runs(a).map(|r| r.id).collect(),
+            ..Needs::default()
+        }
+    }
+
+    fn prepare(&mut self, a: &Analysis, details: RunDetails) -> Result<()> {
         self.runs.clear();
         self.tables.clear();
         self.rows.clear();
-        if !a.factors.workloads.iter().any(|w| w.kind == "matmul") {
-            return Ok(());
-        }
-        let runs: Vec<_> = store
-            .report_runs(a.campaign.id)?
-            .into_iter()
-            .filter(|r| {
-                r.status == "ok"
-                    && r.workload_kind == "matmul"
-                    && r.makespan_ns.is_some_and(|t| t > 0)
-            })
-            .collect();
-        let ids: Vec<i64> = runs.iter().map(|r| r.id).collect();
-        let docs: HashMap<i64, Option<crate::plan::Run>> = store
-            .report_run_documents(&ids)?
-            .into_iter()
-            .map(|(id, run, _)| (id, run))
-            .collect();
         let multi_mode = a.factors.priority_modes.len() > 1;
         let multi_cpus = a.factors.cpus.len() > 1;
-        for r in &runs {
-            let Some(Some(plan)) = docs.get(&r.id) else {
+        for r in matmul_runs(a) {
+            let Some(plan) = details.plan(r.id) else {
                 continue;
             };
             let Workload::Matmul(p) = &plan.workload.workload else {
@@ -497,56 +503,50 @@ impl Section for MatmulSection {
         !self.tables.is_empty()
     }
 
-    // Not converted to blocks (see `report::blocks`): the HTML table of each
-    // n has two header rows (rowspan/colspan) and a tooltip per cell, which
-    // a table block cannot express; its other tables are shared `Table`s.
-    fn html(&self, a: &Analysis) -> String {
-        let mut o = html::p(INTRO);
+    fn blocks(&self, a: &Analysis) -> Vec<Block> {
         let policies = self.row_policies();
-        o.push_str("<div class=\"charts\">\n");
-        for t in &self.tables {
-            o.push_str(&html::figure(
-                &per_n_chart(a, t, &self.rows, &policies).render(),
-                &format!("n = {}: mean aggregate Mflop/s with 95% CIs.", t.n),
-            ));
-        }
+        let mut figures: Vec<Figure> = self
+            .tables
+            .iter()
+            .map(|t| Figure {
+                svg: per_n_chart(a, t, &self.rows, &policies).render(),
+                caption: format!("n = {}: mean aggregate Mflop/s with 95% CIs.", t.n),
+            })
+            .collect();
         if self.tables.len() > 1 {
-            o.push_str(&html::figure(
-                &average_chart(a, &self.tables, &self.rows, &policies).render(),
-                "Mean over the process counts of each policy's mean Mflop/s.",
-            ));
+            figures.push(Figure {
+                svg: average_chart(a, &self.tables, &self.rows, &policies).render(),
+                caption: "Mean over the process counts of each policy's mean Mflop/s.".into(),
+            });
         }
-        o.push_str("</div>\n");
+        let mut b = vec![Block::p(INTRO), Block::Figures(figures)];
         for t in &self.tables {
-            let _ = writeln!(
-                o,
-                "<h3 id=\"matmul-{}\">n = {} ({}, {} multiplies per process)</h3>",
-                t.n,
-                t.n,
-                fmt::esc(&t.workload),
-                t.multiplies
-            );
-            o.push_str(&table_html(t));
-            let ci = table_ci(t);
-            let _ = writeln!(
-                o,
-                "<details><summary>With 95% CIs</summary>{}</details>",
-                ci.html()
-            );
+            // HTML: the seed's table, the CIs collapsed under it;
+            // Markdown: the table with the CIs alone.
+            b.push(Block::html_only(vec![
+                Block::Heading {
+                    level: 3,
+                    text: format!(
+                        "n = {} ({}, {} multiplies per process)",
+                        t.n, t.workload, t.multiplies
+                    ),
+                    id: Some(format!("matmul-{}", t.n)),
+                },
+                Block::Grid(seed_table(t)),
+            ]));
+            b.push(Block::Details {
+                summary: "With 95% CIs".into(),
+                open: false,
+                blocks: vec![Block::table(table_ci(t))],
+            });
         }
-        o.push_str("<h3 id=\"matmul-average\">Average Mflop/s</h3>\n");
-        o.push_str(&average_table(&self.tables, &self.rows).html());
-        o
-    }
-
-    fn markdown(&self, _a: &Analysis) -> String {
-        let mut o = format!("{INTRO}\n\n");
-        for t in &self.tables {
-            o.push_str(&table_ci(t).markdown());
-            o.push('\n');
-        }
-        o.push_str(&average_table(&self.tables, &self.rows).markdown());
-        o
+        b.push(Block::html_only(vec![Block::Heading {
+            level: 3,
+            text: "Average Mflop/s".into(),
+            id: Some("matmul-average".into()),
+        }]));
+        b.push(Block::table(average_table(&self.tables, &self.rows)));
+        b
     }
 
     fn json(&self, _a: &Analysis) -> Option<Value> {
@@ -578,6 +578,84 @@ mod tests {
             t_s: t,
             mflops: mflops(100, m, 50, t),
         }
+    }
+
+    /// A matmul campaign of two OTHER runs of 2 processes, 1 s each, as
+    /// plain data: its analysis and the runs' resolved plan entries.
+    fn campaign() -> (Analysis, RunDetails) {
+        let toml = "name = \"mm\"\nrepetitions = 2\n[matrix]\npolicy = [\"other\"]\nworkload = [\"mm\"]\n\
+                    processes = [2]\n[workloads.mm]\nkind = \"matmul\"\nn = 100\nmultiplies = 50\n";
+        let plan = crate::plan::expand(&crate::spec::load(toml, "mm", &[]).unwrap(), 1);
+        let runs: Vec<ReportRun> = plan
+            .iter()
+            .enumerate()
+            .map(|(i, r)| ReportRun {
+                id: i as i64 + 1,
+                seq: i as i64,
+                policy: "other".into(),
+                workload: "mm".into(),
+                workload_kind: "matmul".into(),
+                processes: r.processes as i64,
+                priority_mode: r.priorities.name.clone(),
+                cpus: "all".into(),
+                cpu_list: "0-1".into(),
+                rt_runtime_us: None,
+                rep: r.rep as i64,
+                status: "ok".into(),
+                reason: String::new(),
+                makespan_ns: Some(1_000_000_000),
+                cpu_util: None,
+                load_avg_1m: None,
+                environment_id: 1,
+                others_runnable: None,
+                steal_pct: None,
+                other_cpu_pct: None,
+            })
+            .collect();
+        let details = RunDetails {
+            documents: runs
+                .iter()
+                .zip(&plan)
+                .map(|(r, p)| (r.id, (Some(p.clone()), Value::Null)))
+                .collect(),
+            ..RunDetails::default()
+        };
+        let data = crate::store::ReportData {
+            campaign: crate::store::ReportCampaign {
+                id: 1,
+                name: "mm".into(),
+                description: String::new(),
+                seed: 1,
+                scale: 1.0,
+                planned_runs: 2,
+                created_unix_ms: 0,
+                schedlab_version: "0.1.0".into(),
+                spec_json: "{}".into(),
+            },
+            processes: runs.iter().map(|_| Vec::new()).collect(),
+            runs,
+            process_rows: 0,
+            environments: Vec::new(),
+            work_units: Vec::new(),
+        };
+        let a = crate::report::analyse::analyse_data(data, &crate::report::Options::default());
+        (a, details)
+    }
+
+    #[test]
+    fn prepared_from_plain_data_without_a_database() {
+        let (a, details) = campaign();
+        let mut s = MatmulSection::default();
+        assert_eq!(s.needs(&a).documents, vec![1, 2]);
+        s.prepare(&a, details).unwrap();
+        assert!(s.applies(&a));
+        // 2·100³·2·50 flop in 1 s: 200 Mflop/s in both runs.
+        let c = s.tables[0].rows[0].cells[0].as_ref().unwrap();
+        assert_eq!((c.m, c.mflops.n, c.mflops.mean), (2, 2, 200.0));
+        // Without the plan entries nothing is known of the runs' work.
+        let mut s = MatmulSection::default();
+        s.prepare(&a, RunDetails::default()).unwrap();
+        assert!(!s.applies(&a));
     }
 
     #[test]

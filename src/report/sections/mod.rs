@@ -1,22 +1,24 @@
 //! Report sections. Each section renders itself to HTML, Markdown and JSON
 //! from the analysed campaign; a report is a list of them, one file each.
 //!
-//! To add a section: implement [`Section`] in a file of its own — load
-//! anything beyond the [`Analysis`] in [`Section::prepare`] through the
-//! [`Store`], say in [`Section::applies`] whether the campaign has anything
-//! for it — and add it to [`sections_for`]. Its `id` is the HTML anchor and
-//! the JSON key.
+//! To add a section: implement [`Section`] in a file of its own — ask in
+//! [`Section::needs`] for the stored details of runs it shows beyond the
+//! [`Analysis`] and compute from them in [`Section::prepare`] (the report
+//! reads them through the store: sections never do), say in
+//! [`Section::applies`] whether the campaign has anything for it, return
+//! its body as [`Block`]s — and add it to [`sections_for`]. Its `id` is the
+//! HTML anchor and the JSON key.
 
 use anyhow::Result;
 use serde_json::Value;
 
 use super::analyse::{Analysis, Options, Settings};
 use super::blocks::Block;
-use crate::store::Store;
 
 mod charts;
 mod comparisons;
 mod conditions;
+pub mod details;
 mod environment;
 mod failures;
 mod fairness;
@@ -32,6 +34,7 @@ pub mod weights;
 pub use charts::ChartsSection;
 pub use comparisons::ComparisonsSection;
 pub use conditions::ConditionsSection;
+pub use details::{Needs, RunDetails};
 pub use environment::EnvironmentSection;
 pub use failures::FailuresSection;
 pub use fairness::FairnessSection;
@@ -50,8 +53,14 @@ pub trait Section {
     fn id(&self) -> &'static str;
     /// Heading.
     fn title(&self) -> &'static str;
-    /// Load what the section needs beyond the analysed campaign.
-    fn prepare(&mut self, _store: &Store, _a: &Analysis) -> Result<()> {
+    /// The runs whose stored details the section shows beyond the
+    /// analysed campaign (none by default).
+    fn needs(&self, _a: &Analysis) -> Needs {
+        Needs::default()
+    }
+    /// Compute what the section shows beyond the analysed campaign from
+    /// the details it asked for in [`Section::needs`].
+    fn prepare(&mut self, _a: &Analysis, _details: RunDetails) -> Result<()> {
         Ok(())
     }
     /// Whether the campaign has anything for this section.
@@ -59,8 +68,8 @@ pub trait Section {
         true
     }
     /// The body (without the heading) as format-neutral blocks, which
-    /// [`Section::html`] and [`Section::markdown`] render. A section whose
-    /// formats cannot share blocks overrides those two instead.
+    /// [`Section::html`] and [`Section::markdown`] render (a section
+    /// overrides those two only to skip work, as charts for Markdown).
     fn blocks(&self, _a: &Analysis) -> Vec<Block> {
         Vec::new()
     }

@@ -7,13 +7,13 @@ use serde::Serialize;
 use serde_json::Value;
 use std::collections::HashMap;
 
-use super::{Estimate, Section, Table, chart_id, plural, policy_colour};
+use super::{Estimate, Needs, RunDetails, Section, Table, chart_id, plural, policy_colour};
 use crate::report::analyse::{Analysis, Settings, policy_label};
 use crate::report::blocks::{Block, Figure};
 use crate::report::fmt;
 use crate::report::svg::{Line, LineChart, LinePoint, Meta, Series};
 use crate::stats::{self, Fit};
-use crate::store::Store;
+use crate::store::ReportRun;
 
 /// The default `sched_rt_period_us` when the environment does not say.
 const DEFAULT_PERIOD_US: i64 = 1_000_000;
@@ -424,6 +424,14 @@ pub fn hog_chart(s: &Sweep, k: usize) -> Option<LineChart> {
     })
 }
 
+/// The ok runs of a campaign that swept `sched_rt_runtime_us`.
+fn sweep_runs(a: &Analysis) -> impl Iterator<Item = &ReportRun> {
+    let swept = !a.factors.rt_runtime_us.is_empty();
+    a.runs
+        .iter()
+        .filter(move |r| swept && r.status == "ok" && r.rt_runtime_us.is_some())
+}
+
 const INTRO: &str = "The campaign swept sched_rt_runtime_us, the CPU time per sched_rt_period_us that real-time \
      tasks may use. Per value: the measured workers' throughput (MB/s for aio, else work per second; summed over the \
      workers of a run) with its standard error, standard deviation and coefficient of variation over the runs, as \
@@ -439,31 +447,25 @@ impl Section for RtBandwidthSection {
         "Real-time bandwidth sweep"
     }
 
-    fn prepare(&mut self, store: &Store, a: &Analysis) -> Result<()> {
-        self.sweeps.clear();
-        if a.factors.rt_runtime_us.is_empty() {
-            return Ok(());
+    fn needs(&self, a: &Analysis) -> Needs {
+        Needs {
+            processes: sweep_runs(a).map(|r| r.id).collect(),
+            ..Needs::default()
         }
-        let runs: Vec<_> = store
-            .report_runs(a.campaign.id)?
-            .into_iter()
-            .filter(|r| r.status == "ok" && r.rt_runtime_us.is_some())
-            .collect();
+    }
+
+    fn prepare(&mut self, a: &Analysis, details: RunDetails) -> Result<()> {
+        self.sweeps.clear();
         let periods: HashMap<i64, i64> = a
             .environments
             .iter()
             .map(|e| (e.id, e.sched_rt_period_us.unwrap_or(DEFAULT_PERIOD_US)))
             .collect();
-        let ids: Vec<i64> = runs.iter().map(|r| r.id).collect();
-        let mut procs: HashMap<i64, Vec<crate::record::ProcessRecord>> = HashMap::new();
-        for (id, p) in store.report_process_records(&ids)? {
-            procs.entry(id).or_default().push(p);
-        }
         type Key = (String, String, i64, String, String);
         let mut keys: Vec<Key> = Vec::new();
         let mut by_key: HashMap<Key, (String, Vec<SweepRun>)> = HashMap::new();
-        for r in &runs {
-            let ps = procs.get(&r.id).map(Vec::as_slice).unwrap_or(&[]);
+        for r in sweep_runs(a) {
+            let ps = details.processes(r.id);
             let workers: Vec<&crate::record::ProcessRecord> =
                 ps.iter().filter(|p| p.role == "worker").collect();
             let hogs: Vec<&crate::record::ProcessRecord> =

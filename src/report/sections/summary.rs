@@ -2,13 +2,13 @@
 //! data, and every significant comparison grouped by condition.
 
 use serde_json::{Value, json};
-use std::fmt::Write;
 
 use super::{Section, plural};
 use crate::report::analyse::{
     Analysis, Comparison, InterferenceSummary, OTHERS_RUNNABLE_NOTE, Verdict, unreachable,
 };
-use crate::report::{fmt, html};
+use crate::report::blocks::Block;
+use crate::report::fmt;
 
 /// Warnings and context for the summary.
 pub fn notes(a: &Analysis) -> Vec<String> {
@@ -253,79 +253,55 @@ impl Section for SummarySection {
         "Summary and findings"
     }
 
-    // Not converted to blocks (see `report::blocks`): the findings are lists
-    // (<ul> and "- " items) and the notes Markdown block quotes starting
-    // "**Note:**", which the blocks do not have yet; the text differs by
-    // format besides.
-    fn html(&self, a: &Analysis) -> String {
-        let mut o = String::new();
-        o.push_str(&html::p(&campaign_line(a)));
+    fn blocks(&self, a: &Analysis) -> Vec<Block> {
         let tested = a
             .comparisons
             .iter()
             .filter(|c| c.p_adjusted.is_some())
             .count();
-        let _ = writeln!(
-            o,
-            "<ul class=\"facts\"><li><b>{}</b>ok runs</li><li><b>{}</b>failed, timed out or skipped</li>\
-             <li><b>{}</b>conditions</li><li><b>{}</b>process records</li>\
-             <li><b>{} / {}</b>comparisons significant</li><li><b>{}</b>outlier values flagged</li></ul>",
-            a.counts.ok,
-            a.counts.not_ok(),
-            a.conditions.len(),
-            a.process_rows,
-            a.count_verdict(Verdict::Different),
-            tested,
-            a.outliers.len()
-        );
+        let mut b = vec![
+            Block::p(campaign_line(a)),
+            // The counts as tiles in HTML, in a sentence in Markdown.
+            Block::Facts(vec![
+                (a.counts.ok.to_string(), "ok runs".into()),
+                (
+                    a.counts.not_ok().to_string(),
+                    "failed, timed out or skipped".into(),
+                ),
+                (a.conditions.len().to_string(), "conditions".into()),
+                (a.process_rows.to_string(), "process records".into()),
+                (
+                    format!("{} / {tested}", a.count_verdict(Verdict::Different)),
+                    "comparisons significant".into(),
+                ),
+                (
+                    a.outliers.len().to_string(),
+                    "outlier values flagged".into(),
+                ),
+            ]),
+            Block::md_only(vec![Block::p(runs_line(a))]),
+        ];
         let notes = notes(a);
         if !notes.is_empty() {
-            o.push_str("<div class=\"note\">");
-            for n in &notes {
-                o.push_str(&html::p(n));
-            }
-            o.push_str("</div>\n");
+            b.push(Block::Notes(notes));
         }
-        o.push_str("<h3>Findings</h3>\n");
-        o.push_str(&html::p(&comparisons_line(a)));
+        b.push(Block::heading(3, "Findings"));
+        b.push(Block::p(comparisons_line(a)));
         let f = findings(a);
         if f.is_empty() {
-            o.push_str(&html::p(NO_FINDINGS));
+            b.push(Block::p(NO_FINDINGS));
         } else {
-            grouped_html(&mut o, a, &f, "different");
+            grouped(&mut b, a, &f, "different");
         }
         let ns = headline_not_separated(a);
         if !ns.is_empty() {
-            let _ = writeln!(
-                o,
-                "<h3>Not separated: {}</h3>",
-                fmt::esc(a.settings.metrics[0].label())
-            );
-            grouped_html(&mut o, a, &ns, "ns");
+            b.push(Block::heading(
+                3,
+                format!("Not separated: {}", a.settings.metrics[0].label()),
+            ));
+            grouped(&mut b, a, &ns, "ns");
         }
-        o
-    }
-
-    fn markdown(&self, a: &Analysis) -> String {
-        let mut o = String::new();
-        let _ = writeln!(o, "{}\n", campaign_line(a));
-        let _ = writeln!(o, "{}\n", runs_line(a));
-        for n in notes(a) {
-            let _ = writeln!(o, "> **Note:** {n}\n");
-        }
-        let _ = writeln!(o, "### Findings\n\n{}\n", comparisons_line(a));
-        let f = findings(a);
-        if f.is_empty() {
-            let _ = writeln!(o, "{NO_FINDINGS}\n");
-        } else {
-            grouped_md(&mut o, a, &f);
-        }
-        let ns = headline_not_separated(a);
-        if !ns.is_empty() {
-            let _ = writeln!(o, "### Not separated: {}\n", a.settings.metrics[0].label());
-            grouped_md(&mut o, a, &ns);
-        }
-        o
+        b
     }
 
     fn json(&self, a: &Analysis) -> Option<Value> {
@@ -369,32 +345,19 @@ fn by_group<'a>(items: &[&'a Comparison]) -> Vec<(usize, Vec<&'a Comparison>)> {
     out
 }
 
-/// Statements under a heading per group.
-fn grouped_html(o: &mut String, a: &Analysis, items: &[&Comparison], class: &str) {
+/// Statements under a title per group, each item of the HTML class
+/// `class`.
+fn grouped(b: &mut Vec<Block>, a: &Analysis, items: &[&Comparison], class: &'static str) {
     for (g, cs) in by_group(items) {
-        let _ = write!(
-            o,
-            "<h4>{}</h4>\n<ul class=\"findings\">",
-            fmt::esc(&a.groups[g].label)
-        );
-        for c in cs {
-            let _ = write!(
-                o,
-                "<li class=\"{class}\">{}.</li>",
-                fmt::esc(&capitalised(&c.statement))
-            );
-        }
-        o.push_str("</ul>\n");
-    }
-}
-
-fn grouped_md(o: &mut String, a: &Analysis, items: &[&Comparison]) {
-    for (g, cs) in by_group(items) {
-        let _ = writeln!(o, "**{}**\n", a.groups[g].label);
-        for c in cs {
-            let _ = writeln!(o, "- {}.", capitalised(&c.statement));
-        }
-        o.push('\n');
+        b.push(Block::Title(a.groups[g].label.clone()));
+        b.push(Block::List {
+            class: Some("findings"),
+            item_class: Some(class),
+            items: cs
+                .iter()
+                .map(|c| format!("{}.", capitalised(&c.statement)))
+                .collect(),
+        });
     }
 }
 

@@ -9,21 +9,20 @@
 
 pub mod charts;
 pub mod gantt;
-mod load;
 pub mod model;
+mod runs;
 mod tables;
 
 use anyhow::Result;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::Section;
+use super::{Needs, RunDetails, Section};
 use crate::report::analyse::Analysis;
 use crate::report::blocks::{Block, Figure};
 use crate::report::fmt;
-use crate::store::Store;
-use load::{groups, load, weight_modes};
 use model::WeightGroup;
+use runs::{groups, weighted_runs};
 use tables::{
     completion_tables, delivered_table, dispatcher_table, error_table, fold_table, group_summary,
     work_table,
@@ -79,14 +78,12 @@ impl Section for WeightsSection {
         "Weighted round robin and weights"
     }
 
-    fn prepare(&mut self, store: &Store, a: &Analysis) -> Result<()> {
-        let has_candidates = a.factors.policies.iter().any(|p| p == "wrr")
-            || !weight_modes(&a.campaign.spec_json).is_empty();
-        let runs = if has_candidates {
-            load(store, a)?
-        } else {
-            Vec::new()
-        };
+    fn needs(&self, a: &Analysis) -> Needs {
+        runs::needs(a)
+    }
+
+    fn prepare(&mut self, a: &Analysis, details: RunDetails) -> Result<()> {
+        let runs = weighted_runs(a, details);
         let picked = gantt::pick(&runs, self.gantt_run, a.campaign.id)?;
         if runs.is_empty() {
             self.data = None;

@@ -1,16 +1,15 @@
-//! Loading the weighted runs of a campaign from the store and grouping
-//! them by the analysis's groups and contenders.
+//! The weighted runs of a campaign: which runs' stored details they need,
+//! the runs built from those details, and their grouping by the analysis's
+//! groups and contenders.
 
-use anyhow::Result;
 use serde_json::Value;
-use std::collections::HashMap;
 
 use super::charts;
 use super::model::{self, Contender, ProcFacts, WeightGroup, WeightedRun, WrrFacts};
 use crate::policy::Assignment;
 use crate::report::analyse::Analysis;
-use crate::report::sections::group_of;
-use crate::store::Store;
+use crate::report::sections::{Needs, RunDetails, group_of};
+use crate::store::ReportRun;
 
 /// Names of the campaign's priority modes of mode "weights".
 pub fn weight_modes(spec_json: &str) -> Vec<String> {
@@ -40,48 +39,40 @@ fn group_cpus(a: &Analysis, cpus: &str) -> usize {
     }
 }
 
-/// Load the weighted runs of the campaign.
-pub fn load(store: &Store, a: &Analysis) -> Result<Vec<WeightedRun>> {
+/// The ok runs of a campaign that may have weights: WRR runs and runs of a
+/// priority mode of mode "weights" (none when the campaign has neither).
+pub fn candidates(a: &Analysis) -> impl Iterator<Item = &ReportRun> {
     let modes = weight_modes(&a.campaign.spec_json);
-    let runs: Vec<_> = store
-        .report_runs(a.campaign.id)?
-        .into_iter()
-        .filter(|r| r.status == "ok" && (r.policy == "wrr" || modes.contains(&r.priority_mode)))
-        .collect();
-    if runs.is_empty() {
-        return Ok(Vec::new());
-    }
+    let any = a.factors.policies.iter().any(|p| p == "wrr") || !modes.is_empty();
+    a.runs.iter().filter(move |r| {
+        any && r.status == "ok" && (r.policy == "wrr" || modes.contains(&r.priority_mode))
+    })
+}
+
+/// The stored details the weighted runs need: documents and processes of
+/// every candidate, slices of the WRR ones.
+pub fn needs(a: &Analysis) -> Needs {
+    let runs: Vec<&ReportRun> = candidates(a).collect();
     let ids: Vec<i64> = runs.iter().map(|r| r.id).collect();
-    let docs: HashMap<i64, (Option<crate::plan::Run>, Value)> = store
-        .report_run_documents(&ids)?
-        .into_iter()
-        .map(|(id, run, extra)| (id, (run, extra)))
-        .collect();
-    let mut procs: HashMap<i64, Vec<ProcFacts>> = HashMap::new();
-    for (id, p) in store.report_process_records(&ids)? {
-        if p.role != "worker" {
-            continue;
-        }
-        procs.entry(id).or_default().push(ProcFacts {
-            index: p.index as usize,
-            cpu_ns: p
-                .run_ns
-                .map_or((p.usage.utime_us + p.usage.stime_us) as f64 * 1e3, |ns| {
-                    ns as f64
-                }),
-            work: p.work.map(|w| w as f64),
-            end_s: p.end_ns.or(Some(p.wall_ns)).map(|ns| ns as f64 / 1e9),
-            nice: p.sched.nice.map(i64::from),
-            dl_runtime_ns: p.sched.dl_runtime_ns,
-            dl_period_ns: p.sched.dl_period_ns,
-        });
+    Needs {
+        documents: ids.clone(),
+        processes: ids,
+        slices: runs
+            .iter()
+            .filter(|r| r.policy == "wrr")
+            .map(|r| r.id)
+            .collect(),
     }
+}
+
+/// The weighted runs of the campaign, from the details of [`needs`].
+pub fn weighted_runs(a: &Analysis, mut details: RunDetails) -> Vec<WeightedRun> {
     let mut out = Vec::new();
-    for r in runs {
-        let Some(group) = group_of(a, &r) else {
+    for r in candidates(a) {
+        let Some(group) = group_of(a, r) else {
             continue;
         };
-        let Some((Some(plan), extra)) = docs.get(&r.id) else {
+        let Some((Some(plan), extra)) = details.documents.get(&r.id) else {
             continue;
         };
         let weights = match &plan.priorities.assignment {
@@ -90,11 +81,26 @@ pub fn load(store: &Store, a: &Analysis) -> Result<Vec<WeightedRun>> {
             _ => continue,
         };
         let wrr = WrrFacts::from_extra(extra);
-        let slices = if r.policy == "wrr" {
-            store.slices(r.id)?
-        } else {
-            Vec::new()
-        };
+        let procs = details
+            .processes
+            .remove(&r.id)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|p| p.role == "worker")
+            .map(|p| ProcFacts {
+                index: p.index as usize,
+                cpu_ns: p
+                    .run_ns
+                    .map_or((p.usage.utime_us + p.usage.stime_us) as f64 * 1e3, |ns| {
+                        ns as f64
+                    }),
+                work: p.work.map(|w| w as f64),
+                end_s: p.end_ns.or(Some(p.wall_ns)).map(|ns| ns as f64 / 1e9),
+                nice: p.sched.nice.map(i64::from),
+                dl_runtime_ns: p.sched.dl_runtime_ns,
+                dl_period_ns: p.sched.dl_period_ns,
+            })
+            .collect();
         out.push(WeightedRun {
             run_id: r.id,
             seq: r.seq,
@@ -102,12 +108,12 @@ pub fn load(store: &Store, a: &Analysis) -> Result<Vec<WeightedRun>> {
             group,
             policy: r.policy.clone(),
             weights,
-            procs: procs.remove(&r.id).unwrap_or_default(),
-            slices,
+            procs,
+            slices: details.slices.remove(&r.id).unwrap_or_default(),
             wrr,
         });
     }
-    Ok(out)
+    out
 }
 
 /// The groups of the analysis with weighted runs, each with its
