@@ -10,7 +10,7 @@ use super::Store;
 use crate::workload::latency::Latency;
 
 /// One worker process's primary latency and what the kernel saw of it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ProcessLatency {
     pub run_id: i64,
     pub process_index: i64,

@@ -17,7 +17,7 @@ const SIGFIG: u8 = 3;
 const LOWEST_NS: u64 = 16;
 
 /// A latency histogram in nanoseconds.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Latency(Histogram<u64>);
 
 impl Default for Latency {

@@ -21,6 +21,8 @@ pub struct Needs {
     pub processes: Vec<i64>,
     /// Runs whose WRR slices are read.
     pub slices: Vec<i64>,
+    /// The campaign whose latency histograms are read.
+    pub latency_of: Option<i64>,
 }
 
 /// The stored details of some runs, by run id.
@@ -33,6 +35,8 @@ pub struct RunDetails {
     pub processes: HashMap<i64, Vec<ProcessRecord>>,
     /// WRR slices in the order they were handed out.
     pub slices: HashMap<i64, Vec<SliceRow>>,
+    /// Every worker's primary latency histogram (ok runs).
+    pub latency: Vec<crate::store::ProcessLatency>,
 }
 
 impl RunDetails {
@@ -53,6 +57,9 @@ impl RunDetails {
         }
         for &id in &needs.slices {
             d.slices.insert(id, store.slices(id)?);
+        }
+        if let Some(campaign) = needs.latency_of {
+            d.latency = store.campaign_latency(campaign)?;
         }
         Ok(d)
     }

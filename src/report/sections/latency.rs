@@ -7,6 +7,7 @@
 use anyhow::Result;
 use serde_json::Value;
 
+use super::details::{Needs, RunDetails};
 use super::{Section, Table};
 use crate::report::analyse::Analysis;
 use crate::report::analyse::latency::{self, ConditionLatency, LatencyAnalysis, Pct};
@@ -14,7 +15,6 @@ use crate::report::blocks::{Block, Figure};
 use crate::report::charts::policy_colour;
 use crate::report::fmt;
 use crate::report::svg::{Line, LineChart, LinePoint, Meta, Series};
-use crate::store::Store;
 
 /// The latency section (empty unless the campaign stored histograms).
 #[derive(Default)]
@@ -139,9 +139,15 @@ impl Section for LatencySection {
         "Latency"
     }
 
-    fn prepare(&mut self, store: &Store, a: &Analysis) -> Result<()> {
-        let processes = store.campaign_latency(a.campaign.id)?;
-        self.data = latency::analyse(a, &processes, a.settings.bootstrap_seed);
+    fn needs(&self, a: &Analysis) -> Needs {
+        Needs {
+            latency_of: Some(a.campaign.id),
+            ..Needs::default()
+        }
+    }
+
+    fn prepare(&mut self, a: &Analysis, details: RunDetails) -> Result<()> {
+        self.data = latency::analyse(a, &details.latency, a.settings.bootstrap_seed);
         Ok(())
     }
 

@@ -610,6 +610,7 @@ mod tests {
                 others_runnable: None,
                 steal_pct: None,
                 other_cpu_pct: None,
+                slice_us: None,
             })
             .collect();
         let details = RunDetails {
