@@ -11,6 +11,7 @@ pub mod fds;
 pub mod fsinfo;
 pub mod knobs;
 pub mod limits;
+pub mod pmqos;
 pub mod probe;
 pub mod proc;
 pub mod procfs;

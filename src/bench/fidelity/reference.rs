@@ -10,9 +10,10 @@
 //!   wake-up times; the histogram counts wake-up latencies in 1 µs buckets
 //!   (a latency is truncated to whole µs, so bucket i holds [i, i+1) µs),
 //!   those of MAX µs or more as overflows. cyclictest also holds
-//!   `/dev/cpu_dma_latency` at 0 while it runs (no deep C-states), which
-//!   schedlab's periodic worker does not: on machines with deep idle states
-//!   that alone can favour cyclictest.
+//!   `/dev/cpu_dma_latency` at 0 while it runs (idle CPUs poll instead of
+//!   halting); the benchmark holds it too while schedlab's side runs
+//!   (`latency::periodic_ours`), since that alone decides much of the
+//!   latency (10 µs of p50 on a haltpoll VM).
 //! - `hackbench -P -g GROUPS -f FDS -l LOOPS -s BYTES` (rt-tests): per group
 //!   FDS senders and FDS receivers on sockets; every sender writes LOOPS
 //!   messages to every receiver of its group; it prints `Time: S` from the
