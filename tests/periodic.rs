@@ -313,3 +313,47 @@ activations = 100
     let md = schedlab(&["report", "--db", "t.db", "--format", "md"], dir.path());
     assert!(String::from_utf8_lossy(&md.stdout).contains("## Latency"));
 }
+
+/// `cpu_dma_latency_us` holds the idle-state bound while each run goes on,
+/// records it with the run, and leaves the machine's bound as it was.
+#[test]
+fn the_idle_bound_is_held_per_run_and_released() {
+    if !common::require(
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/cpu_dma_latency")
+            .is_ok(),
+        "writing /dev/cpu_dma_latency needs root",
+    ) {
+        return;
+    }
+    let read_bound = || {
+        let b = std::fs::read("/dev/cpu_dma_latency").unwrap();
+        i32::from_ne_bytes(b[..4].try_into().unwrap())
+    };
+    let _cpu = cpu0();
+    let before = read_bound();
+    let dir = tempfile::tempdir().unwrap();
+    let rows = run_and_export(
+        dir.path(),
+        r#"
+name = "idle-bound"
+repetitions = 1
+cooldown_s = 0
+timeout_s = 20
+cpu_dma_latency_us = 0
+[matrix]
+policy = ["other"]
+workload = ["periodic"]
+processes = [1]
+cpus = ["0"]
+[workloads.periodic]
+period_us = 1000
+activations = 200
+"#,
+    );
+    assert_eq!(rows.len(), 1);
+    let extra: Value = serde_json::from_str(rows[0]["extra_json"].as_str().unwrap()).unwrap();
+    assert_eq!(extra["cpu_dma_latency_us"], 0, "{extra}");
+    assert_eq!(read_bound(), before, "the bound was not released");
+}

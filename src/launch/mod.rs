@@ -53,6 +53,8 @@ pub struct Launcher {
     pub signals: libc::sigset_t,
     pub deadline: policy::Deadline,
     pub hog: Option<crate::spec::Hog>,
+    /// Held at `/dev/cpu_dma_latency` during each run (spec key).
+    pub cpu_dma_latency_us: Option<u32>,
     pub wrr: WrrSettings,
     /// `sched_rt_period_us`: how long an RT hog warms up before release.
     pub rt_period_us: i64,
@@ -93,6 +95,7 @@ impl Launcher {
             wrr: spec.wrr,
             rt_period_us: env.sched_rt_period_us.unwrap_or(1_000_000),
             wrr_mechanism: std::sync::OnceLock::new(),
+            cpu_dma_latency_us: spec.cpu_dma_latency_us,
             open_files_base: probe::rlimit(libc::RLIMIT_NOFILE).0,
         }
     }
@@ -213,6 +216,21 @@ impl Launcher {
         // schedlab while the run goes on, beyond what the campaign's check
         // counted on.
         let open_files = limits::raise_open_files(self.open_files_base + 2 * members.len() as u64);
+        // The idle-state bound, held from before the first worker exists
+        // until the run is recorded (dropped with this function's scope).
+        let _latency_hold = match self.cpu_dma_latency_us {
+            None => None,
+            Some(us) => match crate::sys::pmqos::CpuLatencyHold::hold(us) {
+                Ok(h) => Some(h),
+                Err(e) => {
+                    let reason = format!(
+                        "cpu_dma_latency_us = {us}: cannot hold {}: {e}",
+                        crate::sys::pmqos::PATH
+                    );
+                    return finished(RunStatus::Skipped, cpus, reason);
+                }
+            },
+        };
         let (barrier_r, barrier_w) = proc::pipe().context("creating the start barrier")?;
         let barrier_r = fds::at_least(barrier_r, outputs::HIGH_FD)?;
         // Fixed durations run from release: the parent writes it here just
@@ -379,6 +397,10 @@ impl Launcher {
             interference::processes_cpu_ns(&record.processes),
             crate::sys::activity::tick_ns(),
         );
+        if let Some(us) = self.cpu_dma_latency_us {
+            // No CPU slept deeper than this while the run went on.
+            add_extra(&mut record, "cpu_dma_latency_us", serde_json::json!(us));
+        }
         if parent != ParentPriority::unchanged().label {
             // What schedlab itself ran as while it watched RT workers.
             add_extra(&mut record, "parent", serde_json::json!(parent));

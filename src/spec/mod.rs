@@ -176,6 +176,10 @@ pub struct Spec {
     pub seed: Option<u64>,
     pub timeout_ns: u64,
     pub cooldown_ns: u64,
+    /// Hold `/dev/cpu_dma_latency` at this many µs during each run (as
+    /// cyclictest holds it at 0): no CPU sleeps deeper while workers run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_dma_latency_us: Option<u32>,
     pub workdir: Option<PathBuf>,
     /// Work per process is multiplied by this (recorded with the campaign).
     pub scale: f64,

@@ -15,6 +15,7 @@ pub struct RawSpec {
     pub seed: Option<i64>,
     pub timeout_s: Option<f64>,
     pub cooldown_s: Option<f64>,
+    pub cpu_dma_latency_us: Option<i64>,
     pub workdir: Option<String>,
     pub scale: Option<f64>,
     pub matrix: Option<RawMatrix>,

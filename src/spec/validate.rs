@@ -95,6 +95,16 @@ pub fn validate(raw: RawSpec, origin: &str) -> Result<Spec, SpecError> {
     };
     let timeout_ns = cx.seconds("timeout_s", raw.timeout_s.unwrap_or(600.0), false)?;
     let cooldown_ns = cx.seconds("cooldown_s", raw.cooldown_s.unwrap_or(0.5), true)?;
+    let cpu_dma_latency_us = match raw.cpu_dma_latency_us {
+        None => None,
+        Some(v) if (0..=1_000_000).contains(&v) => Some(v as u32),
+        Some(v) => {
+            return Err(cx.err(
+                "cpu_dma_latency_us",
+                format!("must be between 0 and 1000000 µs (0: idle CPUs poll), got {v}"),
+            ));
+        }
+    };
     let scale = raw.scale.unwrap_or(1.0);
     check_scale(scale).map_err(|m| cx.err("scale", m))?;
     let workdir = match raw.workdir.as_deref() {
@@ -432,6 +442,7 @@ pub fn validate(raw: RawSpec, origin: &str) -> Result<Spec, SpecError> {
         seed,
         timeout_ns,
         cooldown_ns,
+        cpu_dma_latency_us,
         workdir,
         scale,
         policies,
