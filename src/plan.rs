@@ -138,7 +138,8 @@ pub fn expand(spec: &Spec, seed: u64) -> Vec<Run> {
 }
 
 /// Estimated wall time of one run in seconds: each process's CPU time,
-/// times the processes sharing each CPU.
+/// times the processes sharing each CPU, and never less than one process
+/// takes alone (a periodic task's periods).
 pub fn estimate_run_s(run: &Run, cpus_available: usize, rates: &Rates) -> f64 {
     let cpus = match &run.cpus {
         Cpus::All => cpus_available,
@@ -147,11 +148,12 @@ pub fn estimate_run_s(run: &Run, cpus_available: usize, rates: &Rates) -> f64 {
     .max(1);
     let per_process = run.workload.workload.estimate_cpu_s(rates);
     let waves = (run.processes as f64 / cpus as f64).max(1.0);
-    match run.workload.workload.stop() {
+    let cpu_s = match run.workload.workload.stop() {
         // A fixed duration does not stretch with more processes.
         Stop::DurationNs(ns) => ns as f64 / 1e9,
         Stop::Work(_) => per_process * waves,
-    }
+    };
+    cpu_s.max(run.workload.workload.min_wall_s())
 }
 
 /// Estimated seconds of each run, with what surrounds it: the cool-down
@@ -163,9 +165,9 @@ pub fn estimates(
     rates: &Rates,
     rt_period_us: i64,
 ) -> Vec<f64> {
-    let warm_up = match spec.hog {
-        Some(_) => rt_period_us.max(0) as f64 / 1e6,
-        None => 0.0,
+    let warm_up = match &spec.hog {
+        Some(h) if h.is_rt() => rt_period_us.max(0) as f64 / 1e6,
+        _ => 0.0,
     };
     let around = spec.cooldown_ns as f64 / 1e9 + warm_up;
     runs.iter()
@@ -190,7 +192,7 @@ pub fn short_work_warnings(runs: &[&Run], rates: &Rates, slices: Slices) -> Vec<
     let mut out = Vec::new();
     for r in runs {
         let key = (r.policy, r.workload.name.clone());
-        if seen.contains(&key) {
+        if seen.contains(&key) || !r.workload.workload.cpu_bound() {
             continue;
         }
         let (slice_ns, what, consequence) = match r.policy {
@@ -356,6 +358,22 @@ mod tests {
         // 400 ms: nothing to say; FIFO has no slice at all.
         let runs = pi_runs(400_000_000);
         let refs: Vec<&Run> = runs.iter().collect();
+        assert!(short_work_warnings(&refs, &RATES, slices).is_empty());
+    }
+
+    #[test]
+    fn a_periodic_task_takes_its_periods_and_is_never_called_short() {
+        let text = "[matrix]\npolicy = [\"other\", \"rr\"]\nprocesses = [2]\nworkload = [\"periodic\"]\n\
+                    [workloads.periodic]\nperiod_us = 1000\nrun_us = 10\nactivations = 500\n";
+        let runs = expand(&crate::spec::load(text, "t", &[]).unwrap(), 1);
+        let refs: Vec<&Run> = runs.iter().collect();
+        // 10 µs of CPU per activation, but 500 periods of 1 ms.
+        let est = estimate_run_s(&runs[0], 2, &RATES);
+        assert!((est - 0.5).abs() < 1e-9, "{est}");
+        let slices = Slices {
+            rr_ns: Some(100_000_000),
+            fair_ns: 1_500_000,
+        };
         assert!(short_work_warnings(&refs, &RATES, slices).is_empty());
     }
 }

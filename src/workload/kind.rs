@@ -81,6 +81,20 @@ pub trait Kind {
     /// Rough seconds of one CPU for one process, given measured rates.
     fn estimate_cpu_s(&self, rates: &Rates) -> f64;
 
+    /// The least wall-clock seconds one process takes even with a CPU of
+    /// its own (the sleeps of a periodic task); 0 for work that never
+    /// waits on a clock.
+    fn min_wall_s(&self) -> f64 {
+        0.0
+    }
+
+    /// Whether the workload runs on the CPU until done (so a slice longer
+    /// than its work means it finishes within its first turn), as opposed
+    /// to waking, running briefly and sleeping again.
+    fn cpu_bound(&self) -> bool {
+        true
+    }
+
     /// Memory one worker uses at most.
     fn memory_bytes(&self) -> u64 {
         WORKER_BASE_BYTES.saturating_add(self.buffer_bytes())

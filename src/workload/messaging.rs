@@ -298,6 +298,10 @@ impl Kind for MessagingParams {
         let peers = f64::from(self.senders.max(self.receivers));
         stop_cost_s(self.stop, per_message * peers)
     }
+    /// It wakes, works briefly and waits for its peers again.
+    fn cpu_bound(&self) -> bool {
+        false
+    }
 }
 
 /// The messaging workload's registration.

@@ -288,6 +288,16 @@ impl Workload {
         self.imp().estimate_cpu_s(rates)
     }
 
+    /// See [`Kind::min_wall_s`].
+    pub fn min_wall_s(&self) -> f64 {
+        self.imp().min_wall_s()
+    }
+
+    /// See [`Kind::cpu_bound`].
+    pub fn cpu_bound(&self) -> bool {
+        self.imp().cpu_bound()
+    }
+
     /// How the workload stops (its amount of work, or its duration).
     pub fn stop(&self) -> Stop {
         self.imp().stop()

@@ -272,6 +272,16 @@ impl Kind for PeriodicParams {
     fn estimate_cpu_s(&self, _rates: &Rates) -> f64 {
         estimate_cpu_s(self)
     }
+    /// A fixed count of activations takes that many periods.
+    fn min_wall_s(&self) -> f64 {
+        match self.stop {
+            Stop::Work(n) => n as f64 * self.period_us as f64 / 1e6,
+            Stop::DurationNs(d) => d as f64 / 1e9,
+        }
+    }
+    fn cpu_bound(&self) -> bool {
+        false
+    }
 }
 
 /// See [`Kind::estimate_cpu_s`] of [`PeriodicParams`]. Pure.

@@ -384,6 +384,10 @@ impl Kind for PingpongParams {
     fn estimate_cpu_s(&self, rates: &Rates) -> f64 {
         stop_cost_s(self.stop, rates.wake_round_trip_s / 2.0)
     }
+    /// It wakes, works briefly and waits for its peers again.
+    fn cpu_bound(&self) -> bool {
+        false
+    }
 }
 
 /// The pingpong workload's registration.

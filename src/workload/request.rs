@@ -463,6 +463,10 @@ impl Kind for RequestParams {
     fn estimate_cpu_s(&self, _rates: &Rates) -> f64 {
         estimate_cpu_s(self)
     }
+    /// It wakes, works briefly and waits for its peers again.
+    fn cpu_bound(&self) -> bool {
+        false
+    }
 }
 
 /// See [`Kind::estimate_cpu_s`] of [`RequestParams`]. Pure.
