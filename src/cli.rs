@@ -566,6 +566,27 @@ fn cmd_plan(source: &SpecSource, db: &Path, list: bool, force: bool) -> Result<i
             .collect::<Vec<_>>()
             .join(", ")
     )?;
+    let joined = |v: Vec<String>| v.join(", ");
+    if !s.rt_runtime_us.is_empty() {
+        outln!(
+            "rt runtimes  {} µs",
+            joined(s.rt_runtime_us.iter().map(|v| v.to_string()).collect())
+        )?;
+    }
+    if !s.slice_us.is_empty() {
+        outln!(
+            "slices       {} µs (EEVDF, asked by the workers)",
+            joined(s.slice_us.iter().map(|v| v.to_string()).collect())
+        )?;
+    }
+    if let Some(h) = &s.hog {
+        let who = if h.is_rt() {
+            format!("1 {} at RT priority {}", h.policy.name(), h.rt_priority)
+        } else {
+            format!("{} {} at nice {}", h.count, h.policy.name(), h.nice)
+        };
+        outln!("hogs         {who} on cpus {}", h.cpus.label())?;
+    }
     outln!("repetitions  {}", s.repetitions)?;
     outln!("scale        {}", s.scale)?;
     outln!(
