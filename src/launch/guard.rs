@@ -19,16 +19,22 @@ impl ParentPriority {
         }
     }
 
-    /// SCHED_DEADLINE (500 µs every 10 ms) outranks every FIFO/RR priority,
-    /// including 99, and its small reservation keeps the parent from taking
-    /// more than 5% of a CPU even if it spun. If the kernel refuses it
-    /// (admission test, no privilege), FIFO 99; if that fails too, the parent
-    /// stays as it is and relies on RT throttling to run.
-    pub fn raise() -> ParentPriority {
+    /// Above RT workers, FIFO 99 (RT throttling bounds it should it spin).
+    /// Above DEADLINE workers (`deadline_workers`), only SCHED_DEADLINE
+    /// outranks them: 500 µs every 10 ms, first. If the kernel refuses
+    /// (admission test, no privilege), FIFO 99; if that fails too, the
+    /// parent stays as it is and relies on RT throttling to run.
+    ///
+    /// DEADLINE is not used otherwise: on Linux 6.18 a throttled DEADLINE
+    /// parent was once seen never replenished (runtime −6 µs, its deadline
+    /// long past, runnable on idle CPUs for 20 minutes), which hung the run.
+    pub fn raise(deadline_workers: bool) -> ParentPriority {
         let Ok(original) = sched::get_attr(0) else {
             return Self::unchanged();
         };
-        if sched::set_attr(0, &SchedAttr::deadline(500_000, 10_000_000, 10_000_000)).is_ok() {
+        if deadline_workers
+            && sched::set_attr(0, &SchedAttr::deadline(500_000, 10_000_000, 10_000_000)).is_ok()
+        {
             return ParentPriority {
                 original: Some(original),
                 label: "deadline 0.5/10 ms",

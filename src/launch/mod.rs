@@ -326,7 +326,11 @@ impl Launcher {
             .iter()
             .any(|m| m.sched.policy.class() != Class::Fair)
         {
-            ParentPriority::raise()
+            ParentPriority::raise(
+                members
+                    .iter()
+                    .any(|m| m.sched.policy.class() == Class::Deadline),
+            )
         } else {
             ParentPriority::unchanged()
         };
