@@ -116,7 +116,18 @@ pub fn run_need(spec: &Spec, r: &Run) -> limits::Need {
         // Workers, the hog, dispatcher threads, and room for the kernel's
         // io_uring workers and schedlab's own threads.
         tasks: p + spec.hog.as_ref().map_or(0, |h| u64::from(h.count)) + dispatchers + 16,
-        fds: 64 + 2 * p,
+        // Two per process the campaign counts on (the launcher raises the
+        // soft limit for the result and stderr pipes beyond them), and the
+        // channels of cooperating workers: at most two per process (a
+        // pingpong pair's two pipes, a messaging receiver's socketpair, a
+        // request worker's pipe and its share of the group's reply pipe).
+        fds: 64
+            + 2 * p
+            + if r.workload.workload.group_size() > 1 {
+                2 * p
+            } else {
+                0
+            },
         memory_bytes: r.workload.workload.memory_bytes().saturating_mul(p),
     }
 }
