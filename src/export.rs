@@ -13,7 +13,7 @@ use serde_json::Value;
 use std::io::Write;
 
 use crate::record::Usage;
-use crate::store::{ExportLatency, ExportRow};
+use crate::store::{ExportLatency, ExportRow, rq_wait_per_slice_us};
 
 /// The fixed columns, in order. The first 21 are the original ones; never
 /// reorder, only append.
@@ -179,7 +179,7 @@ fn fixed(r: &ExportRow) -> Vec<Value> {
         lat_us(r, |l| l.p99_ns),
         lat_us(r, |l| l.p999_ns),
         lat_us(r, |l| l.max_ns),
-        real(rq_wait_per_slice_us(r)),
+        real(rq_wait_per_slice_us(r.wait_ns, r.timeslices)),
         int(r.slice_us),
         int(r.slice_ns),
     ]
@@ -188,15 +188,6 @@ fn fixed(r: &ExportRow) -> Vec<Value> {
 /// A percentile of the row's primary latency, in microseconds.
 fn lat_us(r: &ExportRow, field: fn(&ExportLatency) -> i64) -> Value {
     real(r.latency.as_ref().map(|l| field(l) as f64 / 1e3))
-}
-
-/// The kernel's view beside a workload's own latency: run-queue wait per
-/// time the process was put on a CPU (schedstat), in microseconds.
-fn rq_wait_per_slice_us(r: &ExportRow) -> Option<f64> {
-    match (r.wait_ns, r.timeslices) {
-        (Some(w), Some(n)) if n > 0 => Some(w as f64 / n as f64 / 1e3),
-        _ => None,
-    }
 }
 
 /// Every value of a row: the fixed columns, then one per figure name

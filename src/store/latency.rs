@@ -26,6 +26,15 @@ pub struct ProcessLatency {
     pub misses: Option<f64>,
 }
 
+/// The kernel's view beside a workload's own latency: run-queue wait per
+/// time the process was put on a CPU (schedstat), in microseconds.
+pub fn rq_wait_per_slice_us(wait_ns: Option<i64>, timeslices: Option<i64>) -> Option<f64> {
+    match (wait_ns, timeslices) {
+        (Some(w), Some(n)) if n > 0 => Some(w as f64 / n as f64 / 1e3),
+        _ => None,
+    }
+}
+
 impl Store {
     /// The primary latency of every worker of the campaign's ok runs.
     pub fn campaign_latency(&self, campaign_id: i64) -> Result<Vec<ProcessLatency>> {

@@ -4,7 +4,7 @@
 
 mod analysis;
 mod latency;
-pub use latency::ProcessLatency;
+pub use latency::{ProcessLatency, rq_wait_per_slice_us};
 mod schema;
 
 use anyhow::{Context, Result, bail};

@@ -155,10 +155,7 @@ pub fn analyse(a: &Analysis, processes: &[ProcessLatency], seed: u64) -> Latency
         };
         let waits: Vec<f64> = all
             .iter()
-            .filter_map(|p| match (p.wait_ns, p.timeslices) {
-                (Some(w), Some(n)) if n > 0 => Some(w as f64 / n as f64 / 1e3),
-                _ => None,
-            })
+            .filter_map(|p| crate::store::rq_wait_per_slice_us(p.wait_ns, p.timeslices))
             .collect();
         out.conditions.push(ConditionLatency {
             condition: ci,

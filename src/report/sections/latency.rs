@@ -158,8 +158,13 @@ impl Section for LatencySection {
     fn blocks(&self, a: &Analysis) -> Vec<Block> {
         let d = &self.data;
         let names: Vec<&str> = {
-            let mut v: Vec<&str> = d.conditions.iter().map(|c| c.name.as_str()).collect();
-            v.dedup();
+            // Each histogram named once, in the order conditions show them.
+            let mut v: Vec<&str> = Vec::new();
+            for c in &d.conditions {
+                if !v.contains(&c.name.as_str()) {
+                    v.push(c.name.as_str());
+                }
+            }
             v
         };
         let mut b = vec![Block::p(format!(
