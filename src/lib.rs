@@ -48,6 +48,8 @@ pub mod sys;
 #[forbid(unsafe_code)]
 pub mod testing;
 #[forbid(unsafe_code)]
+pub mod trace;
+#[forbid(unsafe_code)]
 pub mod worker;
 #[forbid(unsafe_code)]
 pub mod workload;

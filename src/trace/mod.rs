@@ -1,0 +1,11 @@
+//! Kernel scheduling traces: capture of the kernel's own scheduling events
+//! (sched_switch, sched_waking, sched_wakeup, sched_migrate_task,
+//! sched_process_exit) for a run, and what is derived from them.
+//!
+//! The contract between capture and everything downstream is [`Capture`]:
+//! capture produces it (events in time order, clock CLOCK_MONOTONIC), the
+//! store, the derived figures, the report and the exporters consume it.
+
+pub mod event;
+
+pub use event::{Capture, Event, EventKind, SwitchEnd, Task};
