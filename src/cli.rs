@@ -86,6 +86,27 @@ enum Command {
         #[arg(long, short)]
         output: Option<PathBuf>,
     },
+    /// Merge the databases of many machines (or many runs) into one: every
+    /// campaign, run, process, slice, latency histogram and environment,
+    /// nothing twice. The sources are only read.
+    #[command(
+        after_help = "Campaigns are matched by their UUID and runs by their key: merging the same file twice \
+                      adds nothing, and a campaign merged again after it ran further gets only its new runs. \
+                      Each source is merged in one transaction.\n\nExamples:\n  \
+                      schedlab merge host-a.db host-b.db -o fleet.db\n  \
+                      schedlab report --db fleet.db --by host --format md"
+    )]
+    Merge {
+        /// The databases to merge (read only; an older schema is read as it is).
+        #[arg(required = true, value_name = "DB")]
+        sources: Vec<PathBuf>,
+        /// The database to merge into (created when missing; its campaigns are kept).
+        #[arg(long, short, value_name = "DB")]
+        output: PathBuf,
+        /// No summary or progress output.
+        #[arg(long, short)]
+        quiet: bool,
+    },
     /// List the campaigns in a database with their progress.
     Campaigns {
         #[command(flatten)]
@@ -392,6 +413,15 @@ fn dispatch(command: Command) -> Result<i32> {
             w.flush()?;
             Ok(0)
         }
+        Command::Merge {
+            sources,
+            output,
+            quiet,
+        } => crate::merge::run(&crate::merge::MergeOptions {
+            sources,
+            output,
+            quiet,
+        }),
         Command::Campaigns { db } => {
             let store = Store::open_existing(&db.db)?;
             outln!(

@@ -168,6 +168,7 @@ pub fn synthetic_env(cpus: usize) -> EnvSnapshot {
         kernel_version: "#1 SMP PREEMPT_DYNAMIC".into(),
         machine: "x86_64".into(),
         hostname: "synthetic".into(),
+        host_id: None,
         cpu_model: "Synthetic CPU @ 2.0GHz".into(),
         cpus_online: cpus,
         cpus_allowed: (0..cpus).collect(),
