@@ -213,10 +213,12 @@ enum PresetAction {
     Show { name: String },
 }
 
-#[derive(Clone, Copy, ValueEnum)]
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum ExportFormat {
     Csv,
     Json,
+    /// Typed columns, for DuckDB, Polars, pandas, Spark (needs -o).
+    Parquet,
 }
 
 #[derive(Args)]
@@ -396,6 +398,27 @@ fn dispatch(command: Command) -> Result<i32> {
             // Two streamed passes: the figure names make the header, then
             // the rows go out as they are read.
             let figures = store.export_figure_names(campaign)?;
+            if format == ExportFormat::Parquet {
+                let Some(path) = &output else {
+                    return Err(SpecError::Parse {
+                        origin: "--format parquet".into(),
+                        message: "Parquet is a binary file: name it with -o, e.g. -o runs.parquet"
+                            .into(),
+                    }
+                    .into());
+                };
+                let file = std::fs::File::create(path)
+                    .with_context(|| format!("cannot write {}", out::path(path)))?;
+                let mut exporter = export::parquet::ParquetExporter::begin(
+                    std::io::BufWriter::new(file),
+                    figures,
+                )?;
+                store.for_each_export_row(campaign, |r| exporter.row(r))?;
+                exporter
+                    .finish()
+                    .with_context(|| format!("cannot write {}", out::path(path)))?;
+                return Ok(0);
+            }
             let mut w: Box<dyn Write> = match &output {
                 Some(path) => Box::new(std::io::BufWriter::new(
                     std::fs::File::create(path)
@@ -406,6 +429,7 @@ fn dispatch(command: Command) -> Result<i32> {
             let format = match format {
                 ExportFormat::Csv => export::Format::Csv,
                 ExportFormat::Json => export::Format::Json,
+                ExportFormat::Parquet => unreachable!("Parquet is written above"),
             };
             let mut exporter = export::Exporter::begin(&mut w, format, figures)?;
             store.for_each_export_row(campaign, |r| exporter.row(r))?;
@@ -763,7 +787,8 @@ impl From<MetricArg> for crate::report::Metric {
                         Examples:\n  schedlab report --db results.db -o report.html\n  \
                         schedlab report --db results.db --format md\n  \
                         schedlab report --db results.db --format json > summary.json\n  \
-                        schedlab report --db results.db --campaign 3 --metric wall,nivcsw"
+                        schedlab report --db results.db --campaign 3 --metric wall,nivcsw\n  \
+                        schedlab report --db fleet.db --by host --format md"
 )]
 pub struct ReportArgs {
     /// The SQLite database.
@@ -790,6 +815,20 @@ pub struct ReportArgs {
     /// The WRR run whose slices the Gantt chart shows (default: the first ok WRR run).
     #[arg(long, value_name = "RUN_ID")]
     pub gantt_run: Option<i64>,
+    /// One spec run on many machines: report every campaign of the
+    /// campaign's spec (from `schedlab merge`), with the host or the
+    /// kernel release as a factor.
+    #[arg(long, value_enum)]
+    pub by: Option<ByArg>,
+}
+
+/// The factor `report --by` adds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ByArg {
+    /// The machine (hostname; with its host id when two share a name).
+    Host,
+    /// The kernel release (`uname -r`).
+    Kernel,
 }
 
 impl ReportArgs {
@@ -812,6 +851,10 @@ impl ReportArgs {
                 bootstrap_seed: self.bootstrap_seed,
                 resamples: self.resamples as usize,
                 gantt_run: self.gantt_run,
+                by: self.by.map(|b| match b {
+                    ByArg::Host => crate::store::RunFactor::Host,
+                    ByArg::Kernel => crate::store::RunFactor::Kernel,
+                }),
             },
         }
     }

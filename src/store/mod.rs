@@ -20,7 +20,7 @@ use crate::sys::envinfo::EnvSnapshot;
 use crate::workload::latency::Latency;
 
 pub use analysis::{
-    ReportCampaign, ReportData, ReportEnvironment, ReportProcess, ReportRun, ReportUsage,
+    ReportCampaign, ReportData, ReportEnvironment, ReportProcess, ReportRun, ReportUsage, RunFactor,
 };
 pub use schema::MIGRATIONS;
 
@@ -157,6 +157,13 @@ pub struct ExportRow {
     pub slice_us: Option<i64>,
     /// The slice the kernel reported for the process, ns.
     pub slice_ns: Option<i64>,
+    /// The campaign's UUID (stable across databases).
+    pub campaign_uuid: String,
+    /// The host the run was measured on (its environment's), None where a
+    /// database of an older schedlab did not record it.
+    pub hostname: Option<String>,
+    pub host_id: Option<String>,
+    pub kernel_release: String,
 }
 
 /// Percentiles of one process's primary latency histogram.
@@ -180,8 +187,10 @@ const EXPORT_SQL: &str = "SELECT c.id, c.name, r.id, r.run_key, r.seq, r.policy,
         p.rt_priority, p.weight, p.dl_runtime_ns, p.dl_deadline_ns, p.dl_period_ns, p.start_ns, p.end_ns,
         p.wall_ns, p.utime_us, p.stime_us, p.nvcsw, p.nivcsw, p.minflt, p.majflt, p.maxrss_kb, p.run_ns,
         p.wait_ns, p.timeslices, p.work, p.work_unit, p.figures_json, p.exit, p.ok, p.stderr_tail,
-        l.count, l.p50_ns, l.p90_ns, l.p99_ns, l.p999_ns, l.max_ns, r.slice_us, p.slice_ns
+        l.count, l.p50_ns, l.p90_ns, l.p99_ns, l.p999_ns, l.max_ns, r.slice_us, p.slice_ns,
+        c.uuid, e.hostname, e.host_id, e.kernel_release
      FROM runs r JOIN campaigns c ON c.id = r.campaign_id
+     JOIN environments e ON e.id = r.environment_id
      LEFT JOIN processes p ON p.run_id = r.id
      LEFT JOIN latency l ON l.run_id = p.run_id AND l.process_index = p.process_index
          AND l.is_primary = 1
@@ -870,6 +879,10 @@ impl Store {
                 },
                 slice_us: r.get(61)?,
                 slice_ns: r.get(62)?,
+                campaign_uuid: r.get(63)?,
+                hostname: r.get(64)?,
+                host_id: r.get(65)?,
+                kernel_release: r.get(66)?,
             };
             f(&row)?;
             n += 1;
