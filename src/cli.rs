@@ -449,9 +449,10 @@ fn dispatch(command: Command) -> Result<i32> {
         Command::Campaigns { db } => {
             let store = Store::open_existing(&db.db)?;
             outln!(
-                "{:>4}  {:<20} {:>8} {:>6} {:>6} {:>7} {:>9} {:>8}",
+                "{:>4}  {:<20} {:<16} {:>8} {:>6} {:>6} {:>7} {:>9} {:>8}",
                 "id",
                 "name",
+                "host",
                 "planned",
                 "ok",
                 "failed",
@@ -461,9 +462,10 @@ fn dispatch(command: Command) -> Result<i32> {
             )?;
             for c in store.campaigns()? {
                 outln!(
-                    "{:>4}  {:<20} {:>8} {:>6} {:>6} {:>7} {:>9} {:>8}",
+                    "{:>4}  {:<20} {:<16} {:>8} {:>6} {:>6} {:>7} {:>9} {:>8}",
                     c.campaign.id,
                     out::esc(&c.campaign.name),
+                    out::esc(c.campaign.hostname.as_deref().unwrap_or("?")),
                     c.campaign.planned_runs,
                     c.ok,
                     c.failed,

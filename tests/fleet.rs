@@ -403,10 +403,10 @@ fn report_by_host_makes_the_host_a_factor_of_one_spec() {
     }
     assert_eq!(by["campaign"]["campaigns"], serde_json::json!([1, 2]));
     assert_eq!(by["campaign"]["by"], "host");
-    // Every run of both campaigns is in it.
-    let ok = |v: &serde_json::Value| v["summary"]["counts"]["ok"].as_u64();
-    if let (Some(n1), Some(n2)) = (ok(&one), ok(&by)) {
-        assert_eq!(n2, 2 * n1);
+    // Every run of both campaigns is in it, and both campaigns' plans.
+    for key in ["/summary/counts/ok", "/summary/planned_runs"] {
+        let n = |v: &serde_json::Value| v.pointer(key).and_then(|x| x.as_u64()).unwrap();
+        assert_eq!(n(&by), 2 * n(&one), "{key}");
     }
 
     // Both hosts ran the same kernel: one level, the groups of one campaign.

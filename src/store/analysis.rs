@@ -31,7 +31,8 @@ pub struct ReportCampaign {
     #[serde(skip)]
     pub spec_json: String,
     /// In a report `--by` host or kernel: every campaign of the same spec
-    /// whose runs it holds (this one among them), by id.
+    /// whose runs it holds (this one among them), by id; `planned_runs` is
+    /// then their sum.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub campaigns: Vec<i64>,
     /// The factor such a report adds.
@@ -209,6 +210,18 @@ impl Store {
             None => vec![campaign.id],
             Some(_) => self.campaigns_of_same_spec(campaign.id)?,
         };
+        if by.is_some() {
+            // The runs planned are those of every campaign reported.
+            let planned: i64 = self.conn.query_row(
+                &format!(
+                    "SELECT COALESCE(SUM(planned_runs), 0) FROM campaigns WHERE id IN ({})",
+                    id_list(&ids)
+                ),
+                [],
+                |r| r.get(0),
+            )?;
+            campaign.planned_runs = planned.max(0) as u64;
+        }
         campaign.campaigns = if by.is_some() {
             ids.clone()
         } else {
