@@ -433,6 +433,11 @@ fn report_by_host_makes_the_host_a_factor_of_one_spec() {
     );
     assert!(md.status.success(), "{}", text(&md));
     assert!(text(&md).contains("by host: alpha, beta"), "{}", text(&md));
+    assert!(
+        text(&md).contains("| host | alpha | beta |"),
+        "{}",
+        text(&md)
+    );
 
     // A store without campaigns: an error, not an empty report.
     let empty = dir.path().join("empty.db");

@@ -45,7 +45,7 @@ fn env_table(a: &Analysis) -> (Vec<String>, Vec<Vec<String>>) {
             format!("environment {}", i + 1)
         });
     }
-    let rows = fields
+    let mut rows: Vec<Vec<String>> = fields
         .iter()
         .map(|(name, f)| {
             let mut r = vec![name.to_string()];
@@ -53,6 +53,16 @@ fn env_table(a: &Analysis) -> (Vec<String>, Vec<Vec<String>>) {
             r
         })
         .collect();
+    // A report of many machines (`--by`) says which environment is whose.
+    if a.factors.by.is_some() {
+        let mut r = vec!["host".to_string()];
+        r.extend(
+            a.environments
+                .iter()
+                .map(|e| e.hostname.clone().unwrap_or_else(|| "unknown".into())),
+        );
+        rows.insert(1, r);
+    }
     (headers, rows)
 }
 
