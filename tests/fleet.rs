@@ -165,8 +165,11 @@ fn a_campaign_merged_again_after_it_ran_further_gets_only_its_new_runs() {
     std::fs::copy(&full, &partial).unwrap();
     {
         let conn = rusqlite::Connection::open(&partial).unwrap();
-        conn.execute_batch("PRAGMA foreign_keys = ON; DELETE FROM runs WHERE seq % 2 = 1;")
-            .unwrap();
+        conn.execute_batch(
+            "PRAGMA foreign_keys = ON; DELETE FROM runs WHERE seq % 2 = 1;
+             UPDATE runs SET started_unix_ms = started_unix_ms + 1 WHERE seq = 0;",
+        )
+        .unwrap();
     }
     let fleet = dir.path().join("fleet.db");
     let o = merge(dir.path(), &[&partial], &fleet);
@@ -177,10 +180,32 @@ fn a_campaign_merged_again_after_it_ran_further_gets_only_its_new_runs() {
     assert!(o.status.success(), "{}", text(&o));
     let added = count(&full, "runs") - half;
     assert!(
-        text(&o).contains(&format!("{added} runs added, {half} already there")),
+        text(&o).contains(&format!(
+            "{added} runs added, {half} already there (1 of them differ"
+        )),
         "{}",
         text(&o)
     );
+
+    // A UUID held by campaigns of different specs: refused, nothing merged.
+    let forged = dir.path().join("forged.db");
+    std::fs::copy(&full, &forged).unwrap();
+    {
+        let conn = rusqlite::Connection::open(&forged).unwrap();
+        conn.execute_batch(
+            "UPDATE campaigns SET identity = 'another spec'; DELETE FROM runs WHERE seq > 3;",
+        )
+        .unwrap();
+    }
+    let before = counts(&fleet);
+    let o = merge(dir.path(), &[&forged], &fleet);
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("different specs") && text(&o).contains("forged.db"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(counts(&fleet), before);
     assert_eq!(counts(&fleet), counts(&full));
 }
 

@@ -331,7 +331,13 @@ impl Store {
                         campaign_copier.insert(&tx, c, |_, _| None)?
                     }
                 };
-                for run in rows(&mut src_runs, [src_id])? {
+                // Streamed: a campaign's runs are never all held at once.
+                let width = src_runs.column_count();
+                let mut run_rows = src_runs.query([src_id])?;
+                while let Some(r) = run_rows.next()? {
+                    let run = (0..width)
+                        .map(|i| r.get::<_, Value>(i))
+                        .collect::<rusqlite::Result<Vec<_>>>()?;
                     done += 1;
                     progress(done, counts.runs);
                     let key = run_copier.get(&run, "run_key").clone();
