@@ -31,6 +31,7 @@ use crate::store::{
     ReportCampaign, ReportData, ReportEnvironment, ReportProcess, ReportRun, Store,
 };
 
+pub(crate) use comparisons::min_exact_p;
 pub use comparisons::{Comparison, Verdict, mw_method, unreachable};
 pub use conditions::{Cell, CiMethod, Condition, Interval, mean_interval, ratio_interval};
 pub(crate) use conditions::{resamples_for, seed_for};

@@ -11,8 +11,8 @@ use thiserror::Error;
 use super::environment::{EnvField, EnvRow, SideEnvironments, environment_rows};
 use super::spec_diff::{SpecDifference, spec_differences};
 use crate::report::analyse::{
-    ALPHA, Analysis, Cell, Factors, GroupKey, MIN_PER_SIDE, Options, group_label, policy_label,
-    resamples_for, seed_for,
+    ALPHA, Analysis, BOOTSTRAP_MIN_N, Cell, Factors, GroupKey, MIN_PER_SIDE, Options, group_label,
+    min_exact_p, policy_label, resamples_for, seed_for,
 };
 use crate::report::metric::{Direction, Metric};
 use crate::stats;
@@ -100,6 +100,9 @@ pub struct Row {
     pub p: Option<f64>,
     /// Holm-adjusted over every tested row of the comparison.
     pub p_adjusted: Option<f64>,
+    /// Smallest p the exact Mann–Whitney test can give for these sizes
+    /// (None for the normal approximation, from 11 runs a side).
+    pub min_attainable_p: Option<f64>,
     pub verdict: Verdict,
     /// Run-to-run noise larger than the change: the larger CV of the two
     /// sides exceeds |ratio − 1|.
@@ -119,7 +122,9 @@ pub struct MetricSummary {
     /// 95 % bootstrap interval (every condition's runs resampled).
     pub ci_low: Option<f64>,
     pub ci_high: Option<f64>,
-    /// The interval's side of 1 in the metric's direction.
+    /// The interval's side of 1 in the metric's direction; not separated
+    /// whenever a condition has fewer than 10 runs on a side (the
+    /// percentile bootstrap of so few runs is too narrow to decide on).
     pub verdict: Verdict,
     pub better: usize,
     pub worse: usize,
@@ -161,6 +166,20 @@ pub struct Comparison {
 impl Comparison {
     pub fn count(&self, v: Verdict) -> usize {
         self.comparisons.iter().filter(|r| r.verdict == v).count()
+    }
+
+    /// Tested rows that could never be significant after Holm's first
+    /// step: their smallest attainable p times the number of tests is at
+    /// least α (3 runs a side: 0.1 whatever the data).
+    pub fn unreachable(&self) -> usize {
+        let m = self.comparisons.iter().filter(|r| r.p.is_some()).count();
+        self.comparisons
+            .iter()
+            .filter(|r| {
+                r.min_attainable_p
+                    .is_some_and(|p| p * m.max(1) as f64 >= self.alpha)
+            })
+            .count()
     }
 
     /// Environment differences nobody said they meant.
@@ -307,6 +326,10 @@ fn row(
         ci_high: ci.map(|c| c.1),
         p,
         p_adjusted: None,
+        min_attainable_p: (enough
+            && base.n <= stats::hypothesis::MANN_WHITNEY_EXACT_MAX_N
+            && cand.n <= stats::hypothesis::MANN_WHITNEY_EXACT_MAX_N)
+            .then(|| min_exact_p(base.n, cand.n)),
         verdict: Verdict::NotSeparated,
         noise_exceeds_change,
         resamples,
@@ -339,7 +362,10 @@ fn summarise(metric: Metric, rows: &[(&Row, &Cell, &Cell)], opts: &Options) -> M
         )
     };
     let direction = metric.direction();
-    let verdict = match ci {
+    // A percentile bootstrap of a few runs is too narrow (as the report's
+    // intervals of a mean, it is trusted from BOOTSTRAP_MIN_N runs on).
+    let enough = used.iter().all(|(_, b, c)| b.n.min(c.n) >= BOOTSTRAP_MIN_N);
+    let verdict = match ci.filter(|_| enough) {
         Some((lo, _)) if lo > 1.0 => direction.improved(1.0, lo),
         Some((_, hi)) if hi < 1.0 => direction.improved(1.0, hi),
         _ => None,

@@ -231,6 +231,21 @@ fn summary(c: &Comparison) -> Part {
             n - better - worse
         ))]),
     ];
+    let unreachable = c.unreachable();
+    if unreachable > 0 {
+        b.push(Block::Notes(vec![format!(
+            "{} of the {tested} tested comparisons have too few runs to ever reach significance: the smallest \
+             p an exact Mann–Whitney test of so few runs can give, times the {tested} comparisons of Holm's \
+             correction, is not below {}. Run more repetitions (10 a side or more), or compare fewer metrics \
+             (--metric).",
+            if unreachable == tested {
+                "All".to_string()
+            } else {
+                unreachable.to_string()
+            },
+            c.alpha
+        )]));
+    }
     if tested < n {
         b.push(Block::Notes(vec![format!(
             "{} of the {n} comparisons have fewer than 3 runs on a side: not tested, so never separated.",
@@ -258,13 +273,13 @@ fn summary(c: &Comparison) -> Part {
     b.push(Block::Title("Geometric mean per metric".into()));
     b.push(Block::table(summary_table(c)));
     if let Some(f) = forest(c) {
-        b.push(Block::html_only(vec![Block::Figure(Figure {
+        b.push(Block::html_only(vec![Block::Figures(vec![Figure {
             svg: f.render(),
             caption: "Geometric mean over the matched conditions of each metric's ratio, with its 95% bootstrap \
                       interval (every condition's runs resampled). Right of the dashed line the candidate's \
                       values are higher."
                 .into(),
-        })]));
+        }])]));
     }
     Part {
         id: "summary",
@@ -373,7 +388,7 @@ fn per_metric(c: &Comparison) -> Part {
             id: Some(format!("metric-{}", m.name())),
         });
         if let Some(chart) = ratio_chart(c, m) {
-            b.push(Block::html_only(vec![Block::Figure(Figure {
+            b.push(Block::html_only(vec![Block::Figures(vec![Figure {
                 svg: chart.render(),
                 caption: format!(
                     "{}: each condition's ratio candidate / baseline with its 95% bootstrap interval, the \
@@ -381,7 +396,7 @@ fn per_metric(c: &Comparison) -> Part {
                     m.label(),
                     m.direction().words()
                 ),
-            })]));
+            }])]));
         }
         let (table, row_class) = metric_rows(c, m);
         b.push(Block::Table { table, row_class });
@@ -402,7 +417,9 @@ fn method(c: &Comparison) -> Part {
              slice, policy). A verdict is better or worse only when the Mann–Whitney p, Holm-adjusted over all \
              {} tested comparisons, is below {}; better means lower for times, switches and waits and higher for \
              CPU % and work done. With fewer than 3 runs a side nothing is tested. The geometric mean's interval \
-             and verdict come from a bootstrap that resamples every condition's runs (not Holm-adjusted). \
+             comes from a bootstrap that resamples every condition's runs; its verdict (not Holm-adjusted) says \
+             on which side of 1 the interval lies, and is given only when every condition has at least 10 runs \
+             a side. \
              Bootstrap seed {}, at most {} resamples per interval.",
             c.comparisons.iter().filter(|r| r.p.is_some()).count(),
             c.alpha,

@@ -83,6 +83,7 @@ fn finds_exactly_the_planted_effects() {
     }
     assert_eq!(c.count(Verdict::Worse), 4);
     assert_eq!(c.count(Verdict::Better), 0);
+    assert_eq!(c.unreachable(), 0);
     // The geometric-mean row: wall worse overall, near 1.2.
     let wall = c.summary.iter().find(|s| s.metric == Metric::Wall).unwrap();
     assert_eq!((wall.conditions, wall.worse), (4, 4));
@@ -315,4 +316,20 @@ fn html_and_markdown_are_built_from_the_same_blocks() {
         let s = crate::report::fmt::ratio(r.ratio.unwrap());
         assert!(md.contains(&s) && html.contains(&s), "{s}");
     }
+}
+
+#[test]
+fn the_geometric_mean_decides_only_from_ten_runs_a_side() {
+    // 5 runs a side: the interval is shown, clearly above 1, but too few
+    // runs for a percentile bootstrap to decide on.
+    let c = run(&Planted::new(5), &options(false, Vec::new())).unwrap();
+    let wall = c.summary.iter().find(|s| s.metric == Metric::Wall).unwrap();
+    assert!(wall.ci_low.unwrap() > 1.1, "{wall:?}");
+    assert_eq!(wall.verdict, Verdict::NotSeparated);
+    // 5 runs a side: 2/252 at best, times 16 tests: never below 0.05.
+    assert_eq!(c.unreachable(), 16);
+    assert!(render::markdown(&c).contains("All of the 16 tested comparisons have too few runs"));
+    let c = run(&Planted::new(10), &options(false, Vec::new())).unwrap();
+    let wall = c.summary.iter().find(|s| s.metric == Metric::Wall).unwrap();
+    assert_eq!(wall.verdict, Verdict::Worse);
 }

@@ -33,6 +33,12 @@ pub struct ForestChart {
     pub reference: f64,
 }
 
+/// Ticks of a log axis of ratios.
+const RATIO_TICKS: [f64; 17] = [
+    0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 0.8, 1.0, 1.25, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0,
+    500.0,
+];
+
 /// Room for the row labels, left of the plot.
 const LABEL_W: f64 = 230.0;
 const ROW_H: f64 = 20.0;
@@ -56,12 +62,29 @@ impl ForestChart {
             .chain([self.reference]);
         let (lo, hi) = extent(values).unwrap_or((self.reference, self.reference));
         let (x0, x1) = (LABEL_W + 10.0, W - RIGHT - 10.0);
-        let (x, ticks, step) = if lo > 0.0 && hi / lo > 4.0 {
+        let (x, ticks, step) = if lo > 0.0 && hi / lo > 3.0 {
             let (l, h) = (lo / 1.1, hi * 1.1);
-            (Scale::log(l, h, x0, x1), log_ticks(l, h), 0.0)
+            // Ratios read in pairs around 1 (½ and 2, 0.8 and 1.25).
+            let ratio_ticks: Vec<f64> = RATIO_TICKS
+                .iter()
+                .copied()
+                .filter(|&t| t >= l && t <= h)
+                .collect();
+            let ticks = if ratio_ticks.len() >= 3 {
+                ratio_ticks
+            } else {
+                log_ticks(l, h)
+            };
+            (Scale::log(l, h, x0, x1), ticks, 0.0)
         } else {
             let pad = ((hi - lo) * 0.05).max(hi.abs().max(1e-9) * 0.02);
-            let t = nice_ticks(lo - pad, hi + pad, 6);
+            // Never below 0 for values that are not.
+            let from = if lo >= 0.0 {
+                (lo - pad).max(0.0)
+            } else {
+                lo - pad
+            };
+            let t = nice_ticks(from, hi + pad, 6);
             (Scale::linear(t.lo, t.hi, x0, x1), t.values, t.step)
         };
         for &t in &ticks {
@@ -245,7 +268,12 @@ mod tests {
             row("b", Some(3.0), false),
         ])
         .render();
-        assert!(svg.contains(">0.1<") || svg.contains(">0.05<"), "{svg}");
+        for t in [">0.1<", ">0.5<", ">1<", ">2<"] {
+            assert!(svg.contains(t), "{t} in {svg}");
+        }
+        // A ratio of 0 on a linear axis that starts at 0, not below.
+        let svg = chart(vec![row("a", Some(0.0), false), row("b", Some(1.5), false)]).render();
+        assert!(!svg.contains(">-0.5<") && svg.contains(">0<"), "{svg}");
         let empty = chart(Vec::new()).render();
         assert!(empty.ends_with("</svg>"));
     }
