@@ -381,8 +381,9 @@ fn end_to_end_two_real_campaigns_compared_in_every_format() {
         if let (Some(b), Some(c), Some(ratio)) = (b, c, r["ratio"].as_f64()) {
             assert!((ratio - c / b).abs() <= 1e-9 * ratio.abs().max(1.0), "{r}");
         }
-        // 3 runs a side: tested, and the exact p is never below 0.1.
-        assert!(r["p"].as_f64().unwrap() >= 0.1, "{r}");
+        // 3 runs a side: tested, but nothing survives Holm over this many.
+        let (p, adj) = (r["p"].as_f64().unwrap(), r["p_adjusted"].as_f64().unwrap());
+        assert!((0.0..=1.0).contains(&p) && adj >= p && adj <= 1.0, "{r}");
         assert_eq!(r["verdict"], "not separated");
         let lo = r["ci_low"].as_f64();
         let hi = r["ci_high"].as_f64();
@@ -396,11 +397,14 @@ fn end_to_end_two_real_campaigns_compared_in_every_format() {
         assert!(w["baseline_mean"].as_f64().unwrap() > 0.0);
         assert!(w["ratio"].as_f64().unwrap() > 0.0);
     }
-    // Same machine, same build: nothing unexpected in the environment.
-    assert_eq!(
-        v["unexpected_environment_differences"],
-        serde_json::json!([])
-    );
+    // Same machine, same build: the same kernel, CPU, HZ and version (RT
+    // limits could be moved by another program between the two runs).
+    for r in v["environment"].as_array().unwrap() {
+        if ["kernel", "cpu", "hz", "preemption", "schedlab"].contains(&r["field"].as_str().unwrap())
+        {
+            assert_eq!(r["differs"], false, "{r}");
+        }
+    }
 
     let o = schedlab(
         &["compare", "--db", "a.db", "--vs", "b.db", "--format", "md"],
