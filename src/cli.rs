@@ -22,6 +22,7 @@ mod policy;
     about = "A Linux CPU-scheduler laboratory: run real workloads under every scheduling policy, measure what the \
              scheduler did to each process, keep every run in SQLite.",
     after_help = "Examples:\n  schedlab run --preset quick\n  schedlab report --format md\n  schedlab plan my-experiment.toml\n  \
+                  schedlab compare --db base.db --vs cand.db\n  \
                   schedlab export --format csv > runs.csv\n  schedlab env"
 )]
 struct Cli {
@@ -127,6 +128,9 @@ enum Command {
     /// Turn a campaign into statistics, findings, tables and charts: one
     /// self-contained HTML file, Markdown or JSON.
     Report(ReportArgs),
+    /// Compare a candidate campaign with a baseline, condition by condition:
+    /// ratios with confidence intervals, significance, better or worse.
+    Compare(CompareArgs),
     /// Benchmarks of schedlab itself (figures, not tests).
     Bench {
         #[command(subcommand)]
@@ -334,7 +338,10 @@ pub fn main() -> i32 {
         Err(_) if out::stdout_closed() => 0,
         Err(e) => {
             note!("error: {}", out::esc_lines(&format!("{e:#}")));
-            if e.downcast_ref::<SpecError>().is_some() {
+            if e.downcast_ref::<SpecError>().is_some()
+                || e.downcast_ref::<crate::report::compare::CompareError>()
+                    .is_some()
+            {
                 2
             } else {
                 1
@@ -492,6 +499,7 @@ fn dispatch(command: Command) -> Result<i32> {
         }
         Command::Policy { action } => policy::run(action),
         Command::Report(args) => crate::report::run(args.options()),
+        Command::Compare(args) => crate::report::compare::run(args.options()),
         Command::Bench {
             which: BenchCommand::Report(args),
         } => crate::bench::report::run(args.options()),
@@ -862,6 +870,141 @@ impl ReportArgs {
     }
 }
 
+/// An environment field on the command line (see
+/// [`crate::report::compare::EnvField`]; the names are its names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum EnvFieldArg {
+    /// Kernel release.
+    Kernel,
+    /// CPU model.
+    Cpu,
+    /// CPUs online.
+    Cpus,
+    /// Timer frequency.
+    Hz,
+    /// Preemption model.
+    Preemption,
+    /// sched_rt_runtime_us / sched_rt_period_us.
+    RtLimits,
+    /// sched_rr_timeslice_ms.
+    RrTimeslice,
+    /// sched_ext state.
+    SchedExt,
+    /// cgroup version.
+    Cgroup,
+    /// Virtualisation.
+    Virtualisation,
+    /// schedlab version.
+    Schedlab,
+}
+
+impl From<EnvFieldArg> for crate::report::compare::EnvField {
+    fn from(f: EnvFieldArg) -> Self {
+        use crate::report::compare::EnvField;
+        match f {
+            EnvFieldArg::Kernel => EnvField::Kernel,
+            EnvFieldArg::Cpu => EnvField::Cpu,
+            EnvFieldArg::Cpus => EnvField::Cpus,
+            EnvFieldArg::Hz => EnvField::Hz,
+            EnvFieldArg::Preemption => EnvField::Preemption,
+            EnvFieldArg::RtLimits => EnvField::RtLimits,
+            EnvFieldArg::RrTimeslice => EnvField::RrTimeslice,
+            EnvFieldArg::SchedExt => EnvField::SchedExt,
+            EnvFieldArg::Cgroup => EnvField::Cgroup,
+            EnvFieldArg::Virtualisation => EnvField::Virtualisation,
+            EnvFieldArg::Schedlab => EnvField::Schedlab,
+        }
+    }
+}
+
+/// Arguments of `schedlab compare`.
+#[derive(Debug, Clone, Args)]
+#[command(
+    after_help = "The baseline is --db (its latest campaign, or --campaign N); the candidate is --vs (its latest \
+                  campaign, or --vs-campaign N), or --vs-campaign N of --db. Campaigns whose specs differ are \
+                  refused (the differences listed) unless --force. HTML is written to compare.html unless -o says \
+                  otherwise; Markdown and JSON go to standard output unless -o names a file.\n\n\
+                  Examples:\n  schedlab compare --db base.db --vs cand.db\n  \
+                  schedlab compare --db all.db --campaign 3 --vs-campaign 7 -o cmp.html\n  \
+                  schedlab compare --db base.db --vs cand.db --format md --expect kernel\n  \
+                  schedlab compare --db base.db --vs cand.db --format json > cmp.json"
+)]
+pub struct CompareArgs {
+    /// The baseline's database.
+    #[arg(long, default_value = "schedlab.db", env = "SCHEDLAB_DB")]
+    pub db: PathBuf,
+    /// The baseline campaign (default: the latest of --db).
+    #[arg(long, value_name = "N")]
+    pub campaign: Option<i64>,
+    /// The candidate's database (default: --db).
+    #[arg(long, value_name = "CANDIDATE_DB")]
+    pub vs: Option<PathBuf>,
+    /// The candidate campaign (default: the latest of --vs).
+    #[arg(long, value_name = "N")]
+    pub vs_campaign: Option<i64>,
+    /// Output format (default: from the -o extension, else html).
+    #[arg(long, value_enum)]
+    pub format: Option<FormatArg>,
+    /// Output file, or "-" for standard output (default: compare.html for HTML, standard output otherwise).
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+    /// Only these metrics, comma-separated (default: all).
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "METRIC,...")]
+    pub metric: Vec<MetricArg>,
+    /// Compare campaigns whose specs differ (the differences are listed first).
+    #[arg(long)]
+    pub force: bool,
+    /// Environment fields meant to differ (e.g. kernel); any other difference is flagged.
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "FIELD,...")]
+    pub expect: Vec<EnvFieldArg>,
+    /// Base seed of the bootstrap intervals (recorded in the output).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub bootstrap_seed: u64,
+    /// Most bootstrap resamples per interval (recorded).
+    #[arg(long, default_value_t = 2000, value_name = "N", value_parser = clap::value_parser!(u64).range(100..=1_000_000))]
+    pub resamples: u64,
+}
+
+impl CompareArgs {
+    /// The library's options.
+    pub fn options(&self) -> crate::report::compare::RunOptions {
+        use crate::report::compare::{CompareOptions, RunOptions};
+        use crate::report::{Format, Metric, Options};
+        let format = Format::resolve(self.format.map(Format::from), self.output.as_deref());
+        let destination = match self.output.as_deref() {
+            Some(p) if p.as_os_str() == "-" => None,
+            Some(p) => Some(p.to_path_buf()),
+            None if format == Format::Html => Some(PathBuf::from("compare.html")),
+            None => None,
+        };
+        RunOptions {
+            db: self.db.clone(),
+            campaign: self.campaign,
+            vs: self.vs.clone(),
+            vs_campaign: self.vs_campaign,
+            format,
+            destination,
+            compare: CompareOptions {
+                analysis: Options {
+                    campaign: None,
+                    metrics: if self.metric.is_empty() {
+                        Metric::ALL.to_vec()
+                    } else {
+                        self.metric.iter().map(|&m| Metric::from(m)).collect()
+                    },
+                    bootstrap_seed: self.bootstrap_seed,
+                    resamples: self.resamples as usize,
+                    gantt_run: None,
+                    by: None,
+                },
+                force: self.force,
+                expect: self.expect.iter().map(|&f| f.into()).collect(),
+            },
+        }
+    }
+}
+
 /// Arguments of `schedlab bench report`.
 #[derive(Debug, Clone, Args)]
 pub struct BenchReportArgs {
@@ -901,6 +1044,68 @@ mod report_args_tests {
             assert_eq!(Metric::from(*a), m);
             assert_eq!(a.to_possible_value().unwrap().get_name(), m.name());
         }
+    }
+
+    #[test]
+    fn env_field_arguments_are_the_fields_by_name() {
+        use crate::report::compare::EnvField;
+        let args = EnvFieldArg::value_variants();
+        assert_eq!(args.len(), EnvField::ALL.len());
+        for (a, f) in args.iter().zip(EnvField::ALL) {
+            assert_eq!(EnvField::from(*a), f);
+            assert_eq!(a.to_possible_value().unwrap().get_name(), f.name());
+        }
+    }
+
+    #[test]
+    fn compare_arguments_become_plain_options() {
+        let cli = Cli::try_parse_from([
+            "schedlab",
+            "compare",
+            "--db",
+            "a.db",
+            "--vs",
+            "b.db",
+            "--metric",
+            "wall,nivcsw",
+            "--expect",
+            "kernel,hz",
+            "--force",
+        ])
+        .unwrap();
+        let Command::Compare(args) = cli.command else {
+            panic!("not compare")
+        };
+        let o = args.options();
+        assert_eq!(o.format, Format::Html);
+        assert_eq!(o.destination, Some(PathBuf::from("compare.html")));
+        assert_eq!(o.vs, Some(PathBuf::from("b.db")));
+        assert_eq!((o.campaign, o.vs_campaign), (None, None));
+        assert_eq!(o.compare.analysis.metrics, [Metric::Wall, Metric::Nivcsw]);
+        assert!(o.compare.force);
+        use crate::report::compare::EnvField;
+        assert_eq!(o.compare.expect, [EnvField::Kernel, EnvField::Hz]);
+        let cli = Cli::try_parse_from([
+            "schedlab",
+            "compare",
+            "--db",
+            "all.db",
+            "--campaign",
+            "3",
+            "--vs-campaign",
+            "7",
+            "-o",
+            "c.json",
+        ])
+        .unwrap();
+        let Command::Compare(args) = cli.command else {
+            panic!("not compare")
+        };
+        let o = args.options();
+        assert_eq!((o.campaign, o.vs_campaign, o.vs), (Some(3), Some(7), None));
+        assert_eq!(o.format, Format::Json);
+        assert_eq!(o.compare.analysis.metrics, Metric::ALL);
+        assert!(!o.compare.force);
     }
 
     #[test]

@@ -10,6 +10,7 @@
 pub mod analyse;
 pub mod blocks;
 pub mod charts;
+pub mod compare;
 pub mod fmt;
 pub mod html;
 pub mod metric;

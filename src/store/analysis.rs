@@ -463,6 +463,35 @@ impl Store {
         Ok(rows)
     }
 
+    /// The sched_ext state recorded with each environment of a campaign's
+    /// runs (`/sys/kernel/sched_ext/state`; None where the kernel had no
+    /// sched_ext), by environment id.
+    pub fn report_sched_ext(&self, campaign_id: i64) -> Result<Vec<(i64, Option<String>)>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT e.id, e.json FROM environments e
+             WHERE e.id IN (SELECT DISTINCT environment_id FROM runs WHERE campaign_id = ?1) ORDER BY e.id",
+        )?;
+        let rows = stmt
+            .query_map([campaign_id], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .context("reading environments")?;
+        Ok(rows
+            .into_iter()
+            .map(|(id, text)| {
+                let state = serde_json::from_str::<serde_json::Value>(&text)
+                    .ok()
+                    .and_then(|v| {
+                        v.get("sched_ext")
+                            .and_then(|s| s.as_str())
+                            .map(String::from)
+                    });
+                (id, state)
+            })
+            .collect())
+    }
+
     /// The unit of `work` of each workload of a campaign ("iterations",
     /// "bytes", …), from one process of one run of it.
     pub fn report_work_units(&self, campaign_ids: &[i64]) -> Result<Vec<(String, String)>> {
