@@ -87,6 +87,27 @@ enum Command {
         #[arg(long, short)]
         output: Option<PathBuf>,
     },
+    /// Merge the databases of many machines (or many runs) into one: every
+    /// campaign, run, process, slice, latency histogram and environment,
+    /// nothing twice. The sources are only read.
+    #[command(
+        after_help = "Campaigns are matched by their UUID and runs by their key: merging the same file twice \
+                      adds nothing, and a campaign merged again after it ran further gets only its new runs. \
+                      Each source is merged in one transaction.\n\nExamples:\n  \
+                      schedlab merge host-a.db host-b.db -o fleet.db\n  \
+                      schedlab report --db fleet.db --by host --format md"
+    )]
+    Merge {
+        /// The databases to merge (read only; an older schema is read as it is).
+        #[arg(required = true, value_name = "DB")]
+        sources: Vec<PathBuf>,
+        /// The database to merge into (created when missing; its campaigns are kept).
+        #[arg(long, short, value_name = "DB")]
+        output: PathBuf,
+        /// No summary or progress output.
+        #[arg(long, short)]
+        quiet: bool,
+    },
     /// List the campaigns in a database with their progress.
     Campaigns {
         #[command(flatten)]
@@ -196,10 +217,12 @@ enum PresetAction {
     Show { name: String },
 }
 
-#[derive(Clone, Copy, ValueEnum)]
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum ExportFormat {
     Csv,
     Json,
+    /// Typed columns, for DuckDB, Polars, pandas, Spark (needs -o).
+    Parquet,
 }
 
 #[derive(Args)]
@@ -382,6 +405,27 @@ fn dispatch(command: Command) -> Result<i32> {
             // Two streamed passes: the figure names make the header, then
             // the rows go out as they are read.
             let figures = store.export_figure_names(campaign)?;
+            if format == ExportFormat::Parquet {
+                let Some(path) = &output else {
+                    return Err(SpecError::Parse {
+                        origin: "--format parquet".into(),
+                        message: "Parquet is a binary file: name it with -o, e.g. -o runs.parquet"
+                            .into(),
+                    }
+                    .into());
+                };
+                let file = std::fs::File::create(path)
+                    .with_context(|| format!("cannot write {}", out::path(path)))?;
+                let mut exporter = export::parquet::ParquetExporter::begin(
+                    std::io::BufWriter::new(file),
+                    figures,
+                )?;
+                store.for_each_export_row(campaign, |r| exporter.row(r))?;
+                exporter
+                    .finish()
+                    .with_context(|| format!("cannot write {}", out::path(path)))?;
+                return Ok(0);
+            }
             let mut w: Box<dyn Write> = match &output {
                 Some(path) => Box::new(std::io::BufWriter::new(
                     std::fs::File::create(path)
@@ -392,6 +436,7 @@ fn dispatch(command: Command) -> Result<i32> {
             let format = match format {
                 ExportFormat::Csv => export::Format::Csv,
                 ExportFormat::Json => export::Format::Json,
+                ExportFormat::Parquet => unreachable!("Parquet is written above"),
             };
             let mut exporter = export::Exporter::begin(&mut w, format, figures)?;
             store.for_each_export_row(campaign, |r| exporter.row(r))?;
@@ -399,12 +444,22 @@ fn dispatch(command: Command) -> Result<i32> {
             w.flush()?;
             Ok(0)
         }
+        Command::Merge {
+            sources,
+            output,
+            quiet,
+        } => crate::merge::run(&crate::merge::MergeOptions {
+            sources,
+            output,
+            quiet,
+        }),
         Command::Campaigns { db } => {
             let store = Store::open_existing(&db.db)?;
             outln!(
-                "{:>4}  {:<20} {:>8} {:>6} {:>6} {:>7} {:>9} {:>8}",
+                "{:>4}  {:<20} {:<16} {:>8} {:>6} {:>6} {:>7} {:>9} {:>8}",
                 "id",
                 "name",
+                "host",
                 "planned",
                 "ok",
                 "failed",
@@ -414,9 +469,10 @@ fn dispatch(command: Command) -> Result<i32> {
             )?;
             for c in store.campaigns()? {
                 outln!(
-                    "{:>4}  {:<20} {:>8} {:>6} {:>6} {:>7} {:>9} {:>8}",
+                    "{:>4}  {:<20} {:<16} {:>8} {:>6} {:>6} {:>7} {:>9} {:>8}",
                     c.campaign.id,
                     out::esc(&c.campaign.name),
+                    out::esc(c.campaign.hostname.as_deref().unwrap_or("?")),
                     c.campaign.planned_runs,
                     c.ok,
                     c.failed,
@@ -741,7 +797,8 @@ impl From<MetricArg> for crate::report::Metric {
                         Examples:\n  schedlab report --db results.db -o report.html\n  \
                         schedlab report --db results.db --format md\n  \
                         schedlab report --db results.db --format json > summary.json\n  \
-                        schedlab report --db results.db --campaign 3 --metric wall,nivcsw"
+                        schedlab report --db results.db --campaign 3 --metric wall,nivcsw\n  \
+                        schedlab report --db fleet.db --by host --format md"
 )]
 pub struct ReportArgs {
     /// The SQLite database.
@@ -768,6 +825,20 @@ pub struct ReportArgs {
     /// The WRR run whose slices the Gantt chart shows (default: the first ok WRR run).
     #[arg(long, value_name = "RUN_ID")]
     pub gantt_run: Option<i64>,
+    /// One spec run on many machines: report every campaign of the
+    /// campaign's spec (from `schedlab merge`), with the host or the
+    /// kernel release as a factor.
+    #[arg(long, value_enum)]
+    pub by: Option<ByArg>,
+}
+
+/// The factor `report --by` adds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ByArg {
+    /// The machine (hostname; with its host id when two share a name).
+    Host,
+    /// The kernel release (`uname -r`).
+    Kernel,
 }
 
 impl ReportArgs {
@@ -790,6 +861,10 @@ impl ReportArgs {
                 bootstrap_seed: self.bootstrap_seed,
                 resamples: self.resamples as usize,
                 gantt_run: self.gantt_run,
+                by: self.by.map(|b| match b {
+                    ByArg::Host => crate::store::RunFactor::Host,
+                    ByArg::Kernel => crate::store::RunFactor::Kernel,
+                }),
             },
         }
     }
@@ -921,6 +996,7 @@ impl CompareArgs {
                     bootstrap_seed: self.bootstrap_seed,
                     resamples: self.resamples as usize,
                     gantt_run: None,
+                    by: None,
                 },
                 force: self.force,
                 expect: self.expect.iter().map(|&f| f.into()).collect(),

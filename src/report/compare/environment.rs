@@ -188,6 +188,7 @@ mod tests {
             cgroup_version: "v2".into(),
             virtualization: "kvm".into(),
             schedlab_version: "0.1.0".into(),
+            hostname: None,
         }
     }
 

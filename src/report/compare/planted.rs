@@ -183,6 +183,8 @@ pub fn report_data(cfg: &Planted, candidate: bool, id: i64) -> Result<ReportData
         created_unix_ms: 1_735_732_800_000,
         schedlab_version: "0.0.0-synthetic".into(),
         spec_json: serde_json::to_string(&spec)?,
+        campaigns: Vec::new(),
+        by: None,
     };
     let runs: Vec<ReportRun> = recs
         .iter()
@@ -209,6 +211,7 @@ pub fn report_data(cfg: &Planted, candidate: bool, id: i64) -> Result<ReportData
             steal_pct: None,
             other_cpu_pct: None,
             slice_us: r.run.slice_us.map(i64::from),
+            by: None,
         })
         .collect();
     let processes: Vec<Vec<ReportProcess>> = recs
@@ -253,6 +256,7 @@ pub fn report_data(cfg: &Planted, candidate: bool, id: i64) -> Result<ReportData
         cgroup_version: env.cgroup_version.clone(),
         virtualization: env.virtualization.clone(),
         schedlab_version: env.schedlab_version.clone(),
+        hostname: Some(env.hostname.clone()),
     }];
     Ok(ReportData {
         campaign,

@@ -21,8 +21,8 @@ pub struct Needs {
     pub processes: Vec<i64>,
     /// Runs whose WRR slices are read.
     pub slices: Vec<i64>,
-    /// The campaign whose latency histograms are read.
-    pub latency_of: Option<i64>,
+    /// The campaigns whose latency histograms are read (none: not read).
+    pub latency_of: Vec<i64>,
 }
 
 /// The stored details of some runs, by run id.
@@ -58,8 +58,8 @@ impl RunDetails {
         for &id in &needs.slices {
             d.slices.insert(id, store.slices(id)?);
         }
-        if let Some(campaign) = needs.latency_of {
-            d.latency = store.campaign_latency(campaign)?;
+        if !needs.latency_of.is_empty() {
+            d.latency = store.campaign_latency(&needs.latency_of)?;
         }
         Ok(d)
     }
