@@ -120,7 +120,7 @@ enum Command {
 enum BenchCommand {
     /// schedlab's aio workload against fio with the same settings on the same file.
     Aio(AioBenchArgs),
-    /// How exactly WRR (both mechanisms), CFS nice and SCHED_DEADLINE deliver
+    /// How exactly WRR (ext, fifo, signals), CFS nice and SCHED_DEADLINE deliver
     /// weighted shares of one CPU, with the dispatcher's overhead and lateness.
     Wrr(WrrBenchArgs),
     /// Time `report` over a synthetic database of 10,000 runs × 100 processes.

@@ -182,7 +182,8 @@ static void end_turn(struct task_struct *p, struct wrr_task *t, u32 end)
 	r->target_ns = t->turn_target_ns;
 	r->end = end;
 	r->runs = t->runs;
-	bpf_ringbuf_submit(r, 0);
+	/* schedlab reads the ring every 100 ms: no wake-up per turn. */
+	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 }
 
 static void start_turn(struct task_struct *p, struct wrr_task *t)
