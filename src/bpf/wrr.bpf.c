@@ -81,6 +81,12 @@ static bool wrr_move_to_local(u64 dsq_id)
 
 /* Set by schedlab before load. */
 const volatile u32 nr_cpus = 1;
+/*
+ * Fault injection for scripts/vm-test (SCHEDLAB_TEST_EXT_STALL=1): never
+ * dispatch schedlab's tasks, so that sched_ext's watchdog ejects the
+ * scheduler and the run must fail with the kernel's reason.
+ */
+const volatile bool test_stall = false;
 
 /*
  * One task of schedlab's: its slice (written by schedlab; the rest starts
@@ -231,6 +237,8 @@ void BPF_PROG(wrr_dispatch, s32 cpu, struct task_struct *prev)
 {
 	struct wrr_task *t;
 
+	if (test_stall)
+		return;
 	if (wrr_move_to_local(cpu))
 		return;
 	/*

@@ -44,6 +44,10 @@ use skel::WrrSkelBuilder;
 /// The scheduler's name as sched_ext shows it (`root/ops`).
 pub const OPS_NAME: &str = "schedlab_wrr";
 
+/// Set to 1, the scheduler never dispatches schedlab's tasks, so that
+/// sched_ext's watchdog ejects it (fault injection for `scripts/vm-test`).
+pub const TEST_STALL_ENV: &str = "SCHEDLAB_TEST_EXT_STALL";
+
 /// How often the ring buffer is read, and so how soon a stop is seen: the
 /// BPF side submits turns without waking the reader, so this is its only
 /// wake-up (the ring holds 4 MiB, some 75,000 turns).
@@ -265,6 +269,7 @@ fn serve(
         .map_err(|e| format!("opening the sched_ext scheduler's BPF object: {e}"))?;
     if let Some(ro) = open.maps.rodata_data.as_mut() {
         ro.nr_cpus = nr_cpus.max(1);
+        ro.test_stall = std::env::var(TEST_STALL_ENV).is_ok_and(|v| v == "1");
     }
     let mut skel = open.load().map_err(|e| {
         format!("loading the sched_ext scheduler (libbpf's log is on standard error): {e}")
