@@ -145,7 +145,7 @@ enum Command {
 enum BenchCommand {
     /// schedlab's aio workload against fio with the same settings on the same file.
     Aio(AioBenchArgs),
-    /// How exactly WRR (both mechanisms), CFS nice and SCHED_DEADLINE deliver
+    /// How exactly WRR (ext, fifo, signals), CFS nice and SCHED_DEADLINE deliver
     /// weighted shares of one CPU, with the dispatcher's overhead and lateness.
     Wrr(WrrBenchArgs),
     /// Time `report` over a synthetic database of 10,000 runs × 100 processes.
@@ -179,6 +179,10 @@ struct WrrBenchArgs {
     /// Keep the runs in this database (default: a temporary one).
     #[arg(long)]
     db: Option<PathBuf>,
+    /// Only these ways, comma-separated: ext, fifo, signals, nice, deadline
+    /// (default: all; ext is skipped with its reason where it cannot run).
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
 }
 
 #[derive(Args)]
@@ -486,12 +490,28 @@ fn dispatch(command: Command) -> Result<i32> {
         Command::Env { json } => {
             let env = envinfo::capture();
             let privs = probe::probe();
+            let scx = crate::sys::scx::status();
             if json {
-                outln!("{}", envinfo::render_json(&env, &privs))?;
+                let mut value: serde_json::Value =
+                    serde_json::from_str(&envinfo::render_json(&env, &privs))?;
+                value["sched_ext"] = serde_json::json!({
+                    "state": scx.state,
+                    "ops": scx.ops,
+                    "may_load_bpf": scx.may_load_bpf.is_ok(),
+                    "ext_mechanism": scx.unavailable().map_or_else(
+                        || "available".to_string(),
+                        |why| format!("absent: {why}")
+                    ),
+                });
+                outln!("{}", serde_json::to_string_pretty(&value)?)?;
             } else {
                 write!(out::stdout(), "{}", envinfo::render_text(&env, &privs))?;
                 outln!("rt bandwidth")?;
                 for line in crate::sys::knobs::capability_from(&env).explain().lines() {
+                    outln!("  {line}")?;
+                }
+                outln!("sched_ext")?;
+                for line in scx.render_text().lines() {
                     outln!("  {line}")?;
                 }
             }
@@ -517,6 +537,7 @@ fn dispatch(command: Command) -> Result<i32> {
                 quantum_ms: a.quantum_ms,
                 cpu: a.cpu,
                 db: a.db,
+                only: a.only,
             })?;
             Ok(0)
         }

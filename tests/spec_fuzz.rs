@@ -257,7 +257,7 @@ fn value_for(section: &'static str, key: &'static str, noisy: bool) -> BoxedStra
         (_, "cpus") => &["all", "0", "1", "0-1", "0,1"],
         (_, "order") => &["shuffled", "sequential"],
         (_, "sync") => &["none", "fsync_end", "fsync_each", "direct"],
-        (_, "mechanism") => &["auto", "fifo", "signals"],
+        (_, "mechanism") => &["auto", "ext", "fifo", "signals"],
         _ => &["x"],
     };
     let word = move || {

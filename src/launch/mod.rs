@@ -58,7 +58,8 @@ pub struct Launcher {
     pub wrr: WrrSettings,
     /// `sched_rt_period_us`: how long an RT hog warms up before release.
     pub rt_period_us: i64,
-    /// The WRR mechanism this machine allows, probed on first use.
+    /// The WRR mechanism this machine allows (`wrr.mechanism = "auto"`),
+    /// probed on first use: ext, else fifo, else signals.
     wrr_mechanism: std::sync::OnceLock<Mechanism>,
     /// The soft RLIMIT_NOFILE the campaign was checked against; a run
     /// raises it by the descriptors of its workers' pipes.
@@ -367,7 +368,7 @@ impl Launcher {
         drop(barrier_w); // EOF on every worker's barrier: go.
         let waited = self.wait_all(&pids, &hogs, release_ns, dispatcher.as_ref(), &mut outputs);
         let after = interference::at_end();
-        let dispatched = dispatcher.map(Dispatcher::stop);
+        let dispatched = dispatcher.map(WrrRun::stop);
         let parent = raised.label;
         drop(raised);
         let waited = waited?;
@@ -470,11 +471,7 @@ impl Launcher {
 
     /// Start the WRR dispatcher over the workers: a run queue per CPU,
     /// slice = quantum × weight. Err is the status and reason to record.
-    fn start_wrr(
-        &self,
-        members: &[Member],
-        pids: &[i32],
-    ) -> Result<Dispatcher, (RunStatus, String)> {
+    fn start_wrr(&self, members: &[Member], pids: &[i32]) -> Result<WrrRun, (RunStatus, String)> {
         let tasks: Vec<Task> = members
             .iter()
             .enumerate()
@@ -500,15 +497,84 @@ impl Launcher {
                 Mechanism::Fifo
             }
             Some(WrrMechanism::Signals) => Mechanism::Signals,
-            None => *self.wrr_mechanism.get_or_init(wrr::available_mechanism),
+            Some(WrrMechanism::Ext) => {
+                if let Some(why) = wrr::ext::unavailable() {
+                    return Err((
+                        RunStatus::Skipped,
+                        format!("wrr.mechanism = \"ext\" cannot run here: {why}"),
+                    ));
+                }
+                Mechanism::Ext
+            }
+            None => *self.wrr_mechanism.get_or_init(|| {
+                if wrr::ext::unavailable().is_none() {
+                    Mechanism::Ext
+                } else {
+                    wrr::available_mechanism()
+                }
+            }),
         };
-        Dispatcher::start(policy, pids.to_vec(), mechanism, wrr::DEFAULT_BASE_PRIO).map_err(|e| {
+        if mechanism == Mechanism::Ext {
+            return start_ext(&policy, pids);
+        }
+        Dispatcher::start(policy, pids.to_vec(), mechanism, wrr::DEFAULT_BASE_PRIO)
+            .map(WrrRun::User)
+            .map_err(|e| {
+                (
+                    RunStatus::Failed,
+                    format!("the WRR dispatcher could not start: {e:#}"),
+                )
+            })
+    }
+}
+
+/// schedlab's WRR over a run's workers: the user-space dispatcher, or the
+/// sched_ext scheduler in the kernel.
+enum WrrRun {
+    User(Dispatcher),
+    #[cfg(feature = "ext")]
+    Kernel(wrr::ext::ExtDispatcher),
+}
+
+impl WrrRun {
+    /// Worker `id` exited (the kernel scheduler sees exits itself).
+    fn task_exited(&self, id: usize) {
+        match self {
+            WrrRun::User(d) => d.task_exited(id),
+            #[cfg(feature = "ext")]
+            WrrRun::Kernel(_) => {}
+        }
+    }
+
+    fn stop(self) -> DispatchReport {
+        match self {
+            WrrRun::User(d) => d.stop(),
+            #[cfg(feature = "ext")]
+            WrrRun::Kernel(k) => k.stop(),
+        }
+    }
+}
+
+/// Load the sched_ext scheduler over the workers.
+#[cfg(feature = "ext")]
+fn start_ext(policy: &WrrPolicy, pids: &[i32]) -> Result<WrrRun, (RunStatus, String)> {
+    wrr::ext::ExtDispatcher::start(policy, pids)
+        .map(WrrRun::Kernel)
+        .map_err(|e| {
             (
                 RunStatus::Failed,
-                format!("the WRR dispatcher could not start: {e:#}"),
+                format!("the sched_ext WRR scheduler could not start: {e:#}"),
             )
         })
-    }
+}
+
+/// Without the `ext` feature [`wrr::ext::unavailable`] says so first.
+#[cfg(not(feature = "ext"))]
+fn start_ext(_: &WrrPolicy, _: &[i32]) -> Result<WrrRun, (RunStatus, String)> {
+    Err((
+        RunStatus::Skipped,
+        wrr::ext::unavailable().unwrap_or_else(|| "the ext mechanism is not built in".into()),
+    ))
 }
 
 /// Add one policy-specific fact to a run's `extra` object.
@@ -528,6 +594,9 @@ fn attach_dispatch(record: &mut RunRecord, report: &DispatchReport, release_ns: 
     record.slices = report
         .slices
         .iter()
+        // The kernel scheduler also reports the turns of workers still
+        // starting up (from SCHED_EXT to the barrier): not the run's.
+        .filter(|s| report.mechanism != Mechanism::Ext || s.actual_end_ns > release_ns)
         .map(|s| SliceRow {
             process_index: s.task as u32,
             cpu: s.cpu as u32,
@@ -546,6 +615,7 @@ fn attach_dispatch(record: &mut RunRecord, report: &DispatchReport, release_ns: 
             "dispatcher_cpu_ns": report.dispatcher_cpu_ns,
             "dispatcher_overhead": report.overhead(),
             "dispatcher_rt": report.dispatcher_rt,
+            "load_cpu_ns": report.load_cpu_ns,
             "lateness_p50_ns": report.lateness_quantile(0.5),
             "lateness_p99_ns": report.lateness_quantile(0.99),
             "errors": report.errors,
@@ -610,7 +680,7 @@ impl Launcher {
         pids: &[i32],
         hogs: &[(usize, i32)],
         release_ns: u64,
-        dispatcher: Option<&Dispatcher>,
+        dispatcher: Option<&WrrRun>,
         outputs: &mut Outputs,
     ) -> Result<Waited> {
         let signals = proc::SignalFd::new(&self.signals).context("watching signals")?;

@@ -204,7 +204,8 @@ pub struct Spec {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct WrrSettings {
     pub quantum_ns: u64,
-    /// None: the first mechanism this machine allows (FIFO, else signals).
+    /// None: the first mechanism this machine allows (ext, else FIFO, else
+    /// signals).
     pub mechanism: Option<WrrMechanism>,
 }
 
@@ -215,6 +216,9 @@ pub enum WrrMechanism {
     Fifo,
     /// SIGSTOP/SIGCONT, one worker running per CPU (no privilege needed).
     Signals,
+    /// schedlab's sched_ext scheduler in the kernel (Linux 6.12+ with
+    /// sched_ext, the `ext` feature, root).
+    Ext,
 }
 
 /// CPU hogs that run beside the measured workers of every run, from

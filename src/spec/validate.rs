@@ -421,10 +421,11 @@ pub fn validate(raw: RawSpec, origin: &str) -> Result<Spec, SpecError> {
             None | Some("auto") => None,
             Some("fifo") => Some(WrrMechanism::Fifo),
             Some("signals") => Some(WrrMechanism::Signals),
+            Some("ext") => Some(WrrMechanism::Ext),
             Some(m) => {
                 return Err(cx.err(
                     "wrr.mechanism",
-                    format!("unknown mechanism \"{m}\"; allowed: auto, fifo, signals"),
+                    format!("unknown mechanism \"{m}\"; allowed: auto, ext, fifo, signals"),
                 ));
             }
         };

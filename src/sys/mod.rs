@@ -1,6 +1,7 @@
 //! The only home of `unsafe` and raw libc calls: scheduling system calls,
 //! process reaping and signals, clocks and absolute sleeps, procfs
-//! parsing, the machine's environment, and what else the machine is doing.
+//! parsing, the machine's environment, what else the machine is doing, and
+//! sched_ext (its facts, and loading schedlab's BPF scheduler).
 
 pub mod activity;
 pub mod child;
@@ -18,4 +19,7 @@ pub mod proc;
 pub mod procfs;
 pub mod procstat;
 pub mod sched;
+pub mod scx;
+#[cfg(feature = "ext")]
+pub mod scx_wrr;
 pub mod uring;

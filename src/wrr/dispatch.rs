@@ -89,6 +89,9 @@ pub enum Mechanism {
     /// Unprivileged; not work-conserving (a blocked task idles its CPU until
     /// the dispatcher notices at the end of the slice).
     Signals,
+    /// schedlab's sched_ext scheduler in the kernel ([`crate::wrr::ext`]);
+    /// not a mechanism of this dispatcher.
+    Ext,
 }
 
 impl Mechanism {
@@ -96,6 +99,7 @@ impl Mechanism {
         match self {
             Mechanism::Fifo => "fifo",
             Mechanism::Signals => "signals",
+            Mechanism::Ext => "ext",
         }
     }
 }
@@ -198,6 +202,9 @@ pub struct DispatchReport {
     /// Whether the dispatcher threads ran at SCHED_FIFO `base + 2` (always
     /// for Fifo; for Signals when the process was allowed to).
     pub dispatcher_rt: bool,
+    /// CPU time spent before the first slice to load the scheduler (ext:
+    /// libbpf and the BPF verifier); 0 for the user-space mechanisms.
+    pub load_cpu_ns: u64,
     /// Unexpected failures (system calls refused); empty normally.
     pub errors: Vec<String>,
 }
@@ -367,6 +374,8 @@ impl Shared {
             (Mechanism::Fifo, Action::Restore) => {
                 sched::set_attr(w.pid, &SchedAttr::fair(SCHED_OTHER, 0))
             }
+            // Refused by `Dispatcher::start`.
+            (Mechanism::Ext, _) => Err(io::Error::from_raw_os_error(libc::EINVAL)),
         }
         .inspect(|()| {
             if action == Action::Restore {
@@ -396,7 +405,7 @@ impl Shared {
                     self.base_prio,
                     errno_explanation("fifo", e.raw_os_error().unwrap_or(0))
                 ),
-                Mechanism::Signals => {
+                Mechanism::Signals | Mechanism::Ext => {
                     anyhow::anyhow!("cannot stop worker pid {} (task {}): {e}", w.pid, w.id)
                 }
             })
@@ -464,6 +473,10 @@ impl Dispatcher {
             "{} worker pids for {} tasks",
             pids.len(),
             policy.tasks().len()
+        );
+        ensure!(
+            mechanism != Mechanism::Ext,
+            "the ext mechanism is the kernel's: it is started by wrr::ext, not by this dispatcher"
         );
         ensure!(
             (1..=97).contains(&base_prio),
@@ -624,6 +637,7 @@ impl Dispatcher {
             wall_ns,
             cpus: self.cpus.clone(),
             dispatcher_rt: self.dispatcher_rt,
+            load_cpu_ns: 0,
             errors,
         }
     }
@@ -979,6 +993,7 @@ mod tests {
             wall_ns: 1000,
             cpus: vec![0, 1],
             dispatcher_rt: true,
+            load_cpu_ns: 0,
             errors: vec![],
         };
         assert_eq!(report.cpu_ns_by_task()[&0], 20);

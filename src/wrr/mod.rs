@@ -1,9 +1,11 @@
 //! Weighted round robin (the kernel schedulers of seeds 002 and 003) on a
 //! stock kernel: a pure policy ([`policy`]) and a user-space dispatcher
-//! that applies it to real worker processes ([`dispatch`]) and measures how
+//! that applies it to real worker processes from user space ([`dispatch`])
+//! or in the kernel as a sched_ext scheduler ([`ext`]), and measures how
 //! exactly the weights are delivered.
 
 pub mod dispatch;
+pub mod ext;
 pub mod policy;
 
 pub use dispatch::{

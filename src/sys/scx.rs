@@ -1,0 +1,207 @@
+//! sched_ext on this machine: whether the kernel has it
+//! (`/sys/kernel/sched_ext/state`), which BPF scheduler is loaded
+//! (`root/ops`), whether this process may load one, and whether this
+//! schedlab was built with its own (the cargo feature `ext`). For
+//! `schedlab env` and for the reason an ext condition is skipped.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::probe::{has_cap, parse_cap_eff};
+use super::procfs::read_trimmed;
+
+/// `SCHED_EXT` from `include/uapi/linux/sched.h` (Linux 6.12+).
+pub const SCHED_EXT: u32 = 7;
+
+const SYSFS: &str = "/sys/kernel/sched_ext";
+
+/// Capabilities from `include/uapi/linux/capability.h`.
+const CAP_SYS_ADMIN: u32 = 21;
+const CAP_PERFMON: u32 = 38;
+const CAP_BPF: u32 = 39;
+
+/// What `schedlab env` shows about sched_ext.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ScxStatus {
+    /// `/sys/kernel/sched_ext/state` ("disabled", "enabled", …); None when
+    /// the kernel has no sched_ext.
+    pub state: Option<String>,
+    /// The loaded BPF scheduler's name (`root/ops`), if one is loaded.
+    pub ops: Option<String>,
+    /// Whether this process may load a BPF scheduler, and why (not).
+    pub may_load_bpf: Result<String, String>,
+    /// Whether this schedlab has its sched_ext WRR scheduler, and why (not).
+    pub built: Result<String, String>,
+}
+
+impl ScxStatus {
+    /// Why `wrr.mechanism = "ext"` cannot run here; None when it can.
+    pub fn unavailable(&self) -> Option<String> {
+        if let Err(why) = &self.built {
+            return Some(why.clone());
+        }
+        match self.state.as_deref() {
+            None => {
+                return Some(format!(
+                    "this kernel has no sched_ext ({SYSFS} is missing: it needs Linux 6.12+ built \
+                     with CONFIG_SCHED_CLASS_EXT; scripts/vm-test runs ext in a VM)"
+                ));
+            }
+            Some("disabled") => {}
+            Some(state) => {
+                return Some(format!(
+                    "sched_ext is {state}{}: only one BPF scheduler can be loaded at a time",
+                    match &self.ops {
+                        Some(ops) => format!(" with the scheduler \"{ops}\""),
+                        None => String::new(),
+                    }
+                ));
+            }
+        }
+        self.may_load_bpf.as_ref().err().cloned()
+    }
+
+    /// One line per fact, for `schedlab env`.
+    pub fn render_text(&self) -> String {
+        let kernel = match (&self.state, &self.ops) {
+            (None, _) => {
+                format!("not in this kernel (no {SYSFS}: CONFIG_SCHED_CLASS_EXT, Linux 6.12+)")
+            }
+            (Some(state), Some(ops)) => format!("{state}, scheduler \"{ops}\""),
+            (Some(state), None) => format!("{state}, no scheduler loaded"),
+        };
+        let bpf = match &self.may_load_bpf {
+            Ok(why) => format!("allowed ({why})"),
+            Err(why) => format!("not allowed: {why}"),
+        };
+        let ext = match self.unavailable() {
+            None => "available (wrr.mechanism = \"ext\"; \"auto\" picks it)".to_string(),
+            Some(why) => format!("absent: {why}"),
+        };
+        format!("kernel    {kernel}\nload BPF  {bpf}\next       {ext}\n")
+    }
+}
+
+/// The machine's sched_ext facts now.
+pub fn status() -> ScxStatus {
+    let root = Path::new(SYSFS);
+    let state = read_trimmed(&root.join("state"));
+    let ops = read_trimmed(&root.join("root/ops")).filter(|s| !s.is_empty());
+    let cap_eff = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| parse_cap_eff(&s));
+    ScxStatus {
+        state,
+        ops,
+        may_load_bpf: bpf_permission(super::proc::euid(), cap_eff),
+        built: built(),
+    }
+}
+
+/// Whether a process with effective uid `euid` and effective capability
+/// mask `cap_eff` may load and attach a sched_ext scheduler: root, or
+/// CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN together.
+pub fn bpf_permission(euid: u32, cap_eff: Option<u64>) -> Result<String, String> {
+    let caps = cap_eff.unwrap_or(0);
+    let needed = [
+        (CAP_BPF, "CAP_BPF"),
+        (CAP_PERFMON, "CAP_PERFMON"),
+        (CAP_SYS_ADMIN, "CAP_SYS_ADMIN"),
+    ];
+    let missing: Vec<&str> = needed
+        .iter()
+        .filter(|(cap, _)| !has_cap(caps, *cap))
+        .map(|(_, name)| *name)
+        .collect();
+    if euid == 0 && missing.is_empty() {
+        Ok("root".to_string())
+    } else if missing.is_empty() {
+        Ok("CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN".to_string())
+    } else {
+        Err(format!(
+            "loading a sched_ext scheduler needs root or CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN \
+             (missing: {})",
+            missing.join(", ")
+        ))
+    }
+}
+
+/// Whether this build has the sched_ext WRR scheduler.
+fn built() -> Result<String, String> {
+    if cfg!(feature = "ext") {
+        Ok(option_env!("SCHEDLAB_BPF_CLANG_USED")
+            .map(|c| format!("built with {c}"))
+            .unwrap_or_else(|| "built in".to_string()))
+    } else {
+        Err(
+            "this schedlab was built without the `ext` feature (cargo build --release --features \
+             ext; it needs clang 16+, libelf-dev, zlib1g-dev and pkg-config)"
+                .to_string(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALL: u64 = u64::MAX >> 23; // capabilities 0..=40
+
+    fn status(state: Option<&str>, ops: Option<&str>) -> ScxStatus {
+        ScxStatus {
+            state: state.map(str::to_string),
+            ops: ops.map(str::to_string),
+            may_load_bpf: Ok("root".to_string()),
+            built: Ok("built in".to_string()),
+        }
+    }
+
+    #[test]
+    fn permission_needs_root_or_all_three_capabilities() {
+        assert_eq!(bpf_permission(0, Some(ALL)), Ok("root".to_string()));
+        assert!(bpf_permission(1000, Some(ALL)).is_ok());
+        let only_admin = 1u64 << CAP_SYS_ADMIN;
+        let err = bpf_permission(1000, Some(only_admin)).unwrap_err();
+        assert!(err.contains("missing: CAP_BPF, CAP_PERFMON"), "{err}");
+        // Root without the capabilities (a container dropping them) cannot.
+        let err = bpf_permission(0, Some(0)).unwrap_err();
+        assert!(err.contains("CAP_SYS_ADMIN"), "{err}");
+        assert!(bpf_permission(0, None).is_err());
+    }
+
+    #[test]
+    fn unavailable_names_the_reason() {
+        assert_eq!(status(Some("disabled"), None).unavailable(), None);
+        let why = status(None, None).unavailable().unwrap();
+        assert!(why.contains("no sched_ext"), "{why}");
+        let why = status(Some("enabled"), Some("scx_simple"))
+            .unavailable()
+            .unwrap();
+        assert!(
+            why.contains("enabled with the scheduler \"scx_simple\""),
+            "{why}"
+        );
+        let mut s = status(Some("disabled"), None);
+        s.may_load_bpf = Err("needs root".to_string());
+        assert_eq!(s.unavailable(), Some("needs root".to_string()));
+        // An absent build is named first: nothing else matters then.
+        s.built = Err("built without ext".to_string());
+        assert_eq!(s.unavailable(), Some("built without ext".to_string()));
+    }
+
+    #[test]
+    fn render_text_has_three_lines() {
+        let text = status(Some("disabled"), None).render_text();
+        assert_eq!(text.lines().count(), 3);
+        assert!(text.contains("disabled, no scheduler loaded"), "{text}");
+        assert!(text.contains("allowed (root)"), "{text}");
+        assert!(text.contains("ext       available"), "{text}");
+        let text = status(None, None).render_text();
+        assert!(text.contains("not in this kernel"), "{text}");
+        assert!(
+            text.contains("absent: this kernel has no sched_ext"),
+            "{text}"
+        );
+    }
+}
