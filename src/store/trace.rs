@@ -586,9 +586,15 @@ mod tests {
         store.save_trace(run, &cap).unwrap();
         let rows = store.export_rows(None).unwrap();
         let traced: Vec<_> = rows.iter().filter(|r| r.run == run).collect();
-        let mine = traced.iter().find(|r| r.pid == Some(i64::from(pid))).unwrap();
+        let mine = traced
+            .iter()
+            .find(|r| r.pid == Some(i64::from(pid)))
+            .unwrap();
         let t = mine.trace.as_ref().unwrap();
-        assert_eq!((t.slices, t.preempted, t.voluntary), (Some(2), Some(1), Some(1)));
+        assert_eq!(
+            (t.slices, t.preempted, t.voluntary),
+            (Some(2), Some(1), Some(1))
+        );
         assert_eq!(t.oncpu_ns, Some(3_000_000));
         assert!(t.slice_max_ns.unwrap().abs_diff(2_000_000) < 2_000);
         assert!(!t.unusable && t.lost_events == 0);
@@ -596,7 +602,11 @@ mod tests {
         for r in traced.iter().filter(|r| r.pid != Some(i64::from(pid))) {
             assert_eq!(r.trace.as_ref().unwrap().slices, None);
         }
-        assert!(rows.iter().filter(|r| r.run != run).all(|r| r.trace.is_none()));
+        assert!(
+            rows.iter()
+                .filter(|r| r.run != run)
+                .all(|r| r.trace.is_none())
+        );
     }
 
     #[test]
