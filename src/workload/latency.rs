@@ -74,19 +74,17 @@ impl Latency {
         self.0.value_at_quantile(q)
     }
 
-    /// Events recorded from `lo_ns` up to `hi_ns`, both ends included at
-    /// the histogram's resolution (3 significant digits): for histograms
-    /// drawn with bins.
-    pub fn count_between(&self, lo_ns: u64, hi_ns: u64) -> u64 {
-        if self.0.is_empty() || hi_ns < lo_ns {
+    /// Events recorded below `ns`, at the histogram's resolution (3
+    /// significant digits): the bucket holding `ns` counts as not below, so
+    /// that differences of these counts bin every event once.
+    pub fn count_below(&self, ns: u64) -> u64 {
+        if self.0.is_empty() {
             return 0;
         }
-        self.0.count_between(lo_ns, hi_ns)
-    }
-
-    /// The smallest value recorded (0 when empty).
-    pub fn min_ns(&self) -> u64 {
-        if self.0.is_empty() { 0 } else { self.0.min() }
+        match self.0.lowest_equivalent(ns) {
+            0 => 0,
+            low => self.0.count_between(0, low - 1),
+        }
     }
 
     /// p50, p90, p99, p99.9 and max.

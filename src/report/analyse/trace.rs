@@ -150,17 +150,14 @@ pub fn edges_125(min_ns: u64, max_ns: u64) -> Vec<u64> {
 
 /// Counts of `h` in each bin of `edges`, from differences of cumulative
 /// counts (so that no event lands in two bins); an edge is as exact as
-/// the histogram (3 significant digits).
+/// the histogram (3 significant digits): values in its bucket fall above.
 fn binned(h: &Latency, edges: &[u64]) -> Vec<Bin> {
-    let below = |e: u64| {
-        if e == 0 { 0 } else { h.count_between(0, e - 1) }
-    };
     edges
         .windows(2)
         .map(|w| Bin {
             lo_ns: w[0],
             hi_ns: w[1],
-            count: below(w[1]).saturating_sub(below(w[0])),
+            count: h.count_below(w[1]).saturating_sub(h.count_below(w[0])),
         })
         .collect()
 }
@@ -293,15 +290,25 @@ pub fn analyse(
         if filled.is_empty() {
             continue;
         }
-        let lo = filled.iter().map(|h| h.min_ns()).min().unwrap_or(0);
+        let lo = filled.iter().map(|h| h.quantile_ns(0.0)).min().unwrap_or(0);
         let hi = filled
             .iter()
             .map(|h| h.percentiles().max_ns)
             .max()
             .unwrap_or(0);
         let edges = edges_125(lo, hi);
-        for i in idx {
-            out.conditions[i].bins = binned(&pooled_slices[i], &edges);
+        let mut bins: Vec<Vec<Bin>> = idx
+            .iter()
+            .map(|&i| binned(&pooled_slices[i], &edges))
+            .collect();
+        // Bins empty in every condition at either end (the histogram's
+        // buckets straddle the edges) are dropped.
+        let used = |k: usize| bins.iter().any(|b| b[k].count > 0);
+        let n = edges.len().saturating_sub(1);
+        let first = (0..n).find(|&k| used(k)).unwrap_or(0);
+        let last = (0..n).rev().find(|&k| used(k)).map_or(0, |k| k + 1);
+        for (b, &i) in bins.iter_mut().zip(&idx) {
+            out.conditions[i].bins = b.drain(first..last.max(first)).collect();
         }
     }
     out
@@ -330,7 +337,7 @@ mod tests {
         for v in [1_500u64, 1_999, 2_000, 2_001, 4_900, 5_100, 9_000, 19_000] {
             h.record_ns(v);
         }
-        let edges = edges_125(h.min_ns(), h.percentiles().max_ns);
+        let edges = edges_125(h.quantile_ns(0.0), h.percentiles().max_ns);
         let bins = binned(&h, &edges);
         assert_eq!(bins.iter().map(|b| b.count).sum::<u64>(), 8);
         assert_eq!(bins[0].lo_ns, 1_000);
