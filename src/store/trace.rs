@@ -5,6 +5,7 @@
 //! or as the derived tables for the report and the export.
 
 use anyhow::{Context, Result, bail};
+use rusqlite::types::Value;
 use rusqlite::{OptionalExtension, Transaction, params};
 
 use super::{RunRecord, Store, i};
@@ -79,6 +80,33 @@ fn decode_hist(bytes: &[u8], what: &str) -> Result<Latency> {
     Latency::decode(bytes).with_context(|| format!("stored trace histogram {what}"))
 }
 
+/// Rows per INSERT of [`insert_chunked`]: one statement per row costs
+/// about three times as much.
+const ROWS_PER_INSERT: usize = 128;
+
+/// Insert a row per item, many rows per statement. `head` is the INSERT
+/// up to its VALUES.
+fn insert_chunked<T, const N: usize>(
+    tx: &Transaction,
+    head: &str,
+    items: &[T],
+    row: impl Fn(&T) -> [Value; N],
+) -> Result<()> {
+    let one = format!("({})", vec!["?"; N].join(", "));
+    let mut values: Vec<Value> = Vec::with_capacity(N * ROWS_PER_INSERT);
+    for chunk in items.chunks(ROWS_PER_INSERT) {
+        values.clear();
+        values.extend(chunk.iter().flat_map(&row));
+        let sql = format!(
+            "{head} VALUES {}",
+            vec![one.as_str(); chunk.len()].join(", ")
+        );
+        tx.prepare_cached(&sql)?
+            .execute(rusqlite::params_from_iter(values.iter()))?;
+    }
+    Ok(())
+}
+
 impl Store {
     /// Store a run's capture and everything derived from it in one
     /// transaction, replacing any trace stored for the run before.
@@ -148,43 +176,45 @@ impl Store {
                     .with_context(|| format!("{}: task {}", ctx(), t.tid))?;
             }
         }
-        {
-            let mut stmt = tx.prepare_cached(
-                "INSERT INTO trace_slices (run_id, pid, cpu, start_ns, end_ns, end_reason, start_clipped)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            )?;
-            for s in &d.slices {
-                stmt.execute(params![
-                    run_id,
-                    s.pid,
-                    s.cpu,
-                    i(s.start_ns),
-                    i(s.end_ns),
-                    s.end.map(end_name),
-                    s.start_clipped,
-                ])?;
-            }
-        }
-        {
-            let mut stmt = tx.prepare_cached(
-                "INSERT INTO trace_wakeups (run_id, pid, waker_pid, waking_ns, wakeup_ns, target_cpu, new,
-                     switch_in_ns, cpu)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            )?;
-            for w in &d.wakeups {
-                stmt.execute(params![
-                    run_id,
-                    w.pid,
-                    w.waker_pid,
-                    w.waking_ns.map(i),
-                    w.wakeup_ns.map(i),
-                    w.target_cpu,
-                    w.new,
-                    w.switch_in_ns.map(i),
-                    w.cpu,
-                ])?;
-            }
-        }
+        insert_chunked(
+            tx,
+            "INSERT INTO trace_slices (run_id, pid, cpu, start_ns, end_ns, end_reason, start_clipped)",
+            &d.slices,
+            |s| {
+                [
+                    Value::Integer(run_id),
+                    Value::Integer(s.pid.into()),
+                    Value::Integer(s.cpu.into()),
+                    Value::Integer(i(s.start_ns)),
+                    Value::Integer(i(s.end_ns)),
+                    s.end
+                        .map_or(Value::Null, |e| Value::Text(end_name(e).to_string())),
+                    Value::Integer(s.start_clipped.into()),
+                ]
+            },
+        )
+        .with_context(ctx)?;
+        let opt = |v: Option<u64>| v.map_or(Value::Null, |v| Value::Integer(i(v)));
+        insert_chunked(
+            tx,
+            "INSERT INTO trace_wakeups (run_id, pid, waker_pid, waking_ns, wakeup_ns, target_cpu, new,
+                 switch_in_ns, cpu)",
+            &d.wakeups,
+            |w| {
+                [
+                    Value::Integer(run_id),
+                    Value::Integer(w.pid.into()),
+                    Value::Integer(w.waker_pid.into()),
+                    opt(w.waking_ns),
+                    opt(w.wakeup_ns),
+                    Value::Integer(w.target_cpu.into()),
+                    Value::Integer(w.new.into()),
+                    opt(w.switch_in_ns),
+                    w.cpu.map_or(Value::Null, |c| Value::Integer(c.into())),
+                ]
+            },
+        )
+        .with_context(ctx)?;
         {
             let mut stmt = tx.prepare_cached(
                 "INSERT INTO trace_processes (run_id, tgid, slices, slice_p50_ns, slice_p99_ns, slice_max_ns,

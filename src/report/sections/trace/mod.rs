@@ -430,7 +430,10 @@ mod tests {
             .map(|b| b["count"].as_u64().unwrap())
             .sum();
         assert_eq!(bins, c["slice"]["count"].as_u64().unwrap());
-        assert!(c["bins"][0]["count"].as_u64().unwrap() > 0, "no empty bin first");
+        assert!(
+            c["bins"][0]["count"].as_u64().unwrap() > 0,
+            "no empty bin first"
+        );
         // The synthetic processes have no schedstat and no switches: every
         // traced process is off the counters, and says so.
         assert_eq!(c["flagged"], c["compared"]);
