@@ -28,6 +28,35 @@ pub struct TraceSection {
     timeline_need: TimelineNeed,
     data: TraceAnalysis,
     timeline: Option<(TimelineSummary, crate::report::svg::GanttChart)>,
+    /// The timeline run's CPUs: utilisation of the traced window and gaps.
+    cpus: Vec<CpuRow>,
+}
+
+/// One CPU of the timeline's run.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+struct CpuRow {
+    cpu: u32,
+    /// Share of the traced window the run's tasks held the CPU, %.
+    busy_pct: f64,
+    gaps: u64,
+    gap_p50_us: Option<f64>,
+    gap_max_us: Option<f64>,
+}
+
+fn cpu_rows(c: &[crate::trace::summary::CpuTrace]) -> Vec<CpuRow> {
+    c.iter()
+        .map(|c| {
+            let p = c.gap_ns.percentiles();
+            let us = |ns: u64| (p.count > 0).then_some(ns as f64 / 1e3);
+            CpuRow {
+                cpu: c.cpu,
+                busy_pct: c.utilisation() * 100.0,
+                gaps: p.count,
+                gap_p50_us: us(p.p50_ns),
+                gap_max_us: us(p.max_ns),
+            }
+        })
+        .collect()
 }
 
 impl TraceSection {
@@ -196,6 +225,11 @@ impl Section for TraceSection {
             .timeline
             .as_ref()
             .map(|t| (timeline::summary(t), timeline::chart(t)));
+        self.cpus = self
+            .timeline
+            .as_ref()
+            .and_then(|(s, _)| details.traces.iter().find(|t| t.info.run_id == s.run_id))
+            .map_or_else(Vec::new, |t| cpu_rows(&t.cpus));
         Ok(())
     }
 
@@ -327,6 +361,43 @@ impl Section for TraceSection {
                 ),
             })]));
         }
+        if let Some((s, _)) = &self.timeline
+            && !self.cpus.is_empty()
+        {
+            b.push(Block::Table {
+                row_class: Vec::new(),
+                table: Table {
+                    title: format!(
+                        "Run {}'s CPUs over its whole trace ({})",
+                        s.run_id,
+                        crate::policyctl::format_ns(s.trace_ns)
+                    ),
+                    headers: [
+                        "CPU",
+                        "held by the run's tasks %",
+                        "gaps (idle or other programs)",
+                        "gap p50 µs",
+                        "gap max µs",
+                    ]
+                    .map(String::from)
+                    .to_vec(),
+                    numeric: vec![true; 5],
+                    rows: self
+                        .cpus
+                        .iter()
+                        .map(|c| {
+                            vec![
+                                c.cpu.to_string(),
+                                fmt::sig(c.busy_pct, 3),
+                                c.gaps.to_string(),
+                                us(c.gap_p50_us),
+                                us(c.gap_max_us),
+                            ]
+                        })
+                        .collect(),
+                },
+            });
+        }
         b
     }
 
@@ -338,7 +409,7 @@ impl Section for TraceSection {
         v["timeline"] = self
             .timeline
             .as_ref()
-            .map_or(Value::Null, |(s, _)| json!(s));
+            .map_or(Value::Null, |(s, _)| json!({ "run": s, "cpus": self.cpus }));
         Some(v)
     }
 }
@@ -437,8 +508,14 @@ mod tests {
         // The synthetic processes have no schedstat and no switches: every
         // traced process is off the counters, and says so.
         assert_eq!(c["flagged"], c["compared"]);
-        assert_eq!(t["timeline"]["run_id"], traced[0]);
-        assert_eq!(t["timeline"]["window"]["to_ns"], 250_000_000);
+        assert_eq!(t["timeline"]["run"]["run_id"], traced[0]);
+        assert_eq!(t["timeline"]["run"]["window"]["to_ns"], 250_000_000);
+        // CPU 0 held by the two processes for all but the first zero-length
+        // turn: the whole 300 ms window; CPU 1 never.
+        let cpus = t["timeline"]["cpus"].as_array().unwrap();
+        assert!((cpus[0]["busy_pct"].as_f64().unwrap() - 100.0).abs() < 1e-9);
+        assert_eq!(cpus[1]["busy_pct"], 0.0);
+        assert_eq!(cpus[1]["gaps"], 1);
         let html = r.html();
         assert!(html.contains("data-kind=\"trace-slices\""));
         assert!(html.contains("data-kind=\"trace-timeline\""));
@@ -465,7 +542,8 @@ mod tests {
             .unwrap();
         assert!(format!("{e:#}").contains("only 300 ms long"), "{e:#}");
         let (r, _) = report(Some(traced[1]), w(100_000_000, 112_000_000)).unwrap();
-        let tl = &r.json()["trace"]["timeline"];
+        let j = r.json();
+        let tl = &j["trace"]["timeline"]["run"];
         assert_eq!(tl["chosen"], true);
         assert_eq!(tl["run_id"], traced[1]);
         // 12 ms of 6 ms turns (4 + 2 ms): the slices overlapping it.
