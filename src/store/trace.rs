@@ -640,6 +640,45 @@ mod tests {
     }
 
     #[test]
+    fn a_run_and_its_trace_are_stored_together_or_not_at_all() {
+        let (_dir, mut store, run) = store_with_run();
+        let (_, plan, _) = store.report_run_documents(&[run]).unwrap().pop().unwrap();
+        let mut plan = plan.expect("synthetic runs keep their plan entry");
+        // A key of its own, once; storing it a second time must fail.
+        let processes: Vec<crate::record::ProcessRecord> = store
+            .report_process_records(&[run])
+            .unwrap()
+            .into_iter()
+            .map(|(_, p)| p)
+            .collect();
+        plan.key = "traced-run".into();
+        let rec = || {
+            synth::synthetic_record(
+                &plan,
+                &synth::synthetic_env(2),
+                vec![0],
+                0,
+                None,
+                processes.clone(),
+            )
+        };
+        let cap = sample();
+        let id = store.insert_run_traced(1, &rec(), Some(&cap)).unwrap();
+        assert_eq!(store.load_trace(id).unwrap(), cap);
+        // The same key again fails: neither the run nor its trace is kept.
+        let before: i64 = store
+            .conn
+            .query_row("SELECT COUNT(*) FROM trace_captures", [], |r| r.get(0))
+            .unwrap();
+        assert!(store.insert_run_traced(1, &rec(), Some(&cap)).is_err());
+        let after: i64 = store
+            .conn
+            .query_row("SELECT COUNT(*) FROM trace_captures", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(before, after);
+    }
+
+    #[test]
     fn forgetting_a_run_forgets_its_trace() {
         let (_dir, mut store, run) = store_with_run();
         store.save_trace(run, &sample()).unwrap();
