@@ -249,7 +249,7 @@ pub fn preview(spec: &Spec, origin: &str, db: &Path, force: bool) -> Result<Prev
     let (existing, done) = if db.exists() {
         // Only looks: never creates, upgrades or writes the database.
         let store = Store::open_existing(db)?;
-        match store.find_campaign(spec)? {
+        match store.find_campaign(spec, &crate::store::Host::of(&env))? {
             Some(c) => {
                 let keys = store.finished_keys(c.id)?;
                 (Some(c), keys)
@@ -283,20 +283,26 @@ pub fn preview(spec: &Spec, origin: &str, db: &Path, force: bool) -> Result<Prev
     })
 }
 
-/// Find the campaign of `spec` or create it; returns it with its full plan.
+/// Find the campaign of `spec` made on `host` or create it; returns it with
+/// its full plan. A campaign of the same spec from another host (merged
+/// into this database) is never resumed here.
 pub fn open_campaign(
     store: &mut Store,
+    host: &crate::store::Host,
     spec: &Spec,
     spec_toml: &str,
     overrides: &[String],
 ) -> Result<(Campaign, Vec<Run>, bool)> {
-    if let Some(c) = store.find_campaign(spec)? {
+    if let Some(c) = store.find_campaign(spec, host)? {
+        if c.host_id.is_none() {
+            store.claim_campaign(c.id, host)?;
+        }
         let runs = plan::expand(spec, c.seed);
         return Ok((c, runs, false));
     }
     let seed = spec.seed.unwrap_or_else(crate::rng::fresh_seed);
     let runs = plan::expand(spec, seed);
-    let c = store.create_campaign(spec, spec_toml, overrides, seed, runs.len())?;
+    let c = store.create_campaign_on(host, spec, spec_toml, overrides, seed, runs.len())?;
     Ok((c, runs, true))
 }
 
@@ -325,7 +331,8 @@ pub fn run(
             )
         })?;
     let mut store = Store::open(&opts.db)?;
-    let (campaign, runs, created) = open_campaign(&mut store, spec, spec_toml, overrides)?;
+    let host = crate::store::Host::of(&env);
+    let (campaign, runs, created) = open_campaign(&mut store, &host, spec, spec_toml, overrides)?;
     if opts.retry_failed {
         let n = store.forget_runs(
             campaign.id,

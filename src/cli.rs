@@ -22,6 +22,7 @@ mod policy;
     about = "A Linux CPU-scheduler laboratory: run real workloads under every scheduling policy, measure what the \
              scheduler did to each process, keep every run in SQLite.",
     after_help = "Examples:\n  schedlab run --preset quick\n  schedlab report --format md\n  schedlab plan my-experiment.toml\n  \
+                  schedlab compare --db base.db --vs cand.db\n  \
                   schedlab export --format csv > runs.csv\n  schedlab env"
 )]
 struct Cli {
@@ -86,6 +87,27 @@ enum Command {
         #[arg(long, short)]
         output: Option<PathBuf>,
     },
+    /// Merge the databases of many machines (or many runs) into one: every
+    /// campaign, run, process, slice, latency histogram and environment,
+    /// nothing twice. The sources are only read.
+    #[command(
+        after_help = "Campaigns are matched by their UUID and runs by their key: merging the same file twice \
+                      adds nothing, and a campaign merged again after it ran further gets only its new runs. \
+                      Each source is merged in one transaction.\n\nExamples:\n  \
+                      schedlab merge host-a.db host-b.db -o fleet.db\n  \
+                      schedlab report --db fleet.db --by host --format md"
+    )]
+    Merge {
+        /// The databases to merge (read only; an older schema is read as it is).
+        #[arg(required = true, value_name = "DB")]
+        sources: Vec<PathBuf>,
+        /// The database to merge into (created when missing; its campaigns are kept).
+        #[arg(long, short, value_name = "DB")]
+        output: PathBuf,
+        /// No summary or progress output.
+        #[arg(long, short)]
+        quiet: bool,
+    },
     /// List the campaigns in a database with their progress.
     Campaigns {
         #[command(flatten)]
@@ -106,6 +128,9 @@ enum Command {
     /// Turn a campaign into statistics, findings, tables and charts: one
     /// self-contained HTML file, Markdown or JSON.
     Report(ReportArgs),
+    /// Compare a candidate campaign with a baseline, condition by condition:
+    /// ratios with confidence intervals, significance, better or worse.
+    Compare(CompareArgs),
     /// Benchmarks of schedlab itself (figures, not tests).
     Bench {
         #[command(subcommand)]
@@ -192,10 +217,12 @@ enum PresetAction {
     Show { name: String },
 }
 
-#[derive(Clone, Copy, ValueEnum)]
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum ExportFormat {
     Csv,
     Json,
+    /// Typed columns, for DuckDB, Polars, pandas, Spark (needs -o).
+    Parquet,
 }
 
 #[derive(Args)]
@@ -311,7 +338,10 @@ pub fn main() -> i32 {
         Err(_) if out::stdout_closed() => 0,
         Err(e) => {
             note!("error: {}", out::esc_lines(&format!("{e:#}")));
-            if e.downcast_ref::<SpecError>().is_some() {
+            if e.downcast_ref::<SpecError>().is_some()
+                || e.downcast_ref::<crate::report::compare::CompareError>()
+                    .is_some()
+            {
                 2
             } else {
                 1
@@ -375,6 +405,27 @@ fn dispatch(command: Command) -> Result<i32> {
             // Two streamed passes: the figure names make the header, then
             // the rows go out as they are read.
             let figures = store.export_figure_names(campaign)?;
+            if format == ExportFormat::Parquet {
+                let Some(path) = &output else {
+                    return Err(SpecError::Parse {
+                        origin: "--format parquet".into(),
+                        message: "Parquet is a binary file: name it with -o, e.g. -o runs.parquet"
+                            .into(),
+                    }
+                    .into());
+                };
+                let file = std::fs::File::create(path)
+                    .with_context(|| format!("cannot write {}", out::path(path)))?;
+                let mut exporter = export::parquet::ParquetExporter::begin(
+                    std::io::BufWriter::new(file),
+                    figures,
+                )?;
+                store.for_each_export_row(campaign, |r| exporter.row(r))?;
+                exporter
+                    .finish()
+                    .with_context(|| format!("cannot write {}", out::path(path)))?;
+                return Ok(0);
+            }
             let mut w: Box<dyn Write> = match &output {
                 Some(path) => Box::new(std::io::BufWriter::new(
                     std::fs::File::create(path)
@@ -385,6 +436,7 @@ fn dispatch(command: Command) -> Result<i32> {
             let format = match format {
                 ExportFormat::Csv => export::Format::Csv,
                 ExportFormat::Json => export::Format::Json,
+                ExportFormat::Parquet => unreachable!("Parquet is written above"),
             };
             let mut exporter = export::Exporter::begin(&mut w, format, figures)?;
             store.for_each_export_row(campaign, |r| exporter.row(r))?;
@@ -392,12 +444,22 @@ fn dispatch(command: Command) -> Result<i32> {
             w.flush()?;
             Ok(0)
         }
+        Command::Merge {
+            sources,
+            output,
+            quiet,
+        } => crate::merge::run(&crate::merge::MergeOptions {
+            sources,
+            output,
+            quiet,
+        }),
         Command::Campaigns { db } => {
             let store = Store::open_existing(&db.db)?;
             outln!(
-                "{:>4}  {:<20} {:>8} {:>6} {:>6} {:>7} {:>9} {:>8}",
+                "{:>4}  {:<20} {:<16} {:>8} {:>6} {:>6} {:>7} {:>9} {:>8}",
                 "id",
                 "name",
+                "host",
                 "planned",
                 "ok",
                 "failed",
@@ -407,9 +469,10 @@ fn dispatch(command: Command) -> Result<i32> {
             )?;
             for c in store.campaigns()? {
                 outln!(
-                    "{:>4}  {:<20} {:>8} {:>6} {:>6} {:>7} {:>9} {:>8}",
+                    "{:>4}  {:<20} {:<16} {:>8} {:>6} {:>6} {:>7} {:>9} {:>8}",
                     c.campaign.id,
                     out::esc(&c.campaign.name),
+                    out::esc(c.campaign.hostname.as_deref().unwrap_or("?")),
                     c.campaign.planned_runs,
                     c.ok,
                     c.failed,
@@ -436,6 +499,7 @@ fn dispatch(command: Command) -> Result<i32> {
         }
         Command::Policy { action } => policy::run(action),
         Command::Report(args) => crate::report::run(args.options()),
+        Command::Compare(args) => crate::report::compare::run(args.options()),
         Command::Bench {
             which: BenchCommand::Report(args),
         } => crate::bench::report::run(args.options()),
@@ -733,7 +797,8 @@ impl From<MetricArg> for crate::report::Metric {
                         Examples:\n  schedlab report --db results.db -o report.html\n  \
                         schedlab report --db results.db --format md\n  \
                         schedlab report --db results.db --format json > summary.json\n  \
-                        schedlab report --db results.db --campaign 3 --metric wall,nivcsw"
+                        schedlab report --db results.db --campaign 3 --metric wall,nivcsw\n  \
+                        schedlab report --db fleet.db --by host --format md"
 )]
 pub struct ReportArgs {
     /// The SQLite database.
@@ -766,6 +831,20 @@ pub struct ReportArgs {
     /// The part of that run's trace drawn, from its start: FROM..TO with units (default: 0s..250ms).
     #[arg(long, value_name = "FROM..TO", value_parser = crate::report::window::parse_window)]
     pub window: Option<crate::report::window::TimeWindow>,
+    /// One spec run on many machines: report every campaign of the
+    /// campaign's spec (from `schedlab merge`), with the host or the
+    /// kernel release as a factor.
+    #[arg(long, value_enum)]
+    pub by: Option<ByArg>,
+}
+
+/// The factor `report --by` adds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ByArg {
+    /// The machine (hostname; with its host id when two share a name).
+    Host,
+    /// The kernel release (`uname -r`).
+    Kernel,
 }
 
 impl ReportArgs {
@@ -790,6 +869,147 @@ impl ReportArgs {
                 gantt_run: self.gantt_run,
                 timeline_run: self.timeline_run,
                 timeline_window: self.window,
+                by: self.by.map(|b| match b {
+                    ByArg::Host => crate::store::RunFactor::Host,
+                    ByArg::Kernel => crate::store::RunFactor::Kernel,
+                }),
+            },
+        }
+    }
+}
+
+/// An environment field on the command line (see
+/// [`crate::report::compare::EnvField`]; the names are its names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum EnvFieldArg {
+    /// Kernel release.
+    Kernel,
+    /// CPU model.
+    Cpu,
+    /// CPUs online.
+    Cpus,
+    /// Timer frequency.
+    Hz,
+    /// Preemption model.
+    Preemption,
+    /// sched_rt_runtime_us / sched_rt_period_us.
+    RtLimits,
+    /// sched_rr_timeslice_ms.
+    RrTimeslice,
+    /// sched_ext state.
+    SchedExt,
+    /// cgroup version.
+    Cgroup,
+    /// Virtualisation.
+    Virtualisation,
+    /// schedlab version.
+    Schedlab,
+}
+
+impl From<EnvFieldArg> for crate::report::compare::EnvField {
+    fn from(f: EnvFieldArg) -> Self {
+        use crate::report::compare::EnvField;
+        match f {
+            EnvFieldArg::Kernel => EnvField::Kernel,
+            EnvFieldArg::Cpu => EnvField::Cpu,
+            EnvFieldArg::Cpus => EnvField::Cpus,
+            EnvFieldArg::Hz => EnvField::Hz,
+            EnvFieldArg::Preemption => EnvField::Preemption,
+            EnvFieldArg::RtLimits => EnvField::RtLimits,
+            EnvFieldArg::RrTimeslice => EnvField::RrTimeslice,
+            EnvFieldArg::SchedExt => EnvField::SchedExt,
+            EnvFieldArg::Cgroup => EnvField::Cgroup,
+            EnvFieldArg::Virtualisation => EnvField::Virtualisation,
+            EnvFieldArg::Schedlab => EnvField::Schedlab,
+        }
+    }
+}
+
+/// Arguments of `schedlab compare`.
+#[derive(Debug, Clone, Args)]
+#[command(
+    after_help = "The baseline is --db (its latest campaign, or --campaign N); the candidate is --vs (its latest \
+                  campaign, or --vs-campaign N), or --vs-campaign N of --db. Campaigns whose specs differ are \
+                  refused (the differences listed) unless --force. HTML is written to compare.html unless -o says \
+                  otherwise; Markdown and JSON go to standard output unless -o names a file.\n\n\
+                  Examples:\n  schedlab compare --db base.db --vs cand.db\n  \
+                  schedlab compare --db all.db --campaign 3 --vs-campaign 7 -o cmp.html\n  \
+                  schedlab compare --db base.db --vs cand.db --format md --expect kernel\n  \
+                  schedlab compare --db base.db --vs cand.db --format json > cmp.json"
+)]
+pub struct CompareArgs {
+    /// The baseline's database.
+    #[arg(long, default_value = "schedlab.db", env = "SCHEDLAB_DB")]
+    pub db: PathBuf,
+    /// The baseline campaign (default: the latest of --db).
+    #[arg(long, value_name = "N")]
+    pub campaign: Option<i64>,
+    /// The candidate's database (default: --db).
+    #[arg(long, value_name = "CANDIDATE_DB")]
+    pub vs: Option<PathBuf>,
+    /// The candidate campaign (default: the latest of --vs).
+    #[arg(long, value_name = "N")]
+    pub vs_campaign: Option<i64>,
+    /// Output format (default: from the -o extension, else html).
+    #[arg(long, value_enum)]
+    pub format: Option<FormatArg>,
+    /// Output file, or "-" for standard output (default: compare.html for HTML, standard output otherwise).
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+    /// Only these metrics, comma-separated (default: all).
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "METRIC,...")]
+    pub metric: Vec<MetricArg>,
+    /// Compare campaigns whose specs differ (the differences are listed first).
+    #[arg(long)]
+    pub force: bool,
+    /// Environment fields meant to differ (e.g. kernel); any other difference is flagged.
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "FIELD,...")]
+    pub expect: Vec<EnvFieldArg>,
+    /// Base seed of the bootstrap intervals (recorded in the output).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub bootstrap_seed: u64,
+    /// Most bootstrap resamples per interval (recorded).
+    #[arg(long, default_value_t = 2000, value_name = "N", value_parser = clap::value_parser!(u64).range(100..=1_000_000))]
+    pub resamples: u64,
+}
+
+impl CompareArgs {
+    /// The library's options.
+    pub fn options(&self) -> crate::report::compare::RunOptions {
+        use crate::report::compare::{CompareOptions, RunOptions};
+        use crate::report::{Format, Metric, Options};
+        let format = Format::resolve(self.format.map(Format::from), self.output.as_deref());
+        let destination = match self.output.as_deref() {
+            Some(p) if p.as_os_str() == "-" => None,
+            Some(p) => Some(p.to_path_buf()),
+            None if format == Format::Html => Some(PathBuf::from("compare.html")),
+            None => None,
+        };
+        RunOptions {
+            db: self.db.clone(),
+            campaign: self.campaign,
+            vs: self.vs.clone(),
+            vs_campaign: self.vs_campaign,
+            format,
+            destination,
+            compare: CompareOptions {
+                analysis: Options {
+                    campaign: None,
+                    metrics: if self.metric.is_empty() {
+                        Metric::ALL.to_vec()
+                    } else {
+                        self.metric.iter().map(|&m| Metric::from(m)).collect()
+                    },
+                    bootstrap_seed: self.bootstrap_seed,
+                    resamples: self.resamples as usize,
+                    gantt_run: None,
+                    by: None,
+                    timeline_run: None,
+                    timeline_window: None,
+                },
+                force: self.force,
+                expect: self.expect.iter().map(|&f| f.into()).collect(),
             },
         }
     }
@@ -834,6 +1054,68 @@ mod report_args_tests {
             assert_eq!(Metric::from(*a), m);
             assert_eq!(a.to_possible_value().unwrap().get_name(), m.name());
         }
+    }
+
+    #[test]
+    fn env_field_arguments_are_the_fields_by_name() {
+        use crate::report::compare::EnvField;
+        let args = EnvFieldArg::value_variants();
+        assert_eq!(args.len(), EnvField::ALL.len());
+        for (a, f) in args.iter().zip(EnvField::ALL) {
+            assert_eq!(EnvField::from(*a), f);
+            assert_eq!(a.to_possible_value().unwrap().get_name(), f.name());
+        }
+    }
+
+    #[test]
+    fn compare_arguments_become_plain_options() {
+        let cli = Cli::try_parse_from([
+            "schedlab",
+            "compare",
+            "--db",
+            "a.db",
+            "--vs",
+            "b.db",
+            "--metric",
+            "wall,nivcsw",
+            "--expect",
+            "kernel,hz",
+            "--force",
+        ])
+        .unwrap();
+        let Command::Compare(args) = cli.command else {
+            panic!("not compare")
+        };
+        let o = args.options();
+        assert_eq!(o.format, Format::Html);
+        assert_eq!(o.destination, Some(PathBuf::from("compare.html")));
+        assert_eq!(o.vs, Some(PathBuf::from("b.db")));
+        assert_eq!((o.campaign, o.vs_campaign), (None, None));
+        assert_eq!(o.compare.analysis.metrics, [Metric::Wall, Metric::Nivcsw]);
+        assert!(o.compare.force);
+        use crate::report::compare::EnvField;
+        assert_eq!(o.compare.expect, [EnvField::Kernel, EnvField::Hz]);
+        let cli = Cli::try_parse_from([
+            "schedlab",
+            "compare",
+            "--db",
+            "all.db",
+            "--campaign",
+            "3",
+            "--vs-campaign",
+            "7",
+            "-o",
+            "c.json",
+        ])
+        .unwrap();
+        let Command::Compare(args) = cli.command else {
+            panic!("not compare")
+        };
+        let o = args.options();
+        assert_eq!((o.campaign, o.vs_campaign, o.vs), (Some(3), Some(7), None));
+        assert_eq!(o.format, Format::Json);
+        assert_eq!(o.compare.analysis.metrics, Metric::ALL);
+        assert!(!o.compare.force);
     }
 
     #[test]

@@ -278,6 +278,7 @@ fn snapshot(rt_runtime_us: i64) -> EnvSnapshot {
         kernel_version: "#1 SMP PREEMPT_DYNAMIC".into(),
         machine: "x86_64".into(),
         hostname: "synthetic".into(),
+        host_id: None,
         cpu_model: "Synthetic CPU".into(),
         cpus_online: 2,
         cpus_allowed: vec![0, 1],

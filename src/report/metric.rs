@@ -1,5 +1,6 @@
-//! The metrics a report can analyse, with their names, units and how each is
-//! obtained from a process row.
+//! The metrics a report can analyse, with their names, units, which way is
+//! better (for `schedlab compare`) and how each is obtained from a process
+//! row.
 
 use serde::Serialize;
 
@@ -32,6 +33,38 @@ pub enum Metric {
     Work,
     /// Run makespan: barrier release to the last worker's end, s.
     Makespan,
+}
+
+/// Which way a metric improves: what `schedlab compare` calls better.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// Times, latencies, switches, waits: less is better.
+    LowerIsBetter,
+    /// Throughput and work rates: more is better.
+    HigherIsBetter,
+}
+
+impl Direction {
+    /// "lower is better".
+    pub fn words(self) -> &'static str {
+        match self {
+            Direction::LowerIsBetter => "lower is better",
+            Direction::HigherIsBetter => "higher is better",
+        }
+    }
+
+    /// Whether going from `from` to `to` is an improvement (None when
+    /// equal or not finite).
+    pub fn improved(self, from: f64, to: f64) -> Option<bool> {
+        if !from.is_finite() || !to.is_finite() || from == to {
+            return None;
+        }
+        Some(match self {
+            Direction::LowerIsBetter => to < from,
+            Direction::HigherIsBetter => to > from,
+        })
+    }
 }
 
 /// Number of per-process metrics (every metric but makespan).
@@ -94,6 +127,27 @@ impl Metric {
             Metric::CpuPct => "%",
             Metric::Wait => "ms",
             Metric::Nvcsw | Metric::Nivcsw | Metric::Timeslices | Metric::Work => "",
+        }
+    }
+
+    /// Which way the metric improves. Times (wall, CPU, on-CPU, makespan),
+    /// run-queue wait and the counts of switches and slices (each one a
+    /// scheduling event that costs the process time) are better lower; work
+    /// done (in a fixed duration: a throughput) and CPU % (the share of its
+    /// lifetime a process spent running rather than waiting) are better
+    /// higher.
+    pub fn direction(self) -> Direction {
+        match self {
+            Metric::Wall
+            | Metric::Utime
+            | Metric::Stime
+            | Metric::Nvcsw
+            | Metric::Nivcsw
+            | Metric::Wait
+            | Metric::Run
+            | Metric::Timeslices
+            | Metric::Makespan => Direction::LowerIsBetter,
+            Metric::CpuPct | Metric::Work => Direction::HigherIsBetter,
         }
     }
 
@@ -164,6 +218,42 @@ mod tests {
         assert_eq!(Metric::parse("cpu_pct"), Some(Metric::CpuPct));
         assert_eq!(Metric::parse("bogus"), None);
         assert!(Metric::names().starts_with("wall, utime"));
+    }
+
+    #[test]
+    fn times_and_counts_are_better_lower_rates_higher() {
+        use Direction::*;
+        let want = [
+            ("wall", LowerIsBetter),
+            ("utime", LowerIsBetter),
+            ("stime", LowerIsBetter),
+            ("cpu_pct", HigherIsBetter),
+            ("nvcsw", LowerIsBetter),
+            ("nivcsw", LowerIsBetter),
+            ("wait", LowerIsBetter),
+            ("run", LowerIsBetter),
+            ("timeslices", LowerIsBetter),
+            ("work", HigherIsBetter),
+            ("makespan", LowerIsBetter),
+        ];
+        assert_eq!(
+            want.len(),
+            Metric::ALL.len(),
+            "every metric has a direction here"
+        );
+        for (name, d) in want {
+            assert_eq!(Metric::parse(name).unwrap().direction(), d, "{name}");
+        }
+        assert_eq!(Metric::Wall.direction().improved(2.0, 1.0), Some(true));
+        assert_eq!(Metric::Wall.direction().improved(1.0, 2.0), Some(false));
+        assert_eq!(Metric::Work.direction().improved(1.0, 2.0), Some(true));
+        assert_eq!(Metric::Work.direction().improved(2.0, 1.0), Some(false));
+        assert_eq!(Metric::Work.direction().improved(2.0, 2.0), None);
+        assert_eq!(Metric::Wall.direction().improved(f64::NAN, 2.0), None);
+        assert_eq!(
+            serde_json::to_value(Direction::LowerIsBetter).unwrap(),
+            "lower_is_better"
+        );
     }
 
     #[test]

@@ -10,6 +10,7 @@
 pub mod analyse;
 pub mod blocks;
 pub mod charts;
+pub mod compare;
 pub mod fmt;
 pub mod html;
 pub mod metric;
@@ -118,10 +119,26 @@ impl Report {
             .filter(|s| s.applies(&self.analysis))
     }
 
-    /// "schedlab report: NAME (campaign N)".
+    /// "schedlab report: NAME (campaign N)", or with `--by` host:
+    /// "schedlab report: NAME (campaigns 1, 4 by host: a, b)".
     pub fn title(&self) -> String {
-        let c = &self.analysis.campaign;
-        format!("schedlab report: {} (campaign {})", c.name, c.id)
+        let a = &self.analysis;
+        let c = &a.campaign;
+        match &a.factors.by {
+            Some(by) => format!(
+                "schedlab report: {} (campaign{} {} by {}: {})",
+                c.name,
+                if c.campaigns.len() == 1 { "" } else { "s" },
+                a.campaign_ids()
+                    .iter()
+                    .map(|i| i.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                by.factor.name(),
+                by.levels.join(", ")
+            ),
+            None => format!("schedlab report: {} (campaign {})", c.name, c.id),
+        }
     }
 
     pub fn html(&self) -> String {

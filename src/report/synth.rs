@@ -55,6 +55,10 @@ pub struct SynthConfig {
     pub noise: f64,
     pub specials: Vec<Special>,
     pub created_unix_ms: i64,
+    /// The machine the campaign was "made" on (hostname, host id); None:
+    /// this machine creates the campaign, and its runs' environment has
+    /// hostname "synthetic" and no host id.
+    pub host: Option<(String, String)>,
 }
 
 impl SynthConfig {
@@ -110,6 +114,7 @@ impl SynthConfig {
                 s("fifo", "copy", 8, "spread", 8, skip()),
             ],
             created_unix_ms: 1_735_732_800_000,
+            host: None,
         }
     }
 
@@ -131,6 +136,7 @@ impl SynthConfig {
             noise: 0.04,
             specials: Vec::new(),
             created_unix_ms: 1_735_732_800_000,
+            host: None,
         }
     }
 
@@ -168,6 +174,7 @@ pub fn synthetic_env(cpus: usize) -> EnvSnapshot {
         kernel_version: "#1 SMP PREEMPT_DYNAMIC".into(),
         machine: "x86_64".into(),
         hostname: "synthetic".into(),
+        host_id: None,
         cpu_model: "Synthetic CPU @ 2.0GHz".into(),
         cpus_online: cpus,
         cpus_allowed: (0..cpus).collect(),
@@ -481,14 +488,27 @@ pub fn create(store: &mut Store, cfg: &SynthConfig) -> Result<(i64, u64)> {
     let toml = cfg.toml();
     let spec = crate::spec::load(&toml, "synthetic", &[]).context("synthetic spec")?;
     let runs = crate::plan::expand(&spec, cfg.seed);
-    let campaign = store.create_campaign(&spec, &toml, &[], cfg.seed, runs.len())?;
+    let campaign = match &cfg.host {
+        None => store.create_campaign(&spec, &toml, &[], cfg.seed, runs.len())?,
+        Some((name, id)) => {
+            let host = crate::store::Host {
+                id: Some(id.clone()),
+                name: name.clone(),
+            };
+            store.create_campaign_on(&host, &spec, &toml, &[], cfg.seed, runs.len())?
+        }
+    };
     store.set_campaign_meta(campaign.id, cfg.created_unix_ms, "0.0.0-synthetic")?;
     let cpus = if cfg.cpus == "all" {
         cfg.machine_cpus
     } else {
         cfg.cpus.split(',').count()
     };
-    let env = synthetic_env(cfg.machine_cpus);
+    let mut env = synthetic_env(cfg.machine_cpus);
+    if let Some((name, id)) = &cfg.host {
+        env.hostname = name.clone();
+        env.host_id = Some(id.clone());
+    }
     let record = |run: &Run| {
         let mut r = measure(cfg, run, &env, cpus);
         if let Some(s) = cfg.specials.iter().find(|s| matches(s, run)) {

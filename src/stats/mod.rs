@@ -10,7 +10,8 @@
 //! - [`summary`]: mean, median, sd, CV, t-interval; type-7 percentiles.
 //! - [`dist`]: normal and Student-t distributions and their special
 //!   functions.
-//! - [`bootstrap`]: seeded percentile-bootstrap CIs of a mean and a ratio.
+//! - [`bootstrap`]: seeded percentile-bootstrap CIs of a mean, a ratio and a
+//!   geometric mean of ratios.
 //! - [`outliers`]: modified z-score and Tukey IQR flags.
 //! - [`hypothesis`]: Welch's t-test, Mann–Whitney U, Holm–Bonferroni.
 //! - [`fairness`]: Jain's index, the kernel nice-to-weight table, predicted
@@ -25,7 +26,9 @@ pub mod outliers;
 pub mod regression;
 pub mod summary;
 
-pub use bootstrap::{bootstrap_mean_ci, bootstrap_ratio_ci};
+pub use bootstrap::{
+    bootstrap_geomean_ratio_ci, bootstrap_mean_ci, bootstrap_ratio_ci, geometric_mean,
+};
 pub use dist::{normal_cdf, normal_quantile, normal_sf, t_cdf, t_quantile, t_sf, t_two_sided_p};
 pub use fairness::{
     SCHED_PRIO_TO_WEIGHT, jain_index, nearest_nice_for_ratio, nice_weight, normalize_shares,

@@ -30,6 +30,14 @@ pub struct ReportCampaign {
     /// The validated spec (JSON), for the order of factor levels.
     #[serde(skip)]
     pub spec_json: String,
+    /// In a report `--by` host or kernel: every campaign of the same spec
+    /// whose runs it holds (this one among them), by id; `planned_runs` is
+    /// then their sum.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub campaigns: Vec<i64>,
+    /// The factor such a report adds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by: Option<RunFactor>,
 }
 
 /// One stored run of a campaign (any status).
@@ -60,6 +68,31 @@ pub struct ReportRun {
     pub other_cpu_pct: Option<f64>,
     /// The EEVDF slice factor (µs) when the campaign swept it.
     pub slice_us: Option<i64>,
+    /// The run's level of the factor a report is made `--by` (its host or
+    /// kernel release); None in a report of one campaign.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+}
+
+/// A property of a run's environment that a report can treat as a factor
+/// of one spec run in several places (`schedlab report --by`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunFactor {
+    /// The machine: its hostname, with the start of its host id when two
+    /// machines share a hostname.
+    Host,
+    /// The kernel release (`uname -r`).
+    Kernel,
+}
+
+impl RunFactor {
+    pub fn name(self) -> &'static str {
+        match self {
+            RunFactor::Host => "host",
+            RunFactor::Kernel => "kernel",
+        }
+    }
 }
 
 /// An environment the runs of a campaign were made in, with how many runs.
@@ -78,6 +111,8 @@ pub struct ReportEnvironment {
     pub cgroup_version: String,
     pub virtualization: String,
     pub schedlab_version: String,
+    /// The machine's hostname (None where an older schedlab recorded none).
+    pub hostname: Option<String>,
 }
 
 /// The measured figures of one worker process of an ok run.
@@ -154,10 +189,54 @@ impl Store {
     where
         F: FnMut(&ReportRun, &[ReportProcess]) -> P,
     {
-        let campaign = self.report_campaign(id)?;
-        let runs = self.report_runs(campaign.id)?;
-        let environments = self.report_environments(campaign.id)?;
-        let work_units = self.report_work_units(campaign.id)?;
+        self.load_report_data_by(id, None, make)
+    }
+
+    /// As [`Store::load_report_data_with`]; with `by`, the runs of every
+    /// campaign of the same spec as campaign `id` (or the latest) are read,
+    /// each labelled with its level of the factor (its host or kernel):
+    /// one spec run on many machines (`schedlab merge`) in one report.
+    pub fn load_report_data_by<P, F>(
+        &self,
+        id: Option<i64>,
+        by: Option<RunFactor>,
+        make: impl FnOnce(&ReportCampaign) -> F,
+    ) -> Result<ReportData<P>>
+    where
+        F: FnMut(&ReportRun, &[ReportProcess]) -> P,
+    {
+        let mut campaign = self.report_campaign(id)?;
+        let ids = match by {
+            None => vec![campaign.id],
+            Some(_) => self.campaigns_of_same_spec(campaign.id)?,
+        };
+        if by.is_some() {
+            // The runs planned are those of every campaign reported.
+            let planned: i64 = self.conn.query_row(
+                &format!(
+                    "SELECT COALESCE(SUM(planned_runs), 0) FROM campaigns WHERE id IN ({})",
+                    id_list(&ids)
+                ),
+                [],
+                |r| r.get(0),
+            )?;
+            campaign.planned_runs = planned.max(0) as u64;
+        }
+        campaign.campaigns = if by.is_some() {
+            ids.clone()
+        } else {
+            Vec::new()
+        };
+        campaign.by = by;
+        let mut runs = self.report_runs(&ids)?;
+        if let Some(f) = by {
+            let levels = self.run_levels(&ids, f)?;
+            for r in &mut runs {
+                r.by = levels.get(&r.id).cloned();
+            }
+        }
+        let environments = self.report_environments(&ids)?;
+        let work_units = self.report_work_units(&ids)?;
         let run_index: std::collections::HashMap<i64, usize> =
             runs.iter().enumerate().map(|(i, r)| (r.id, i)).collect();
         let mut fold = make(&campaign);
@@ -166,7 +245,7 @@ impl Store {
         let mut rows: Vec<ReportProcess> = Vec::new();
         let mut current: Option<usize> = None;
         let mut apart: Option<i64> = None;
-        let process_rows = self.for_each_report_process(campaign.id, |p| {
+        let process_rows = self.for_each_report_process(&ids, |p| {
             let Some(&i) = run_index.get(&p.run_id) else {
                 return;
             };
@@ -221,6 +300,8 @@ impl Store {
                     created_unix_ms: r.get(6)?,
                     schedlab_version: r.get(7)?,
                     spec_json: r.get(8)?,
+                    campaigns: Vec::new(),
+                    by: None,
                 })
             })
             .optional()
@@ -248,19 +329,75 @@ impl Store {
         }
     }
 
-    /// Every stored run of a campaign, any status, in campaign order.
-    pub fn report_runs(&self, campaign_id: i64) -> Result<Vec<ReportRun>> {
+    /// The campaigns of the same spec (identity) as campaign `id`, made on
+    /// any host, by id.
+    pub fn campaigns_of_same_spec(&self, id: i64) -> Result<Vec<i64>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT c.id FROM campaigns c JOIN campaigns me ON me.identity = c.identity
+             WHERE me.id = ?1 ORDER BY c.id",
+        )?;
+        let ids = stmt
+            .query_map([id], |r| r.get::<_, i64>(0))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        if ids.is_empty() {
+            bail!("campaign {id} is not in this database (`schedlab campaigns` lists them)");
+        }
+        Ok(ids)
+    }
+
+    /// Each run's level of `factor`, by run id: its environment's kernel
+    /// release, or its host's name (with the first 8 characters of the host
+    /// id when machines with different ids share that name; "unknown host"
+    /// where an older schedlab recorded none).
+    pub fn run_levels(
+        &self,
+        campaign_ids: &[i64],
+        factor: RunFactor,
+    ) -> Result<std::collections::HashMap<i64, String>> {
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT r.id, e.hostname, e.host_id, e.kernel_release
+             FROM runs r JOIN environments e ON e.id = r.environment_id
+             WHERE r.campaign_id IN ({})",
+            id_list(campaign_ids)
+        ))?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, Option<String>>(1)?,
+                    r.get::<_, Option<String>>(2)?,
+                    r.get::<_, String>(3)?,
+                ))
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(match factor {
+            RunFactor::Kernel => rows.into_iter().map(|(id, _, _, k)| (id, k)).collect(),
+            RunFactor::Host => {
+                let hosts: Vec<(Option<String>, Option<String>)> = rows
+                    .iter()
+                    .map(|(_, n, h, _)| (n.clone(), h.clone()))
+                    .collect();
+                rows.into_iter()
+                    .map(|(id, name, host_id, _)| (id, host_label(&hosts, name, host_id)))
+                    .collect()
+            }
+        })
+    }
+
+    /// Every stored run of some campaigns, any status, in campaign order.
+    pub fn report_runs(&self, campaign_ids: &[i64]) -> Result<Vec<ReportRun>> {
         let mut stmt = self
             .conn
-            .prepare(
+            .prepare(&format!(
                 "SELECT id, seq, policy, workload, workload_kind, processes, priority_mode, cpus, cpu_list,
                     rt_runtime_us, rep, status, reason, makespan_ns, cpu_util, load_avg_1m, environment_id,
                     others_runnable, steal_pct, other_cpu_pct, slice_us
-             FROM runs WHERE campaign_id = ?1 ORDER BY seq, id",
-            )
+             FROM runs WHERE campaign_id IN ({}) ORDER BY seq, id",
+                id_list(campaign_ids)
+            ))
             .context(SCHEMA_MISMATCH)?;
         let rows = stmt
-            .query_map([campaign_id], |r| {
+            .query_map([], |r| {
                 Ok(ReportRun {
                     id: r.get(0)?,
                     seq: r.get(1)?,
@@ -283,6 +420,7 @@ impl Store {
                     steal_pct: r.get(18)?,
                     other_cpu_pct: r.get(19)?,
                     slice_us: r.get(20)?,
+                    by: None,
                 })
             })?
             .collect::<rusqlite::Result<Vec<_>>>()
@@ -290,17 +428,19 @@ impl Store {
         Ok(rows)
     }
 
-    /// The environments of a campaign's runs, with the number of runs in each.
-    pub fn report_environments(&self, campaign_id: i64) -> Result<Vec<ReportEnvironment>> {
-        let mut stmt = self.conn.prepare(
+    /// The environments of some campaigns' runs, with the number of runs in
+    /// each.
+    pub fn report_environments(&self, campaign_ids: &[i64]) -> Result<Vec<ReportEnvironment>> {
+        let mut stmt = self.conn.prepare(&format!(
             "SELECT e.id, COUNT(r.id), e.kernel_release, e.cpu_model, e.cpus_online, e.hz, e.preempt_model,
                     e.sched_rt_runtime_us, e.sched_rt_period_us, e.sched_rr_timeslice_ms, e.cgroup_version,
-                    e.virtualization, e.schedlab_version
+                    e.virtualization, e.schedlab_version, e.hostname
              FROM environments e JOIN runs r ON r.environment_id = e.id
-             WHERE r.campaign_id = ?1 GROUP BY e.id ORDER BY MIN(r.seq)",
-        )?;
+             WHERE r.campaign_id IN ({}) GROUP BY e.id ORDER BY MIN(r.seq), e.id",
+            id_list(campaign_ids)
+        ))?;
         let rows = stmt
-            .query_map([campaign_id], |r| {
+            .query_map([], |r| {
                 Ok(ReportEnvironment {
                     id: r.get(0)?,
                     runs: r.get(1)?,
@@ -315,6 +455,7 @@ impl Store {
                     cgroup_version: r.get(10)?,
                     virtualization: r.get(11)?,
                     schedlab_version: r.get(12)?,
+                    hostname: r.get(13)?,
                 })
             })?
             .collect::<rusqlite::Result<Vec<_>>>()
@@ -322,16 +463,46 @@ impl Store {
         Ok(rows)
     }
 
-    /// The unit of `work` of each workload of a campaign ("iterations",
-    /// "bytes", …), from one process of one run of it.
-    pub fn report_work_units(&self, campaign_id: i64) -> Result<Vec<(String, String)>> {
+    /// The sched_ext state recorded with each environment of a campaign's
+    /// runs (`/sys/kernel/sched_ext/state`; None where the kernel had no
+    /// sched_ext), by environment id.
+    pub fn report_sched_ext(&self, campaign_id: i64) -> Result<Vec<(i64, Option<String>)>> {
         let mut stmt = self.conn.prepare(
-            "SELECT w.workload, (SELECT p.work_unit FROM processes p WHERE p.run_id = w.run LIMIT 1)
-             FROM (SELECT workload, MIN(id) AS run FROM runs WHERE campaign_id = ?1 AND status = 'ok'
-                   GROUP BY workload) w",
+            "SELECT e.id, e.json FROM environments e
+             WHERE e.id IN (SELECT DISTINCT environment_id FROM runs WHERE campaign_id = ?1) ORDER BY e.id",
         )?;
         let rows = stmt
             .query_map([campaign_id], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .context("reading environments")?;
+        Ok(rows
+            .into_iter()
+            .map(|(id, text)| {
+                let state = serde_json::from_str::<serde_json::Value>(&text)
+                    .ok()
+                    .and_then(|v| {
+                        v.get("sched_ext")
+                            .and_then(|s| s.as_str())
+                            .map(String::from)
+                    });
+                (id, state)
+            })
+            .collect())
+    }
+
+    /// The unit of `work` of each workload of a campaign ("iterations",
+    /// "bytes", …), from one process of one run of it.
+    pub fn report_work_units(&self, campaign_ids: &[i64]) -> Result<Vec<(String, String)>> {
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT w.workload, (SELECT p.work_unit FROM processes p WHERE p.run_id = w.run LIMIT 1)
+             FROM (SELECT workload, MIN(id) AS run FROM runs WHERE campaign_id IN ({}) AND status = 'ok'
+                   GROUP BY workload) w",
+            id_list(campaign_ids)
+        ))?;
+        let rows = stmt
+            .query_map([], |r| {
                 Ok((
                     r.get::<_, String>(0)?,
                     r.get::<_, Option<String>>(1)?.unwrap_or_default(),
@@ -347,20 +518,21 @@ impl Store {
     /// number of rows.
     pub fn for_each_report_process(
         &self,
-        campaign_id: i64,
+        campaign_ids: &[i64],
         mut f: impl FnMut(&ReportProcess),
     ) -> Result<u64> {
         let mut stmt = self
             .conn
-            .prepare(
+            .prepare(&format!(
                 "SELECT p.run_id, p.process_index, p.nice, p.rt_priority, p.wall_ns, p.utime_us, p.stime_us, p.nvcsw,
                     p.nivcsw, p.run_ns, p.wait_ns, p.timeslices, p.work, p.end_ns
              FROM runs r JOIN processes p ON p.run_id = r.id
-             WHERE r.campaign_id = ?1 AND r.status = 'ok' AND p.role = 'worker'
+             WHERE r.campaign_id IN ({}) AND r.status = 'ok' AND p.role = 'worker'
              ORDER BY r.id, p.process_index",
-            )
+                id_list(campaign_ids)
+            ))
             .context(SCHEMA_MISMATCH)?;
-        let mut rows = stmt.query([campaign_id])?;
+        let mut rows = stmt.query([])?;
         let mut n = 0u64;
         let u = |v: i64| v.max(0) as u64;
         while let Some(r) = rows.next()? {
@@ -498,5 +670,59 @@ impl Store {
             params![campaign_id, created_unix_ms, schedlab_version],
         )?;
         Ok(())
+    }
+}
+
+/// Campaign ids for an SQL `IN (…)` list (integers: nothing to escape).
+fn id_list(ids: &[i64]) -> String {
+    ids.iter()
+        .map(|i| i.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A host as a factor level: its name, with the first 8 characters of its
+/// id when `hosts` (every run's (name, id)) has another id under that name.
+fn host_label(
+    hosts: &[(Option<String>, Option<String>)],
+    name: Option<String>,
+    id: Option<String>,
+) -> String {
+    let shown = name
+        .clone()
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| "unknown host".to_string());
+    let shared = hosts.iter().any(|(n, i)| *n == name && *i != id);
+    match (shared, id) {
+        (true, Some(id)) => format!("{shown} ({})", id.chars().take(8).collect::<String>()),
+        (true, None) => format!("{shown} (no host id)"),
+        (false, _) => shown,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::host_label;
+
+    #[test]
+    fn hosts_sharing_a_name_are_told_apart_by_id() {
+        let s = |v: &str| Some(v.to_string());
+        let hosts = vec![
+            (s("a"), s("11111111-aaaa")),
+            (s("b"), s("22222222-bbbb")),
+            (s("b"), s("33333333-cccc")),
+            (s("c"), None),
+        ];
+        assert_eq!(host_label(&hosts, s("a"), s("11111111-aaaa")), "a");
+        assert_eq!(
+            host_label(&hosts, s("b"), s("22222222-bbbb")),
+            "b (22222222)"
+        );
+        assert_eq!(
+            host_label(&hosts, s("b"), s("33333333-cccc")),
+            "b (33333333)"
+        );
+        assert_eq!(host_label(&hosts, s("c"), None), "c");
+        assert_eq!(host_label(&hosts, None, None), "unknown host");
     }
 }

@@ -36,17 +36,19 @@ pub fn rq_wait_per_slice_us(wait_ns: Option<i64>, timeslices: Option<i64>) -> Op
 }
 
 impl Store {
-    /// The primary latency of every worker of the campaign's ok runs.
-    pub fn campaign_latency(&self, campaign_id: i64) -> Result<Vec<ProcessLatency>> {
-        let mut stmt = self.conn.prepare(
+    /// The primary latency of every worker of the campaigns' ok runs.
+    pub fn campaign_latency(&self, campaign_ids: &[i64]) -> Result<Vec<ProcessLatency>> {
+        let ids: Vec<String> = campaign_ids.iter().map(|i| i.to_string()).collect();
+        let mut stmt = self.conn.prepare(&format!(
             "SELECT l.run_id, l.process_index, l.name, l.histogram, p.wait_ns, p.timeslices, p.figures_json
              FROM latency l
              JOIN runs r ON r.id = l.run_id
              JOIN processes p ON p.run_id = l.run_id AND p.process_index = l.process_index
-             WHERE r.campaign_id = ?1 AND r.status = 'ok' AND l.is_primary = 1 AND p.role = 'worker'
+             WHERE r.campaign_id IN ({}) AND r.status = 'ok' AND l.is_primary = 1 AND p.role = 'worker'
              ORDER BY l.run_id, l.process_index",
-        )?;
-        let mut rows = stmt.query([campaign_id])?;
+            ids.join(", ")
+        ))?;
+        let mut rows = stmt.query([])?;
         let mut out = Vec::new();
         while let Some(r) = rows.next()? {
             let run_id: i64 = r.get(0)?;

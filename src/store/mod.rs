@@ -4,6 +4,7 @@
 
 mod analysis;
 mod latency;
+pub mod merge;
 pub use latency::{ProcessLatency, rq_wait_per_slice_us};
 mod schema;
 mod trace;
@@ -21,7 +22,7 @@ use crate::sys::envinfo::EnvSnapshot;
 use crate::workload::latency::Latency;
 
 pub use analysis::{
-    ReportCampaign, ReportData, ReportEnvironment, ReportProcess, ReportRun, ReportUsage,
+    ReportCampaign, ReportData, ReportEnvironment, ReportProcess, ReportRun, ReportUsage, RunFactor,
 };
 pub use schema::MIGRATIONS;
 
@@ -33,12 +34,47 @@ pub struct Store {
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Campaign {
     pub id: i64,
+    /// Stable across databases (`schedlab merge` keys campaigns by it).
+    pub uuid: String,
     pub name: String,
     pub seed: u64,
     pub scale: f64,
     pub planned_runs: u64,
     pub created_unix_ms: i64,
+    /// The host that created it; None for campaigns stored before host ids.
+    pub host_id: Option<String>,
+    pub hostname: Option<String>,
 }
+
+/// A machine: its stable id ([`crate::sys::hostid`], None when it has
+/// none) and its hostname. Campaigns are resumed on the host that created
+/// them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Host {
+    pub id: Option<String>,
+    pub name: String,
+}
+
+impl Host {
+    /// The host an environment snapshot was captured on.
+    pub fn of(env: &EnvSnapshot) -> Host {
+        Host {
+            id: env.host_id.clone(),
+            name: env.hostname.clone(),
+        }
+    }
+
+    /// This machine.
+    pub fn this() -> Host {
+        Host {
+            id: crate::sys::hostid::host_id(),
+            name: crate::sys::envinfo::hostname(),
+        }
+    }
+}
+
+/// The columns of [`campaign_from_row`], in order.
+const CAMPAIGN_COLUMNS: &str = "c.id, c.uuid, c.name, c.seed, c.scale, c.planned_runs, c.created_unix_ms, c.host_id, c.hostname";
 
 /// A campaign with its progress, for listings.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -48,6 +84,13 @@ pub struct CampaignSummary {
     pub failed: u64,
     pub timed_out: u64,
     pub skipped: u64,
+}
+
+impl CampaignSummary {
+    /// Stored runs, any status.
+    pub fn total_runs(&self) -> u64 {
+        self.ok + self.failed + self.timed_out + self.skipped
+    }
 }
 
 /// One row of an export: one process of one run (or one row for a run
@@ -116,6 +159,13 @@ pub struct ExportRow {
     pub slice_us: Option<i64>,
     /// The slice the kernel reported for the process, ns.
     pub slice_ns: Option<i64>,
+    /// The campaign's UUID (stable across databases).
+    pub campaign_uuid: String,
+    /// The host the run was measured on (its environment's), None where a
+    /// database of an older schedlab did not record it.
+    pub hostname: Option<String>,
+    pub host_id: Option<String>,
+    pub kernel_release: String,
     /// The run's trace, when it was traced.
     pub trace: Option<ExportTrace>,
 }
@@ -162,9 +212,11 @@ const EXPORT_SQL: &str = "SELECT c.id, c.name, r.id, r.run_key, r.seq, r.policy,
         p.wall_ns, p.utime_us, p.stime_us, p.nvcsw, p.nivcsw, p.minflt, p.majflt, p.maxrss_kb, p.run_ns,
         p.wait_ns, p.timeslices, p.work, p.work_unit, p.figures_json, p.exit, p.ok, p.stderr_tail,
         l.count, l.p50_ns, l.p90_ns, l.p99_ns, l.p999_ns, l.max_ns, r.slice_us, p.slice_ns,
+        c.uuid, e.hostname, e.host_id, e.kernel_release,
         tc.lost_events, tc.unusable, tp.slices, tp.slice_p50_ns, tp.slice_p99_ns, tp.slice_max_ns,
         tp.oncpu_ns, tp.preempted, tp.yielded, tp.voluntary, tp.migrations, tp.wake_p50_ns, tp.wake_p99_ns
      FROM runs r JOIN campaigns c ON c.id = r.campaign_id
+     JOIN environments e ON e.id = r.environment_id
      LEFT JOIN processes p ON p.run_id = r.id
      LEFT JOIN latency l ON l.run_id = p.run_id AND l.process_index = p.process_index
          AND l.is_primary = 1
@@ -351,12 +403,43 @@ impl Store {
     }
 
     /// Apply the migrations the database lacks, each in its transaction.
+    ///
+    /// Foreign keys are off meanwhile, as SQLite's procedure for changing a
+    /// table's constraints requires: a migration that rebuilds a table
+    /// (create the new one, copy, drop the old, rename) would otherwise
+    /// delete the rows referring to it (`ON DELETE CASCADE`) when it drops
+    /// the old one. Each migration ends with a foreign key check, so none
+    /// can leave a dangling reference behind.
     fn migrate(&mut self) -> Result<()> {
         let version = self.schema_version()?;
+        if version >= MIGRATIONS.len() as i64 {
+            return Ok(());
+        }
+        let fk: bool = self
+            .conn
+            .query_row("PRAGMA foreign_keys", [], |r| r.get(0))?;
+        self.conn.execute_batch("PRAGMA foreign_keys = OFF;")?;
+        let result = self.apply_migrations(version);
+        if fk {
+            self.conn.execute_batch("PRAGMA foreign_keys = ON;")?;
+        }
+        result
+    }
+
+    fn apply_migrations(&mut self, version: i64) -> Result<()> {
         for (n, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
             let tx = self.conn.transaction()?;
             tx.execute_batch(sql)
                 .with_context(|| format!("schema migration {}", n + 1))?;
+            let dangling: Option<String> = tx
+                .query_row("PRAGMA foreign_key_check", [], |r| r.get(0))
+                .optional()?;
+            if let Some(table) = dangling {
+                bail!(
+                    "schema migration {} left rows of table {table} referring to missing rows; nothing was changed",
+                    n + 1
+                );
+            }
             tx.pragma_update(None, "user_version", (n + 1) as i64)?;
             tx.commit()?;
         }
@@ -369,20 +452,39 @@ impl Store {
             .query_row("PRAGMA user_version", [], |r| r.get(0))?)
     }
 
-    /// The campaign of this spec, if one exists already.
-    pub fn find_campaign(&self, spec: &Spec) -> Result<Option<Campaign>> {
+    /// The campaign of this spec made on `host`, if one exists already: the
+    /// one to resume. A database holds one campaign per spec and host (more
+    /// after `schedlab merge`); a campaign stored before host ids (no host
+    /// id) is this host's unless it recorded another hostname.
+    pub fn find_campaign(&self, spec: &Spec, host: &Host) -> Result<Option<Campaign>> {
         let id = identity(spec);
         self.conn
             .query_row(
-                "SELECT id, name, seed, scale, planned_runs, created_unix_ms FROM campaigns WHERE identity = ?1",
-                [&id],
+                &format!(
+                    "SELECT {CAMPAIGN_COLUMNS} FROM campaigns c
+                     WHERE c.identity = ?1
+                       AND (c.host_id = ?2 OR (c.host_id IS NULL AND (c.hostname IS NULL OR c.hostname = ?3)))
+                     ORDER BY c.host_id IS NULL, c.id DESC LIMIT 1"
+                ),
+                params![id, host.id, host.name],
                 campaign_from_row,
             )
             .optional()
             .context("reading campaigns")
     }
 
-    /// Create the campaign of this spec with its seed and run count.
+    /// Record `host` as the creator of a campaign stored before host ids
+    /// (when resumed there), so that it stays this host's after a merge.
+    pub fn claim_campaign(&mut self, campaign_id: i64, host: &Host) -> Result<()> {
+        self.conn.execute(
+            "UPDATE campaigns SET host_id = ?2, hostname = ?3 WHERE id = ?1 AND host_id IS NULL",
+            params![campaign_id, host.id, host.name],
+        )?;
+        Ok(())
+    }
+
+    /// Create the campaign of this spec on this machine with its seed and
+    /// run count.
     pub fn create_campaign(
         &mut self,
         spec: &Spec,
@@ -391,11 +493,32 @@ impl Store {
         seed: u64,
         planned_runs: usize,
     ) -> Result<Campaign> {
+        self.create_campaign_on(
+            &Host::this(),
+            spec,
+            spec_toml,
+            overrides,
+            seed,
+            planned_runs,
+        )
+    }
+
+    /// Create the campaign of this spec made on `host`, with a fresh UUID.
+    pub fn create_campaign_on(
+        &mut self,
+        host: &Host,
+        spec: &Spec,
+        spec_toml: &str,
+        overrides: &[String],
+        seed: u64,
+        planned_runs: usize,
+    ) -> Result<Campaign> {
         let now = unix_ms();
+        let uuid = uuid::Uuid::new_v4().to_string();
         self.conn.execute(
             "INSERT INTO campaigns (name, description, identity, seed, scale, planned_runs, spec_json, spec_toml,
-                                    overrides, created_unix_ms, schedlab_version)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                                    overrides, created_unix_ms, schedlab_version, uuid, host_id, hostname)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
             params![
                 spec.name,
                 spec.description,
@@ -408,15 +531,21 @@ impl Store {
                 serde_json::to_string(overrides)?,
                 now,
                 env!("CARGO_PKG_VERSION"),
+                uuid,
+                host.id,
+                host.name,
             ],
         )?;
         Ok(Campaign {
             id: self.conn.last_insert_rowid(),
+            uuid,
             name: spec.name.clone(),
             seed,
             scale: spec.scale,
             planned_runs: planned_runs as u64,
             created_unix_ms: now,
+            host_id: host.id.clone(),
+            hostname: Some(host.name.clone()),
         })
     }
 
@@ -464,8 +593,8 @@ impl Store {
         tx.execute(
             "INSERT INTO environments (fingerprint, kernel_release, cpu_model, cpus_online, hz, preempt_model,
                  sched_rt_runtime_us, sched_rt_period_us, sched_rr_timeslice_ms, cgroup_version, virtualization,
-                 schedlab_version, json)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                 schedlab_version, json, host_id, hostname)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
             params![
                 fingerprint,
                 env.kernel_release,
@@ -480,6 +609,8 @@ impl Store {
                 env.virtualization,
                 env.schedlab_version,
                 json,
+                env.host_id,
+                env.hostname,
             ],
         )?;
         Ok(tx.last_insert_rowid())
@@ -645,21 +776,21 @@ impl Store {
 
     /// Every campaign with counts of its runs by status.
     pub fn campaigns(&self) -> Result<Vec<CampaignSummary>> {
-        let mut stmt = self.conn.prepare(
-            "SELECT c.id, c.name, c.seed, c.scale, c.planned_runs, c.created_unix_ms,
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT {CAMPAIGN_COLUMNS},
                     COALESCE(SUM(r.status = 'ok'), 0), COALESCE(SUM(r.status = 'failed'), 0),
                     COALESCE(SUM(r.status = 'timed_out'), 0), COALESCE(SUM(r.status = 'skipped'), 0)
              FROM campaigns c LEFT JOIN runs r ON r.campaign_id = c.id
-             GROUP BY c.id ORDER BY c.id",
-        )?;
+             GROUP BY c.id ORDER BY c.id"
+        ))?;
         let rows = stmt
             .query_map([], |r| {
                 Ok(CampaignSummary {
                     campaign: campaign_from_row(r)?,
-                    ok: r.get::<_, i64>(6)? as u64,
-                    failed: r.get::<_, i64>(7)? as u64,
-                    timed_out: r.get::<_, i64>(8)? as u64,
-                    skipped: r.get::<_, i64>(9)? as u64,
+                    ok: r.get::<_, i64>(9)? as u64,
+                    failed: r.get::<_, i64>(10)? as u64,
+                    timed_out: r.get::<_, i64>(11)? as u64,
+                    skipped: r.get::<_, i64>(12)? as u64,
                 })
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
@@ -776,22 +907,26 @@ impl Store {
                 },
                 slice_us: r.get(61)?,
                 slice_ns: r.get(62)?,
-                trace: match r.get::<_, Option<i64>>(63)? {
+                campaign_uuid: r.get(63)?,
+                hostname: r.get(64)?,
+                host_id: r.get(65)?,
+                kernel_release: r.get(66)?,
+                trace: match r.get::<_, Option<i64>>(67)? {
                     None => None,
                     Some(lost_events) => Some(ExportTrace {
                         lost_events,
-                        unusable: r.get(64)?,
-                        slices: r.get(65)?,
-                        slice_p50_ns: r.get(66)?,
-                        slice_p99_ns: r.get(67)?,
-                        slice_max_ns: r.get(68)?,
-                        oncpu_ns: r.get(69)?,
-                        preempted: r.get(70)?,
-                        yielded: r.get(71)?,
-                        voluntary: r.get(72)?,
-                        migrations: r.get(73)?,
-                        wake_p50_ns: r.get(74)?,
-                        wake_p99_ns: r.get(75)?,
+                        unusable: r.get(68)?,
+                        slices: r.get(69)?,
+                        slice_p50_ns: r.get(70)?,
+                        slice_p99_ns: r.get(71)?,
+                        slice_max_ns: r.get(72)?,
+                        oncpu_ns: r.get(73)?,
+                        preempted: r.get(74)?,
+                        yielded: r.get(75)?,
+                        voluntary: r.get(76)?,
+                        migrations: r.get(77)?,
+                        wake_p50_ns: r.get(78)?,
+                        wake_p99_ns: r.get(79)?,
                     }),
                 },
             };
@@ -881,14 +1016,18 @@ fn immutable_uri(path: &Path) -> String {
     uri
 }
 
+/// A campaign from the columns [`CAMPAIGN_COLUMNS`] (first in the row).
 fn campaign_from_row(r: &rusqlite::Row) -> rusqlite::Result<Campaign> {
     Ok(Campaign {
         id: r.get(0)?,
-        name: r.get(1)?,
-        seed: r.get::<_, i64>(2)? as u64,
-        scale: r.get(3)?,
-        planned_runs: r.get::<_, i64>(4)? as u64,
-        created_unix_ms: r.get(5)?,
+        uuid: r.get(1)?,
+        name: r.get(2)?,
+        seed: r.get::<_, i64>(3)? as u64,
+        scale: r.get(4)?,
+        planned_runs: r.get::<_, i64>(5)? as u64,
+        created_unix_ms: r.get(6)?,
+        host_id: r.get(7)?,
+        hostname: r.get(8)?,
     })
 }
 

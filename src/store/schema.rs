@@ -150,7 +150,61 @@ pub const MIGRATIONS: &[&str] = &[
     ALTER TABLE runs ADD COLUMN slice_us INTEGER;
     ALTER TABLE processes ADD COLUMN slice_ns INTEGER;
     "#,
-    // 5: kernel scheduling traces (`--trace`). One capture per traced run
+    // 5 (many hosts; numbered 6 when the trace tables come first): every
+    // campaign gets a UUID, stable across databases (`merge` keys campaigns
+    // by it), and the host that created it; every environment the host it
+    // was captured on. The spec identity stops being unique: one spec run on
+    // two hosts is two campaigns of one store. SQLite cannot drop a UNIQUE
+    // constraint, so `campaigns` is rebuilt (with foreign keys off, see
+    // `Store::migrate`; every row and id kept).
+    //
+    // Existing campaigns get a UUID (version 8) derived from what they
+    // already hold, the same every time the migration runs: a database
+    // upgraded in memory for reading (`merge` of an older file) gives the
+    // same UUIDs as the file upgraded in place, so merging it twice adds
+    // nothing. It is the spec identity's first 48 bits, 24 bits of the
+    // shuffle seed and the creation time in ms. Their host id is unknown
+    // (NULL); their hostname is the one their first run recorded.
+    r#"
+    CREATE TABLE campaigns_new (
+        id               INTEGER PRIMARY KEY,
+        name             TEXT NOT NULL,
+        description      TEXT NOT NULL DEFAULT '',
+        identity         TEXT NOT NULL,          -- sha256 of the resolved spec
+        seed             INTEGER NOT NULL,       -- the shuffle seed used
+        scale            REAL NOT NULL,
+        planned_runs     INTEGER NOT NULL,
+        spec_json        TEXT NOT NULL,          -- the validated spec
+        spec_toml        TEXT NOT NULL,          -- the text it came from
+        overrides        TEXT NOT NULL DEFAULT '[]',
+        created_unix_ms  INTEGER NOT NULL,
+        schedlab_version TEXT NOT NULL,
+        uuid             TEXT NOT NULL UNIQUE,   -- stable across databases
+        host_id          TEXT,                   -- the machine that created it (sys::hostid); NULL: unknown
+        hostname         TEXT                    -- its hostname then
+    );
+    INSERT INTO campaigns_new (id, name, description, identity, seed, scale, planned_runs, spec_json, spec_toml,
+                               overrides, created_unix_ms, schedlab_version, uuid, host_id, hostname)
+    SELECT c.id, c.name, c.description, c.identity, c.seed, c.scale, c.planned_runs, c.spec_json, c.spec_toml,
+           c.overrides, c.created_unix_ms, c.schedlab_version,
+           lower(substr(c.identity, 1, 8) || '-' || substr(c.identity, 9, 4) || '-8'
+                 || substr(substr(printf('%016x', c.seed), -6), 1, 3) || '-'
+                 || substr('89ab', 1 + (instr('0123456789abcdef', lower(substr(c.identity, 13, 1))) + 15) % 4, 1)
+                 || substr(substr(printf('%016x', c.seed), -6), 4, 3) || '-'
+                 || substr(printf('%012x', c.created_unix_ms), -12)),
+           NULL,
+           (SELECT json_extract(e.json, '$.hostname') FROM runs r JOIN environments e ON e.id = r.environment_id
+            WHERE r.campaign_id = c.id ORDER BY r.seq, r.id LIMIT 1)
+    FROM campaigns c;
+    DROP TABLE campaigns;
+    ALTER TABLE campaigns_new RENAME TO campaigns;
+    CREATE INDEX campaigns_by_identity ON campaigns (identity, host_id);
+
+    ALTER TABLE environments ADD COLUMN host_id TEXT;    -- NULL: captured before host ids
+    ALTER TABLE environments ADD COLUMN hostname TEXT;
+    UPDATE environments SET hostname = json_extract(json, '$.hostname');
+    "#,
+    // 6: kernel scheduling traces (`--trace`). One capture per traced run
     // with the raw events (trace::blob), the tasks' names, and what is
     // derived from them: slices, wake-ups, per-process and per-CPU figures.
     r#"

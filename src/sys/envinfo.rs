@@ -22,6 +22,10 @@ pub struct EnvSnapshot {
     /// `uname -m`.
     pub machine: String,
     pub hostname: String,
+    /// This machine's stable id ([`crate::sys::hostid`]); None when none
+    /// could be read or kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_id: Option<String>,
     /// First "model name" of /proc/cpuinfo, or "unknown".
     pub cpu_model: String,
     /// `sysconf(_SC_NPROCESSORS_ONLN)`.
@@ -90,6 +94,7 @@ pub fn capture() -> EnvSnapshot {
         hostname: uts
             .as_ref()
             .map_or_else(String::new, |u| u.nodename.clone()),
+        host_id: crate::sys::hostid::host_id(),
         cpu_model: parse_cpuinfo_model(&cpuinfo).unwrap_or_else(|| "unknown".to_string()),
         cpus_online: cpus_online(),
         cpus_allowed: crate::sys::sched::get_affinity(0).unwrap_or_default(),
@@ -119,6 +124,11 @@ pub fn capture() -> EnvSnapshot {
         kernel_release,
         kernel_version,
     }
+}
+
+/// This machine's hostname (`uname -n`), empty when unknown.
+pub fn hostname() -> String {
+    uname().map_or_else(String::new, |u| u.nodename)
 }
 
 struct Uname {
@@ -558,6 +568,12 @@ pub fn render_text(env: &EnvSnapshot, privs: &Privileges) -> String {
             ),
         ),
         ("hostname", env.hostname.clone()),
+        (
+            "host id",
+            env.host_id.clone().unwrap_or_else(|| {
+                "unknown (no /etc/machine-id, no writable state directory)".into()
+            }),
+        ),
         ("cpu", format!("{} × {}", env.cpu_model, env.cpus_online)),
         (
             "allowed cpus",
@@ -893,6 +909,7 @@ mod tests {
             kernel_version: "#1 SMP PREEMPT_DYNAMIC".into(),
             machine: "x86_64".into(),
             hostname: "vm".into(),
+            host_id: None,
             cpu_model: "Intel(R) Xeon(R) Processor".into(),
             cpus_online: 2,
             cpus_allowed: vec![0, 1],

@@ -9,6 +9,7 @@ pub mod envinfo;
 pub mod events;
 pub mod fds;
 pub mod fsinfo;
+pub mod hostid;
 pub mod knobs;
 pub mod limits;
 pub mod pmqos;

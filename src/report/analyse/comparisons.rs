@@ -55,7 +55,7 @@ pub struct Comparison {
 }
 
 /// Smallest two-sided exact Mann–Whitney p for sizes (m, n): 2 / C(m+n, m).
-pub(super) fn min_exact_p(m: usize, n: usize) -> f64 {
+pub(crate) fn min_exact_p(m: usize, n: usize) -> f64 {
     let mut c = 1.0_f64;
     for i in 0..m.min(n) {
         c = c * (m + n - i) as f64 / (i + 1) as f64;

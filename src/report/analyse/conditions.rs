@@ -88,12 +88,12 @@ pub(super) fn cpu_count(list: &str) -> usize {
 /// The seed of one bootstrap interval: the base seed XOR an FNV-1a hash of
 /// its label, kept to 53 bits so that JSON readers using doubles see it
 /// exactly.
-pub(super) fn seed_for(opts: &Options, label: &str) -> u64 {
+pub(crate) fn seed_for(opts: &Options, label: &str) -> u64 {
     (opts.bootstrap_seed ^ fnv1a(label)) & ((1 << 53) - 1)
 }
 
 /// Resamples for a bootstrap over `n` values in total.
-pub(super) fn resamples_for(max: usize, n: usize) -> usize {
+pub(crate) fn resamples_for(max: usize, n: usize) -> usize {
     (BOOTSTRAP_BUDGET / n.max(1)).clamp(MIN_RESAMPLES.min(max), max.max(1))
 }
 

@@ -3,7 +3,7 @@
 
 use super::policy_label;
 use crate::policy::Policy;
-use crate::store::ReportRun;
+use crate::store::{ReportRun, RunFactor};
 use serde::Serialize;
 use std::collections::HashMap;
 
@@ -30,6 +30,17 @@ pub struct Factors {
     /// EEVDF slices swept (µs), when the campaign sweeps them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub slice_us: Vec<i64>,
+    /// In a report `--by` host or kernel: that factor and its levels, by
+    /// name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by: Option<ByLevels>,
+}
+
+/// The levels of the factor a report is made `--by`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ByLevels {
+    pub factor: RunFactor,
+    pub levels: Vec<String>,
 }
 
 /// Everything of a condition but the policy: policies are compared within
@@ -43,6 +54,9 @@ pub struct GroupKey {
     pub rt_runtime_us: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slice_us: Option<i64>,
+    /// The host or kernel, in a report `--by` one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
 }
 
 /// A group of conditions that differ only in policy.
@@ -130,6 +144,7 @@ pub(super) fn factors(
     runs: &[ReportRun],
     order: &SpecOrder,
     units: &HashMap<String, String>,
+    by: Option<RunFactor>,
 ) -> Factors {
     let mut policies: Vec<String> = Vec::new();
     let mut workloads: Vec<String> = Vec::new();
@@ -176,7 +191,14 @@ pub(super) fn factors(
     processes.sort_unstable();
     rts.sort_unstable();
     slices.sort_unstable();
+    let by = by.map(|factor| {
+        let mut levels: Vec<String> = runs.iter().filter_map(|r| r.by.clone()).collect();
+        levels.sort();
+        levels.dedup();
+        ByLevels { factor, levels }
+    });
     Factors {
+        by,
         policies,
         workloads: workloads
             .iter()
@@ -219,6 +241,9 @@ pub fn group_label(k: &GroupKey, factors: &Factors) -> String {
     if let Some(v) = k.slice_us {
         s.push_str(&format!(", slice {v} µs"));
     }
+    if let (Some(level), Some(by)) = (&k.by, &factors.by) {
+        s.push_str(&format!(", {} {level}", by.factor.name()));
+    }
     s
 }
 
@@ -231,6 +256,7 @@ pub(super) fn group_key(r: &ReportRun) -> GroupKey {
         cpus: r.cpus.clone(),
         rt_runtime_us: r.rt_runtime_us,
         slice_us: r.slice_us,
+        by: r.by.clone(),
     }
 }
 
@@ -260,6 +286,7 @@ pub(super) struct Grouping {
 pub(super) fn group(runs: &[ReportRun], factors: &Factors) -> Grouping {
     let pos = |v: &[String], x: &str| v.iter().position(|y| y == x).unwrap_or(usize::MAX);
     let workloads: Vec<String> = factors.workloads.iter().map(|w| w.name.clone()).collect();
+    let by_levels: &[String] = factors.by.as_ref().map_or(&[], |b| &b.levels);
     let mut keyed: Vec<(GroupKey, String)> = Vec::new();
     let mut cond_of_run: Vec<usize> = Vec::with_capacity(runs.len());
     let mut cond_index: HashMap<(GroupKey, String), usize> = HashMap::new();
@@ -280,6 +307,7 @@ pub(super) fn group(runs: &[ReportRun], factors: &Factors) -> Grouping {
             pos(&factors.cpus, &g.cpus),
             g.rt_runtime_us,
             g.slice_us,
+            g.by.as_deref().map_or(0, |l| pos(by_levels, l)),
             pos(&factors.policies, p),
         )
     };

@@ -29,13 +29,15 @@ use std::collections::HashMap;
 
 use super::metric::Metric;
 use crate::store::{
-    ReportCampaign, ReportData, ReportEnvironment, ReportProcess, ReportRun, Store,
+    ReportCampaign, ReportData, ReportEnvironment, ReportProcess, ReportRun, RunFactor, Store,
 };
 
+pub(crate) use comparisons::min_exact_p;
 pub use comparisons::{Comparison, Verdict, mw_method, unreachable};
 pub use conditions::{Cell, CiMethod, Condition, Interval, mean_interval, ratio_interval};
+pub(crate) use conditions::{resamples_for, seed_for};
 pub use fairness::{Fairness, ShareCheck, ShareRow};
-pub use groups::{Factors, Group, GroupKey, WorkloadInfo, group_label};
+pub use groups::{ByLevels, Factors, Group, GroupKey, WorkloadInfo, group_label};
 pub use outliers::Outlier;
 pub use runs::{
     InterferenceSummary, LoadSummary, OTHER_CPU_NOTE_PCT, OTHERS_RUNNABLE_NOTE, ProblemRun,
@@ -88,6 +90,9 @@ pub struct Options {
     /// The part of its trace drawn (default: the first
     /// [`crate::report::sections::details::DEFAULT_WINDOW_NS`]).
     pub timeline_window: Option<crate::report::window::TimeWindow>,
+    /// Report every campaign of the campaign's spec, from any host, with
+    /// the host or kernel as a factor (`--by`).
+    pub by: Option<RunFactor>,
 }
 
 impl Default for Options {
@@ -100,6 +105,7 @@ impl Default for Options {
             gantt_run: None,
             timeline_run: None,
             timeline_window: None,
+            by: None,
         }
     }
 }
@@ -148,6 +154,16 @@ pub struct Analysis {
 }
 
 impl Analysis {
+    /// The campaigns whose runs the analysis holds: the campaign, or in a
+    /// report `--by` host or kernel every campaign of its spec.
+    pub fn campaign_ids(&self) -> Vec<i64> {
+        if self.campaign.campaigns.is_empty() {
+            vec![self.campaign.id]
+        } else {
+            self.campaign.campaigns.clone()
+        }
+    }
+
     /// Position of a metric among the analysed ones.
     pub fn metric_index(&self, m: Metric) -> Option<usize> {
         self.settings.metrics.iter().position(|&x| x == m)
@@ -255,7 +271,7 @@ fn settings(opts: &Options) -> Settings {
 /// Analyse a campaign of the store (`opts.campaign`, or the latest),
 /// folding each run's process rows as they are read.
 pub fn analyse(store: &Store, opts: &Options) -> Result<Analysis> {
-    let data = store.load_report_data_with(opts.campaign, |c| {
+    let data = store.load_report_data_by(opts.campaign, opts.by, |c| {
         let timed = groups::spec_order(&c.spec_json).timed;
         move |run: &ReportRun, rows: &[ReportProcess]| runs::fold_run(run, rows, &timed)
     })?;
@@ -305,7 +321,7 @@ fn analyse_values(data: ReportData<Option<runs::RunValues>>, opts: &Options) -> 
     let units: HashMap<String, String> = work_units.into_iter().collect();
 
     let order = groups::spec_order(&campaign.spec_json);
-    let factors = groups::factors(&runs, &order, &units);
+    let factors = groups::factors(&runs, &order, &units, campaign.by);
     let grouping = groups::group(&runs, &factors);
     let (counts, problems) = runs::statuses(&runs, &factors);
     let (conditions, cond_runs) =

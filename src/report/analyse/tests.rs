@@ -322,6 +322,7 @@ fn mem_run(id: i64, policy: &str, rep: i64, status: &str, makespan_s: f64) -> Re
         steal_pct: None,
         other_cpu_pct: None,
         slice_us: None,
+        by: None,
     }
 }
 
@@ -377,6 +378,8 @@ fn mem_campaign() -> ReportData {
             created_unix_ms: 0,
             schedlab_version: "0.1.0".into(),
             spec_json: r#"{"policies": ["other", "fifo"]}"#.into(),
+            campaigns: Vec::new(),
+            by: None,
         },
         runs,
         process_rows: 24,

@@ -54,12 +54,12 @@ pub struct Needs {
     pub processes: Vec<i64>,
     /// Runs whose WRR slices are read.
     pub slices: Vec<i64>,
-    /// The campaign whose latency histograms are read.
-    pub latency_of: Option<i64>,
-    /// The campaign whose traced runs' figures are read, with the process
+    /// The campaigns whose latency histograms are read (none: not read).
+    pub latency_of: Vec<i64>,
+    /// The campaigns whose traced runs' figures are read, with the process
     /// rows and (unless `latency_of` reads them all) latency histograms of
     /// those runs.
-    pub traces_of: Option<i64>,
+    pub traces_of: Vec<i64>,
     /// A traced run's slices in a window (needs `traces_of`).
     pub timeline: Option<TimelineNeed>,
 }
@@ -100,11 +100,13 @@ impl RunDetails {
         for &id in &needs.slices {
             d.slices.insert(id, store.slices(id)?);
         }
-        if let Some(campaign) = needs.latency_of {
-            d.latency = store.campaign_latency(campaign)?;
+        if !needs.latency_of.is_empty() {
+            d.latency = store.campaign_latency(&needs.latency_of)?;
         }
-        if let Some(campaign) = needs.traces_of {
-            d.traces = store.campaign_traces(campaign)?;
+        if !needs.traces_of.is_empty() {
+            for &campaign in &needs.traces_of {
+                d.traces.extend(store.campaign_traces(campaign)?);
+            }
             let missing: Vec<i64> = d
                 .traces
                 .iter()
@@ -118,17 +120,17 @@ impl RunDetails {
             }
             // The workload's own latency of the traced runs, to set beside
             // the trace's (read only when there are traced runs).
-            if needs.latency_of.is_none() && !d.traces.is_empty() {
+            if needs.latency_of.is_empty() && !d.traces.is_empty() {
                 let traced: std::collections::HashSet<i64> =
                     d.traces.iter().map(|t| t.info.run_id).collect();
                 d.latency = store
-                    .campaign_latency(campaign)?
+                    .campaign_latency(&needs.traces_of)?
                     .into_iter()
                     .filter(|l| traced.contains(&l.run_id))
                     .collect();
             }
             if let Some(need) = &needs.timeline {
-                d.timeline = timeline(store, &d.traces, need, campaign)?;
+                d.timeline = timeline(store, &d.traces, need, &needs.traces_of)?;
             }
         }
         Ok(d)
@@ -151,8 +153,13 @@ fn timeline(
     store: &Store,
     traces: &[RunTrace],
     need: &TimelineNeed,
-    campaign: i64,
+    campaigns: &[i64],
 ) -> Result<Option<Timeline>> {
+    let campaign = campaigns
+        .iter()
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
     let info = match need.run {
         Some(id) => match traces.iter().find(|t| t.info.run_id == id) {
             Some(t) => t.info.clone(),

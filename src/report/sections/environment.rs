@@ -45,7 +45,7 @@ fn env_table(a: &Analysis) -> (Vec<String>, Vec<Vec<String>>) {
             format!("environment {}", i + 1)
         });
     }
-    let rows = fields
+    let mut rows: Vec<Vec<String>> = fields
         .iter()
         .map(|(name, f)| {
             let mut r = vec![name.to_string()];
@@ -53,6 +53,24 @@ fn env_table(a: &Analysis) -> (Vec<String>, Vec<Vec<String>>) {
             r
         })
         .collect();
+    // A report of many machines (`--by`) says which environment is whose,
+    // by the host's level when the hosts are the factor (machines sharing
+    // a hostname are told apart there).
+    if let Some(by) = &a.factors.by {
+        let mut r = vec!["host".to_string()];
+        r.extend(a.environments.iter().map(|e| {
+            let level = a
+                .runs
+                .iter()
+                .find(|r| r.environment_id == e.id)
+                .and_then(|r| r.by.clone())
+                .filter(|_| by.factor == crate::store::RunFactor::Host);
+            level
+                .or_else(|| e.hostname.clone())
+                .unwrap_or_else(|| "unknown".into())
+        }));
+        rows.insert(1, r);
+    }
     (headers, rows)
 }
 

@@ -141,7 +141,7 @@ impl Section for LatencySection {
 
     fn needs(&self, a: &Analysis) -> Needs {
         Needs {
-            latency_of: Some(a.campaign.id),
+            latency_of: a.campaign_ids(),
             ..Needs::default()
         }
     }

@@ -611,6 +611,7 @@ mod tests {
                 steal_pct: None,
                 other_cpu_pct: None,
                 slice_us: None,
+                by: None,
             })
             .collect();
         let details = RunDetails {
@@ -632,6 +633,8 @@ mod tests {
                 created_unix_ms: 0,
                 schedlab_version: "0.1.0".into(),
                 spec_json: "{}".into(),
+                campaigns: Vec::new(),
+                by: None,
             },
             processes: runs.iter().map(|_| Vec::new()).collect(),
             runs,

@@ -7,12 +7,13 @@
 //! The toolkit knows nothing of schedulers (the report's colours per policy
 //! are in `report::charts`). Layout: `scale` (ticks, linear and log maps),
 //! `frame` (root element, title, legend, axes) and one file per chart kind:
-//! `bar`, `spread`, `line`, `scatter`, `gantt`.
+//! `bar`, `spread`, `line`, `scatter`, `gantt`, `forest`.
 //!
 //! Colours are the Okabe–Ito palette (distinguishable with the common forms
 //! of colour blindness), without its yellow, which is unreadable on white.
 
 mod bar;
+mod forest;
 mod frame;
 mod gantt;
 mod line;
@@ -23,6 +24,7 @@ mod spread;
 mod tests;
 
 pub use bar::{Bar, BarChart};
+pub use forest::{ForestChart, ForestRow};
 pub use gantt::{GanttBar, GanttChart, GanttRow};
 pub use line::{Line, LineChart, LinePoint};
 pub use scale::{Scale, Ticks, log_ticks, nice_ticks};
@@ -48,7 +50,8 @@ pub struct Meta {
     /// The chart's kind, also its CSS class: "bars", "spread", "scaling",
     /// "fairness", "shares"; the special sections' "weights-work",
     /// "weights-time", "weights-error", "gantt", "rt-throughput", "rt-hog",
-    /// "matmul-mflops", "matmul-average".
+    /// "matmul-mflops", "matmul-average"; `compare`'s "compare-ratio" and
+    /// "compare-forest".
     pub kind: &'static str,
     pub id: String,
     /// `data-*` attributes (metric, workload, …), in order.

@@ -213,7 +213,7 @@ impl Section for TraceSection {
 
     fn needs(&self, a: &Analysis) -> Needs {
         Needs {
-            traces_of: Some(a.campaign.id),
+            traces_of: a.campaign_ids(),
             timeline: Some(self.timeline_need.clone()),
             ..Needs::default()
         }

@@ -1,6 +1,7 @@
-//! Exports of stored runs for other tools: CSV (one row per process per run)
-//! and JSON (the same rows as an array of objects with the same keys, one
-//! object per line).
+//! Exports of stored runs for other tools: CSV (one row per process per run),
+//! JSON (the same rows as an array of objects with the same keys, one
+//! object per line) and Parquet (the same rows and columns, typed:
+//! [`COLUMN_TYPES`]; `parquet.rs`).
 //!
 //! Rows are written one at a time as the store reads them
 //! ([`Exporter::row`]), so an export never holds a campaign in memory. The
@@ -11,6 +12,8 @@
 use anyhow::Result;
 use serde_json::Value;
 use std::io::Write;
+
+pub mod parquet;
 
 use crate::record::Usage;
 use crate::store::{ExportLatency, ExportRow, ExportTrace, rq_wait_per_slice_us};
@@ -81,6 +84,10 @@ pub const COLUMNS: &[&str] = &[
     "rq_wait_per_slice_us",
     "slice_us",
     "slice_ns",
+    "campaign_uuid",
+    "hostname",
+    "host_id",
+    "kernel_release",
     "trace_lost_events",
     "trace_usable",
     "trace_slices",
@@ -96,10 +103,109 @@ pub const COLUMNS: &[&str] = &[
     "trace_wake_p99_us",
 ];
 
+/// The type of a column's values (Parquet: INT64, DOUBLE, STRING).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Int,
+    Real,
+    Text,
+}
+
+/// Whether a column may be empty (null).
+pub const NULLABLE: bool = true;
+pub const REQUIRED: bool = false;
+
+/// Each of [`COLUMNS`] (in the same order) with its type and whether it
+/// may be empty; `fig_*` columns are all `Real`, nullable. README's "Using
+/// the data" documents this schema.
+pub const COLUMN_TYPES: &[(&str, Kind, bool)] = &[
+    ("campaign", Kind::Int, REQUIRED),
+    ("run", Kind::Int, REQUIRED),
+    ("policy", Kind::Text, REQUIRED),
+    ("workload", Kind::Text, REQUIRED),
+    ("processes", Kind::Int, REQUIRED),
+    ("priority_mode", Kind::Text, REQUIRED),
+    ("cpus", Kind::Text, REQUIRED),
+    ("rep", Kind::Int, REQUIRED),
+    ("process_index", Kind::Int, NULLABLE),
+    ("nice", Kind::Int, NULLABLE),
+    ("rt_priority", Kind::Int, NULLABLE),
+    ("wall_ns", Kind::Int, NULLABLE),
+    ("utime_us", Kind::Int, NULLABLE),
+    ("stime_us", Kind::Int, NULLABLE),
+    ("nvcsw", Kind::Int, NULLABLE),
+    ("nivcsw", Kind::Int, NULLABLE),
+    ("run_ns", Kind::Int, NULLABLE),
+    ("wait_ns", Kind::Int, NULLABLE),
+    ("timeslices", Kind::Int, NULLABLE),
+    ("work", Kind::Int, NULLABLE),
+    ("status", Kind::Text, REQUIRED),
+    ("campaign_name", Kind::Text, REQUIRED),
+    ("run_key", Kind::Text, REQUIRED),
+    ("seq", Kind::Int, REQUIRED),
+    ("workload_kind", Kind::Text, REQUIRED),
+    ("scale", Kind::Real, NULLABLE),
+    ("reason", Kind::Text, REQUIRED),
+    ("makespan_ns", Kind::Int, NULLABLE),
+    ("cpu_util", Kind::Real, NULLABLE),
+    ("pid", Kind::Int, NULLABLE),
+    ("start_ns", Kind::Int, NULLABLE),
+    ("end_ns", Kind::Int, NULLABLE),
+    ("minflt", Kind::Int, NULLABLE),
+    ("majflt", Kind::Int, NULLABLE),
+    ("maxrss_kb", Kind::Int, NULLABLE),
+    ("work_unit", Kind::Text, NULLABLE),
+    ("exit", Kind::Text, NULLABLE),
+    ("role", Kind::Text, NULLABLE),
+    ("rt_runtime_us", Kind::Int, NULLABLE),
+    ("cpu_list", Kind::Text, REQUIRED),
+    ("started_unix_ms", Kind::Int, REQUIRED),
+    ("load_avg_1m", Kind::Real, NULLABLE),
+    ("environment_id", Kind::Int, REQUIRED),
+    ("process_policy", Kind::Text, NULLABLE),
+    ("weight", Kind::Int, NULLABLE),
+    ("dl_runtime_ns", Kind::Int, NULLABLE),
+    ("dl_deadline_ns", Kind::Int, NULLABLE),
+    ("dl_period_ns", Kind::Int, NULLABLE),
+    ("ok", Kind::Int, NULLABLE),
+    ("stderr_tail", Kind::Text, NULLABLE),
+    ("extra_json", Kind::Text, REQUIRED),
+    ("others_runnable", Kind::Int, NULLABLE),
+    ("steal_pct", Kind::Real, NULLABLE),
+    ("other_cpu_pct", Kind::Real, NULLABLE),
+    ("lat_count", Kind::Int, NULLABLE),
+    ("lat_p50_us", Kind::Real, NULLABLE),
+    ("lat_p90_us", Kind::Real, NULLABLE),
+    ("lat_p99_us", Kind::Real, NULLABLE),
+    ("lat_p999_us", Kind::Real, NULLABLE),
+    ("lat_max_us", Kind::Real, NULLABLE),
+    ("rq_wait_per_slice_us", Kind::Real, NULLABLE),
+    ("slice_us", Kind::Int, NULLABLE),
+    ("slice_ns", Kind::Int, NULLABLE),
+    ("campaign_uuid", Kind::Text, REQUIRED),
+    ("hostname", Kind::Text, NULLABLE),
+    ("host_id", Kind::Text, NULLABLE),
+    ("kernel_release", Kind::Text, REQUIRED),
+    ("trace_lost_events", Kind::Int, NULLABLE),
+    ("trace_usable", Kind::Int, NULLABLE),
+    ("trace_slices", Kind::Int, NULLABLE),
+    ("trace_slice_p50_us", Kind::Real, NULLABLE),
+    ("trace_slice_p99_us", Kind::Real, NULLABLE),
+    ("trace_slice_max_us", Kind::Real, NULLABLE),
+    ("trace_oncpu_ms", Kind::Real, NULLABLE),
+    ("trace_preempted", Kind::Int, NULLABLE),
+    ("trace_yielded", Kind::Int, NULLABLE),
+    ("trace_voluntary", Kind::Int, NULLABLE),
+    ("trace_migrations", Kind::Int, NULLABLE),
+    ("trace_wake_p50_us", Kind::Real, NULLABLE),
+    ("trace_wake_p99_us", Kind::Real, NULLABLE),
+];
+
 /// The prefix of a workload figure's column.
 pub const FIGURE_PREFIX: &str = "fig_";
 
-/// The output format.
+/// The output format of the row-by-row text exports (Parquet is written
+/// by [`parquet::ParquetExporter`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     Csv,
@@ -195,6 +301,10 @@ fn fixed(r: &ExportRow) -> Vec<Value> {
         real(rq_wait_per_slice_us(r.wait_ns, r.timeslices)),
         int(r.slice_us),
         int(r.slice_ns),
+        Value::from(r.campaign_uuid.as_str()),
+        text(r.hostname.as_deref()),
+        text(r.host_id.as_deref()),
+        Value::from(r.kernel_release.as_str()),
         int(r.trace.as_ref().map(|t| t.lost_events)),
         int(r.trace.as_ref().map(|t| i64::from(!t.unusable))),
         trace_int(r, |t| t.slices),
@@ -326,7 +436,7 @@ impl<'a> Exporter<'a> {
 mod tests {
     use super::*;
 
-    fn row() -> ExportRow {
+    pub(super) fn row() -> ExportRow {
         ExportRow {
             campaign: 1,
             campaign_name: "c".into(),
@@ -389,6 +499,10 @@ mod tests {
             slice_ns: None,
             trace: None,
             stderr_tail: Some(String::new()),
+            campaign_uuid: "c0ffee00-0000-4000-8000-000000000001".into(),
+            hostname: Some("host-a".into()),
+            host_id: None,
+            kernel_release: "6.18.0".into(),
         }
     }
 
@@ -401,6 +515,29 @@ mod tests {
         }
         assert_eq!(e.finish().unwrap(), rows.len() as u64);
         String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn every_column_has_the_type_of_its_values() {
+        let names: Vec<&str> = COLUMN_TYPES.iter().map(|c| c.0).collect();
+        assert_eq!(names, COLUMNS);
+        let mut empty = row();
+        empty.process_index = None;
+        empty.usage = None;
+        empty.pid = None;
+        empty.hostname = None;
+        for r in [row(), empty] {
+            for ((name, kind, nullable), v) in COLUMN_TYPES.iter().zip(fixed(&r)) {
+                let fits = match (kind, &v) {
+                    (_, Value::Null) => *nullable,
+                    (Kind::Int, Value::Number(n)) => n.is_i64(),
+                    (Kind::Real, Value::Number(_)) => true,
+                    (Kind::Text, Value::String(_)) => true,
+                    _ => false,
+                };
+                assert!(fits, "{name}: {v:?} is not {kind:?} (nullable {nullable})");
+            }
+        }
     }
 
     #[test]

@@ -1,0 +1,162 @@
+//! `schedlab compare`: did the candidate (another kernel, sysctl,
+//! scheduler, machine) make things better or worse than the baseline, and
+//! is the difference real?
+//!
+//! Data flow: each side's campaign is loaded and analysed through the
+//! report ([`crate::report::analyse`], from [`Store`]); [`analyse`] matches
+//! their conditions by factor values and computes every statistic (pure,
+//! unit-tested without a database); [`render`] builds the page once as the
+//! report's blocks and renders it to HTML, Markdown or JSON.
+//! `environment` and `spec_diff` say what differs besides the thing under
+//! test; `planted` makes synthetic pairs with known effects for the tests.
+
+pub mod analyse;
+pub mod charts;
+pub mod environment;
+pub mod planted;
+pub mod render;
+pub mod spec_diff;
+#[cfg(test)]
+mod tests;
+
+use anyhow::{Context, Result};
+use std::io::Write as _;
+use std::path::PathBuf;
+
+use super::{Analysis, Format};
+use crate::store::Store;
+
+pub use analyse::{CompareError, CompareOptions, Comparison, Input, Row, Verdict, compare};
+pub use environment::EnvField;
+
+/// What `schedlab compare` does, from the command line's arguments.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunOptions {
+    /// The baseline's database.
+    pub db: PathBuf,
+    /// The baseline campaign (default: the latest of `db`).
+    pub campaign: Option<i64>,
+    /// The candidate's database (default: `db`).
+    pub vs: Option<PathBuf>,
+    /// The candidate campaign (default: the latest of its database).
+    pub vs_campaign: Option<i64>,
+    pub format: Format,
+    /// Output file, or None for standard output.
+    pub destination: Option<PathBuf>,
+    pub compare: CompareOptions,
+}
+
+/// One side loaded and analysed.
+struct Loaded {
+    db: String,
+    analysis: Analysis,
+    sched_ext: Vec<Option<String>>,
+}
+
+fn load(store: &Store, db: String, campaign: Option<i64>, opts: &CompareOptions) -> Result<Loaded> {
+    let analysis = super::analyse(
+        store,
+        &super::Options {
+            campaign,
+            ..opts.analysis.clone()
+        },
+    )
+    .with_context(|| format!("analysing {db}"))?;
+    let states = store.report_sched_ext(analysis.campaign.id)?;
+    let sched_ext = analysis
+        .environments
+        .iter()
+        .map(|e| {
+            states
+                .iter()
+                .find(|(id, _)| *id == e.id)
+                .and_then(|(_, s)| s.clone())
+        })
+        .collect();
+    Ok(Loaded {
+        db,
+        analysis,
+        sched_ext,
+    })
+}
+
+fn input(l: &Loaded) -> Input<'_> {
+    Input {
+        db: &l.db,
+        analysis: &l.analysis,
+        sched_ext: &l.sched_ext,
+    }
+}
+
+/// Load both sides and compare them.
+pub fn build(opts: &RunOptions) -> Result<Comparison> {
+    if opts.vs.is_none() && opts.vs_campaign.is_none() {
+        return Err(CompareError::NoCandidate.into());
+    }
+    let base_store = Store::open_existing(&opts.db)?;
+    let base_name = crate::out::path(&opts.db);
+    let base = load(&base_store, base_name.clone(), opts.campaign, &opts.compare)?;
+    let cand = match &opts.vs {
+        Some(vs) => {
+            let same_file = match (std::fs::canonicalize(&opts.db), std::fs::canonicalize(vs)) {
+                (Ok(a), Ok(b)) => a == b,
+                _ => false,
+            };
+            let store = Store::open_existing(vs)?;
+            let name = if same_file {
+                base_name
+            } else {
+                crate::out::path(vs)
+            };
+            load(&store, name, opts.vs_campaign, &opts.compare)?
+        }
+        None => load(&base_store, base_name, opts.vs_campaign, &opts.compare)?,
+    };
+    Ok(compare(input(&base), input(&cand), &opts.compare)?)
+}
+
+/// `schedlab compare`: compare two campaigns and write the result. Returns
+/// the process exit code.
+pub fn run(opts: RunOptions) -> Result<i32> {
+    let c = build(&opts)?;
+    for r in c.unexpected_environment() {
+        note!(
+            "warning: the environments differ in {} ({} → {}), which --expect does not name",
+            r.field.label(),
+            crate::out::esc(&r.baseline),
+            crate::out::esc(&r.candidate)
+        );
+    }
+    if !c.spec_differences.is_empty() {
+        note!(
+            "warning: the specs differ in {} key{} (compared because of --force; listed first in the output)",
+            c.spec_differences.len(),
+            if c.spec_differences.len() == 1 {
+                ""
+            } else {
+                "s"
+            }
+        );
+    }
+    let text = render::render(&c, opts.format);
+    match &opts.destination {
+        None => {
+            let mut out = crate::out::stdout();
+            out.write_all(text.as_bytes())?;
+            out.flush()?;
+        }
+        Some(path) => {
+            std::fs::write(path, text.as_bytes())
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            note!(
+                "wrote {}: {} comparisons (condition × metric): {} better, {} worse, {} not separated",
+                crate::out::path(path),
+                c.comparisons.len(),
+                c.count(Verdict::Better),
+                c.count(Verdict::Worse),
+                c.count(Verdict::NotSeparated)
+            );
+        }
+    }
+    Ok(0)
+}

@@ -1,0 +1,510 @@
+//! A comparison as the report's format-neutral blocks, built once and
+//! rendered to one self-contained HTML page (with charts), Markdown, or
+//! JSON (every number).
+
+use serde_json::{Value, json};
+use std::fmt::Write as _;
+
+use super::analyse::{Comparison, MetricSummary, Row, Verdict};
+use super::charts::{forest, ratio_chart};
+use crate::report::blocks::{self, Block, Figure};
+use crate::report::fmt;
+use crate::report::html;
+use crate::report::sections::Table;
+
+/// A part of the page: anchor, heading, body.
+pub struct Part {
+    pub id: &'static str,
+    pub title: &'static str,
+    pub blocks: Vec<Block>,
+}
+
+/// "“quick” (campaign 3 of base.db)".
+fn side_name(s: &super::analyse::Side) -> String {
+    format!(
+        "“{}” (campaign {} of {})",
+        s.campaign.name, s.campaign.id, s.db
+    )
+}
+
+pub fn title(c: &Comparison) -> String {
+    format!(
+        "schedlab compare: campaign {} of {} → campaign {} of {}",
+        c.baseline.campaign.id, c.baseline.db, c.candidate.campaign.id, c.candidate.db
+    )
+}
+
+fn opt_p(p: Option<f64>) -> String {
+    p.map_or_else(|| "–".into(), fmt::p)
+}
+
+fn cv(v: Option<f64>) -> String {
+    v.map_or_else(|| "–".into(), |v| format!("{}%", fmt::sig(100.0 * v, 2)))
+}
+
+fn mean(v: Option<f64>, unit: &str) -> String {
+    v.map_or_else(|| "–".into(), |m| fmt::with_unit(m, unit))
+}
+
+/// The finding of one row in words.
+pub fn sentence(r: &Row) -> String {
+    let verb = if r.metric.plural() { "are" } else { "is" };
+    let p = r.p_adjusted.map_or_else(|| "p –".into(), fmt::p_eq);
+    format!(
+        "{}: {} {verb} {} the baseline's ({}, {p}, n = {} vs {}){}",
+        r.condition,
+        r.metric.label(),
+        match r.ratio {
+            Some(x) => format!("{}×", fmt::ratio(x)),
+            None => format!("{} against", mean(r.candidate_mean, &r.unit)),
+        },
+        match (r.ci_low, r.ci_high) {
+            (Some(l), Some(h)) => format!("95% CI {}–{}", fmt::ratio(l), fmt::ratio(h)),
+            _ => "no interval".into(),
+        },
+        r.n_baseline,
+        r.n_candidate,
+        match r.verdict {
+            Verdict::Better => " — better",
+            Verdict::Worse => " — worse",
+            Verdict::NotSeparated => "",
+        }
+    )
+}
+
+fn differences(c: &Comparison) -> Part {
+    let mut b = Vec::new();
+    b.push(Block::p(format!(
+        "Baseline: {}, {} ok runs of {}. Candidate: {}, {} ok runs of {}. Every ratio is candidate / baseline \
+         (the baseline is 1.00).",
+        side_name(&c.baseline),
+        c.baseline.ok_runs,
+        c.baseline.runs,
+        side_name(&c.candidate),
+        c.candidate.ok_runs,
+        c.candidate.runs
+    )));
+    if !c.spec_differences.is_empty() {
+        b.push(Block::Notes(vec![format!(
+            "The specs differ in {} key{}: compared because of --force, condition by condition where the factor \
+             values match.",
+            c.spec_differences.len(),
+            if c.spec_differences.len() == 1 { "" } else { "s" }
+        )]));
+        b.push(Block::table(Table {
+            title: "Spec differences".into(),
+            headers: vec!["key".into(), "baseline".into(), "candidate".into()],
+            numeric: Vec::new(),
+            rows: c
+                .spec_differences
+                .iter()
+                .map(|d| {
+                    let s = |v: &Option<String>| v.clone().unwrap_or_else(|| "(absent)".into());
+                    vec![d.path.clone(), s(&d.baseline), s(&d.candidate)]
+                })
+                .collect(),
+        }));
+    }
+    let unexpected = c.unexpected_environment();
+    if !unexpected.is_empty() {
+        b.push(Block::Notes(
+            unexpected
+                .iter()
+                .map(|r| {
+                    format!(
+                        "The environments differ in {} ({} → {}), which --expect does not name: any difference \
+                         below may come from it too.",
+                        r.field.label(),
+                        r.baseline,
+                        r.candidate
+                    )
+                })
+                .collect(),
+        ));
+    }
+    let rows: Vec<&super::environment::EnvRow> = c.environment.iter().collect();
+    b.push(Block::Table {
+        table: Table {
+            title: "Environment".into(),
+            headers: vec![
+                "".into(),
+                "baseline".into(),
+                "candidate".into(),
+                "difference".into(),
+            ],
+            numeric: Vec::new(),
+            rows: rows
+                .iter()
+                .map(|r| {
+                    vec![
+                        r.field.label().to_string(),
+                        r.baseline.clone(),
+                        r.candidate.clone(),
+                        match (r.differs, r.expected) {
+                            (false, _) => String::new(),
+                            (true, true) => "differs (expected)".into(),
+                            (true, false) => "differs, not expected".into(),
+                        },
+                    ]
+                })
+                .collect(),
+        },
+        row_class: rows
+            .iter()
+            .map(|r| r.unexpected().then_some("flag"))
+            .collect(),
+    });
+    for (which, list) in [
+        ("baseline", &c.only_in_baseline),
+        ("candidate", &c.only_in_candidate),
+    ] {
+        if !list.is_empty() {
+            b.push(Block::RunIn {
+                title: format!("Only in the {which} (not compared)"),
+                text: list.join("; "),
+            });
+        }
+    }
+    Part {
+        id: "differences",
+        title: "What differs",
+        blocks: b,
+    }
+}
+
+fn summary_table(c: &Comparison) -> Table {
+    Table {
+        title: String::new(),
+        headers: [
+            "metric",
+            "better when",
+            "conditions",
+            "geometric mean",
+            "95% CI",
+            "overall",
+            "better",
+            "worse",
+            "not separated",
+        ]
+        .map(String::from)
+        .to_vec(),
+        numeric: vec![false, false, true, true, true, false, true, true, true],
+        rows: c
+            .summary
+            .iter()
+            .map(|s: &MetricSummary| {
+                vec![
+                    s.metric.name().to_string(),
+                    s.direction
+                        .words()
+                        .trim_end_matches(" is better")
+                        .to_string(),
+                    s.conditions.to_string(),
+                    s.geomean_ratio.map_or_else(|| "–".into(), fmt::ratio),
+                    match (s.ci_low, s.ci_high) {
+                        (Some(l), Some(h)) => format!("{}–{}", fmt::ratio(l), fmt::ratio(h)),
+                        _ => "–".into(),
+                    },
+                    s.verdict.name().to_string(),
+                    s.better.to_string(),
+                    s.worse.to_string(),
+                    s.not_separated.to_string(),
+                ]
+            })
+            .collect(),
+    }
+}
+
+fn summary(c: &Comparison) -> Part {
+    let n = c.comparisons.len();
+    let (better, worse) = (c.count(Verdict::Better), c.count(Verdict::Worse));
+    let tested = c.comparisons.iter().filter(|r| r.p.is_some()).count();
+    let mut b = vec![
+        Block::Facts(vec![
+            (better.to_string(), "better".into()),
+            (worse.to_string(), "worse".into()),
+            ((n - better - worse).to_string(), "not separated".into()),
+            (n.to_string(), "condition × metric".into()),
+        ]),
+        Block::md_only(vec![Block::p(format!(
+            "{better} better, {worse} worse, {} not separated of {n} comparisons (condition × metric).",
+            n - better - worse
+        ))]),
+    ];
+    let unreachable = c.unreachable();
+    if unreachable > 0 {
+        b.push(Block::Notes(vec![format!(
+            "{} of the {tested} tested comparisons have too few runs to ever reach significance: the smallest \
+             p an exact Mann–Whitney test of so few runs can give, times the {tested} comparisons of Holm's \
+             correction, is not below {}. Run more repetitions (10 a side or more), or compare fewer metrics \
+             (--metric).",
+            if unreachable == tested {
+                "All".to_string()
+            } else {
+                unreachable.to_string()
+            },
+            c.alpha
+        )]));
+    }
+    if tested < n {
+        b.push(Block::Notes(vec![format!(
+            "{} of the {n} comparisons have fewer than 3 runs on a side: not tested, so never separated.",
+            n - tested
+        )]));
+    }
+    let found: Vec<String> = c
+        .comparisons
+        .iter()
+        .filter(|r| r.verdict != Verdict::NotSeparated)
+        .map(sentence)
+        .collect();
+    if found.is_empty() {
+        b.push(Block::p(
+            "No difference survives Holm's correction: the data do not separate the candidate from the baseline \
+             on any condition and metric.",
+        ));
+    } else {
+        b.push(Block::List {
+            class: Some("findings"),
+            item_class: None,
+            items: found,
+        });
+    }
+    b.push(Block::Title("Geometric mean per metric".into()));
+    b.push(Block::table(summary_table(c)));
+    if let Some(f) = forest(c) {
+        b.push(Block::html_only(vec![Block::Figures(vec![Figure {
+            svg: f.render(),
+            caption: "Geometric mean over the matched conditions of each metric's ratio, with its 95% bootstrap \
+                      interval (every condition's runs resampled). Right of the dashed line the candidate's \
+                      values are higher."
+                .into(),
+        }])]));
+    }
+    Part {
+        id: "summary",
+        title: "Summary",
+        blocks: b,
+    }
+}
+
+const ROW_HEADERS: [&str; 12] = [
+    "condition",
+    "n",
+    "baseline",
+    "candidate",
+    "ratio",
+    "95% CI",
+    "CV base",
+    "CV cand",
+    "MW p",
+    "Holm p",
+    "verdict",
+    "noise > change",
+];
+
+fn metric_rows(c: &Comparison, m: crate::report::Metric) -> (Table, Vec<Option<&'static str>>) {
+    let rows: Vec<&Row> = c.rows_of(m).collect();
+    let mut table_rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.condition.clone(),
+                format!("{}/{}", r.n_baseline, r.n_candidate),
+                mean(r.baseline_mean, &r.unit),
+                mean(r.candidate_mean, &r.unit),
+                r.ratio.map_or_else(|| "–".into(), fmt::ratio),
+                match (r.ci_low, r.ci_high) {
+                    (Some(l), Some(h)) => format!("{}–{}", fmt::ratio(l), fmt::ratio(h)),
+                    _ => "–".into(),
+                },
+                cv(r.baseline_cv),
+                cv(r.candidate_cv),
+                opt_p(r.p),
+                opt_p(r.p_adjusted),
+                r.verdict.name().to_string(),
+                if r.noise_exceeds_change {
+                    "yes".into()
+                } else {
+                    String::new()
+                },
+            ]
+        })
+        .collect();
+    let mut classes: Vec<Option<&'static str>> = rows
+        .iter()
+        .map(|r| match r.verdict {
+            Verdict::Better => Some("different"),
+            Verdict::Worse => Some("flag"),
+            Verdict::NotSeparated => None,
+        })
+        .collect();
+    if let Some(s) = c.summary.iter().find(|s| s.metric == m) {
+        let mut row = vec![
+            format!("geometric mean ({} conditions)", s.conditions),
+            String::new(),
+            String::new(),
+            String::new(),
+            s.geomean_ratio.map_or_else(|| "–".into(), fmt::ratio),
+            match (s.ci_low, s.ci_high) {
+                (Some(l), Some(h)) => format!("{}–{}", fmt::ratio(l), fmt::ratio(h)),
+                _ => "–".into(),
+            },
+        ];
+        row.extend(["", "", "", ""].map(String::from));
+        row.push(s.verdict.name().to_string());
+        row.push(String::new());
+        table_rows.push(row);
+        classes.push(None);
+    }
+    (
+        Table {
+            title: String::new(),
+            headers: ROW_HEADERS.map(String::from).to_vec(),
+            numeric: vec![
+                false, true, true, true, true, true, true, true, true, true, false, false,
+            ],
+            rows: table_rows,
+        },
+        classes,
+    )
+}
+
+fn per_metric(c: &Comparison) -> Part {
+    let mut b = vec![Block::p(
+        "Per condition: the means of the ok runs of each side (a run's value is the mean over its processes), \
+         the ratio candidate / baseline with its 95% percentile-bootstrap interval, each side's coefficient of \
+         variation over runs, the two-sided Mann–Whitney U p and the p adjusted by Holm over every comparison \
+         of this page. “noise > change”: the larger CV exceeds |ratio − 1|, so single runs cannot show the \
+         change.",
+    )];
+    for &m in &c.metrics {
+        if c.rows_of(m).next().is_none() {
+            continue;
+        }
+        b.push(Block::Heading {
+            level: 3,
+            text: format!("{} ({}; {})", m.name(), m.label(), m.direction().words()),
+            id: Some(format!("metric-{}", m.name())),
+        });
+        if let Some(chart) = ratio_chart(c, m) {
+            b.push(Block::html_only(vec![Block::Figures(vec![Figure {
+                svg: chart.render(),
+                caption: format!(
+                    "{}: each condition's ratio candidate / baseline with its 95% bootstrap interval, the \
+                     geometric mean as a diamond; coloured by verdict ({}).",
+                    m.label(),
+                    m.direction().words()
+                ),
+            }])]));
+        }
+        let (table, row_class) = metric_rows(c, m);
+        b.push(Block::Table { table, row_class });
+    }
+    Part {
+        id: "metrics",
+        title: "Per metric and condition",
+        blocks: b,
+    }
+}
+
+fn method(c: &Comparison) -> Part {
+    Part {
+        id: "method",
+        title: "Method",
+        blocks: vec![Block::p(format!(
+            "Conditions are matched by their factor values (workload, processes, priorities, CPUs, RT runtime, \
+             slice, policy). A verdict is better or worse only when the Mann–Whitney p, Holm-adjusted over all \
+             {} tested comparisons, is below {}; better means lower for times, switches and waits and higher for \
+             CPU % and work done. With fewer than 3 runs a side nothing is tested. The geometric mean's interval \
+             comes from a bootstrap that resamples every condition's runs; its verdict (not Holm-adjusted) says \
+             on which side of 1 the interval lies, and is given only when every condition has at least 10 runs \
+             a side. \
+             Bootstrap seed {}, at most {} resamples per interval.",
+            c.comparisons.iter().filter(|r| r.p.is_some()).count(),
+            c.alpha,
+            c.bootstrap_seed,
+            c.max_resamples
+        ))],
+    }
+}
+
+/// The parts of the page, in order: what differs first.
+pub fn parts(c: &Comparison) -> Vec<Part> {
+    vec![differences(c), summary(c), per_metric(c), method(c)]
+}
+
+pub fn html(c: &Comparison) -> String {
+    let mut body = String::new();
+    let mut toc = Vec::new();
+    for p in parts(c) {
+        toc.push((p.id.to_string(), p.title.to_string()));
+        let _ = write!(
+            body,
+            "<section id=\"{}\">\n<h2>{}</h2>\n{}</section>\n",
+            p.id,
+            fmt::esc(p.title),
+            blocks::html(&p.blocks)
+        );
+    }
+    html::page(
+        &title(c),
+        &format!(
+            "{} vs {} · {} comparisons: {} better, {} worse",
+            side_name(&c.baseline),
+            side_name(&c.candidate),
+            c.comparisons.len(),
+            c.count(Verdict::Better),
+            c.count(Verdict::Worse)
+        ),
+        &toc,
+        &body,
+        &format!(
+            "Generated by schedlab {}. Open offline; hover over chart marks for exact values. `schedlab compare \
+             --format json` gives every number.",
+            env!("CARGO_PKG_VERSION")
+        ),
+    )
+}
+
+pub fn markdown(c: &Comparison) -> String {
+    let mut out = format!("# {}\n\n", title(c));
+    for p in parts(c) {
+        let inner = blocks::markdown(&p.blocks);
+        let _ = write!(out, "## {}\n\n{}\n\n", p.title, inner.trim_end());
+    }
+    let trimmed = out.trim_end().len();
+    out.truncate(trimmed);
+    out.push('\n');
+    // Names come from specs: no escape sequence reaches a terminal.
+    match crate::out::esc_lines(&out) {
+        std::borrow::Cow::Borrowed(_) => out,
+        std::borrow::Cow::Owned(escaped) => escaped,
+    }
+}
+
+pub fn json(c: &Comparison) -> Value {
+    let mut v = serde_json::to_value(c).expect("a comparison serialises");
+    v["schedlab_compare"] = json!(1);
+    v["schedlab_version"] = json!(env!("CARGO_PKG_VERSION"));
+    v["unexpected_environment_differences"] = json!(
+        c.unexpected_environment()
+            .iter()
+            .map(|r| r.field.name())
+            .collect::<Vec<_>>()
+    );
+    v
+}
+
+/// The comparison in one format.
+pub fn render(c: &Comparison, format: crate::report::Format) -> String {
+    match format {
+        crate::report::Format::Html => html(c),
+        crate::report::Format::Md => markdown(c),
+        crate::report::Format::Json => {
+            let mut s = serde_json::to_string_pretty(&json(c)).expect("a comparison serialises");
+            s.push('\n');
+            s
+        }
+    }
+}

@@ -1,0 +1,468 @@
+//! Tests of `schedlab compare` through the binary: a synthetic pair of
+//! databases with planted effects, two campaigns of one database, spec
+//! differences refused and forced, environment differences, argument
+//! errors, and an end-to-end comparison of two tiny real campaigns whose
+//! HTML renders in headless Chromium.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use schedlab::report::compare::planted::{self, Planted};
+use schedlab::store::Store;
+
+mod common;
+use common::{schedlab, text};
+
+/// One side of `cfg` as the only campaign of a new database `name`.
+fn database(dir: &Path, name: &str, cfg: &Planted, candidate: bool) -> PathBuf {
+    let path = dir.join(name);
+    let mut store = Store::open(&path).unwrap();
+    planted::create(&mut store, cfg, candidate).unwrap();
+    path
+}
+
+fn json_of(o: &std::process::Output) -> serde_json::Value {
+    assert!(o.status.success(), "{}", text(o));
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(o)))
+}
+
+/// (metric, verdict) of every comparison.
+fn verdicts(v: &serde_json::Value) -> Vec<(String, String)> {
+    v["comparisons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["metric"].as_str().unwrap().to_string(),
+                r["verdict"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_synthetic_pair_of_databases_shows_exactly_the_planted_effects() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cfg = Planted::new(10);
+    database(d, "base.db", &cfg, false);
+    database(d, "cand.db", &cfg, true);
+    let o = schedlab(
+        &[
+            "compare",
+            "--db",
+            "base.db",
+            "--vs",
+            "cand.db",
+            "--metric",
+            "wall,utime,stime,nivcsw",
+            "--format",
+            "json",
+        ],
+        d,
+    );
+    let v = json_of(&o);
+    let found = verdicts(&v);
+    assert_eq!(found.len(), 16, "4 conditions × 4 metrics");
+    for (metric, verdict) in &found {
+        let want = if metric == "wall" {
+            "worse"
+        } else {
+            "not separated"
+        };
+        assert_eq!(verdict, want, "{metric}");
+    }
+    for r in v["comparisons"].as_array().unwrap() {
+        let noisy = r["noise_exceeds_change"].as_bool().unwrap();
+        match r["metric"].as_str().unwrap() {
+            "wall" => {
+                assert!(!noisy);
+                let ratio = r["ratio"].as_f64().unwrap();
+                assert!((ratio - 1.2).abs() < 0.03, "{ratio}");
+                assert!(r["ci_low"].as_f64().unwrap() > 1.1);
+                assert!(r["p_adjusted"].as_f64().unwrap() < 0.05);
+            }
+            // 5 % better under 15 % noise: marked.
+            "stime" => assert!(noisy, "{r}"),
+            _ => {}
+        }
+    }
+    let summary = v["summary"].as_array().unwrap();
+    let wall = summary.iter().find(|s| s["metric"] == "wall").unwrap();
+    assert_eq!(wall["verdict"], "worse");
+    assert_eq!(wall["worse"], 4);
+    // Same spec and environment: nothing flagged, nothing on stderr but
+    // the output.
+    assert_eq!(v["spec_differences"], serde_json::json!([]));
+    assert_eq!(
+        v["unexpected_environment_differences"],
+        serde_json::json!([])
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stderr).is_empty(),
+        "{}",
+        text(&o)
+    );
+
+    // All metrics, Markdown: the geometric-mean rows and the verdicts.
+    let o = schedlab(
+        &[
+            "compare", "--db", "base.db", "--vs", "cand.db", "--format", "md",
+        ],
+        d,
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let md = String::from_utf8_lossy(&o.stdout);
+    assert!(md.starts_with("# schedlab compare: campaign 1 of base.db → campaign 1 of cand.db"));
+    assert!(md.contains("## What differs") && md.contains("## Summary"));
+    assert!(md.contains("| geometric mean (4 conditions)"));
+}
+
+#[test]
+fn two_campaigns_of_one_database_and_output_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cfg = Planted::new(5);
+    let path = d.join("all.db");
+    let mut store = Store::open(&path).unwrap();
+    let b = planted::create(&mut store, &cfg, false).unwrap();
+    let c = planted::create(&mut store, &cfg, true).unwrap();
+    drop(store);
+    let (bs, cs) = (b.to_string(), c.to_string());
+    let o = schedlab(
+        &[
+            "compare",
+            "--db",
+            "all.db",
+            "--campaign",
+            &bs,
+            "--vs-campaign",
+            &cs,
+            "-o",
+            "cmp.html",
+        ],
+        d,
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("wrote cmp.html: 32 comparisons"),
+        "{}",
+        text(&o)
+    );
+    let html = std::fs::read_to_string(d.join("cmp.html")).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert!(html.contains("data-kind=\"compare-forest\""));
+    // Reversed: the candidate is the baseline; wall time is now better.
+    let o = schedlab(
+        &[
+            "compare",
+            "--db",
+            "all.db",
+            "--campaign",
+            &cs,
+            "--vs-campaign",
+            &bs,
+            "--metric",
+            "wall",
+            "-o",
+            "rev.json",
+        ],
+        d,
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("rev.json")).unwrap()).unwrap();
+    // 5 runs a side: the exact Mann–Whitney p of complete separation is
+    // 2/252 per condition, under α after Holm over 4.
+    for (_, verdict) in verdicts(&v) {
+        assert_eq!(verdict, "better");
+    }
+    // The same campaign on both sides is refused; so is no candidate.
+    let o = schedlab(
+        &[
+            "compare",
+            "--db",
+            "all.db",
+            "--campaign",
+            &bs,
+            "--vs-campaign",
+            &bs,
+        ],
+        d,
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("the same campaign"), "{}", text(&o));
+    let o = schedlab(&["compare", "--db", "all.db"], d);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("--vs"), "{}", text(&o));
+    let o = schedlab(&["compare", "--db", "all.db", "--vs", "missing.db"], d);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains("missing.db does not exist"),
+        "{}",
+        text(&o)
+    );
+    let o = schedlab(&["compare", "--db", "all.db", "--vs-campaign", "99"], d);
+    assert!(
+        text(&o).contains("campaign 99 is not in this database"),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn specs_that_differ_are_refused_listing_the_keys_and_compared_with_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut cfg = Planted::new(5);
+    cfg.candidate_spec_extra = "timeout_s = 30".into();
+    database(d, "base.db", &cfg, false);
+    database(d, "cand.db", &cfg, true);
+    let args = [
+        "compare", "--db", "base.db", "--vs", "cand.db", "--format", "md",
+    ];
+    let o = schedlab(&args, d);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("specs differ in 1 key:\n  timeout_ns: 600000000000 → 30000000000"),
+        "{err}"
+    );
+    assert!(err.contains("--force"), "{err}");
+    assert!(o.stdout.is_empty());
+
+    let mut forced = args.to_vec();
+    forced.push("--force");
+    let o = schedlab(&forced, d);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("warning: the specs differ in 1 key"));
+    let md = String::from_utf8_lossy(&o.stdout);
+    let diff = md
+        .find("| timeout_ns | 600000000000 | 30000000000 |")
+        .unwrap();
+    assert!(diff < md.find("## Summary").unwrap(), "listed first:\n{md}");
+}
+
+#[test]
+fn environment_differences_are_flagged_unless_expected() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut cfg = Planted::new(5);
+    cfg.candidate_kernel = "6.2.0-synthetic".into();
+    database(d, "base.db", &cfg, false);
+    database(d, "cand.db", &cfg, true);
+    let o = schedlab(
+        &[
+            "compare", "--db", "base.db", "--vs", "cand.db", "--format", "json",
+        ],
+        d,
+    );
+    let v = json_of(&o);
+    assert_eq!(
+        v["unexpected_environment_differences"],
+        serde_json::json!(["kernel"])
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains(
+            "warning: the environments differ in kernel (6.1.0-synthetic → 6.2.0-synthetic), which --expect \
+             does not name"
+        ),
+        "{}",
+        text(&o)
+    );
+    let o = schedlab(
+        &[
+            "compare", "--db", "base.db", "--vs", "cand.db", "--format", "json", "--expect",
+            "kernel",
+        ],
+        d,
+    );
+    let v = json_of(&o);
+    assert_eq!(
+        v["unexpected_environment_differences"],
+        serde_json::json!([])
+    );
+    let kernel = v["environment"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["field"] == "kernel")
+        .unwrap();
+    assert_eq!(kernel["differs"], true);
+    assert_eq!(kernel["expected"], true);
+    assert!(String::from_utf8_lossy(&o.stderr).is_empty());
+    let o = schedlab(
+        &[
+            "compare", "--db", "base.db", "--vs", "cand.db", "--expect", "kernal",
+        ],
+        d,
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("kernel"), "{}", text(&o));
+}
+
+/// Where Chromium is, or None where the test may not run (fails under CI
+/// or `SCHEDLAB_REQUIRE_ROOT=1`, else listed as not run).
+fn chromium() -> Option<PathBuf> {
+    let p = PathBuf::from("/usr/bin/chromium");
+    common::require_tool(
+        p.exists(),
+        "/usr/bin/chromium is missing (apt-get install -y chromium)",
+    )
+    .then_some(p)
+}
+
+fn headless(chrome: &Path, profile: &Path) -> Command {
+    let mut c = Command::new(chrome);
+    c.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--hide-scrollbars",
+    ])
+    .arg(format!("--user-data-dir={}", profile.display()));
+    c
+}
+
+const TINY: &str = r#"
+name = "compare-e2e"
+repetitions = 3
+cooldown_s = 0
+timeout_s = 60
+[matrix]
+policy = ["other", "batch"]
+workload = ["pi"]
+processes = [2]
+cpus = ["0"]
+[workloads.pi]
+iterations = 1_000_000
+"#;
+
+#[test]
+fn end_to_end_two_real_campaigns_compared_in_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("tiny.toml"), TINY).unwrap();
+    for db in ["a.db", "b.db"] {
+        let o = schedlab(&["run", "tiny.toml", "--db", db, "--quiet"], d);
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    let o = schedlab(
+        &[
+            "compare", "--db", "a.db", "--vs", "b.db", "--format", "json",
+        ],
+        d,
+    );
+    let v = json_of(&o);
+    let rows = v["comparisons"].as_array().unwrap();
+    // 2 conditions; every metric the runs measured (schedstat may be
+    // missing on some kernels, so at least the rusage ones and makespan).
+    assert!(rows.len() >= 2 * 7, "{} rows", rows.len());
+    let mut conditions: Vec<&str> = rows
+        .iter()
+        .map(|r| r["condition"].as_str().unwrap())
+        .collect();
+    conditions.dedup();
+    assert_eq!(
+        conditions,
+        ["pi, 2 processes, OTHER", "pi, 2 processes, BATCH"]
+    );
+    for r in rows {
+        for k in ["baseline_mean", "candidate_mean", "p", "p_adjusted"] {
+            assert!(r.get(k).is_some(), "{k} in {r}");
+        }
+        let (b, c) = (r["baseline_mean"].as_f64(), r["candidate_mean"].as_f64());
+        if let (Some(b), Some(c), Some(ratio)) = (b, c, r["ratio"].as_f64()) {
+            assert!((ratio - c / b).abs() <= 1e-9 * ratio.abs().max(1.0), "{r}");
+        }
+        // 3 runs a side: tested, but nothing survives Holm over this many.
+        let (p, adj) = (r["p"].as_f64().unwrap(), r["p_adjusted"].as_f64().unwrap());
+        assert!((0.0..=1.0).contains(&p) && adj >= p && adj <= 1.0, "{r}");
+        assert_eq!(r["verdict"], "not separated");
+        let lo = r["ci_low"].as_f64();
+        let hi = r["ci_high"].as_f64();
+        if let (Some(lo), Some(hi)) = (lo, hi) {
+            assert!(lo <= hi);
+        }
+    }
+    let walls: Vec<&serde_json::Value> = rows.iter().filter(|r| r["metric"] == "wall").collect();
+    assert_eq!(walls.len(), 2);
+    for w in walls {
+        assert!(w["baseline_mean"].as_f64().unwrap() > 0.0);
+        assert!(w["ratio"].as_f64().unwrap() > 0.0);
+    }
+    // Same machine, same build: the same kernel, CPU, HZ and version (RT
+    // limits could be moved by another program between the two runs).
+    for r in v["environment"].as_array().unwrap() {
+        if ["kernel", "cpu", "hz", "preemption", "schedlab"].contains(&r["field"].as_str().unwrap())
+        {
+            assert_eq!(r["differs"], false, "{r}");
+        }
+    }
+
+    let o = schedlab(
+        &["compare", "--db", "a.db", "--vs", "b.db", "--format", "md"],
+        d,
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let md = String::from_utf8_lossy(&o.stdout);
+    assert!(md.contains("### wall (wall time; lower is better)"));
+    // 3 runs a side: nothing can be significant, and the page says why.
+    assert!(
+        md.contains("have too few runs to ever reach significance"),
+        "{md}"
+    );
+    let o = schedlab(&["compare", "--db", "a.db", "--vs", "b.db"], d);
+    assert!(o.status.success(), "{}", text(&o));
+    let html_path = d.join("compare.html");
+    let html = std::fs::read_to_string(&html_path).unwrap();
+    let ratio_charts = html.matches("data-kind=\"compare-ratio\"").count();
+    assert!(ratio_charts >= 7, "{ratio_charts} ratio charts");
+    assert_eq!(html.matches("data-kind=\"compare-forest\"").count(), 1);
+
+    let Some(chrome) = chromium() else { return };
+    let url = format!("file://{}", html_path.display());
+    let profile = tempfile::tempdir().unwrap();
+    let dom = headless(&chrome, profile.path())
+        .args(["--enable-logging=stderr", "--v=0", "--dump-dom"])
+        .arg(&url)
+        .output()
+        .expect("run chromium");
+    assert!(dom.status.success(), "{}", text(&dom));
+    let dom_html = String::from_utf8_lossy(&dom.stdout);
+    assert_eq!(
+        dom_html.matches("data-kind=\"compare-ratio\"").count(),
+        ratio_charts,
+        "every chart survives parsing"
+    );
+    assert!(dom_html.contains("<section id=\"differences\">"));
+    let log = String::from_utf8_lossy(&dom.stderr);
+    for bad in ["CONSOLE", "Uncaught", "ERROR:CONSOLE"] {
+        let lines: Vec<&str> = log.lines().filter(|l| l.contains(bad)).collect();
+        assert!(lines.is_empty(), "console errors: {lines:?}");
+    }
+    let png_path = d.join("shot.png");
+    let profile = tempfile::tempdir().unwrap();
+    let shot = headless(&chrome, profile.path())
+        .arg(format!("--screenshot={}", png_path.display()))
+        .arg("--window-size=1280,2000")
+        .arg(&url)
+        .output()
+        .expect("run chromium");
+    assert!(shot.status.success(), "{}", text(&shot));
+    let png = std::fs::read(&png_path).unwrap();
+    assert!(png.starts_with(b"\x89PNG"), "not a PNG");
+    // A blank 1280×2000 page compresses to a few kB; text, tables and
+    // charts do not.
+    assert!(png.len() > 40_000, "screenshot is only {} bytes", png.len());
+    if let Ok(keep) = std::env::var("SCHEDLAB_KEEP_SCREENSHOT") {
+        std::fs::copy(&png_path, &keep).unwrap();
+        std::fs::copy(&html_path, format!("{keep}.html")).unwrap();
+    }
+}
