@@ -679,6 +679,34 @@ mod tests {
     }
 
     #[test]
+    fn a_merged_store_carries_the_trace_with_its_run() {
+        let (_dir, mut src, run) = store_with_run();
+        let cap = sample();
+        src.save_trace(run, &cap).unwrap();
+        let key: String = src
+            .conn
+            .query_row("SELECT run_key FROM runs WHERE id = ?1", [run], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let mut dst = Store::open(&dir.path().join("d.db")).unwrap();
+        dst.merge_from(&src, |_, _| {}).unwrap();
+        let id: i64 = dst
+            .conn
+            .query_row("SELECT id FROM runs WHERE run_key = ?1", [&key], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(dst.load_trace(id).unwrap(), cap);
+        assert_eq!(
+            dst.trace_slices(id, None).unwrap(),
+            src.trace_slices(run, None).unwrap()
+        );
+        assert_eq!(dst.run_trace(id).unwrap().unwrap().processes.len(), 2);
+    }
+
+    #[test]
     fn forgetting_a_run_forgets_its_trace() {
         let (_dir, mut store, run) = store_with_run();
         store.save_trace(run, &sample()).unwrap();
