@@ -846,6 +846,12 @@ pub struct ReportArgs {
     /// The WRR run whose slices the Gantt chart shows (default: the first ok WRR run).
     #[arg(long, value_name = "RUN_ID")]
     pub gantt_run: Option<i64>,
+    /// The traced run whose per-CPU timeline the Trace section draws (default: the first usable traced run).
+    #[arg(long, value_name = "RUN_ID")]
+    pub timeline_run: Option<i64>,
+    /// The part of that run's trace drawn, from its start: FROM..TO with units (default: 0s..250ms).
+    #[arg(long, value_name = "FROM..TO", value_parser = crate::report::window::parse_window)]
+    pub window: Option<crate::report::window::TimeWindow>,
     /// One spec run on many machines: report every campaign of the
     /// campaign's spec (from `schedlab merge`), with the host or the
     /// kernel release as a factor.
@@ -882,6 +888,8 @@ impl ReportArgs {
                 bootstrap_seed: self.bootstrap_seed,
                 resamples: self.resamples as usize,
                 gantt_run: self.gantt_run,
+                timeline_run: self.timeline_run,
+                timeline_window: self.window,
                 by: self.by.map(|b| match b {
                     ByArg::Host => crate::store::RunFactor::Host,
                     ByArg::Kernel => crate::store::RunFactor::Kernel,
@@ -1018,6 +1026,8 @@ impl CompareArgs {
                     resamples: self.resamples as usize,
                     gantt_run: None,
                     by: None,
+                    timeline_run: None,
+                    timeline_window: None,
                 },
                 force: self.force,
                 expect: self.expect.iter().map(|&f| f.into()).collect(),

@@ -79,6 +79,36 @@ pub const TABLES: &[Table] = &[
         how: How::OfRun,
         refs: &[("run_id", "runs")],
     },
+    Table {
+        name: "trace_captures",
+        how: How::OfRun,
+        refs: &[("run_id", "runs")],
+    },
+    Table {
+        name: "trace_tasks",
+        how: How::OfRun,
+        refs: &[("run_id", "runs")],
+    },
+    Table {
+        name: "trace_slices",
+        how: How::OfRun,
+        refs: &[("run_id", "runs")],
+    },
+    Table {
+        name: "trace_wakeups",
+        how: How::OfRun,
+        refs: &[("run_id", "runs")],
+    },
+    Table {
+        name: "trace_processes",
+        how: How::OfRun,
+        refs: &[("run_id", "runs")],
+    },
+    Table {
+        name: "trace_cpus",
+        how: How::OfRun,
+        refs: &[("run_id", "runs")],
+    },
 ];
 
 /// What one source added to the destination.

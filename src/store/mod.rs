@@ -7,6 +7,8 @@ mod latency;
 pub mod merge;
 pub use latency::{ProcessLatency, rq_wait_per_slice_us};
 mod schema;
+mod trace;
+pub use trace::{RunTrace, TraceInfo};
 
 use anyhow::{Context, Result, bail};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
@@ -164,6 +166,28 @@ pub struct ExportRow {
     pub hostname: Option<String>,
     pub host_id: Option<String>,
     pub kernel_release: String,
+    /// The run's trace, when it was traced.
+    pub trace: Option<ExportTrace>,
+}
+
+/// What a run's kernel trace saw of one process (`trace_processes`), for
+/// export; the process figures are None where the trace did not see it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ExportTrace {
+    pub lost_events: i64,
+    /// Lost events or mismatched switches: not to be used.
+    pub unusable: bool,
+    pub slices: Option<i64>,
+    pub slice_p50_ns: Option<i64>,
+    pub slice_p99_ns: Option<i64>,
+    pub slice_max_ns: Option<i64>,
+    pub oncpu_ns: Option<i64>,
+    pub preempted: Option<i64>,
+    pub yielded: Option<i64>,
+    pub voluntary: Option<i64>,
+    pub migrations: Option<i64>,
+    pub wake_p50_ns: Option<i64>,
+    pub wake_p99_ns: Option<i64>,
 }
 
 /// Percentiles of one process's primary latency histogram.
@@ -188,12 +212,16 @@ const EXPORT_SQL: &str = "SELECT c.id, c.name, r.id, r.run_key, r.seq, r.policy,
         p.wall_ns, p.utime_us, p.stime_us, p.nvcsw, p.nivcsw, p.minflt, p.majflt, p.maxrss_kb, p.run_ns,
         p.wait_ns, p.timeslices, p.work, p.work_unit, p.figures_json, p.exit, p.ok, p.stderr_tail,
         l.count, l.p50_ns, l.p90_ns, l.p99_ns, l.p999_ns, l.max_ns, r.slice_us, p.slice_ns,
-        c.uuid, e.hostname, e.host_id, e.kernel_release
+        c.uuid, e.hostname, e.host_id, e.kernel_release,
+        tc.lost_events, tc.unusable, tp.slices, tp.slice_p50_ns, tp.slice_p99_ns, tp.slice_max_ns,
+        tp.oncpu_ns, tp.preempted, tp.yielded, tp.voluntary, tp.migrations, tp.wake_p50_ns, tp.wake_p99_ns
      FROM runs r JOIN campaigns c ON c.id = r.campaign_id
      JOIN environments e ON e.id = r.environment_id
      LEFT JOIN processes p ON p.run_id = r.id
      LEFT JOIN latency l ON l.run_id = p.run_id AND l.process_index = p.process_index
          AND l.is_primary = 1
+     LEFT JOIN trace_captures tc ON tc.run_id = r.id
+     LEFT JOIN trace_processes tp ON tp.run_id = p.run_id AND tp.tgid = p.pid
      WHERE ?1 IS NULL OR c.id = ?1
      ORDER BY c.id, r.seq, r.id, p.process_index";
 
@@ -883,6 +911,24 @@ impl Store {
                 hostname: r.get(64)?,
                 host_id: r.get(65)?,
                 kernel_release: r.get(66)?,
+                trace: match r.get::<_, Option<i64>>(67)? {
+                    None => None,
+                    Some(lost_events) => Some(ExportTrace {
+                        lost_events,
+                        unusable: r.get(68)?,
+                        slices: r.get(69)?,
+                        slice_p50_ns: r.get(70)?,
+                        slice_p99_ns: r.get(71)?,
+                        slice_max_ns: r.get(72)?,
+                        oncpu_ns: r.get(73)?,
+                        preempted: r.get(74)?,
+                        yielded: r.get(75)?,
+                        voluntary: r.get(76)?,
+                        migrations: r.get(77)?,
+                        wake_p50_ns: r.get(78)?,
+                        wake_p99_ns: r.get(79)?,
+                    }),
+                },
             };
             f(&row)?;
             n += 1;

@@ -20,6 +20,7 @@ mod runs;
 mod scaling;
 #[cfg(test)]
 mod tests;
+pub mod trace;
 mod windows;
 
 use anyhow::Result;
@@ -83,6 +84,12 @@ pub struct Options {
     pub resamples: usize,
     /// The WRR run whose slices are drawn (default: the first ok WRR run).
     pub gantt_run: Option<i64>,
+    /// The traced run whose per-CPU timeline is drawn (default: the first
+    /// usable traced run).
+    pub timeline_run: Option<i64>,
+    /// The part of its trace drawn (default: the first
+    /// [`crate::report::sections::details::DEFAULT_WINDOW_NS`]).
+    pub timeline_window: Option<crate::report::window::TimeWindow>,
     /// Report every campaign of the campaign's spec, from any host, with
     /// the host or kernel as a factor (`--by`).
     pub by: Option<RunFactor>,
@@ -96,6 +103,8 @@ impl Default for Options {
             bootstrap_seed: 1,
             resamples: 2000,
             gantt_run: None,
+            timeline_run: None,
+            timeline_window: None,
             by: None,
         }
     }
