@@ -9,3 +9,5 @@
 pub mod event;
 
 pub use event::{Capture, Event, EventKind, SwitchEnd, Task};
+pub mod format;
+pub mod ring;
