@@ -17,4 +17,5 @@ pub mod proc;
 pub mod procfs;
 pub mod procstat;
 pub mod sched;
+pub mod tracefs;
 pub mod uring;

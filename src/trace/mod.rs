@@ -11,3 +11,4 @@ pub mod event;
 pub use event::{Capture, Event, EventKind, SwitchEnd, Task};
 pub mod format;
 pub mod ring;
+pub mod capture;
