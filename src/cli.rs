@@ -211,6 +211,10 @@ struct SpecSource {
     /// Override a key of the spec, e.g. --set repetitions=3 --set 'matrix.processes=[2,4]'.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
+    /// Record the kernel's scheduling events of every run (tracefs; root),
+    /// stored with the run: the same as --set trace=true.
+    #[arg(long)]
+    trace: bool,
 }
 
 #[derive(Args)]
@@ -256,6 +260,9 @@ impl SpecSource {
                 message,
             })?;
             overrides.push(format!("scale={f:?}"));
+        }
+        if self.trace {
+            overrides.push("trace=true".to_string());
         }
         let spec = spec::load(&text, &origin, &overrides)?;
         Ok(Loaded {
@@ -586,6 +593,12 @@ fn cmd_plan(source: &SpecSource, db: &Path, list: bool, force: bool) -> Result<i
             format!("{} {} at nice {}", h.count, h.policy.name(), h.nice)
         };
         outln!("hogs         {who} on cpus {}", h.cpus.label())?;
+    }
+    if s.trace {
+        outln!(
+            "trace        every run's sched_switch, wake-ups, migrations and exits (tracefs, \
+             schedlab's own instance; stored with the run)"
+        )?;
     }
     outln!("repetitions  {}", s.repetitions)?;
     outln!("scale        {}", s.scale)?;

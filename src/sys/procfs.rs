@@ -99,7 +99,10 @@ pub fn own_threads() -> Vec<(i32, String)> {
         .filter_map(|e| {
             let e = e.ok()?;
             let tid: i32 = e.file_name().to_str()?.parse().ok()?;
-            Some((tid, read_trimmed(&e.path().join("comm")).unwrap_or_default()))
+            Some((
+                tid,
+                read_trimmed(&e.path().join("comm")).unwrap_or_default(),
+            ))
         })
         .collect();
     out.sort_unstable();

@@ -117,7 +117,8 @@ fn read_all(
                 .decode_page(b.cpu(), &page[..n], scratch, &mut g.names)
                 .with_context(|| format!("decoding a trace page of CPU {}", b.cpu()))?;
             *g.lost_marked.entry(b.cpu()).or_default() += stats.lost;
-            g.events.extend(scratch.drain(..).filter(|e| concerns(e, tids)));
+            g.events
+                .extend(scratch.drain(..).filter(|e| concerns(e, tids)));
         }
     }
     Ok(any)
@@ -134,7 +135,14 @@ fn reader(
     let mut g = Gathered::default();
     loop {
         let stopping = stop.load(Ordering::Acquire);
-        let any = read_all(&decoder, &mut buffers, &tids, &mut page, &mut scratch, &mut g)?;
+        let any = read_all(
+            &decoder,
+            &mut buffers,
+            &tids,
+            &mut page,
+            &mut scratch,
+            &mut g,
+        )?;
         if stopping && !any {
             return Ok(g);
         }
@@ -247,7 +255,10 @@ impl Recorder {
     /// Stops recording (after the last worker has exited), drains what is
     /// left, counts what was lost, removes the instance.
     pub fn finish(mut self) -> Result<Capture> {
-        let instance = self.instance.take().ok_or_else(|| anyhow!("finished twice"))?;
+        let instance = self
+            .instance
+            .take()
+            .ok_or_else(|| anyhow!("finished twice"))?;
         instance.write("tracing_on", "0")?;
         let end_ns = monotonic_ns();
         let g = match self.reader.take() {

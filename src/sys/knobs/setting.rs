@@ -115,7 +115,10 @@ fn restore_instance(name: &str) -> Result<Vec<String>> {
                 .tempdir()
                 .context("making a directory to mount tracefs on")?;
             tracefs::mount(tmp.path()).with_context(|| {
-                format!("mounting tracefs on {} to remove instance {name}", tmp.path().display())
+                format!(
+                    "mounting tracefs on {} to remove instance {name}",
+                    tmp.path().display()
+                )
             })?;
             let removed = tracefs::remove_instance(tmp.path(), name);
             let unmounted = tracefs::unmount(tmp.path());

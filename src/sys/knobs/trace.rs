@@ -103,8 +103,7 @@ impl TraceGuard {
         };
         if let Some(m) = mounted {
             std::fs::create_dir_all(&m).with_context(|| format!("creating {}", m.display()))?;
-            tracefs::mount(&m)
-                .with_context(|| format!("mounting tracefs on {}", m.display()))?;
+            tracefs::mount(&m).with_context(|| format!("mounting tracefs on {}", m.display()))?;
             guard.mounted = Some(m);
         }
         if !guard.root.join("instances").is_dir() {
@@ -147,14 +146,12 @@ impl TraceGuard {
     }
 
     fn restore_inner(&mut self) -> Result<()> {
-        self.journal
-            .restore(&Knobs::system())
-            .with_context(|| {
-                format!(
-                    "the journal {} is kept; the next start of schedlab tries again",
-                    self.journal_path.display()
-                )
-            })?;
+        self.journal.restore(&Knobs::system()).with_context(|| {
+            format!(
+                "the journal {} is kept; the next start of schedlab tries again",
+                self.journal_path.display()
+            )
+        })?;
         remove_journal(&self.journal_path)
     }
 }

@@ -70,7 +70,8 @@ pub fn mounted_at(dir: &Path) -> bool {
 }
 
 fn cpath(p: &Path) -> io::Result<CString> {
-    CString::new(p.as_os_str().as_bytes()).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))
+    CString::new(p.as_os_str().as_bytes())
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))
 }
 
 /// Mounts tracefs at `dir` (an existing directory).
@@ -86,7 +87,11 @@ pub fn mount(dir: &Path) -> io::Result<()> {
             std::ptr::null(),
         )
     };
-    if rc == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
 }
 
 /// Unmounts the mount at `dir`; when it is busy (a file in it still open
@@ -122,6 +127,24 @@ pub fn random_token() -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
+/// Reads a tracefs file with reads of 64 KiB: some (`events/header_page`)
+/// answer only a read at offset 0, so the small first read of
+/// `read_to_string` would cut them short.
+pub fn read_whole(path: &Path) -> io::Result<String> {
+    let mut f = File::open(path)?;
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        match f.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    String::from_utf8(out).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
 /// Removes `<root>/instances/<name>` when it exists (it must have no file
 /// open); true when it was there. The kernel refuses with EBUSY while a
 /// file of the instance is open: retried for a second.
@@ -141,7 +164,8 @@ pub fn remove_instance(root: &Path, name: &str) -> Result<bool> {
                 std::thread::sleep(Duration::from_millis(20));
             }
             Err(e) => {
-                return Err(e).with_context(|| format!("removing tracefs instance {}", dir.display()));
+                return Err(e)
+                    .with_context(|| format!("removing tracefs instance {}", dir.display()));
             }
         }
     }
@@ -194,9 +218,10 @@ impl Instance {
             .with_context(|| format!("writing {value:?} to {}", path.display()))
     }
 
+    /// Reads the instance's file `rel` whole.
     pub fn read(&self, rel: &str) -> Result<String> {
         let path = self.dir.join(rel);
-        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))
+        read_whole(&path).with_context(|| format!("reading {}", path.display()))
     }
 
     /// CPU `cpu`'s raw buffer, opened for reads that never block.
@@ -212,7 +237,9 @@ impl Instance {
 
     /// CPU `cpu`'s counters.
     pub fn stats(&self, cpu: u32) -> Result<CpuStats> {
-        Ok(CpuStats::parse(&self.read(&format!("per_cpu/cpu{cpu}/stats"))?))
+        Ok(CpuStats::parse(
+            &self.read(&format!("per_cpu/cpu{cpu}/stats"))?,
+        ))
     }
 
     /// Stops recording and removes the instance.

@@ -1,0 +1,311 @@
+//! End-to-end tests of `--trace` / `trace = true`: a traced run records the
+//! kernel's scheduling events of exactly its processes, as many switches
+//! per worker as rusage counts; and tracefs is left exactly as found (the
+//! top-level tracing files, the instances, the mounts) after a campaign,
+//! after Ctrl-C in the middle of one, and after SIGKILL once schedlab
+//! starts again.
+//!
+//! Tracing needs root (tracefs); these tests fail instead of skipping under
+//! `SCHEDLAB_REQUIRE_ROOT=1`. They run one at a time (a lock): each looks
+//! at the machine-wide tracing state.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+mod common;
+use common::{bin, text};
+use schedlab::sys::tracefs;
+use schedlab::trace::EventKind;
+
+static LOCK: Mutex<()> = Mutex::new(());
+
+/// The top-level files compared before and after.
+const FILES: [&str; 7] = [
+    "tracing_on",
+    "set_event",
+    "current_tracer",
+    "buffer_size_kb",
+    "set_event_pid",
+    "tracing_cpumask",
+    "trace_clock",
+];
+
+fn may_trace() -> bool {
+    let euid = schedlab::sys::proc::euid();
+    common::require(
+        euid == 0,
+        format!("tracing needs root (tracefs; euid is {euid})"),
+    )
+}
+
+/// The test's own view of tracefs: a mount of its own in a temporary
+/// directory (tracefs is one file system however often it is mounted), so
+/// that looking never changes what schedlab finds at /sys/kernel/tracing.
+struct View {
+    dir: tempfile::TempDir,
+}
+
+impl View {
+    fn new() -> View {
+        let dir = tempfile::tempdir().unwrap();
+        tracefs::mount(dir.path()).expect("mounting tracefs for the test");
+        View { dir }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Everything that must be as found: the top-level files, the
+    /// instances, and where tracefs is mounted (the test's own mount aside).
+    fn state(&self) -> BTreeMap<String, String> {
+        let mut s = BTreeMap::new();
+        for f in FILES {
+            let v = tracefs::read_whole(&self.path().join(f)).unwrap_or_else(|e| format!("{e}"));
+            s.insert(f.to_string(), v);
+        }
+        let mut instances: Vec<String> = std::fs::read_dir(self.path().join("instances"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        instances.sort();
+        s.insert("instances/".into(), instances.join(" "));
+        let mounts: Vec<String> = tracefs::tracefs_mounts()
+            .into_iter()
+            .filter(|m| m != self.path())
+            .map(|m| m.display().to_string())
+            .collect();
+        s.insert("mounts".into(), mounts.join(" "));
+        s
+    }
+
+    /// schedlab's instance, once it exists with tracing on.
+    fn wait_for_recording(&self) -> PathBuf {
+        let start = Instant::now();
+        loop {
+            let found = std::fs::read_dir(self.path().join("instances"))
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .find(|p| {
+                    p.file_name()
+                        .unwrap()
+                        .to_string_lossy()
+                        .starts_with("schedlab-")
+                        && tracefs::read_whole(&p.join("tracing_on")).is_ok_and(|v| v.trim() == "1")
+                });
+            if let Some(p) = found {
+                return p;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "schedlab never started recording"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for View {
+    fn drop(&mut self) {
+        let _ = tracefs::unmount(self.dir.path());
+    }
+}
+
+fn command(dir: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(bin());
+    // The default journals: their locks keep two schedlabs from tracing
+    // (or changing RT settings) at once.
+    c.args(args)
+        .current_dir(dir)
+        .env("CI", "1")
+        .env_remove("SCHEDLAB_DB")
+        .env_remove("SCHEDLAB_JOURNAL");
+    c
+}
+
+const TINY: &str = r#"
+name = "trace-tiny"
+repetitions = 1
+cooldown_s = 0
+[matrix]
+policy = ["other"]
+workload = ["pingpong", "pi"]
+processes = [2]
+cpus = ["0"]
+[workloads.pi]
+iterations = 30_000_000
+[workloads.pingpong]
+round_trips = 3000
+"#;
+
+/// A traced campaign: per run, events about exactly its processes, no
+/// loss, the window and CPUs as run; each worker's switches out of the CPU
+/// as counted by the trace equal its rusage context switches (voluntary +
+/// involuntary) within 3 + 2 % (the trace window runs from release to
+/// exit, rusage's from the start to the end of the work); and tracefs as
+/// found.
+#[test]
+fn a_traced_run_records_its_processes_and_leaves_tracefs_as_found() {
+    let _lock = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    if !may_trace() {
+        return;
+    }
+    let view = View::new();
+    let before = view.state();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("tiny.toml"), TINY).unwrap();
+    let o = command(dir.path(), &["run", "tiny.toml", "--db", "t.db", "--trace"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(view.state(), before, "tracefs changed by a traced campaign");
+
+    let store = schedlab::store::Store::open(&dir.path().join("t.db")).unwrap();
+    let conn = rusqlite::Connection::open(dir.path().join("t.db")).unwrap();
+    let runs: Vec<(i64, String)> = conn
+        .prepare("SELECT id, status FROM runs ORDER BY id")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(runs.len(), 2);
+    for (run_id, status) in runs {
+        assert_eq!(status, "ok");
+        let procs: Vec<(i32, i64, i64)> = conn
+            .prepare("SELECT pid, nvcsw, nivcsw FROM processes WHERE run_id = ?1")
+            .unwrap()
+            .query_map([run_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        let pids: HashSet<i32> = procs.iter().map(|p| p.0).collect();
+        let cap = store.load_trace(run_id).unwrap();
+        assert_eq!(cap.lost_events, 0, "run {run_id}");
+        assert_eq!(cap.cpus, vec![0]);
+        let tids: HashSet<i32> = cap.tasks.iter().map(|t| t.tid).collect();
+        assert_eq!(tids, pids, "run {run_id}: the traced tasks");
+        assert!(
+            cap.tasks
+                .iter()
+                .all(|t| !t.comm.is_empty() && t.tgid == t.tid)
+        );
+        assert!(!cap.events.is_empty());
+        let mut seen = HashSet::new();
+        for e in &cap.events {
+            assert!(schedlab::trace::capture::concerns(e, &pids), "{e:?}");
+            assert!(cap.start_ns <= e.ts_ns && e.ts_ns <= cap.end_ns, "{e:?}");
+            assert_eq!(e.cpu, 0);
+            match e.kind {
+                EventKind::Switch {
+                    prev_pid, next_pid, ..
+                } => {
+                    seen.insert(prev_pid);
+                    seen.insert(next_pid);
+                }
+                EventKind::Waking { pid, .. }
+                | EventKind::Wakeup { pid, .. }
+                | EventKind::Migrate { pid, .. }
+                | EventKind::Exit { pid, .. } => {
+                    seen.insert(pid);
+                }
+            }
+        }
+        assert!(cap.events.windows(2).all(|w| w[0].ts_ns <= w[1].ts_ns));
+        for (pid, nvcsw, nivcsw) in procs {
+            assert!(seen.contains(&pid), "run {run_id}: no event of pid {pid}");
+            // Each worker exits inside the window.
+            assert!(
+                cap.events
+                    .iter()
+                    .any(|e| e.kind == EventKind::Exit { pid, prio: 120 }),
+                "run {run_id}: pid {pid} exit"
+            );
+            let outs = cap
+                .events
+                .iter()
+                .filter(|e| matches!(e.kind, EventKind::Switch { prev_pid, .. } if prev_pid == pid))
+                .count() as i64;
+            let rusage = nvcsw + nivcsw;
+            assert!(
+                (outs - rusage).abs() <= 3 + rusage / 50,
+                "run {run_id} pid {pid}: {outs} switches traced, rusage {nvcsw} + {nivcsw}"
+            );
+        }
+    }
+}
+
+const LONG: &str = r#"
+name = "trace-long"
+repetitions = 3
+cooldown_s = 0
+trace = true
+[matrix]
+policy = ["other"]
+workload = ["pi"]
+processes = [1]
+cpus = ["0"]
+[workloads.pi]
+duration_s = 2.0
+"#;
+
+/// Start a traced campaign, wait until it records, send `sig`.
+fn interrupt(dir: &Path, view: &View, sig: i32) -> std::process::ExitStatus {
+    std::fs::write(dir.join("long.toml"), LONG).unwrap();
+    let mut child = command(dir, &["run", "long.toml", "--db", "t.db"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    view.wait_for_recording();
+    schedlab::sys::proc::kill(child.id() as i32, sig);
+    child.wait().unwrap()
+}
+
+#[test]
+fn ctrl_c_during_a_traced_run_leaves_tracefs_as_found() {
+    let _lock = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    if !may_trace() {
+        return;
+    }
+    let view = View::new();
+    let before = view.state();
+    let dir = tempfile::tempdir().unwrap();
+    let status = interrupt(dir.path(), &view, libc::SIGINT);
+    assert_eq!(status.code(), Some(130));
+    assert_eq!(view.state(), before, "tracefs changed after Ctrl-C");
+}
+
+#[test]
+fn after_sigkill_the_next_start_leaves_tracefs_as_found() {
+    let _lock = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    if !may_trace() {
+        return;
+    }
+    let view = View::new();
+    let before = view.state();
+    let dir = tempfile::tempdir().unwrap();
+    interrupt(dir.path(), &view, libc::SIGKILL);
+    // Killed: its instance is left, and the journal that names it.
+    assert_ne!(view.state(), before, "expected the instance to be left");
+    assert!(schedlab::sys::knobs::trace_journal_path().exists());
+    // Any next start removes it, and only it.
+    let o = command(dir.path(), &["campaigns", "--db", "t.db"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("tracefs instance schedlab-"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(
+        view.state(),
+        before,
+        "tracefs changed after SIGKILL + restart"
+    );
+    assert!(!schedlab::sys::knobs::trace_journal_path().exists());
+}
