@@ -74,6 +74,21 @@ impl Latency {
         self.0.value_at_quantile(q)
     }
 
+    /// Events recorded from `lo_ns` up to `hi_ns`, both ends included at
+    /// the histogram's resolution (3 significant digits): for histograms
+    /// drawn with bins.
+    pub fn count_between(&self, lo_ns: u64, hi_ns: u64) -> u64 {
+        if self.0.is_empty() || hi_ns < lo_ns {
+            return 0;
+        }
+        self.0.count_between(lo_ns, hi_ns)
+    }
+
+    /// The smallest value recorded (0 when empty).
+    pub fn min_ns(&self) -> u64 {
+        if self.0.is_empty() { 0 } else { self.0.min() }
+    }
+
     /// p50, p90, p99, p99.9 and max.
     pub fn percentiles(&self) -> Percentiles {
         Percentiles {
