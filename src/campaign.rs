@@ -101,6 +101,14 @@ pub fn check_machine(
             ));
         }
     }
+    if spec.trace && crate::sys::proc::euid() != 0 {
+        return Err(err(
+            "trace",
+            "tracing needs root: schedlab mounts tracefs and makes a tracing instance of its own \
+             (run as root, or without trace = true / --trace)"
+                .into(),
+        ));
+    }
     check_workdir(spec, &err)?;
     check_limits(spec, &limits::Limits::capture(), &err)
 }

@@ -287,10 +287,11 @@ impl Decoder {
             return Ok(None);
         };
         let mut name = |pid: i32, f: Field| {
-            if pid > 0 && !names.contains_key(&pid) {
-                if let Some(c) = read_comm(rec, f) {
-                    names.insert(pid, c);
-                }
+            if pid > 0
+                && !names.contains_key(&pid)
+                && let Some(c) = read_comm(rec, f)
+            {
+                names.insert(pid, c);
             }
         };
         let kind = match *layout {
@@ -412,7 +413,9 @@ mod tests {
 
     /// One line of the kernel's own text rendering (`trace`) of the same
     /// buffer: (cpu, µs timestamp, common_pid, event name, the fields).
-    fn text_lines() -> Vec<(u32, u64, i32, String, HashMap<String, String>)> {
+    type TextLine = (u32, u64, i32, String, HashMap<String, String>);
+
+    fn text_lines() -> Vec<TextLine> {
         text("trace.txt")
             .lines()
             .map(|l| {
@@ -571,7 +574,7 @@ mod tests {
         put(&mut page, (5 << 5) | 30);
         put(&mut page, 2);
         // An exit record (36 bytes → type_len 9), delta 7.
-        let mut exit = vec![0u8; 36];
+        let mut exit = [0u8; 36];
         exit[0..2].copy_from_slice(&369u16.to_le_bytes());
         exit[4..8].copy_from_slice(&42i32.to_le_bytes());
         exit[8..12].copy_from_slice(b"wkr\0");
