@@ -128,6 +128,20 @@ enum BenchCommand {
     /// schedlab's figures side by side with perf, cyclictest, hackbench and
     /// C loops, each row with the rule it must meet (exit 1 if a row fails).
     Fidelity(FidelityBenchArgs),
+    /// What `--trace` costs (campaign wall time and run makespan, with and
+    /// without, alternating) and how the trace agrees with schedstat and
+    /// rusage (root).
+    Trace(TraceBenchArgs),
+}
+
+#[derive(Args)]
+struct TraceBenchArgs {
+    /// Trials per side and workload.
+    #[arg(long, default_value_t = 5)]
+    trials: u32,
+    /// The CPU the workers share.
+    #[arg(long, default_value_t = 0)]
+    cpu: usize,
 }
 
 #[derive(Args)]
@@ -450,6 +464,15 @@ fn dispatch(command: Command) -> Result<i32> {
             which: BenchCommand::Fidelity(a),
         } => {
             crate::bench::fidelity::run(crate::bench::fidelity::FidelityOptions { quick: a.quick })
+        }
+        Command::Bench {
+            which: BenchCommand::Trace(a),
+        } => {
+            crate::bench::trace::run(crate::bench::trace::TraceBenchOptions {
+                trials: a.trials,
+                cpu: a.cpu,
+            })?;
+            Ok(0)
         }
         Command::Bench {
             which: BenchCommand::Wrr(a),
