@@ -393,7 +393,13 @@ impl Launcher {
                         }),
                 );
             }
-            if let Err(e) = r.follow(tasks) {
+            let away: Vec<usize> = self
+                .allowed_cpus
+                .iter()
+                .copied()
+                .filter(|c| !run_cpus.contains(c))
+                .collect();
+            if let Err(e) = r.follow(tasks, &away) {
                 kill_and_reap(&pids);
                 drop(dispatcher);
                 let reason = format!("tracing could not follow the workers: {e:#}");

@@ -28,6 +28,7 @@ use super::event::{Capture, Event, EventKind, Task};
 use super::format::{EventFormat, parse_event_format, parse_header_event, parse_header_page};
 use super::ring::Decoder;
 use crate::sys::proc::monotonic_ns;
+use crate::sys::sched;
 use crate::sys::tracefs::{Instance, RawBuffer, cpumask_hex};
 
 /// The tracepoints recorded (all in the `sched` system).
@@ -224,8 +225,10 @@ impl Recorder {
     }
 
     /// Filters the recording to `tasks` (the run's workers, and the WRR
-    /// dispatcher's threads) and starts draining the buffers.
-    pub fn follow(&mut self, tasks: Vec<Task>) -> Result<()> {
+    /// dispatcher's threads) and starts draining the buffers, from a thread
+    /// kept on `reader_cpus` when there are any (CPUs the run does not use,
+    /// so that reading never takes the workers' CPU).
+    pub fn follow(&mut self, tasks: Vec<Task>, reader_cpus: &[usize]) -> Result<()> {
         let tids: HashSet<i32> = tasks.iter().map(|t| t.tid).collect();
         let list: Vec<String> = tasks.iter().map(|t| t.tid.to_string()).collect();
         self.instance()?.write("set_event_pid", &list.join(" "))?;
@@ -239,7 +242,16 @@ impl Recorder {
         let flag = Arc::clone(&stop);
         let handle = std::thread::Builder::new()
             .name("trace-reader".into())
-            .spawn(move || reader(decoder, buffers, tids, flag))
+            .spawn({
+                let cpus = reader_cpus.to_vec();
+                move || {
+                    if !cpus.is_empty() {
+                        // Best effort: unpinned, the reader still works.
+                        let _ = sched::set_affinity_raw(sched::gettid(), &sched::cpu_set(&cpus));
+                    }
+                    reader(decoder, buffers, tids, flag)
+                }
+            })
             .context("starting the trace reader thread")?;
         self.reader = Some(Reader { handle, stop });
         self.tasks = tasks;
