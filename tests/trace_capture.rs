@@ -322,3 +322,88 @@ fn after_sigkill_the_next_start_leaves_tracefs_as_found() {
     );
     assert!(!schedlab::sys::knobs::trace_journal_path().exists());
 }
+
+const RT: &str = r#"
+name = "trace-rt"
+repetitions = 1
+cooldown_s = 0
+trace = true
+order = "sequential"
+[matrix]
+policy = ["fifo", "rr"]
+workload = ["hash"]
+processes = [2]
+cpus = ["0"]
+[workloads.hash]
+duration_s = 0.45
+"#;
+
+/// Two FIFO and then two RR workers of one priority on one CPU: the
+/// trace shows no FIFO worker taking the CPU from the other while it was
+/// still runnable, and RR turns of `sched_rr_timeslice_ms` (within 10 %).
+#[test]
+fn fifo_runs_to_completion_and_rr_takes_timeslice_turns() {
+    let _lock = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    if !may_trace() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("rt.toml"), RT).unwrap();
+    let o = command(dir.path(), &["run", "rt.toml", "--db", "t.db"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let timeslice_ms: f64 = std::fs::read_to_string("/proc/sys/kernel/sched_rr_timeslice_ms")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let store = schedlab::store::Store::open(&dir.path().join("t.db")).unwrap();
+    let conn = rusqlite::Connection::open(dir.path().join("t.db")).unwrap();
+    for (run_id, policy) in [(1i64, "fifo"), (2, "rr")] {
+        let p: String = conn
+            .query_row("SELECT policy FROM runs WHERE id = ?1", [run_id], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(p, policy);
+        let cap = store.load_trace(run_id).unwrap();
+        assert_eq!(cap.lost_events, 0);
+        let pids: HashSet<i32> = cap.tasks.iter().map(|t| t.tid).collect();
+        // Hand-overs between the two workers while the one leaving was
+        // still runnable (R or R+), with the time since it came on.
+        let mut on_since = std::collections::HashMap::new();
+        let mut turns_ms = Vec::new();
+        for e in &cap.events {
+            if let EventKind::Switch {
+                prev_pid,
+                prev_state,
+                next_pid,
+                ..
+            } = e.kind
+            {
+                let runnable = prev_state == 0 || prev_state == 0x100;
+                if runnable && pids.contains(&prev_pid) && pids.contains(&next_pid) {
+                    let since = on_since.get(&prev_pid).copied().unwrap_or(cap.start_ns);
+                    turns_ms.push((e.ts_ns - since) as f64 / 1e6);
+                }
+                on_since.insert(next_pid, e.ts_ns);
+            }
+        }
+        match policy {
+            "fifo" => assert!(turns_ms.is_empty(), "FIFO hand-overs: {turns_ms:?}"),
+            _ => {
+                // The first turn starts before release; the others are
+                // whole time slices.
+                let whole = &turns_ms[1.min(turns_ms.len())..];
+                assert!(whole.len() >= 2, "RR turns: {turns_ms:?}");
+                for t in whole {
+                    assert!(
+                        (t / timeslice_ms - 1.0).abs() <= 0.1,
+                        "RR turn of {t:.1} ms, sched_rr_timeslice_ms {timeslice_ms}: {turns_ms:?}"
+                    );
+                }
+            }
+        }
+    }
+}
