@@ -187,6 +187,9 @@ impl Recorder {
     /// CPU, the sched tracepoints enabled, event-fork on (children of a
     /// filtered task are filtered in).
     pub fn prepare(root: &Path, name: &str, cpus: &[u32], buffer_kb: u64) -> Result<Recorder> {
+        // The name is the campaign's own (journaled): one an earlier run
+        // could not remove is removed now rather than failing every run.
+        crate::sys::tracefs::remove_instance(root, name)?;
         let instance = Instance::create(root, name)?;
         instance.write("tracing_on", "0")?;
         instance.write("trace_clock", "mono")?;

@@ -245,3 +245,32 @@ impl Journal {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sys::knobs::fake::sample_journal;
+
+    /// Tracing settings round-trip through the journal, and a name that
+    /// is no instance name is refused before anything is touched.
+    #[test]
+    fn tracefs_settings() {
+        let mut j = sample_journal();
+        j.settings = vec![
+            Setting::TracefsMount {
+                path: PathBuf::from("/run/schedlab/tracefs-1-ab"),
+            },
+            Setting::TracefsInstance {
+                name: "schedlab-1-ab".into(),
+            },
+        ];
+        let text = j.to_json();
+        assert!(text.contains("\"kind\": \"tracefs_instance\""), "{text}");
+        assert_eq!(Journal::from_json(&text).unwrap(), j);
+        assert!(j.rt_bandwidth().is_none());
+        assert!(j.originals().contains("no tracefs instance schedlab-1-ab"));
+        for bad in ["", "..", "a/b", "."] {
+            assert!(restore_instance(bad).is_err(), "{bad:?}");
+        }
+    }
+}
