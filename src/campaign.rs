@@ -101,6 +101,14 @@ pub fn check_machine(
             ));
         }
     }
+    if spec.trace && crate::sys::proc::euid() != 0 {
+        return Err(err(
+            "trace",
+            "tracing needs root: schedlab mounts tracefs and makes a tracing instance of its own \
+             (run as root, or without trace = true / --trace)"
+                .into(),
+        ));
+    }
     check_workdir(spec, &err)?;
     check_limits(spec, &limits::Limits::capture(), &err)
 }
@@ -409,7 +417,26 @@ pub fn run(
         }
         false => None,
     };
-    let launcher = Launcher::new(spec, &env, signals);
+    // Tracing: schedlab's own tracefs instance (and mount when needed),
+    // journaled like the RT settings and removed however the campaign ends.
+    let trace_guard = match spec.trace && !pending.is_empty() {
+        true => {
+            knobs::ensure_signals_blocked()?;
+            let g = knobs::TraceGuard::acquire().context("cannot trace (trace = true, --trace)")?;
+            if let (Some(w), false) = (g.recovered(), opts.quiet) {
+                note!("warning: {}", crate::out::esc_lines(w));
+            }
+            Some(g)
+        }
+        false => None,
+    };
+    let mut launcher = Launcher::new(spec, &env, signals);
+    if let Some(g) = &trace_guard {
+        launcher.trace_into(crate::launch::TraceTarget {
+            root: g.root().to_path_buf(),
+            name: g.instance_name().to_string(),
+        });
+    }
     let mut progress = Progress::new(&estimates, opts.quiet);
     let mut summary = Summary {
         campaign: campaign.clone(),
@@ -450,8 +477,8 @@ pub fn run(
                 summary.interrupted = Some(sig);
                 break;
             }
-            Outcome::Done(rec) => {
-                store.insert_run(campaign.id, &rec)?;
+            Outcome::Done(rec, trace) => {
+                store.insert_run_traced(campaign.id, &rec, trace.as_deref())?;
                 summary.ran += 1;
                 summary.by_status[status_index(rec.status)] += 1;
                 progress.finish(i, run, &describe(&rec));
@@ -468,6 +495,11 @@ pub fn run(
         }
     }
     progress.done();
+    if let Some(guard) = trace_guard {
+        guard
+            .restore()
+            .context("removing schedlab's tracing instance")?;
+    }
     if let Some(guard) = rt_guard {
         guard.restore().context("restoring sched_rt_runtime_us")?;
     }

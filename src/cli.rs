@@ -153,6 +153,20 @@ enum BenchCommand {
     /// schedlab's figures side by side with perf, cyclictest, hackbench and
     /// C loops, each row with the rule it must meet (exit 1 if a row fails).
     Fidelity(FidelityBenchArgs),
+    /// What `--trace` costs (campaign wall time and run makespan, with and
+    /// without, alternating) and how the trace agrees with schedstat and
+    /// rusage (root).
+    Trace(TraceBenchArgs),
+}
+
+#[derive(Args)]
+struct TraceBenchArgs {
+    /// Trials per side and workload.
+    #[arg(long, default_value_t = 5)]
+    trials: u32,
+    /// The CPU the workers share.
+    #[arg(long, default_value_t = 0)]
+    cpu: usize,
 }
 
 #[derive(Args)]
@@ -242,6 +256,10 @@ struct SpecSource {
     /// Override a key of the spec, e.g. --set repetitions=3 --set 'matrix.processes=[2,4]'.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
+    /// Record the kernel's scheduling events of every run (tracefs; root),
+    /// stored with the run: the same as --set trace=true.
+    #[arg(long)]
+    trace: bool,
 }
 
 #[derive(Args)]
@@ -287,6 +305,9 @@ impl SpecSource {
                 message,
             })?;
             overrides.push(format!("scale={f:?}"));
+        }
+        if self.trace {
+            overrides.push("trace=true".to_string());
         }
         let spec = spec::load(&text, &origin, &overrides)?;
         Ok(Loaded {
@@ -529,6 +550,15 @@ fn dispatch(command: Command) -> Result<i32> {
             crate::bench::fidelity::run(crate::bench::fidelity::FidelityOptions { quick: a.quick })
         }
         Command::Bench {
+            which: BenchCommand::Trace(a),
+        } => {
+            crate::bench::trace::run(crate::bench::trace::TraceBenchOptions {
+                trials: a.trials,
+                cpu: a.cpu,
+            })?;
+            Ok(0)
+        }
+        Command::Bench {
             which: BenchCommand::Wrr(a),
         } => {
             crate::bench::wrr::run(crate::bench::wrr::WrrBenchOptions {
@@ -671,6 +701,12 @@ fn cmd_plan(source: &SpecSource, db: &Path, list: bool, force: bool) -> Result<i
             format!("{} {} at nice {}", h.count, h.policy.name(), h.nice)
         };
         outln!("hogs         {who} on cpus {}", h.cpus.label())?;
+    }
+    if s.trace {
+        outln!(
+            "trace        every run's sched_switch, wake-ups, migrations and exits (tracefs, \
+             schedlab's own instance; stored with the run)"
+        )?;
     }
     outln!("repetitions  {}", s.repetitions)?;
     outln!("scale        {}", s.scale)?;

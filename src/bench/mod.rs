@@ -3,4 +3,5 @@
 pub mod aio;
 pub mod fidelity;
 pub mod report;
+pub mod trace;
 pub mod wrr;

@@ -26,6 +26,8 @@ use crate::sys::envinfo::{self, EnvSnapshot};
 use crate::sys::events::AbsTimer;
 use crate::sys::proc::{self, Exit, Usage};
 use crate::sys::{fds, fsinfo, limits, probe, procfs};
+use crate::trace::capture::{self as trace_capture, Recorder};
+use crate::trace::{Capture, Task as TraceTask};
 use crate::worker::{WorkerArgs, WorkerResult};
 use crate::workload::{PiParams, Stop, Workload};
 use crate::wrr::{self, DispatchReport, Dispatcher, Mechanism, SliceRule, Task, WrrPolicy};
@@ -35,8 +37,9 @@ pub use guard::ParentPriority;
 
 /// How a run ended from the launcher's point of view.
 pub enum Outcome {
-    /// Finished (ok, failed, timed out or skipped): store it.
-    Done(Box<RunRecord>),
+    /// Finished (ok, failed, timed out or skipped): store it, with its
+    /// capture when the run was traced.
+    Done(Box<RunRecord>, Option<Box<Capture>>),
     /// The user stopped schedlab (signal number) while the run was going: its
     /// workers were killed and nothing is stored, so it runs again on resume.
     Interrupted(i32),
@@ -58,12 +61,23 @@ pub struct Launcher {
     pub wrr: WrrSettings,
     /// `sched_rt_period_us`: how long an RT hog warms up before release.
     pub rt_period_us: i64,
+    /// Where runs are traced (tracefs root and instance name), when the
+    /// campaign traces them ([`Launcher::trace_into`]).
+    trace: Option<TraceTarget>,
     /// The WRR mechanism this machine allows (`wrr.mechanism = "auto"`),
     /// probed on first use: ext, else fifo, else signals.
     wrr_mechanism: std::sync::OnceLock<Mechanism>,
     /// The soft RLIMIT_NOFILE the campaign was checked against; a run
     /// raises it by the descriptors of its workers' pipes.
     open_files_base: u64,
+}
+
+/// Where a traced run records: the instance `name` under tracefs `root`
+/// (held by the campaign's `knobs::TraceGuard`).
+#[derive(Debug, Clone)]
+pub struct TraceTarget {
+    pub root: PathBuf,
+    pub name: String,
 }
 
 /// Why a run directory could not be made ready.
@@ -95,10 +109,17 @@ impl Launcher {
             hog: spec.hog.clone(),
             wrr: spec.wrr,
             rt_period_us: env.sched_rt_period_us.unwrap_or(1_000_000),
+            trace: None,
             wrr_mechanism: std::sync::OnceLock::new(),
             cpu_dma_latency_us: spec.cpu_dma_latency_us,
             open_files_base: probe::rlimit(libc::RLIMIT_NOFILE).0,
         }
+    }
+
+    /// Record every run's scheduling events in tracefs instance `name`
+    /// under `root` from now on.
+    pub fn trace_into(&mut self, target: TraceTarget) {
+        self.trace = Some(target);
     }
 
     /// Run `run` to the end.
@@ -106,20 +127,23 @@ impl Launcher {
         let started_unix_ms = crate::store::unix_ms();
         let env = envinfo::capture();
         let finished = |status: RunStatus, cpu_list: Vec<usize>, reason: String| {
-            Ok(Outcome::Done(Box::new(RunRecord {
-                run: run.clone(),
-                status,
-                reason,
-                makespan_ns: None,
-                cpu_util: None,
-                cpu_list,
-                started_unix_ms,
-                env: env.clone(),
-                processes: Vec::new(),
-                slices: Vec::new(),
-                extra: serde_json::json!({}),
-                interference: Default::default(),
-            })))
+            Ok(Outcome::Done(
+                Box::new(RunRecord {
+                    run: run.clone(),
+                    status,
+                    reason,
+                    makespan_ns: None,
+                    cpu_util: None,
+                    cpu_list,
+                    started_unix_ms,
+                    env: env.clone(),
+                    processes: Vec::new(),
+                    slices: Vec::new(),
+                    extra: serde_json::json!({}),
+                    interference: Default::default(),
+                }),
+                None,
+            ))
         };
         let cpus = match run.cpus.resolve(&self.allowed_cpus) {
             Ok(c) => c,
@@ -191,6 +215,32 @@ impl Launcher {
                 });
             }
         }
+
+        // Every CPU a process of the run could use (an RT hog's may lie
+        // outside the workers').
+        let mut run_cpus: Vec<usize> = members.iter().flat_map(|m| m.cpus.clone()).collect();
+        run_cpus.sort_unstable();
+        run_cpus.dedup();
+        // The trace instance is made and configured before any worker
+        // exists; it records nothing until just before release.
+        let mut recorder = match &self.trace {
+            None => None,
+            Some(t) => {
+                let traced: Vec<u32> = run_cpus.iter().map(|&c| c as u32).collect();
+                let rate = trace_capture::expected_events_per_s(
+                    run.workload.workload.cpu_bound(),
+                    members.len() as f64 / run_cpus.len().max(1) as f64,
+                );
+                let kb = trace_capture::buffer_kb(rate, env.cpus_online.max(1));
+                match Recorder::prepare(&t.root, &t.name, &traced, kb) {
+                    Ok(r) => Some(r),
+                    Err(e) => {
+                        let reason = format!("tracing could not be set up: {e:#}");
+                        return finished(RunStatus::Failed, cpus, reason);
+                    }
+                }
+            }
+        };
 
         // A run directory only for workloads that work on files: making one
         // (and its marker) costs the file system, and every run pays it.
@@ -321,6 +371,43 @@ impl Launcher {
             _ => None,
         };
 
+        // The trace follows the run's processes and the dispatcher's threads.
+        if let Some(r) = recorder.as_mut() {
+            let mut tasks: Vec<TraceTask> = pids
+                .iter()
+                .map(|&pid| TraceTask {
+                    tid: pid,
+                    tgid: pid,
+                    comm: procfs::comm(pid).unwrap_or_default(),
+                })
+                .collect();
+            if dispatcher.is_some() {
+                let me = std::process::id() as i32;
+                tasks.extend(
+                    procfs::own_threads()
+                        .into_iter()
+                        .filter(|(_, comm)| comm.starts_with("wrr-cpu"))
+                        .map(|(tid, comm)| TraceTask {
+                            tid,
+                            tgid: me,
+                            comm,
+                        }),
+                );
+            }
+            let away: Vec<usize> = self
+                .allowed_cpus
+                .iter()
+                .copied()
+                .filter(|c| !run_cpus.contains(c))
+                .collect();
+            if let Err(e) = r.follow(tasks, &away) {
+                kill_and_reap(&pids);
+                drop(dispatcher);
+                let reason = format!("tracing could not follow the workers: {e:#}");
+                return finished(RunStatus::Failed, cpus, reason);
+            }
+        }
+
         // Stay in control of RT workers: the parent outranks them while it
         // sleeps, so it can reap, enforce the timeout and take Ctrl-C.
         let raised = if members
@@ -359,6 +446,13 @@ impl Launcher {
         // Other programs' runnable tasks and the CPUs' counters, last thing
         // before release (the workers are blocked on the barrier).
         let before = interference::at_release(&pids);
+        if let Some(r) = recorder.as_mut()
+            && let Err(e) = r.start()
+        {
+            kill_and_reap(&pids);
+            let reason = format!("tracing could not start: {e:#}");
+            return finished(RunStatus::Failed, cpus, reason);
+        }
         // Fixed durations run from release: workers read it after the barrier.
         let release_ns = proc::monotonic_ns();
         if let Err(e) = std::fs::File::from(release).write_all_at(&release_ns.to_le_bytes(), 0) {
@@ -367,6 +461,8 @@ impl Launcher {
         }
         drop(barrier_w); // EOF on every worker's barrier: go.
         let waited = self.wait_all(&pids, &hogs, release_ns, dispatcher.as_ref(), &mut outputs);
+        // The capture ends once the last process has exited (or was killed).
+        let traced = recorder.take().map(Recorder::finish);
         let after = interference::at_end();
         let dispatched = dispatcher.map(WrrRun::stop);
         let parent = raised.label;
@@ -390,11 +486,6 @@ impl Launcher {
         for (p, g) in record.processes.iter_mut().zip(granted) {
             p.slice_ns = g;
         }
-        // Every CPU a process of the run could use (an RT hog's may lie
-        // outside the workers').
-        let mut run_cpus: Vec<usize> = members.iter().flat_map(|m| m.cpus.clone()).collect();
-        run_cpus.sort_unstable();
-        run_cpus.dedup();
         record.interference = interference::measure(
             &before,
             &after,
@@ -421,8 +512,32 @@ impl Launcher {
         if let Some(report) = dispatched {
             attach_dispatch(&mut record, &report, release_ns);
         }
+        let capture = match traced {
+            None => None,
+            Some(Ok(c)) => {
+                // Marked in the run itself too: a capture with lost events
+                // is never used as if it were whole.
+                add_extra(
+                    &mut record,
+                    "trace",
+                    serde_json::json!({
+                        "events": c.events.len(),
+                        "lost_events": c.lost_events,
+                    }),
+                );
+                Some(Box::new(c))
+            }
+            Some(Err(e)) => {
+                add_extra(
+                    &mut record,
+                    "trace",
+                    serde_json::json!({ "error": format!("{e:#}") }),
+                );
+                None
+            }
+        };
         drop(dir);
-        Ok(Outcome::Done(Box::new(record)))
+        Ok(Outcome::Done(Box::new(record), capture))
     }
 
     /// Make the run directory in the work directory and the workload's

@@ -180,6 +180,10 @@ pub struct Spec {
     /// cyclictest holds it at 0): no CPU sleeps deeper while workers run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_dma_latency_us: Option<u32>,
+    /// Record the kernel's scheduling events of every run (tracefs), stored
+    /// with the run (`trace = true`, or `run --trace`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub trace: bool,
     pub workdir: Option<PathBuf>,
     /// Work per process is multiplied by this (recorded with the campaign).
     pub scale: f64,
@@ -335,6 +339,22 @@ pub fn load(text: &str, origin: &str, overrides: &[String]) -> Result<Spec, Spec
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `trace` is a boolean; a campaign without it keeps its identity (the
+    /// key is not serialised when false).
+    #[test]
+    fn trace_key() {
+        let base = "[matrix]\nworkload = [\"pi\"]\n";
+        let off = load(base, "t.toml", &[]).unwrap();
+        assert!(!off.trace);
+        assert!(!serde_json::to_string(&off).unwrap().contains("trace"));
+        let on = load(&format!("trace = true\n{base}"), "t.toml", &[]).unwrap();
+        assert!(on.trace);
+        let set = load(base, "t.toml", &["trace=true".to_string()]).unwrap();
+        assert_eq!(set, on);
+        let e = load(&format!("trace = \"yes\"\n{base}"), "t.toml", &[]).unwrap_err();
+        assert!(e.to_string().contains("trace"), "{e}");
+    }
 
     #[test]
     fn spec_files_are_text_of_bounded_size() {

@@ -16,6 +16,7 @@ pub struct RawSpec {
     pub timeout_s: Option<f64>,
     pub cooldown_s: Option<f64>,
     pub cpu_dma_latency_us: Option<i64>,
+    pub trace: Option<bool>,
     pub workdir: Option<String>,
     pub scale: Option<f64>,
     pub matrix: Option<RawMatrix>,

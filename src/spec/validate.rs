@@ -444,6 +444,7 @@ pub fn validate(raw: RawSpec, origin: &str) -> Result<Spec, SpecError> {
         timeout_ns,
         cooldown_ns,
         cpu_dma_latency_us,
+        trace: raw.trace.unwrap_or(false),
         workdir,
         scale,
         policies,

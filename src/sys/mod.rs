@@ -22,4 +22,5 @@ pub mod sched;
 pub mod scx;
 #[cfg(feature = "ext")]
 pub mod scx_wrr;
+pub mod tracefs;
 pub mod uring;

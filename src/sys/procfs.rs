@@ -90,6 +90,30 @@ pub fn read_trimmed(path: &Path) -> Option<String> {
 
 /// First field of `/proc/loadavg` (`"0.14 0.12 0.05 1/86 4575"`): the
 /// one-minute load average.
+/// The threads of this process: (thread id, name), from /proc/self/task.
+pub fn own_threads() -> Vec<(i32, String)> {
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+        return Vec::new();
+    };
+    let mut out: Vec<(i32, String)> = dir
+        .filter_map(|e| {
+            let e = e.ok()?;
+            let tid: i32 = e.file_name().to_str()?.parse().ok()?;
+            Some((
+                tid,
+                read_trimmed(&e.path().join("comm")).unwrap_or_default(),
+            ))
+        })
+        .collect();
+    out.sort_unstable();
+    out
+}
+
+/// The name (`comm`) of process or thread `pid`.
+pub fn comm(pid: i32) -> Option<String> {
+    read_trimmed(Path::new(&format!("/proc/{pid}/comm")))
+}
+
 pub fn parse_loadavg_1m(text: &str) -> Option<f64> {
     let v: f64 = text.split_ascii_whitespace().next()?.parse().ok()?;
     v.is_finite().then_some(v)

@@ -12,3 +12,6 @@ pub mod event;
 pub mod summary;
 
 pub use event::{Capture, Event, EventKind, SwitchEnd, Task};
+pub mod capture;
+pub mod format;
+pub mod ring;

@@ -51,6 +51,9 @@ use crate::sys::fsinfo::writable;
 const JOURNAL_DIR: &str = "/var/lib/schedlab";
 const JOURNAL_DIR_FALLBACK: &str = "/run/schedlab";
 pub(super) const JOURNAL_NAME: &str = "rt-journal.json";
+/// The journal of a tracing session (its tracefs mount and instance),
+/// beside the RT journal: a campaign may hold both at once.
+pub(super) const TRACE_JOURNAL_NAME: &str = "trace-journal.json";
 /// The format this version writes.
 pub const JOURNAL_FORMAT: u32 = 2;
 /// The format of schedlab before the journal was generic: the RT pair only.
@@ -218,6 +221,20 @@ pub(super) fn journal_candidates() -> Vec<PathBuf> {
             .map(|d| Path::new(d).join(JOURNAL_NAME))
             .collect(),
     }
+}
+
+/// Where the journal of a tracing session goes: beside the RT journal
+/// (`$SCHEDLAB_JOURNAL`'s directory when set).
+pub fn trace_journal_path() -> PathBuf {
+    journal_path().with_file_name(TRACE_JOURNAL_NAME)
+}
+
+/// Every place a tracing session's journal may have been left.
+pub(super) fn trace_journal_candidates() -> Vec<PathBuf> {
+    journal_candidates()
+        .into_iter()
+        .map(|p| p.with_file_name(TRACE_JOURNAL_NAME))
+        .collect()
 }
 
 pub(super) fn lock_path(journal: &Path) -> PathBuf {

@@ -79,6 +79,9 @@
 //! * `capability.rs`: what this machine allows ([`KnobCapability`]).
 //! * `guard.rs`: [`RtGuard`], a change of RT bandwidth in force, and
 //!   [`ensure_signals_blocked`].
+//! * `trace.rs`: [`TraceGuard`], a tracing session in force (schedlab's
+//!   tracefs instance and, when it made one, its tracefs mount), journaled
+//!   in `trace-journal.json` beside the RT journal.
 
 mod access;
 mod capability;
@@ -91,14 +94,16 @@ mod plan;
 mod procs;
 mod recover;
 mod setting;
+mod trace;
 
 pub use access::{ChildGroup, read_rt_bandwidth};
 pub use capability::{KnobCapability, capability, capability_from};
 pub use guard::{RtGuard, ensure_signals_blocked};
-pub use journal::{JOURNAL_FORMAT, Journal, journal_path, read_journal};
+pub use journal::{JOURNAL_FORMAT, Journal, journal_path, read_journal, trace_journal_path};
 pub use plan::{Knob, RtBandwidth, plan_writes, validate_runtime};
 pub use recover::recover_leftover;
 pub use setting::{RtOriginals, Setting};
+pub use trace::TraceGuard;
 
 /// The RT runtime sysctl.
 pub const SYSCTL_RUNTIME: &str = "/proc/sys/kernel/sched_rt_runtime_us";

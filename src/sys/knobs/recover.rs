@@ -8,7 +8,8 @@ use anyhow::{Context, Result};
 
 use super::access::Knobs;
 use super::journal::{
-    Holder, Journal, holder_state, journal_candidates, read_journal, remove_journal, try_lock,
+    Holder, Journal, holder_state, journal_candidates, read_journal, remove_journal,
+    trace_journal_candidates, try_lock,
 };
 use super::procs::{boot_id, self_pid};
 
@@ -68,6 +69,7 @@ pub(super) fn recover_one(knobs: &Knobs, path: &Path) -> Result<Option<String>> 
 pub fn recover_leftover() -> Result<Option<String>> {
     let candidates: Vec<PathBuf> = journal_candidates()
         .into_iter()
+        .chain(trace_journal_candidates())
         .filter(|p| p.exists())
         .collect();
     if candidates.is_empty() {

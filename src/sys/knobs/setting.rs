@@ -6,12 +6,15 @@
 //! format, locking and recovery stay as they are. The variant's name, in
 //! snake_case, is the `kind` tag in the journal's JSON.
 
+use std::path::{Path, PathBuf};
+
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
 use super::access::{Knobs, apply};
 use super::journal::Journal;
 use super::plan::{Knob, plan_transition};
+use crate::sys::tracefs;
 
 /// One setting changed by schedlab, with its original value.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -20,6 +23,13 @@ pub enum Setting {
     /// `kernel.sched_rt_runtime_us` and, with RT group scheduling, the root
     /// cpu cgroup's `cpu.rt_runtime_us`, changed together.
     RtBandwidth(RtOriginals),
+    /// A tracefs mount schedlab made (tracefs was not mounted at
+    /// /sys/kernel/tracing): unmounted, and its directory removed.
+    TracefsMount { path: PathBuf },
+    /// A tracing instance schedlab made, `instances/<name>` in tracefs:
+    /// removed (its name holds schedlab's pid and a random token, and only
+    /// this journal knows it, so nothing else is ever removed).
+    TracefsInstance { name: String },
 }
 
 impl Setting {
@@ -27,6 +37,8 @@ impl Setting {
     pub fn describe(&self) -> String {
         match self {
             Setting::RtBandwidth(rt) => rt.describe(),
+            Setting::TracefsMount { path } => format!("tracefs not mounted at {}", path.display()),
+            Setting::TracefsInstance { name } => format!("no tracefs instance {name}"),
         }
     }
 
@@ -38,6 +50,19 @@ impl Setting {
                     .read_sysctl()
                     .map_or_else(|_| "unknown".to_string(), |s| s.runtime_us.to_string());
                 format!("sched_rt_runtime_us is {now}")
+            }
+            Setting::TracefsMount { path } => match tracefs::mounted_at(path) {
+                true => format!("tracefs mounted at {}", path.display()),
+                false => format!("tracefs not mounted at {}", path.display()),
+            },
+            Setting::TracefsInstance { name } => {
+                let there = tracefs::tracefs_mounts()
+                    .iter()
+                    .any(|m| m.join("instances").join(name).exists());
+                match there {
+                    true => format!("tracefs instance {name} exists"),
+                    false => format!("no tracefs instance {name}"),
+                }
             }
         }
     }
@@ -51,8 +76,61 @@ impl Setting {
                 .into_iter()
                 .map(|(k, now, was)| format!("{} {now} (was {was})", k.name()))
                 .collect()),
+            Setting::TracefsMount { path } => restore_mount(path),
+            Setting::TracefsInstance { name } => restore_instance(name),
         }
     }
+}
+
+/// Unmounts schedlab's own tracefs mount at `path` (when it is still
+/// mounted) and removes its empty directory.
+fn restore_mount(path: &Path) -> Result<Vec<String>> {
+    let mut done = Vec::new();
+    if tracefs::mounted_at(path) {
+        tracefs::unmount(path)
+            .with_context(|| format!("unmounting schedlab's tracefs mount {}", path.display()))?;
+        done.push(format!("tracefs unmounted from {}", path.display()));
+    }
+    match std::fs::remove_dir(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => {
+            return Err(e).with_context(|| format!("removing {}", path.display()));
+        }
+    }
+    Ok(done)
+}
+
+/// Removes schedlab's tracing instance `name` through any tracefs mount,
+/// or through a temporary one when tracefs is mounted nowhere.
+fn restore_instance(name: &str) -> Result<Vec<String>> {
+    if name.is_empty() || name.contains('/') || name == "." || name == ".." {
+        bail!("the journal names the tracefs instance {name:?}, which is no instance name");
+    }
+    let removed = match tracefs::tracefs_mounts().first() {
+        Some(root) => tracefs::remove_instance(root, name)?,
+        None => {
+            let tmp = tempfile::Builder::new()
+                .prefix("schedlab-tracefs-")
+                .tempdir()
+                .context("making a directory to mount tracefs on")?;
+            tracefs::mount(tmp.path()).with_context(|| {
+                format!(
+                    "mounting tracefs on {} to remove instance {name}",
+                    tmp.path().display()
+                )
+            })?;
+            let removed = tracefs::remove_instance(tmp.path(), name);
+            let unmounted = tracefs::unmount(tmp.path());
+            let removed = removed?;
+            unmounted.with_context(|| format!("unmounting {}", tmp.path().display()))?;
+            removed
+        }
+    };
+    Ok(match removed {
+        true => vec![format!("tracefs instance {name} removed")],
+        false => Vec::new(),
+    })
 }
 
 /// The original RT bandwidth knobs.
@@ -132,11 +210,10 @@ impl RtOriginals {
 
 impl Journal {
     /// The RT bandwidth originals recorded, if any.
-    // With more kinds of setting the match will have a `_ => None` arm.
-    #[allow(clippy::unnecessary_find_map)]
     pub fn rt_bandwidth(&self) -> Option<&RtOriginals> {
         self.settings.iter().find_map(|s| match s {
             Setting::RtBandwidth(rt) => Some(rt),
+            _ => None,
         })
     }
 
@@ -165,6 +242,35 @@ impl Journal {
                 let all: Vec<String> = failures.iter().map(|e| format!("{e:#}")).collect();
                 bail!(all.join("; "))
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sys::knobs::fake::sample_journal;
+
+    /// Tracing settings round-trip through the journal, and a name that
+    /// is no instance name is refused before anything is touched.
+    #[test]
+    fn tracefs_settings() {
+        let mut j = sample_journal();
+        j.settings = vec![
+            Setting::TracefsMount {
+                path: PathBuf::from("/run/schedlab/tracefs-1-ab"),
+            },
+            Setting::TracefsInstance {
+                name: "schedlab-1-ab".into(),
+            },
+        ];
+        let text = j.to_json();
+        assert!(text.contains("\"kind\": \"tracefs_instance\""), "{text}");
+        assert_eq!(Journal::from_json(&text).unwrap(), j);
+        assert!(j.rt_bandwidth().is_none());
+        assert!(j.originals().contains("no tracefs instance schedlab-1-ab"));
+        for bad in ["", "..", "a/b", "."] {
+            assert!(restore_instance(bad).is_err(), "{bad:?}");
         }
     }
 }

@@ -1,0 +1,386 @@
+//! Recording one run's scheduling events into a [`Capture`]: schedlab's
+//! own tracefs instance is configured for the run (clock `mono`, the run's
+//! CPUs, a buffer sized from the expected event rate, the sched
+//! tracepoints, the run's pids), a reader thread drains the per-CPU raw
+//! buffers while the run goes on (so they do not overflow) and decodes
+//! them, and the capture is closed when the last worker has exited.
+//!
+//! The pid filter (`set_event_pid`) keeps an event when the task current
+//! on the CPU is one of the run's, or, for `sched_switch`, when the task
+//! switched in is (the kernel checks prev and next), and for wake-ups when
+//! the woken task is. What a filtered task does to others (a worker waking
+//! a kernel thread) is dropped here, so the capture holds exactly the
+//! events about the run's tasks ([`concerns`]). A migration decided in
+//! another task's context (the load balancer running in the idle task)
+//! is not recorded by the kernel under the filter; a change of CPU still
+//! shows in the switches.
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow};
+
+use super::event::{Capture, Event, EventKind, Task};
+use super::format::{EventFormat, parse_event_format, parse_header_event, parse_header_page};
+use super::ring::Decoder;
+use crate::sys::proc::monotonic_ns;
+use crate::sys::sched;
+use crate::sys::tracefs::{Instance, RawBuffer, cpumask_hex};
+
+/// The tracepoints recorded (all in the `sched` system).
+pub const TRACEPOINTS: [&str; 6] = [
+    "sched_switch",
+    "sched_waking",
+    "sched_wakeup",
+    "sched_wakeup_new",
+    "sched_migrate_task",
+    "sched_process_exit",
+];
+
+/// How long the reader sleeps when every buffer is empty.
+pub const DRAIN_INTERVAL: Duration = Duration::from_millis(20);
+
+/// Bytes a buffer holds per event, roughly: a switch record is 68 bytes
+/// with its header, a wake-up 40.
+const BYTES_PER_EVENT: f64 = 64.0;
+
+/// Events per second per CPU to size the buffer for: a workload that
+/// blocks and wakes (pipes, sockets, timers, I/O) can switch every few µs
+/// (this machine's pinned pipe ping-pong: 8 µs per round trip, two
+/// switches and two wake-ups each); a CPU-bound one switches at most at
+/// each tick or slice end of each of its processes.
+pub fn expected_events_per_s(cpu_bound: bool, processes_per_cpu: f64) -> f64 {
+    if cpu_bound {
+        // Up to a switch, a waking and a wake-up per ms per process.
+        3_000.0 * processes_per_cpu.max(1.0)
+    } else {
+        250_000.0
+    }
+}
+
+/// `buffer_size_kb` (per CPU) for `events_per_s` per CPU: one second of
+/// events, 50 of the reader's drain intervals, so a reader held off the
+/// CPU for a while loses nothing; at least 1 MiB, at most 64 MiB, and at
+/// most 1 GiB over all `cpus` (the kernel gives every CPU a buffer).
+pub fn buffer_kb(events_per_s: f64, cpus: usize) -> u64 {
+    let want = (events_per_s * BYTES_PER_EVENT / 1024.0).ceil() as u64;
+    let cap = (1u64 << 20) / cpus.max(1) as u64;
+    want.clamp(1024, 65_536).min(cap.max(256))
+}
+
+/// Whether `e` is about one of `tids`: a switch from or to one, a wake-up,
+/// migration or exit of one.
+pub fn concerns(e: &Event, tids: &HashSet<i32>) -> bool {
+    match e.kind {
+        EventKind::Switch {
+            prev_pid, next_pid, ..
+        } => tids.contains(&prev_pid) || tids.contains(&next_pid),
+        EventKind::Waking { pid, .. }
+        | EventKind::Wakeup { pid, .. }
+        | EventKind::Migrate { pid, .. }
+        | EventKind::Exit { pid, .. } => tids.contains(&pid),
+    }
+}
+
+/// What the reader thread gathered.
+#[derive(Default)]
+struct Gathered {
+    events: Vec<Event>,
+    names: HashMap<i32, String>,
+    /// Per CPU: events the pages said were lost.
+    lost_marked: HashMap<u32, u64>,
+}
+
+fn read_all(
+    decoder: &Decoder,
+    buffers: &mut [RawBuffer],
+    tids: &HashSet<i32>,
+    page: &mut [u8],
+    scratch: &mut Vec<Event>,
+    g: &mut Gathered,
+) -> Result<bool> {
+    let mut any = false;
+    for b in buffers.iter_mut() {
+        loop {
+            let n = b
+                .read_page(page)
+                .with_context(|| format!("reading the trace buffer of CPU {}", b.cpu()))?;
+            if n == 0 {
+                break;
+            }
+            any = true;
+            scratch.clear();
+            let stats = decoder
+                .decode_page(b.cpu(), &page[..n], scratch, &mut g.names)
+                .with_context(|| format!("decoding a trace page of CPU {}", b.cpu()))?;
+            *g.lost_marked.entry(b.cpu()).or_default() += stats.lost;
+            g.events
+                .extend(scratch.drain(..).filter(|e| concerns(e, tids)));
+        }
+    }
+    Ok(any)
+}
+
+fn reader(
+    decoder: Decoder,
+    mut buffers: Vec<RawBuffer>,
+    tids: HashSet<i32>,
+    stop: Arc<AtomicBool>,
+) -> Result<Gathered> {
+    let mut page = vec![0u8; decoder.page_bytes()];
+    let mut scratch = Vec::new();
+    let mut g = Gathered::default();
+    loop {
+        let stopping = stop.load(Ordering::Acquire);
+        let any = read_all(
+            &decoder,
+            &mut buffers,
+            &tids,
+            &mut page,
+            &mut scratch,
+            &mut g,
+        )?;
+        if stopping && !any {
+            return Ok(g);
+        }
+        if !any {
+            std::thread::sleep(DRAIN_INTERVAL);
+        }
+    }
+}
+
+struct Reader {
+    handle: JoinHandle<Result<Gathered>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Reader {
+    fn finish(self) -> Result<Gathered> {
+        self.stop.store(true, Ordering::Release);
+        self.handle
+            .join()
+            .map_err(|_| anyhow!("the trace reader thread panicked"))?
+    }
+}
+
+/// One run's recording, from set-up to the finished [`Capture`]. Dropped
+/// unfinished (an error, Ctrl-C), it stops its reader and removes its
+/// instance.
+pub struct Recorder {
+    // Dropped after `reader` (see Drop): the instance can only be removed
+    // once the reader's files are closed.
+    instance: Option<Instance>,
+    decoder: Decoder,
+    cpus: Vec<u32>,
+    tasks: Vec<Task>,
+    reader: Option<Reader>,
+    start_ns: u64,
+}
+
+impl Recorder {
+    /// Makes and configures the instance `name` under tracefs `root`,
+    /// recording nothing yet: clock `mono`, `cpus` only, `buffer_kb` per
+    /// CPU, the sched tracepoints enabled, event-fork on (children of a
+    /// filtered task are filtered in).
+    pub fn prepare(root: &Path, name: &str, cpus: &[u32], buffer_kb: u64) -> Result<Recorder> {
+        // The name is the campaign's own (journaled): one an earlier run
+        // could not remove is removed now rather than failing every run.
+        crate::sys::tracefs::remove_instance(root, name)?;
+        let instance = Instance::create(root, name)?;
+        instance.write("tracing_on", "0")?;
+        instance.write("trace_clock", "mono")?;
+        instance.write("buffer_size_kb", &buffer_kb.to_string())?;
+        instance.write("tracing_cpumask", &cpumask_hex(cpus))?;
+        instance.write("options/event-fork", "1")?;
+        let formats: Vec<EventFormat> = TRACEPOINTS
+            .iter()
+            .map(|t| {
+                parse_event_format(&instance.read(&format!("events/sched/{t}/format"))?)
+                    .with_context(|| format!("the format of sched:{t}"))
+            })
+            .collect::<Result<_>>()?;
+        let decoder = Decoder::new(
+            parse_header_page(&instance.read("events/header_page")?)?,
+            parse_header_event(&instance.read("events/header_event")?)?,
+            &formats,
+        )?;
+        for t in TRACEPOINTS {
+            instance.write(&format!("events/sched/{t}/enable"), "1")?;
+        }
+        Ok(Recorder {
+            instance: Some(instance),
+            decoder,
+            cpus: cpus.to_vec(),
+            tasks: Vec::new(),
+            reader: None,
+            start_ns: 0,
+        })
+    }
+
+    fn instance(&self) -> Result<&Instance> {
+        self.instance
+            .as_ref()
+            .ok_or_else(|| anyhow!("the tracing instance is gone"))
+    }
+
+    /// Filters the recording to `tasks` (the run's workers, and the WRR
+    /// dispatcher's threads) and starts draining the buffers, from a thread
+    /// kept on `reader_cpus` when there are any (CPUs the run does not use,
+    /// so that reading never takes the workers' CPU).
+    pub fn follow(&mut self, tasks: Vec<Task>, reader_cpus: &[usize]) -> Result<()> {
+        let tids: HashSet<i32> = tasks.iter().map(|t| t.tid).collect();
+        let list: Vec<String> = tasks.iter().map(|t| t.tid.to_string()).collect();
+        self.instance()?.write("set_event_pid", &list.join(" "))?;
+        let buffers = self
+            .cpus
+            .iter()
+            .map(|&c| self.instance()?.raw_buffer(c))
+            .collect::<Result<Vec<_>>>()?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let decoder = self.decoder.clone();
+        let flag = Arc::clone(&stop);
+        let handle = std::thread::Builder::new()
+            .name("trace-reader".into())
+            .spawn({
+                let cpus = reader_cpus.to_vec();
+                move || {
+                    if !cpus.is_empty() {
+                        // Best effort: unpinned, the reader still works.
+                        let _ = sched::set_affinity_raw(sched::gettid(), &sched::cpu_set(&cpus));
+                    }
+                    reader(decoder, buffers, tids, flag)
+                }
+            })
+            .context("starting the trace reader thread")?;
+        self.reader = Some(Reader { handle, stop });
+        self.tasks = tasks;
+        Ok(())
+    }
+
+    /// Starts recording (just before the workers are released).
+    pub fn start(&mut self) -> Result<()> {
+        self.start_ns = monotonic_ns();
+        self.instance()?.write("tracing_on", "1")
+    }
+
+    /// Stops recording (after the last worker has exited), drains what is
+    /// left, counts what was lost, removes the instance.
+    pub fn finish(mut self) -> Result<Capture> {
+        let instance = self
+            .instance
+            .take()
+            .ok_or_else(|| anyhow!("finished twice"))?;
+        instance.write("tracing_on", "0")?;
+        let end_ns = monotonic_ns();
+        let g = match self.reader.take() {
+            Some(r) => r.finish()?,
+            None => Gathered::default(),
+        };
+        let mut lost_events = 0;
+        for &cpu in &self.cpus {
+            let counted = instance.stats(cpu)?.lost();
+            let marked = g.lost_marked.get(&cpu).copied().unwrap_or(0);
+            // The page markers and the counters tell of the same losses:
+            // the larger is the better count.
+            lost_events += counted.max(marked);
+        }
+        instance.remove()?;
+        let mut events = g.events;
+        // Stable: equal stamps keep each CPU buffer's order.
+        events.sort_by_key(|e| e.ts_ns);
+        let tasks = std::mem::take(&mut self.tasks)
+            .into_iter()
+            .map(|t| match (t.comm.is_empty(), g.names.get(&t.tid)) {
+                (true, Some(n)) => Task {
+                    comm: n.clone(),
+                    ..t
+                },
+                _ => t,
+            })
+            .collect();
+        Ok(Capture {
+            events,
+            tasks,
+            cpus: self.cpus.clone(),
+            start_ns: self.start_ns,
+            end_ns,
+            lost_events,
+        })
+    }
+}
+
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        if let Some(r) = self.reader.take() {
+            let _ = r.finish();
+        }
+        // `instance` drops after this, removing the instance.
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(kind: EventKind) -> Event {
+        Event {
+            ts_ns: 1,
+            cpu: 0,
+            common_pid: 7,
+            kind,
+        }
+    }
+
+    #[test]
+    fn only_events_about_the_tasks_are_kept() {
+        let tids: HashSet<i32> = [10, 11].into_iter().collect();
+        let switch = |prev_pid, next_pid| {
+            ev(EventKind::Switch {
+                prev_pid,
+                prev_prio: 120,
+                prev_state: 0,
+                next_pid,
+                next_prio: 120,
+            })
+        };
+        assert!(concerns(&switch(10, 0), &tids));
+        assert!(concerns(&switch(0, 11), &tids));
+        assert!(!concerns(&switch(0, 12), &tids));
+        // Woken by one of ours, but not ours: dropped.
+        let waking = |pid| {
+            ev(EventKind::Waking {
+                pid,
+                prio: 120,
+                target_cpu: 0,
+            })
+        };
+        assert!(!concerns(&waking(99), &tids));
+        assert!(concerns(&waking(10), &tids));
+        assert!(concerns(&ev(EventKind::Exit { pid: 11, prio: 120 }), &tids));
+        assert!(!concerns(
+            &ev(EventKind::Migrate {
+                pid: 3,
+                prio: 120,
+                orig_cpu: 0,
+                dest_cpu: 1
+            }),
+            &tids
+        ));
+    }
+
+    #[test]
+    fn buffer_sizes() {
+        // A CPU-bound run: the 1 MiB floor.
+        assert_eq!(buffer_kb(expected_events_per_s(true, 4.0), 2), 1024);
+        // Switch-heavy: a second of 250k events of 64 bytes.
+        assert_eq!(buffer_kb(expected_events_per_s(false, 2.0), 2), 15_625);
+        // Capped at 64 MiB per CPU, and 1 GiB in all.
+        assert_eq!(buffer_kb(1e9, 2), 65_536);
+        assert_eq!(buffer_kb(1e9, 256), 4096);
+        assert_eq!(buffer_kb(1e9, 100_000), 256);
+    }
+}
