@@ -6,6 +6,8 @@
 //! capture produces it (events in time order, clock CLOCK_MONOTONIC), the
 //! store, the derived figures, the report and the exporters consume it.
 
+pub mod chrome_json;
 pub mod event;
+pub mod perfetto;
 
 pub use event::{Capture, Event, EventKind, SwitchEnd, Task};
