@@ -45,6 +45,9 @@ fn decode_with_perfetto_schema(trace: &Path) -> Option<Value> {
     Some(serde_json::from_slice(&o.stdout).expect("the decoder prints JSON"))
 }
 
+/// The kernel release written into the synthetic traces.
+const KERNEL: &str = "6.18.0-schedlab-test";
+
 fn task(tid: i32, tgid: i32, comm: &str) -> Task {
     Task {
         tid,
@@ -226,14 +229,18 @@ fn expected(c: &Capture, e: &Event) -> Value {
 /// Checks a decoded trace against its capture: no unknown field, the
 /// process tree, every event on its CPU in order with its fields, and the
 /// lost-events flag on each CPU's first bundle.
-fn check_decoded(decoded: &Value, c: &Capture) {
+fn check_decoded(decoded: &Value, c: &Capture, kernel_release: &str) {
     assert_eq!(
         decoded["unknown_fields"],
         json!([]),
         "fields Perfetto's schema does not know"
     );
     let packets = decoded["packets"].as_array().unwrap();
-    let tree = &packets[0]["process_tree"];
+    assert_eq!(
+        packets[0]["system_info"],
+        json!({"utsname": {"sysname": "Linux", "release": kernel_release}})
+    );
+    let tree = &packets[1]["process_tree"];
     let threads: Vec<Value> = c
         .tasks
         .iter()
@@ -294,11 +301,11 @@ fn the_perfetto_trace_decodes_with_perfettos_own_schema_event_for_event() {
     assert!(c.events.len() > 2 * perfetto::EVENTS_PER_BUNDLE);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("run.pftrace");
-    std::fs::write(&path, perfetto::encode(&c)).unwrap();
+    std::fs::write(&path, perfetto::encode(&c, KERNEL)).unwrap();
     let Some(decoded) = decode_with_perfetto_schema(&path) else {
         return;
     };
-    check_decoded(&decoded, &c);
+    check_decoded(&decoded, &c, KERNEL);
     // Several bundles per CPU.
     let bundles = decoded["packets"]
         .as_array()
@@ -314,9 +321,9 @@ fn lost_events_are_flagged_in_the_decoded_trace() {
     let c = synthetic_capture(42);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("run.pftrace");
-    std::fs::write(&path, perfetto::encode(&c)).unwrap();
+    std::fs::write(&path, perfetto::encode(&c, KERNEL)).unwrap();
     let Some(decoded) = decode_with_perfetto_schema(&path) else {
         return;
     };
-    check_decoded(&decoded, &c);
+    check_decoded(&decoded, &c, KERNEL);
 }

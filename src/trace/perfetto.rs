@@ -4,6 +4,10 @@
 //! `process` tables. Pure: a capture in, bytes out.
 //!
 //! The trace holds, on one packet sequence:
+//! - one `SystemInfo` packet with the traced kernel's release: trace_processor
+//!   decodes `prev_state` by kernel version (the preempted bit moved in 4.8
+//!   and 4.14) and, without one, assumes 4.4, which would read a 6.x
+//!   preemption (`R+`, 0x100) as "waking";
 //! - one `ProcessTree` packet naming every task of the capture (thread id,
 //!   process id, name);
 //! - `FtraceEventBundle` packets, one CPU each and at most
@@ -24,6 +28,7 @@
 //! The messages below are the subset of Perfetto's protos schedlab writes,
 //! with the field numbers and types of google/perfetto's
 //! `protos/perfetto/trace/trace.proto`, `trace_packet.proto`,
+//! `protos/perfetto/common/system_info.proto`,
 //! `ps/process_tree.proto`, `ftrace/ftrace_event_bundle.proto`,
 //! `ftrace/ftrace_event.proto` and `ftrace/sched.proto` (all proto2; checked
 //! against the perfetto 0.59.1 Python package's compiled descriptors by
@@ -43,15 +48,26 @@ pub const EVENTS_PER_BUNDLE: usize = 1024;
 /// The packet sequence every packet is written on (0 means "invalid").
 const SEQUENCE_ID: u32 = 1;
 
-/// The capture as a Perfetto protobuf trace.
-pub fn encode(capture: &Capture) -> Vec<u8> {
-    trace(capture).encode_to_vec()
+/// The capture as a Perfetto protobuf trace; `kernel_release` is the traced
+/// kernel's (`uname -r`, as stored with the run).
+pub fn encode(capture: &Capture, kernel_release: &str) -> Vec<u8> {
+    trace(capture, kernel_release).encode_to_vec()
 }
 
 /// Builds the `Trace` message (separate from [`encode`] for the tests).
-fn trace(capture: &Capture) -> Trace {
+fn trace(capture: &Capture, kernel_release: &str) -> Trace {
     let names = Names::new(&capture.tasks);
     let mut packets = Vec::new();
+    packets.push(TracePacket {
+        timestamp: None,
+        trusted_packet_sequence_id: Some(SEQUENCE_ID),
+        data: Some(packet::Data::SystemInfo(SystemInfo {
+            utsname: Some(Utsname {
+                sysname: Some("Linux".into()),
+                release: Some(kernel_release.into()),
+            }),
+        })),
+    });
     packets.push(TracePacket {
         timestamp: Some(
             capture
@@ -258,7 +274,7 @@ pub struct TracePacket {
     #[prost(uint32, optional, tag = "10")]
     pub trusted_packet_sequence_id: Option<u32>,
     /// `oneof data`: the members schedlab writes.
-    #[prost(oneof = "packet::Data", tags = "1, 2")]
+    #[prost(oneof = "packet::Data", tags = "1, 2, 45")]
     pub data: Option<packet::Data>,
 }
 
@@ -272,7 +288,27 @@ pub mod packet {
         /// `ProcessTree process_tree = 2`.
         #[prost(message, tag = "2")]
         ProcessTree(super::ProcessTree),
+        /// `SystemInfo system_info = 45`.
+        #[prost(message, tag = "45")]
+        SystemInfo(super::SystemInfo),
     }
+}
+
+/// `protos/perfetto/common/system_info.proto`: `message SystemInfo` (the
+/// kernel's name and release only).
+#[derive(Clone, PartialEq, Message)]
+pub struct SystemInfo {
+    #[prost(message, optional, tag = "1")]
+    pub utsname: Option<Utsname>,
+}
+
+/// `protos/perfetto/common/system_info.proto`: `message Utsname`.
+#[derive(Clone, PartialEq, Message)]
+pub struct Utsname {
+    #[prost(string, optional, tag = "1")]
+    pub sysname: Option<String>,
+    #[prost(string, optional, tag = "3")]
+    pub release: Option<String>,
 }
 
 /// `protos/perfetto/trace/ps/process_tree.proto`: `message ProcessTree`.
@@ -430,6 +466,8 @@ pub struct SchedProcessExitFtraceEvent {
 mod tests {
     use super::*;
 
+    const KERNEL: &str = "6.18.0-test";
+
     fn task(tid: i32, tgid: i32, comm: &str) -> Task {
         Task {
             tid,
@@ -532,9 +570,9 @@ mod tests {
     #[test]
     fn every_event_is_encoded_once_on_its_cpu_with_its_fields() {
         let c = capture();
-        let bytes = encode(&c);
+        let bytes = encode(&c, KERNEL);
         let t = Trace::decode(bytes.as_slice()).unwrap();
-        assert_eq!(t, trace(&c), "decodes to what was encoded");
+        assert_eq!(t, trace(&c, KERNEL), "decodes to what was encoded");
         assert!(
             t.packet
                 .iter()
@@ -594,11 +632,17 @@ mod tests {
 
     #[test]
     fn the_process_tree_names_every_task_and_each_process_by_its_leader() {
-        let t = trace(&capture());
-        let Some(packet::Data::ProcessTree(tree)) = &t.packet[0].data else {
-            panic!("the first packet is not the process tree");
+        let t = trace(&capture(), KERNEL);
+        let Some(packet::Data::SystemInfo(info)) = &t.packet[0].data else {
+            panic!("the first packet is not the system info");
         };
-        assert_eq!(t.packet[0].timestamp, Some(500));
+        let uts = info.utsname.as_ref().unwrap();
+        assert_eq!(uts.sysname.as_deref(), Some("Linux"));
+        assert_eq!(uts.release.as_deref(), Some(KERNEL));
+        let Some(packet::Data::ProcessTree(tree)) = &t.packet[1].data else {
+            panic!("the second packet is not the process tree");
+        };
+        assert_eq!(t.packet[1].timestamp, Some(500));
         assert_eq!(tree.threads.len(), 3);
         let pids: Vec<(i32, &str)> = tree
             .processes
@@ -619,7 +663,7 @@ mod tests {
             .map(|i| ev(i * 10, (i % 2) as u32, 0, switch(0, 0, 0)))
             .collect();
         c.lost_events = 3;
-        let t = trace(&c);
+        let t = trace(&c, KERNEL);
         let b = bundles(&t);
         let sizes: Vec<(u32, usize)> = b.iter().map(|b| (b.cpu.unwrap(), b.event.len())).collect();
         assert_eq!(
@@ -636,9 +680,9 @@ mod tests {
     }
 
     #[test]
-    fn an_empty_capture_is_a_trace_with_only_its_process_tree() {
-        let t = trace(&Capture::default());
-        assert_eq!(t.packet.len(), 1);
+    fn an_empty_capture_is_a_trace_with_only_its_system_info_and_process_tree() {
+        let t = trace(&Capture::default(), KERNEL);
+        assert_eq!(t.packet.len(), 2);
         assert!(bundles(&t).is_empty());
     }
 
