@@ -6,6 +6,8 @@ mod analysis;
 mod latency;
 pub use latency::{ProcessLatency, rq_wait_per_slice_us};
 mod schema;
+mod trace;
+pub use trace::{RunTrace, TraceInfo};
 
 use anyhow::{Context, Result, bail};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};

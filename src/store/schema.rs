@@ -150,6 +150,83 @@ pub const MIGRATIONS: &[&str] = &[
     ALTER TABLE runs ADD COLUMN slice_us INTEGER;
     ALTER TABLE processes ADD COLUMN slice_ns INTEGER;
     "#,
+    // 5: kernel scheduling traces (`--trace`). One capture per traced run
+    // with the raw events (trace::blob), the tasks' names, and what is
+    // derived from them: slices, wake-ups, per-process and per-CPU figures.
+    r#"
+    CREATE TABLE trace_captures (
+        run_id              INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+        start_ns            INTEGER NOT NULL,   -- the traced window, CLOCK_MONOTONIC
+        end_ns              INTEGER NOT NULL,
+        cpus                TEXT NOT NULL,      -- JSON array of the CPUs traced
+        lost_events         INTEGER NOT NULL,   -- events the kernel dropped
+        mismatched_switches INTEGER NOT NULL,   -- switches whose prev was not on that CPU
+        unusable            INTEGER NOT NULL,   -- 1: lost events or mismatches; never used silently
+        event_count         INTEGER NOT NULL,
+        events              BLOB NOT NULL       -- trace::blob encoding
+    );
+    CREATE TABLE trace_tasks (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        tid    INTEGER NOT NULL,
+        tgid   INTEGER NOT NULL,
+        comm   TEXT NOT NULL,
+        PRIMARY KEY (run_id, tid)
+    );
+    CREATE TABLE trace_slices (
+        run_id        INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        pid           INTEGER NOT NULL,         -- thread id
+        cpu           INTEGER NOT NULL,
+        start_ns      INTEGER NOT NULL,
+        end_ns        INTEGER NOT NULL,
+        end_reason    TEXT CHECK (end_reason IN ('preempted', 'yielded', 'blocked', 'exited')),
+                                                -- NULL: still running at the window's end
+        start_clipped INTEGER NOT NULL          -- 1: running when the window opened
+    );
+    CREATE INDEX trace_slices_by_run ON trace_slices (run_id, cpu, start_ns);
+    CREATE TABLE trace_wakeups (
+        run_id       INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        pid          INTEGER NOT NULL,
+        waker_pid    INTEGER NOT NULL,
+        waking_ns    INTEGER,                   -- NULL: new task, or woken before the window
+        wakeup_ns    INTEGER,
+        target_cpu   INTEGER NOT NULL,
+        new          INTEGER NOT NULL,
+        switch_in_ns INTEGER,                   -- NULL: not run before the window closed
+        cpu          INTEGER
+    );
+    CREATE INDEX trace_wakeups_by_run ON trace_wakeups (run_id);
+    CREATE TABLE trace_processes (
+        run_id          INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        tgid            INTEGER NOT NULL,       -- processes.pid
+        slices          INTEGER NOT NULL,
+        slice_p50_ns    INTEGER,                -- of complete slices; NULL: none
+        slice_p99_ns    INTEGER,
+        slice_max_ns    INTEGER,
+        slice_histogram BLOB NOT NULL,          -- HdrHistogram V2, ns
+        oncpu_ns        INTEGER NOT NULL,
+        preempted       INTEGER NOT NULL,
+        yielded         INTEGER NOT NULL,
+        voluntary       INTEGER NOT NULL,       -- blocked or exited
+        migrations      INTEGER NOT NULL,
+        wakeups         INTEGER NOT NULL,       -- with a wake-up-to-run latency
+        wake_p50_ns     INTEGER,
+        wake_p99_ns     INTEGER,
+        wake_max_ns     INTEGER,
+        wake_histogram  BLOB NOT NULL,
+        PRIMARY KEY (run_id, tgid)
+    );
+    CREATE TABLE trace_cpus (
+        run_id        INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        cpu           INTEGER NOT NULL,
+        window_ns     INTEGER NOT NULL,
+        busy_ns       INTEGER NOT NULL,         -- the run's tasks on the CPU
+        gaps          INTEGER NOT NULL,         -- stretches without them
+        gap_p50_ns    INTEGER,
+        gap_max_ns    INTEGER,
+        gap_histogram BLOB NOT NULL,
+        PRIMARY KEY (run_id, cpu)
+    );
+    "#,
 ];
 
 #[cfg(test)]

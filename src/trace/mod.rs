@@ -6,8 +6,11 @@
 //! capture produces it (events in time order, clock CLOCK_MONOTONIC), the
 //! store, the derived figures, the report and the exporters consume it.
 
+pub mod blob;
 pub mod chrome_json;
+pub mod derive;
 pub mod event;
 pub mod perfetto;
+pub mod summary;
 
 pub use event::{Capture, Event, EventKind, SwitchEnd, Task};

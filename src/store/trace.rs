@@ -1,0 +1,584 @@
+//! Kernel scheduling traces in the store: a run's capture (window, CPUs,
+//! lost events, the raw events as a [`crate::trace::blob`], the tasks'
+//! names) and what is derived from it (slices, wake-ups, per-process and
+//! per-CPU figures), written in one transaction; read back as the capture,
+//! or as the derived tables for the report and the export.
+
+use anyhow::{Context, Result, bail};
+use rusqlite::{OptionalExtension, Transaction, params};
+
+use super::{RunRecord, Store, i};
+use crate::trace::derive::{Derived, Slice, WakeUp, derive};
+use crate::trace::summary::{CpuTrace, ProcessTrace};
+use crate::trace::{Capture, SwitchEnd, Task, blob, summary};
+use crate::workload::latency::Latency;
+
+/// A stored capture's facts, without its events.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct TraceInfo {
+    pub run_id: i64,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub cpus: Vec<u32>,
+    pub lost_events: u64,
+    pub mismatched_switches: u64,
+    /// Lost events or mismatched switches: its figures are not to be used.
+    pub unusable: bool,
+    pub event_count: u64,
+}
+
+/// A traced run's derived figures, for the report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunTrace {
+    pub info: TraceInfo,
+    /// By process id.
+    pub processes: Vec<ProcessTrace>,
+    /// By CPU.
+    pub cpus: Vec<CpuTrace>,
+}
+
+/// A slice's end as stored (`trace_slices.end_reason`).
+fn end_name(end: SwitchEnd) -> &'static str {
+    match end {
+        SwitchEnd::Preempted => "preempted",
+        SwitchEnd::Yielded => "yielded",
+        SwitchEnd::Blocked => "blocked",
+        SwitchEnd::Exited => "exited",
+    }
+}
+
+fn end_from_name(name: &str) -> Option<SwitchEnd> {
+    Some(match name {
+        "preempted" => SwitchEnd::Preempted,
+        "yielded" => SwitchEnd::Yielded,
+        "blocked" => SwitchEnd::Blocked,
+        "exited" => SwitchEnd::Exited,
+        _ => return None,
+    })
+}
+
+fn u(v: i64) -> u64 {
+    v.max(0) as u64
+}
+
+/// (count, p50, p99, max) of a histogram; None percentiles when empty.
+fn quantiles(h: &Latency) -> (i64, Option<i64>, Option<i64>, Option<i64>) {
+    if h.count() == 0 {
+        return (0, None, None, None);
+    }
+    let q = h.percentiles();
+    (
+        i(q.count),
+        Some(i(q.p50_ns)),
+        Some(i(q.p99_ns)),
+        Some(i(q.max_ns)),
+    )
+}
+
+fn decode_hist(bytes: &[u8], what: &str) -> Result<Latency> {
+    Latency::decode(bytes).with_context(|| format!("stored trace histogram {what}"))
+}
+
+impl Store {
+    /// Store a run's capture and everything derived from it in one
+    /// transaction, replacing any trace stored for the run before.
+    pub fn save_trace(&mut self, run_id: i64, cap: &Capture) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        Self::save_trace_in(&tx, run_id, cap)?;
+        tx.commit()
+            .with_context(|| format!("committing the trace of run {run_id}"))?;
+        Ok(())
+    }
+
+    /// Store a finished run and, when it was traced, its trace, in one
+    /// transaction: a crash never leaves a traced run without its trace.
+    pub fn insert_run_traced(
+        &mut self,
+        campaign_id: i64,
+        rec: &RunRecord,
+        trace: Option<&Capture>,
+    ) -> Result<i64> {
+        let tx = self.conn.transaction()?;
+        let run_id = Self::insert_run_in(&tx, campaign_id, rec)?;
+        if let Some(cap) = trace {
+            Self::save_trace_in(&tx, run_id, cap)?;
+        }
+        tx.commit()
+            .with_context(|| format!("committing run {}", rec.run.key))?;
+        Ok(run_id)
+    }
+
+    fn save_trace_in(tx: &Transaction, run_id: i64, cap: &Capture) -> Result<()> {
+        let ctx = || format!("storing the trace of run {run_id}");
+        let d: Derived = derive(cap);
+        for table in [
+            "trace_captures",
+            "trace_tasks",
+            "trace_slices",
+            "trace_wakeups",
+            "trace_processes",
+            "trace_cpus",
+        ] {
+            tx.execute(&format!("DELETE FROM {table} WHERE run_id = ?1"), [run_id])
+                .with_context(ctx)?;
+        }
+        tx.execute(
+            "INSERT INTO trace_captures (run_id, start_ns, end_ns, cpus, lost_events, mismatched_switches,
+                 unusable, event_count, events)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            params![
+                run_id,
+                i(cap.start_ns),
+                i(cap.end_ns),
+                serde_json::to_string(&cap.cpus)?,
+                i(cap.lost_events),
+                i(d.mismatched_switches),
+                cap.lost_events > 0 || d.mismatched_switches > 0,
+                cap.events.len() as i64,
+                blob::encode(&cap.events),
+            ],
+        )
+        .with_context(ctx)?;
+        {
+            let mut stmt = tx.prepare_cached(
+                "INSERT INTO trace_tasks (run_id, tid, tgid, comm) VALUES (?1, ?2, ?3, ?4)",
+            )?;
+            for t in &cap.tasks {
+                stmt.execute(params![run_id, t.tid, t.tgid, t.comm])
+                    .with_context(|| format!("{}: task {}", ctx(), t.tid))?;
+            }
+        }
+        {
+            let mut stmt = tx.prepare_cached(
+                "INSERT INTO trace_slices (run_id, pid, cpu, start_ns, end_ns, end_reason, start_clipped)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?;
+            for s in &d.slices {
+                stmt.execute(params![
+                    run_id,
+                    s.pid,
+                    s.cpu,
+                    i(s.start_ns),
+                    i(s.end_ns),
+                    s.end.map(end_name),
+                    s.start_clipped,
+                ])?;
+            }
+        }
+        {
+            let mut stmt = tx.prepare_cached(
+                "INSERT INTO trace_wakeups (run_id, pid, waker_pid, waking_ns, wakeup_ns, target_cpu, new,
+                     switch_in_ns, cpu)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            )?;
+            for w in &d.wakeups {
+                stmt.execute(params![
+                    run_id,
+                    w.pid,
+                    w.waker_pid,
+                    w.waking_ns.map(i),
+                    w.wakeup_ns.map(i),
+                    w.target_cpu,
+                    w.new,
+                    w.switch_in_ns.map(i),
+                    w.cpu,
+                ])?;
+            }
+        }
+        {
+            let mut stmt = tx.prepare_cached(
+                "INSERT INTO trace_processes (run_id, tgid, slices, slice_p50_ns, slice_p99_ns, slice_max_ns,
+                     slice_histogram, oncpu_ns, preempted, yielded, voluntary, migrations, wakeups,
+                     wake_p50_ns, wake_p99_ns, wake_max_ns, wake_histogram)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+            )?;
+            for p in summary::processes(cap, &d) {
+                let (_, s50, s99, smax) = quantiles(&p.slice_ns);
+                let (wn, w50, w99, wmax) = quantiles(&p.wake_ns);
+                stmt.execute(params![
+                    run_id,
+                    p.tgid,
+                    i(p.slices),
+                    s50,
+                    s99,
+                    smax,
+                    p.slice_ns.encode(),
+                    i(p.oncpu_ns),
+                    i(p.preempted),
+                    i(p.yielded),
+                    i(p.voluntary),
+                    i(p.migrations),
+                    wn,
+                    w50,
+                    w99,
+                    wmax,
+                    p.wake_ns.encode(),
+                ])?;
+            }
+        }
+        {
+            let mut stmt = tx.prepare_cached(
+                "INSERT INTO trace_cpus (run_id, cpu, window_ns, busy_ns, gaps, gap_p50_ns, gap_max_ns,
+                     gap_histogram)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            )?;
+            for c in summary::cpus(cap, &d) {
+                let (n, g50, _, gmax) = quantiles(&c.gap_ns);
+                stmt.execute(params![
+                    run_id,
+                    c.cpu,
+                    i(c.window_ns),
+                    i(c.busy_ns),
+                    n,
+                    g50,
+                    gmax,
+                    c.gap_ns.encode(),
+                ])?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The capture stored for a run, as it was saved.
+    pub fn load_trace(&self, run_id: i64) -> Result<Capture> {
+        let row = self
+            .conn
+            .query_row(
+                "SELECT start_ns, end_ns, cpus, lost_events, events FROM trace_captures WHERE run_id = ?1",
+                [run_id],
+                |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, i64>(1)?,
+                        r.get::<_, String>(2)?,
+                        r.get::<_, i64>(3)?,
+                        r.get::<_, Vec<u8>>(4)?,
+                    ))
+                },
+            )
+            .optional()
+            .with_context(|| format!("reading the trace of run {run_id}"))?;
+        let Some((start_ns, end_ns, cpus, lost_events, events)) = row else {
+            bail!("run {run_id} has no trace (it was not run with --trace)");
+        };
+        let events =
+            blob::decode(&events).with_context(|| format!("run {run_id}: trace events"))?;
+        let cpus: Vec<u32> =
+            serde_json::from_str(&cpus).with_context(|| format!("run {run_id}: traced CPUs"))?;
+        let mut stmt = self
+            .conn
+            .prepare("SELECT tid, tgid, comm FROM trace_tasks WHERE run_id = ?1 ORDER BY rowid")?;
+        let tasks = stmt
+            .query_map([run_id], |r| {
+                Ok(Task {
+                    tid: r.get(0)?,
+                    tgid: r.get(1)?,
+                    comm: r.get(2)?,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(Capture {
+            events,
+            tasks,
+            cpus,
+            start_ns: u(start_ns),
+            end_ns: u(end_ns),
+            lost_events: u(lost_events),
+        })
+    }
+
+    /// The facts of the traces of these runs (those traced), by run id.
+    fn trace_infos(&self, sql_filter: &str, arg: i64) -> Result<Vec<TraceInfo>> {
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT t.run_id, t.start_ns, t.end_ns, t.cpus, t.lost_events, t.mismatched_switches, t.unusable,
+                    t.event_count
+             FROM trace_captures t JOIN runs r ON r.id = t.run_id
+             WHERE {sql_filter} ORDER BY r.seq, r.id"
+        ))?;
+        let rows = stmt
+            .query_map([arg], |r| {
+                Ok((
+                    TraceInfo {
+                        run_id: r.get(0)?,
+                        start_ns: u(r.get(1)?),
+                        end_ns: u(r.get(2)?),
+                        cpus: Vec::new(),
+                        lost_events: u(r.get(4)?),
+                        mismatched_switches: u(r.get(5)?),
+                        unusable: r.get(6)?,
+                        event_count: u(r.get(7)?),
+                    },
+                    r.get::<_, String>(3)?,
+                ))
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        rows.into_iter()
+            .map(|(mut info, cpus)| {
+                info.cpus = serde_json::from_str(&cpus)
+                    .with_context(|| format!("run {}: traced CPUs", info.run_id))?;
+                Ok(info)
+            })
+            .collect()
+    }
+
+    /// The facts of a run's trace, None when it was not traced.
+    pub fn trace_info(&self, run_id: i64) -> Result<Option<TraceInfo>> {
+        Ok(self
+            .trace_infos("t.run_id = ?1", run_id)?
+            .into_iter()
+            .next())
+    }
+
+    /// A run's slices, by CPU then start; with a window (ns, CLOCK_MONOTONIC),
+    /// only those overlapping it.
+    pub fn trace_slices(&self, run_id: i64, window: Option<(u64, u64)>) -> Result<Vec<Slice>> {
+        let (from, to) = window.map_or((i64::MIN, i64::MAX), |(a, b)| (i(a), i(b)));
+        let mut stmt = self.conn.prepare(
+            "SELECT pid, cpu, start_ns, end_ns, end_reason, start_clipped FROM trace_slices
+             WHERE run_id = ?1 AND start_ns < ?3 AND end_ns > ?2 ORDER BY cpu, start_ns, end_ns",
+        )?;
+        let rows = stmt
+            .query_map(params![run_id, from, to], |r| {
+                Ok(Slice {
+                    pid: r.get(0)?,
+                    cpu: r.get(1)?,
+                    start_ns: u(r.get(2)?),
+                    end_ns: u(r.get(3)?),
+                    end: r
+                        .get::<_, Option<String>>(4)?
+                        .as_deref()
+                        .and_then(end_from_name),
+                    start_clipped: r.get(5)?,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
+    /// A run's wake-ups in order of their first stamp.
+    pub fn trace_wakeups(&self, run_id: i64) -> Result<Vec<WakeUp>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT pid, waker_pid, waking_ns, wakeup_ns, target_cpu, new, switch_in_ns, cpu
+             FROM trace_wakeups WHERE run_id = ?1 ORDER BY rowid",
+        )?;
+        let rows = stmt
+            .query_map([run_id], |r| {
+                Ok(WakeUp {
+                    pid: r.get(0)?,
+                    waker_pid: r.get(1)?,
+                    waking_ns: r.get::<_, Option<i64>>(2)?.map(u),
+                    wakeup_ns: r.get::<_, Option<i64>>(3)?.map(u),
+                    target_cpu: r.get(4)?,
+                    new: r.get(5)?,
+                    switch_in_ns: r.get::<_, Option<i64>>(6)?.map(u),
+                    cpu: r.get(7)?,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
+    /// The tasks named in a run's trace.
+    pub fn trace_tasks(&self, run_id: i64) -> Result<Vec<Task>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT tid, tgid, comm FROM trace_tasks WHERE run_id = ?1 ORDER BY rowid")?;
+        let rows = stmt
+            .query_map([run_id], |r| {
+                Ok(Task {
+                    tid: r.get(0)?,
+                    tgid: r.get(1)?,
+                    comm: r.get(2)?,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
+    /// Per-process figures of a run's trace.
+    fn trace_processes(&self, run_id: i64) -> Result<Vec<ProcessTrace>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT tgid, slices, slice_histogram, oncpu_ns, preempted, yielded, voluntary, migrations,
+                    wake_histogram
+             FROM trace_processes WHERE run_id = ?1 ORDER BY tgid",
+        )?;
+        let mut rows = stmt.query([run_id])?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next()? {
+            let tgid: i32 = r.get(0)?;
+            let what = |h: &str| format!("run {run_id} process {tgid}: {h}");
+            out.push(ProcessTrace {
+                tgid,
+                slices: u(r.get(1)?),
+                slice_ns: decode_hist(r.get_ref(2)?.as_blob()?, &what("slices"))?,
+                oncpu_ns: u(r.get(3)?),
+                preempted: u(r.get(4)?),
+                yielded: u(r.get(5)?),
+                voluntary: u(r.get(6)?),
+                migrations: u(r.get(7)?),
+                wake_ns: decode_hist(r.get_ref(8)?.as_blob()?, &what("wake-ups"))?,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Per-CPU figures of a run's trace.
+    fn trace_cpus(&self, run_id: i64) -> Result<Vec<CpuTrace>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT cpu, window_ns, busy_ns, gap_histogram FROM trace_cpus WHERE run_id = ?1 ORDER BY cpu",
+        )?;
+        let mut rows = stmt.query([run_id])?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next()? {
+            let cpu: u32 = r.get(0)?;
+            out.push(CpuTrace {
+                cpu,
+                window_ns: u(r.get(1)?),
+                busy_ns: u(r.get(2)?),
+                gap_ns: decode_hist(r.get_ref(3)?.as_blob()?, &format!("run {run_id} CPU {cpu}"))?,
+            });
+        }
+        Ok(out)
+    }
+
+    /// A run's derived trace figures, None when it was not traced.
+    pub fn run_trace(&self, run_id: i64) -> Result<Option<RunTrace>> {
+        let Some(info) = self.trace_info(run_id)? else {
+            return Ok(None);
+        };
+        Ok(Some(RunTrace {
+            processes: self.trace_processes(run_id)?,
+            cpus: self.trace_cpus(run_id)?,
+            info,
+        }))
+    }
+
+    /// The derived trace figures of every traced ok run of a campaign, in
+    /// run order (unusable ones included, marked).
+    pub fn campaign_traces(&self, campaign_id: i64) -> Result<Vec<RunTrace>> {
+        self.trace_infos("r.campaign_id = ?1 AND r.status = 'ok'", campaign_id)?
+            .into_iter()
+            .map(|info| {
+                Ok(RunTrace {
+                    processes: self.trace_processes(info.run_id)?,
+                    cpus: self.trace_cpus(info.run_id)?,
+                    info,
+                })
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::synth;
+    use crate::trace::derive::tests::*;
+
+    /// A database with a synthetic campaign, and the id of one of its runs.
+    fn store_with_run() -> (tempfile::TempDir, Store, i64) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("t.db")).unwrap();
+        synth::create(&mut store, &synth::SynthConfig::small()).unwrap();
+        let run: i64 = store
+            .conn
+            .query_row("SELECT MIN(id) FROM runs WHERE status = 'ok'", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        (dir, store, run)
+    }
+
+    fn sample() -> Capture {
+        let mut cap = capture(
+            1_000_000,
+            2_000_000,
+            &[10, 11],
+            vec![
+                sw(1_100_000, 0, 0, 0, 10),
+                sw(1_200_000, 0, 10, PREEMPTED, 11),
+                sw(1_300_000, 0, 11, SLEEPING, 10),
+                waking(1_400_000, 1, 10, 11, 1),
+                wakeup(1_400_500, 1, 10, 11, 1),
+                sw(1_450_000, 1, 0, 0, 11),
+                migrate(1_500_000, 0, 10, 0, 1),
+                sw(1_600_000, 1, 11, YIELDED, 0),
+            ],
+        );
+        cap.tasks[1].comm = "wörker \"b\"".into();
+        cap
+    }
+
+    #[test]
+    fn a_saved_trace_loads_back_equal() {
+        let (_dir, mut store, run) = store_with_run();
+        let cap = sample();
+        store.save_trace(run, &cap).unwrap();
+        assert_eq!(store.load_trace(run).unwrap(), cap);
+        // Saving again replaces it.
+        store.save_trace(run, &cap).unwrap();
+        assert_eq!(store.load_trace(run).unwrap(), cap);
+        let d = derive(&cap);
+        assert_eq!(store.trace_slices(run, None).unwrap(), d.slices);
+        assert_eq!(store.trace_wakeups(run).unwrap(), d.wakeups);
+        let t = store.run_trace(run).unwrap().unwrap();
+        assert_eq!(t.processes, summary::processes(&cap, &d));
+        assert_eq!(t.cpus, summary::cpus(&cap, &d));
+        assert!(!t.info.unusable);
+        assert_eq!(t.info.event_count, 8);
+        assert_eq!(store.campaign_traces(1).unwrap(), vec![t]);
+    }
+
+    #[test]
+    fn a_window_selects_the_slices_overlapping_it() {
+        let (_dir, mut store, run) = store_with_run();
+        store.save_trace(run, &sample()).unwrap();
+        let s = store
+            .trace_slices(run, Some((1_250_000, 1_420_000)))
+            .unwrap();
+        // 11 on CPU 0 (1.2–1.3 ms) and 10 on CPU 0 from 1.3 ms.
+        assert_eq!(s.len(), 2, "{s:?}");
+        assert!(s.iter().all(|s| s.cpu == 0));
+    }
+
+    #[test]
+    fn lost_events_mark_the_trace_unusable() {
+        let (_dir, mut store, run) = store_with_run();
+        let mut cap = sample();
+        cap.lost_events = 3;
+        store.save_trace(run, &cap).unwrap();
+        let info = store.trace_info(run).unwrap().unwrap();
+        assert!(info.unusable);
+        assert_eq!(info.lost_events, 3);
+    }
+
+    #[test]
+    fn an_untraced_run_has_no_trace() {
+        let (_dir, store, run) = store_with_run();
+        assert!(store.trace_info(run).unwrap().is_none());
+        assert!(store.run_trace(run).unwrap().is_none());
+        let e = store.load_trace(run).unwrap_err();
+        assert!(format!("{e:#}").contains("has no trace"), "{e:#}");
+    }
+
+    #[test]
+    fn forgetting_a_run_forgets_its_trace() {
+        let (_dir, mut store, run) = store_with_run();
+        store.save_trace(run, &sample()).unwrap();
+        store
+            .forget_runs(1, &[crate::record::RunStatus::Ok])
+            .unwrap();
+        for t in [
+            "trace_captures",
+            "trace_tasks",
+            "trace_slices",
+            "trace_processes",
+        ] {
+            let n: i64 = store
+                .conn
+                .query_row(&format!("SELECT COUNT(*) FROM {t}"), [], |r| r.get(0))
+                .unwrap();
+            assert_eq!(n, 0, "{t}");
+        }
+    }
+}

@@ -1,0 +1,645 @@
+//! The slices and wake-ups of a [`Capture`]: every stretch a task of the run
+//! held a CPU (from its switch-in to its switch-out on that CPU) and every
+//! wake-up of one of them from sleep to the moment it got a CPU.
+//!
+//! Nothing is invented at the window's edges: a slice under way when the
+//! window opened starts at the window's start and is marked
+//! (`start_clipped`); one still under way when it closed ends at the
+//! window's end with no end reason (`end: None`). A `sched_switch` whose
+//! `prev` is not the task the trace put on that CPU (only possible when
+//! events were lost) drops the slice it would have closed and is counted in
+//! [`Derived::mismatched_switches`].
+
+use std::collections::{HashMap, HashSet};
+
+use super::event::{Capture, EventKind, SwitchEnd};
+
+/// One stretch of CPU time of one task of the run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Slice {
+    /// The task (thread id).
+    pub pid: i32,
+    pub cpu: u32,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    /// How the slice ended; None when the task still held the CPU at the
+    /// window's end (`end_ns` is then the window's end).
+    pub end: Option<SwitchEnd>,
+    /// The task already held the CPU when the window opened (`start_ns` is
+    /// then the window's start).
+    pub start_clipped: bool,
+}
+
+impl Slice {
+    pub fn len_ns(&self) -> u64 {
+        self.end_ns - self.start_ns
+    }
+
+    /// Seen from its switch-in to its switch-out, neither edge clipped.
+    pub fn complete(&self) -> bool {
+        !self.start_clipped && self.end.is_some()
+    }
+}
+
+/// One wake-up of a sleeping task of the run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WakeUp {
+    /// The task woken (thread id).
+    pub pid: i32,
+    /// The task that woke it (`common_pid` of `sched_waking`, or of
+    /// `sched_wakeup_new` for a new task; 0 is an interrupt on an idle CPU).
+    pub waker_pid: i32,
+    /// `sched_waking`; None for a new task (the kernel fires only
+    /// `sched_wakeup_new`) or a waking before the trace began.
+    pub waking_ns: Option<u64>,
+    /// `sched_wakeup` / `sched_wakeup_new`: on a run queue.
+    pub wakeup_ns: Option<u64>,
+    /// The CPU whose run queue it was put on (of `sched_wakeup` when seen,
+    /// else the `sched_waking` target).
+    pub target_cpu: u32,
+    /// `sched_wakeup_new`: the first wake-up of a new task.
+    pub new: bool,
+    /// Its next switch-in; None when the window closed first.
+    pub switch_in_ns: Option<u64>,
+    /// The CPU it then ran on.
+    pub cpu: Option<u32>,
+}
+
+impl WakeUp {
+    /// Wake-up-to-run latency, switch-in − waking, when both were traced.
+    pub fn latency_ns(&self) -> Option<u64> {
+        Some(self.switch_in_ns?.saturating_sub(self.waking_ns?))
+    }
+
+    /// The first stamp of the wake-up.
+    fn first_ns(&self) -> u64 {
+        self.waking_ns.or(self.wakeup_ns).unwrap_or(0)
+    }
+}
+
+/// One task moved between CPUs (`sched_migrate_task`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Migration {
+    pub pid: i32,
+    pub ts_ns: u64,
+    pub orig_cpu: u32,
+    pub dest_cpu: u32,
+}
+
+/// Everything derived from one capture, restricted to the window.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Derived {
+    /// By CPU, then start.
+    pub slices: Vec<Slice>,
+    /// In order of their first stamp.
+    pub wakeups: Vec<WakeUp>,
+    pub migrations: Vec<Migration>,
+    /// Switches whose `prev` was not the task the trace had on that CPU.
+    pub mismatched_switches: u64,
+}
+
+/// What the trace knows of a task between events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Running,
+    Runnable,
+    Blocked,
+}
+
+/// The run's tasks: the capture's named tasks, or, when it names none,
+/// every task but the idle task (pid 0).
+pub struct RunTasks(Option<HashSet<i32>>);
+
+impl RunTasks {
+    pub fn of(cap: &Capture) -> RunTasks {
+        if cap.tasks.is_empty() {
+            RunTasks(None)
+        } else {
+            RunTasks(Some(cap.tasks.iter().map(|t| t.tid).collect()))
+        }
+    }
+
+    pub fn contains(&self, pid: i32) -> bool {
+        match &self.0 {
+            Some(set) => set.contains(&pid),
+            None => pid != 0,
+        }
+    }
+}
+
+/// A slice as the events show it, before clipping to the window: None
+/// stamps are before the first or after the last event.
+struct Open {
+    pid: i32,
+    start_ns: Option<u64>,
+}
+
+/// Derive slices, wake-ups and migrations of the run's tasks.
+pub fn derive(cap: &Capture) -> Derived {
+    let run = RunTasks::of(cap);
+    let (w0, w1) = (cap.start_ns, cap.end_ns.max(cap.start_ns));
+    let mut out = Derived::default();
+    let mut on_cpu: HashMap<u32, Open> = HashMap::new();
+    let mut state: HashMap<i32, State> = HashMap::new();
+    let mut pending: HashMap<i32, WakeUp> = HashMap::new();
+    let push_slice = |out: &mut Derived,
+                      pid: i32,
+                      cpu: u32,
+                      start: Option<u64>,
+                      end: Option<(u64, SwitchEnd)>| {
+        if !run.contains(pid) {
+            return;
+        }
+        if start.is_some_and(|s| s > w1) || end.is_some_and(|(e, _)| e < w0) {
+            return;
+        }
+        let start_clipped = start.is_none_or(|s| s < w0);
+        let start_ns = start.map_or(w0, |s| s.max(w0));
+        let (end_ns, end) = match end {
+            Some((e, how)) if e <= w1 => (e, Some(how)),
+            _ => (w1, None),
+        };
+        if end_ns == start_ns && (start_clipped || end.is_none()) {
+            return;
+        }
+        out.slices.push(Slice {
+            pid,
+            cpu,
+            start_ns,
+            end_ns,
+            end,
+            start_clipped,
+        });
+    };
+    for ev in &cap.events {
+        let ts = ev.ts_ns;
+        match ev.kind {
+            EventKind::Switch {
+                prev_pid,
+                prev_state,
+                next_pid,
+                ..
+            } => {
+                let how = SwitchEnd::from_prev_state(prev_state);
+                match on_cpu.remove(&ev.cpu) {
+                    Some(open) if open.pid == prev_pid => {
+                        push_slice(&mut out, prev_pid, ev.cpu, open.start_ns, Some((ts, how)))
+                    }
+                    Some(_) => out.mismatched_switches += 1,
+                    // The first switch seen on this CPU: prev held it since
+                    // before the trace began.
+                    None => push_slice(&mut out, prev_pid, ev.cpu, None, Some((ts, how))),
+                }
+                state.insert(
+                    prev_pid,
+                    match how {
+                        SwitchEnd::Preempted | SwitchEnd::Yielded => State::Runnable,
+                        SwitchEnd::Blocked | SwitchEnd::Exited => State::Blocked,
+                    },
+                );
+                // A waking seen while the task still ran woke nothing.
+                pending.remove(&prev_pid);
+                on_cpu.insert(
+                    ev.cpu,
+                    Open {
+                        pid: next_pid,
+                        start_ns: Some(ts),
+                    },
+                );
+                state.insert(next_pid, State::Running);
+                if let Some(mut w) = pending.remove(&next_pid) {
+                    w.switch_in_ns = Some(ts);
+                    w.cpu = Some(ev.cpu);
+                    out.wakeups.push(w);
+                }
+            }
+            EventKind::Waking {
+                pid, target_cpu, ..
+            } => {
+                if !run.contains(pid)
+                    || matches!(state.get(&pid), Some(State::Running | State::Runnable))
+                {
+                    continue;
+                }
+                pending.entry(pid).or_insert(WakeUp {
+                    pid,
+                    waker_pid: ev.common_pid,
+                    waking_ns: Some(ts),
+                    wakeup_ns: None,
+                    target_cpu,
+                    new: false,
+                    switch_in_ns: None,
+                    cpu: None,
+                });
+            }
+            EventKind::Wakeup {
+                pid,
+                target_cpu,
+                new,
+                ..
+            } => {
+                if !run.contains(pid) {
+                    continue;
+                }
+                if let Some(w) = pending.get_mut(&pid) {
+                    if w.wakeup_ns.is_none() {
+                        w.wakeup_ns = Some(ts);
+                        w.target_cpu = target_cpu;
+                    }
+                } else if !matches!(state.get(&pid), Some(State::Running | State::Runnable)) {
+                    // A new task, or a waking before the trace began.
+                    pending.insert(
+                        pid,
+                        WakeUp {
+                            pid,
+                            waker_pid: ev.common_pid,
+                            waking_ns: None,
+                            wakeup_ns: Some(ts),
+                            target_cpu,
+                            new,
+                            switch_in_ns: None,
+                            cpu: None,
+                        },
+                    );
+                }
+            }
+            EventKind::Migrate {
+                pid,
+                orig_cpu,
+                dest_cpu,
+                ..
+            } => {
+                if run.contains(pid) && (w0..=w1).contains(&ts) {
+                    out.migrations.push(Migration {
+                        pid,
+                        ts_ns: ts,
+                        orig_cpu,
+                        dest_cpu,
+                    });
+                }
+            }
+            // The slice that ends the task's life ends with the switch whose
+            // prev_state is X or Z.
+            EventKind::Exit { .. } => {}
+        }
+    }
+    let mut open: Vec<(u32, Open)> = on_cpu.into_iter().collect();
+    open.sort_by_key(|(cpu, _)| *cpu);
+    for (cpu, o) in open {
+        push_slice(&mut out, o.pid, cpu, o.start_ns, None);
+    }
+    out.wakeups.extend(pending.into_values());
+    out.wakeups.retain(|w| (w0..=w1).contains(&w.first_ns()));
+    out.wakeups.sort_by_key(|w| (w.first_ns(), w.pid));
+    out.slices.sort_by_key(|s| (s.cpu, s.start_ns, s.end_ns));
+    out
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::trace::event::{Event, Task};
+
+    /// prev_state values as sched_switch records them.
+    pub const PREEMPTED: u64 = 0x100;
+    pub const YIELDED: u64 = 0;
+    pub const SLEEPING: u64 = 0x1;
+    pub const DEAD: u64 = 0x10;
+
+    pub fn sw(ts_ns: u64, cpu: u32, prev: i32, prev_state: u64, next: i32) -> Event {
+        Event {
+            ts_ns,
+            cpu,
+            common_pid: prev,
+            kind: EventKind::Switch {
+                prev_pid: prev,
+                prev_prio: 120,
+                prev_state,
+                next_pid: next,
+                next_prio: 120,
+            },
+        }
+    }
+
+    pub fn waking(ts_ns: u64, cpu: u32, waker: i32, pid: i32, target_cpu: u32) -> Event {
+        Event {
+            ts_ns,
+            cpu,
+            common_pid: waker,
+            kind: EventKind::Waking {
+                pid,
+                prio: 120,
+                target_cpu,
+            },
+        }
+    }
+
+    pub fn wakeup(ts_ns: u64, cpu: u32, waker: i32, pid: i32, target_cpu: u32) -> Event {
+        Event {
+            ts_ns,
+            cpu,
+            common_pid: waker,
+            kind: EventKind::Wakeup {
+                pid,
+                prio: 120,
+                target_cpu,
+                new: false,
+            },
+        }
+    }
+
+    pub fn migrate(ts_ns: u64, cpu: u32, pid: i32, orig_cpu: u32, dest_cpu: u32) -> Event {
+        Event {
+            ts_ns,
+            cpu,
+            common_pid: pid,
+            kind: EventKind::Migrate {
+                pid,
+                prio: 120,
+                orig_cpu,
+                dest_cpu,
+            },
+        }
+    }
+
+    pub fn capture(start_ns: u64, end_ns: u64, pids: &[i32], events: Vec<Event>) -> Capture {
+        Capture {
+            events,
+            tasks: pids
+                .iter()
+                .map(|&p| Task {
+                    tid: p,
+                    tgid: p,
+                    comm: format!("w{p}"),
+                })
+                .collect(),
+            cpus: vec![0, 1],
+            start_ns,
+            end_ns,
+            lost_events: 0,
+        }
+    }
+
+    fn slice(pid: i32, cpu: u32, start_ns: u64, end_ns: u64, end: Option<SwitchEnd>) -> Slice {
+        Slice {
+            pid,
+            cpu,
+            start_ns,
+            end_ns,
+            end,
+            start_clipped: false,
+        }
+    }
+
+    #[test]
+    fn preemption_between_two_tasks_on_one_cpu() {
+        let cap = capture(
+            0,
+            100,
+            &[10, 11],
+            vec![
+                sw(10, 0, 0, 0, 10),
+                sw(20, 0, 10, PREEMPTED, 11),
+                sw(30, 0, 11, PREEMPTED, 10),
+                sw(40, 0, 10, SLEEPING, 0),
+            ],
+        );
+        let d = derive(&cap);
+        assert_eq!(
+            d.slices,
+            vec![
+                slice(10, 0, 10, 20, Some(SwitchEnd::Preempted)),
+                slice(11, 0, 20, 30, Some(SwitchEnd::Preempted)),
+                slice(10, 0, 30, 40, Some(SwitchEnd::Blocked)),
+            ]
+        );
+        assert_eq!(d.mismatched_switches, 0);
+    }
+
+    #[test]
+    fn yield_is_its_own_end() {
+        let cap = capture(
+            0,
+            100,
+            &[10, 11],
+            vec![sw(10, 0, 10, YIELDED, 11), sw(15, 0, 11, YIELDED, 10)],
+        );
+        let d = derive(&cap);
+        assert_eq!(d.slices[1], slice(11, 0, 10, 15, Some(SwitchEnd::Yielded)));
+        // The first slice began before the window's first event.
+        assert!(d.slices[0].start_clipped && d.slices[0].start_ns == 0);
+        // The last is still running when the window closes.
+        assert_eq!(d.slices[2].end, None);
+        assert_eq!(d.slices[2].end_ns, 100);
+    }
+
+    #[test]
+    fn block_and_wake_gives_the_wakeup_latency_and_the_cpu() {
+        let cap = capture(
+            0,
+            100,
+            &[10, 11],
+            vec![
+                sw(10, 0, 0, 0, 10),
+                sw(20, 0, 10, SLEEPING, 0),
+                // 11 on CPU 1 wakes 10 onto CPU 0; it runs 7 ns later.
+                waking(30, 1, 11, 10, 0),
+                wakeup(32, 1, 11, 10, 0),
+                sw(37, 0, 0, 0, 10),
+            ],
+        );
+        let d = derive(&cap);
+        assert_eq!(
+            d.wakeups,
+            vec![WakeUp {
+                pid: 10,
+                waker_pid: 11,
+                waking_ns: Some(30),
+                wakeup_ns: Some(32),
+                target_cpu: 0,
+                new: false,
+                switch_in_ns: Some(37),
+                cpu: Some(0),
+            }]
+        );
+        assert_eq!(d.wakeups[0].latency_ns(), Some(7));
+    }
+
+    #[test]
+    fn a_waking_while_the_task_still_runs_is_no_wakeup() {
+        let cap = capture(
+            0,
+            100,
+            &[10, 11],
+            vec![
+                sw(10, 0, 0, 0, 10),
+                waking(12, 1, 11, 10, 0),
+                sw(20, 0, 10, PREEMPTED, 0),
+                sw(30, 0, 0, 0, 10),
+            ],
+        );
+        assert!(derive(&cap).wakeups.is_empty());
+    }
+
+    #[test]
+    fn a_wakeup_not_run_before_the_end_is_kept_without_a_switch_in() {
+        let cap = capture(
+            0,
+            100,
+            &[10],
+            vec![sw(10, 0, 10, SLEEPING, 0), waking(90, 1, 0, 10, 0)],
+        );
+        let d = derive(&cap);
+        assert_eq!(d.wakeups.len(), 1);
+        assert_eq!(d.wakeups[0].switch_in_ns, None);
+        assert_eq!(d.wakeups[0].latency_ns(), None);
+    }
+
+    #[test]
+    fn exit_ends_the_last_slice() {
+        let cap = capture(
+            0,
+            100,
+            &[10],
+            vec![
+                sw(10, 0, 0, 0, 10),
+                Event {
+                    ts_ns: 49,
+                    cpu: 0,
+                    common_pid: 10,
+                    kind: EventKind::Exit { pid: 10, prio: 120 },
+                },
+                sw(50, 0, 10, DEAD, 0),
+            ],
+        );
+        assert_eq!(
+            derive(&cap).slices,
+            vec![slice(10, 0, 10, 50, Some(SwitchEnd::Exited))]
+        );
+    }
+
+    #[test]
+    fn migration_is_counted_and_the_next_slice_is_on_the_new_cpu() {
+        let cap = capture(
+            0,
+            100,
+            &[10],
+            vec![
+                sw(10, 0, 0, 0, 10),
+                sw(20, 0, 10, PREEMPTED, 0),
+                migrate(21, 1, 10, 0, 1),
+                sw(25, 1, 0, 0, 10),
+                sw(30, 1, 10, SLEEPING, 0),
+            ],
+        );
+        let d = derive(&cap);
+        assert_eq!(
+            d.migrations,
+            vec![Migration {
+                pid: 10,
+                ts_ns: 21,
+                orig_cpu: 0,
+                dest_cpu: 1
+            }]
+        );
+        assert_eq!(d.slices[1], slice(10, 1, 25, 30, Some(SwitchEnd::Blocked)));
+    }
+
+    #[test]
+    fn slices_across_the_window_edges_are_clipped_and_marked() {
+        // Events before and after the window; one slice straddles each edge.
+        let cap = capture(
+            100,
+            200,
+            &[10, 11],
+            vec![
+                sw(50, 0, 0, 0, 10),
+                sw(60, 0, 10, SLEEPING, 0),
+                sw(90, 0, 0, 0, 11),
+                sw(150, 0, 11, PREEMPTED, 10),
+                sw(250, 0, 10, SLEEPING, 0),
+            ],
+        );
+        let d = derive(&cap);
+        assert_eq!(
+            d.slices,
+            vec![
+                Slice {
+                    start_clipped: true,
+                    ..slice(11, 0, 100, 150, Some(SwitchEnd::Preempted))
+                },
+                slice(10, 0, 150, 200, None),
+            ]
+        );
+    }
+
+    #[test]
+    fn tasks_outside_the_run_get_no_slices() {
+        let cap = capture(
+            0,
+            100,
+            &[10],
+            vec![sw(10, 0, 0, 0, 99), sw(20, 0, 99, PREEMPTED, 10)],
+        );
+        let d = derive(&cap);
+        assert_eq!(d.slices.len(), 1);
+        assert_eq!(d.slices[0].pid, 10);
+    }
+
+    #[test]
+    fn a_switch_out_of_a_task_not_on_the_cpu_drops_both_slices_and_is_counted() {
+        let cap = capture(
+            0,
+            100,
+            &[10, 11],
+            vec![
+                sw(10, 0, 0, 0, 10),
+                // The switch that took 10 off and put 11 on was lost.
+                sw(30, 0, 11, PREEMPTED, 0),
+            ],
+        );
+        let d = derive(&cap);
+        assert!(d.slices.is_empty(), "{:?}", d.slices);
+        assert_eq!(d.mismatched_switches, 1);
+    }
+
+    #[test]
+    fn fifo_pair_runs_to_completion_one_after_the_other() {
+        // Two SCHED_FIFO tasks of equal priority on CPU 0: neither preempts
+        // the other; each runs until it blocks.
+        let cap = capture(
+            0,
+            1_000,
+            &[10, 11],
+            vec![
+                sw(0, 0, 0, 0, 10),
+                waking(5, 0, 10, 11, 0),
+                wakeup(6, 0, 10, 11, 0),
+                sw(400, 0, 10, SLEEPING, 11),
+                sw(900, 0, 11, SLEEPING, 0),
+            ],
+        );
+        let d = derive(&cap);
+        assert!(d.slices.iter().all(|s| s.end == Some(SwitchEnd::Blocked)));
+        assert_eq!(d.wakeups[0].latency_ns(), Some(395));
+    }
+
+    #[test]
+    fn rr_turns_alternate_with_preemptions_of_the_timeslice() {
+        // Two SCHED_RR tasks sharing CPU 0 with a 100 ns timeslice.
+        let mut events = vec![sw(0, 0, 0, 0, 10)];
+        for k in 1..=6u64 {
+            let (prev, next) = if k % 2 == 1 { (10, 11) } else { (11, 10) };
+            events.push(sw(k * 100, 0, prev, PREEMPTED, next));
+        }
+        let d = derive(&capture(0, 650, &[10, 11], events));
+        assert_eq!(d.slices.len(), 7);
+        assert!(
+            d.slices[..6]
+                .iter()
+                .all(|s| s.len_ns() == 100 && s.end == Some(SwitchEnd::Preempted) && s.complete())
+        );
+        assert_eq!(d.slices[6].end, None);
+        assert_eq!(d.slices[6].len_ns(), 50);
+    }
+}

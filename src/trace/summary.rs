@@ -1,0 +1,229 @@
+//! Per-process and per-CPU figures of a traced run, from its derived slices,
+//! wake-ups and migrations: slice lengths, on-CPU time, how switches ended,
+//! migrations and wake-up-to-run latency per process; utilisation and gaps
+//! per CPU.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::derive::Derived;
+use super::event::{Capture, SwitchEnd};
+use crate::workload::latency::Latency;
+
+/// What the trace saw of one process (all its threads).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProcessTrace {
+    /// The process id (thread group).
+    pub tgid: i32,
+    /// Slices in the window, clipped ones included.
+    pub slices: u64,
+    /// Lengths of the complete slices (switch-in to switch-out inside the
+    /// window), ns.
+    pub slice_ns: Latency,
+    /// CPU time in the window (clipped slices included), ns.
+    pub oncpu_ns: u64,
+    /// Slices ended by preemption (`R+`).
+    pub preempted: u64,
+    /// Slices ended by the task still runnable (`R`: sched_yield). The
+    /// kernel counts these in rusage's involuntary switches (`nivcsw`).
+    pub yielded: u64,
+    /// Slices ended by sleeping or exiting: rusage's `nvcsw`.
+    pub voluntary: u64,
+    pub migrations: u64,
+    /// Wake-up-to-run latency (switch-in − sched_waking), ns.
+    pub wake_ns: Latency,
+}
+
+impl ProcessTrace {
+    fn new(tgid: i32) -> ProcessTrace {
+        ProcessTrace {
+            tgid,
+            slices: 0,
+            slice_ns: Latency::new(),
+            oncpu_ns: 0,
+            preempted: 0,
+            yielded: 0,
+            voluntary: 0,
+            migrations: 0,
+            wake_ns: Latency::new(),
+        }
+    }
+
+    /// Switches as rusage counts them: (voluntary, involuntary).
+    pub fn rusage_switches(&self) -> (u64, u64) {
+        (self.voluntary, self.preempted + self.yielded)
+    }
+}
+
+/// What the trace saw of one CPU.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CpuTrace {
+    pub cpu: u32,
+    /// The traced window, ns.
+    pub window_ns: u64,
+    /// Time the run's tasks held the CPU, ns.
+    pub busy_ns: u64,
+    /// Stretches in the window when none of the run's tasks held the CPU
+    /// (idle, or other programs), ns.
+    pub gap_ns: Latency,
+}
+
+impl CpuTrace {
+    /// Share of the window the run's tasks held the CPU (0..=1).
+    pub fn utilisation(&self) -> f64 {
+        if self.window_ns == 0 {
+            0.0
+        } else {
+            self.busy_ns as f64 / self.window_ns as f64
+        }
+    }
+}
+
+/// Per-process figures, by process id.
+pub fn processes(cap: &Capture, d: &Derived) -> Vec<ProcessTrace> {
+    let tgid: HashMap<i32, i32> = cap.tasks.iter().map(|t| (t.tid, t.tgid)).collect();
+    let of = |pid: i32| tgid.get(&pid).copied().unwrap_or(pid);
+    let mut by: BTreeMap<i32, ProcessTrace> = BTreeMap::new();
+    for t in &cap.tasks {
+        by.entry(t.tgid)
+            .or_insert_with(|| ProcessTrace::new(t.tgid));
+    }
+    for s in &d.slices {
+        let p = by
+            .entry(of(s.pid))
+            .or_insert_with(|| ProcessTrace::new(of(s.pid)));
+        p.slices += 1;
+        p.oncpu_ns += s.len_ns();
+        if s.complete() {
+            p.slice_ns.record_ns(s.len_ns());
+        }
+        match s.end {
+            Some(SwitchEnd::Preempted) => p.preempted += 1,
+            Some(SwitchEnd::Yielded) => p.yielded += 1,
+            Some(SwitchEnd::Blocked | SwitchEnd::Exited) => p.voluntary += 1,
+            None => {}
+        }
+    }
+    for m in &d.migrations {
+        by.entry(of(m.pid))
+            .or_insert_with(|| ProcessTrace::new(of(m.pid)))
+            .migrations += 1;
+    }
+    for w in &d.wakeups {
+        if let Some(ns) = w.latency_ns() {
+            by.entry(of(w.pid))
+                .or_insert_with(|| ProcessTrace::new(of(w.pid)))
+                .wake_ns
+                .record_ns(ns);
+        }
+    }
+    by.into_values().collect()
+}
+
+/// Per-CPU figures for every traced CPU (and any other a slice was on).
+pub fn cpus(cap: &Capture, d: &Derived) -> Vec<CpuTrace> {
+    let (w0, w1) = (cap.start_ns, cap.end_ns.max(cap.start_ns));
+    let mut by: BTreeMap<u32, Vec<(u64, u64)>> =
+        cap.cpus.iter().map(|&c| (c, Vec::new())).collect();
+    for s in &d.slices {
+        by.entry(s.cpu).or_default().push((s.start_ns, s.end_ns));
+    }
+    by.into_iter()
+        .map(|(cpu, mut spans)| {
+            spans.sort_unstable();
+            let mut busy_ns = 0;
+            let mut gap_ns = Latency::new();
+            let mut at = w0;
+            for (s, e) in spans {
+                if s > at {
+                    gap_ns.record_ns(s - at);
+                }
+                let from = s.max(at);
+                if e > from {
+                    busy_ns += e - from;
+                    at = e;
+                }
+            }
+            if w1 > at {
+                gap_ns.record_ns(w1 - at);
+            }
+            CpuTrace {
+                cpu,
+                window_ns: w1 - w0,
+                busy_ns,
+                gap_ns,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::derive::derive;
+    use crate::trace::derive::tests::*;
+
+    #[test]
+    fn process_figures_count_ends_time_and_wakeups() {
+        let cap = capture(
+            0,
+            1_000,
+            &[10, 11],
+            vec![
+                sw(100, 0, 0, 0, 10),
+                sw(200, 0, 10, PREEMPTED, 11),
+                sw(300, 0, 11, YIELDED, 10),
+                sw(350, 0, 10, SLEEPING, 11),
+                waking(400, 1, 0, 10, 1),
+                migrate(401, 1, 10, 0, 1),
+                wakeup(402, 1, 0, 10, 1),
+                sw(420, 1, 0, 0, 10),
+                sw(500, 1, 10, DEAD, 0),
+            ],
+        );
+        let d = derive(&cap);
+        let p = processes(&cap, &d);
+        assert_eq!(p.len(), 2);
+        let a = &p[0];
+        assert_eq!(a.tgid, 10);
+        assert_eq!(a.slices, 3);
+        assert_eq!(a.oncpu_ns, 100 + 50 + 80);
+        assert_eq!((a.preempted, a.yielded, a.voluntary), (1, 0, 2));
+        assert_eq!(a.migrations, 1);
+        assert_eq!(a.wake_ns.count(), 1);
+        // HdrHistogram keeps 16 ns resolution at the bottom.
+        assert!(a.wake_ns.quantile_ns(0.5).abs_diff(20) < 16);
+        assert_eq!(a.slice_ns.count(), 3);
+        assert_eq!(a.rusage_switches(), (2, 1));
+        let b = &p[1];
+        // 11's last slice (from 350) is still running at the end: counted,
+        // timed to the window's end, not in the distribution.
+        assert_eq!(b.slices, 2);
+        assert_eq!(b.slice_ns.count(), 1);
+        assert_eq!(b.oncpu_ns, 100 + 650);
+        assert_eq!(b.rusage_switches(), (0, 1));
+    }
+
+    #[test]
+    fn cpu_utilisation_and_gaps_cover_the_window() {
+        let cap = capture(
+            0,
+            1_000,
+            &[10],
+            vec![
+                sw(100, 0, 0, 0, 10),
+                sw(300, 0, 10, SLEEPING, 0),
+                sw(600, 0, 0, 0, 10),
+                sw(700, 0, 10, SLEEPING, 0),
+            ],
+        );
+        let c = cpus(&cap, &derive(&cap));
+        assert_eq!(c.len(), 2);
+        assert_eq!(c[0].busy_ns, 300);
+        assert!((c[0].utilisation() - 0.3).abs() < 1e-12);
+        assert_eq!(c[0].gap_ns.count(), 3);
+        assert!(c[0].gap_ns.percentiles().max_ns.abs_diff(300) < 16);
+        // CPU 1 saw nothing of the run: one gap, the whole window.
+        assert_eq!(c[1].busy_ns, 0);
+        assert_eq!(c[1].gap_ns.count(), 1);
+    }
+}
