@@ -327,3 +327,219 @@ fn lost_events_are_flagged_in_the_decoded_trace() {
     };
     check_decoded(&decoded, &c, KERNEL);
 }
+
+// ------------------------------------------------ schedlab trace export ---
+
+/// A database with a synthetic campaign whose first ok run is traced, second
+/// is not, and third is traced with lost events: (dir, db, run ids).
+fn traced_db() -> (tempfile::TempDir, std::path::PathBuf, [i64; 3]) {
+    use schedlab::report::synth;
+    use schedlab::store::Store;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("traced.db");
+    let mut store = Store::open(&db).unwrap();
+    synth::create(&mut store, &synth::SynthConfig::small()).unwrap();
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let ids: Vec<i64> = conn
+        .prepare("SELECT id FROM runs WHERE status = 'ok' ORDER BY id LIMIT 3")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    let runs = [ids[0], ids[1], ids[2]];
+    store.save_trace(runs[0], &synthetic_capture(0)).unwrap();
+    store.save_trace(runs[2], &synthetic_capture(42)).unwrap();
+    (dir, db, runs)
+}
+
+/// `schedlab trace export ARGS…`: (success, stderr).
+fn trace_export(args: &[&std::ffi::OsStr]) -> (bool, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .args(["trace", "export"])
+        .args(args)
+        .env_remove("SCHEDLAB_DB")
+        .output()
+        .expect("run schedlab trace export");
+    (
+        o.status.success(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn os(s: &str) -> &std::ffi::OsStr {
+    s.as_ref()
+}
+
+/// The kernel release of the synthetic campaign's environment.
+const SYNTHETIC_KERNEL: &str = "6.1.0-synthetic";
+
+#[test]
+fn trace_export_writes_a_stored_run_as_perfetto_and_as_chrome_json() {
+    let (dir, db, runs) = traced_db();
+    let run = runs[0].to_string();
+    let out = dir.path().join("run.pftrace");
+    let (ok, err) = trace_export(&[
+        os("--db"),
+        db.as_os_str(),
+        os("--run"),
+        os(&run),
+        os("-o"),
+        out.as_os_str(),
+    ]);
+    assert!(ok, "{err}");
+    assert!(
+        err.contains("wrote") && err.contains("ui.perfetto.dev"),
+        "{err}"
+    );
+    assert!(!err.contains("warning"), "{err}");
+    let json_out = dir.path().join("run.json");
+    let (ok, err) = trace_export(&[
+        os("--db"),
+        db.as_os_str(),
+        os("--run"),
+        os(&run),
+        os("-o"),
+        json_out.as_os_str(),
+    ]);
+    assert!(ok, "{err}");
+    // Only the database and the two exports: no temporary file left.
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with("traced.db"))
+        .collect();
+    names.sort();
+    assert_eq!(names, ["run.json", "run.pftrace"]);
+
+    // The Chrome JSON: a complete event per slice on its CPU track and one
+    // on its thread track, the slices the trace derivation finds.
+    let c = synthetic_capture(0);
+    let slices = schedlab::trace::derive::derive(&c).slices;
+    assert!(slices.len() > 100, "{} slices", slices.len());
+    let v: Value = serde_json::from_slice(&std::fs::read(&json_out).unwrap()).unwrap();
+    let complete: Vec<&Value> = v["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .collect();
+    assert_eq!(complete.len(), 2 * slices.len());
+    let cpus_pid = schedlab::trace::chrome_json::CPUS_PID;
+    let mut on_cpu: Vec<(u64, f64, f64, String)> = complete
+        .iter()
+        .filter(|e| e["pid"] == cpus_pid)
+        .map(|e| {
+            (
+                e["args"]["cpu"].as_u64().unwrap(),
+                e["ts"].as_f64().unwrap(),
+                e["dur"].as_f64().unwrap(),
+                e["name"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    on_cpu.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let mut want: Vec<(u64, f64, f64, String)> = slices
+        .iter()
+        .map(|s| {
+            let comm = &c.tasks.iter().find(|t| t.tid == s.pid).unwrap().comm;
+            (
+                u64::from(s.cpu),
+                s.start_ns as f64 / 1e3,
+                s.end_ns as f64 / 1e3 - s.start_ns as f64 / 1e3,
+                comm.clone(),
+            )
+        })
+        .collect();
+    want.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    assert_eq!(on_cpu, want);
+
+    // The Perfetto file, decoded with Perfetto's own schema.
+    let Some(decoded) = decode_with_perfetto_schema(&out) else {
+        return;
+    };
+    check_decoded(&decoded, &c, SYNTHETIC_KERNEL);
+}
+
+#[test]
+fn trace_export_warns_of_lost_events_and_still_exports() {
+    let (dir, db, runs) = traced_db();
+    let run = runs[2].to_string();
+    let out = dir.path().join("lossy.pftrace");
+    let (ok, err) = trace_export(&[
+        os("--db"),
+        db.as_os_str(),
+        os("--run"),
+        os(&run),
+        os("-o"),
+        out.as_os_str(),
+        os("--format"),
+        os("perfetto"),
+    ]);
+    assert!(ok, "{err}");
+    assert!(
+        err.contains("warning") && err.contains(&format!("run {run} lost 42 events")),
+        "{err}"
+    );
+    let Some(decoded) = decode_with_perfetto_schema(&out) else {
+        return;
+    };
+    check_decoded(&decoded, &synthetic_capture(42), SYNTHETIC_KERNEL);
+}
+
+#[test]
+fn trace_export_refuses_bad_input_naming_the_flag_or_path() {
+    let (dir, db, runs) = traced_db();
+    let out = dir.path().join("x.pftrace");
+    let run = |id: i64, out: &Path| {
+        trace_export(&[
+            os("--db"),
+            db.as_os_str(),
+            os("--run"),
+            os(&id.to_string()),
+            os("-o"),
+            out.as_os_str(),
+        ])
+    };
+    let (ok, err) = run(999_999, &out);
+    assert!(!ok);
+    assert!(
+        err.contains("--run 999999") && err.contains("no such run"),
+        "{err}"
+    );
+    let (ok, err) = run(runs[1], &out);
+    assert!(!ok);
+    assert!(
+        err.contains(&format!("--run {}", runs[1])) && err.contains("no trace"),
+        "{err}"
+    );
+    let missing = dir.path().join("no-such-dir/x.pftrace");
+    let (ok, err) = run(runs[0], &missing);
+    assert!(!ok);
+    assert!(
+        err.contains("-o") && err.contains("no-such-dir") && err.contains("does not exist"),
+        "{err}"
+    );
+    let (ok, err) = run(runs[0], dir.path());
+    assert!(!ok);
+    assert!(
+        err.contains("-o") && err.contains("is a directory"),
+        "{err}"
+    );
+    let (ok, err) = trace_export(&[
+        os("--db"),
+        dir.path().join("none.db").as_os_str(),
+        os("--run"),
+        os("1"),
+        os("-o"),
+        out.as_os_str(),
+    ]);
+    assert!(!ok);
+    assert!(
+        err.contains("none.db") && err.contains("does not exist"),
+        "{err}"
+    );
+    // Nothing was written by the refusals.
+    assert!(!out.exists());
+    assert!(err.starts_with("error: "), "{err}");
+}

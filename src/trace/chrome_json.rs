@@ -9,111 +9,31 @@
 //! microseconds of CLOCK_MONOTONIC, as the trace-event format wants; the
 //! capture's window and lost-event count are in `otherData`.
 //!
-//! A slice is the time between a sched_switch that puts a task on a CPU and
-//! the next sched_switch on that CPU, which must take that same task off
-//! (its `prev_state` says how the slice ended). The capture records the
-//! switches of the run's tasks only: a switch between two other tasks is
-//! missing, so a slice whose next switch names another task as leaving is
-//! dropped (its end is unknown). A task of the run on a CPU when the window
-//! opens or closes gets a slice cut at the window's edge (every switch of
-//! its own is recorded, so it ran until then). The idle task has no slices.
+//! The slices are those of [`super::derive`]: the run's tasks' stretches
+//! from switch-in to switch-out, cut at the window's edges (marked in the
+//! event's `args`).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::{Capture, EventKind, SwitchEnd, Task};
+use super::derive::derive;
+use super::{Capture, SwitchEnd, Task};
 
 /// The pseudo-process holding the per-CPU tracks: above the kernel's
 /// largest possible pid (`PID_MAX_LIMIT`, 2^22), so no task shares it.
 pub const CPUS_PID: i64 = (1 << 22) + 1;
 
-/// How a slice ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SliceEnd {
-    /// A sched_switch took the task off the CPU.
-    Switch(SwitchEnd),
-    /// The task was still on the CPU when the window closed.
-    WindowEnd,
-}
-
-impl SliceEnd {
-    fn name(self) -> &'static str {
-        match self {
-            SliceEnd::Switch(SwitchEnd::Preempted) => "preempted",
-            SliceEnd::Switch(SwitchEnd::Yielded) => "yielded",
-            SliceEnd::Switch(SwitchEnd::Blocked) => "blocked",
-            SliceEnd::Switch(SwitchEnd::Exited) => "exited",
-            SliceEnd::WindowEnd => "window end",
-        }
+/// How a slice ended, as the JSON says it.
+fn end_name(end: Option<SwitchEnd>) -> &'static str {
+    match end {
+        Some(SwitchEnd::Preempted) => "preempted",
+        Some(SwitchEnd::Yielded) => "yielded",
+        Some(SwitchEnd::Blocked) => "blocked",
+        Some(SwitchEnd::Exited) => "exited",
+        None => "window end",
     }
-}
-
-/// One stretch of a task on a CPU.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Slice {
-    pub tid: i32,
-    pub cpu: u32,
-    pub start_ns: u64,
-    pub end_ns: u64,
-    /// The slice began before the window and is cut at its start.
-    pub cut_at_start: bool,
-    pub end: SliceEnd,
-}
-
-/// The on-CPU slices of a capture, by CPU then time (see the module doc for
-/// which are kept).
-pub fn slices(capture: &Capture) -> Vec<Slice> {
-    let ours: BTreeSet<i32> = capture.tasks.iter().map(|t| t.tid).collect();
-    // Per CPU: the task on it since when, once a switch has said so.
-    let mut on_cpu: BTreeMap<u32, (i32, u64, bool)> = BTreeMap::new();
-    let mut out = Vec::new();
-    for e in &capture.events {
-        let EventKind::Switch {
-            prev_pid,
-            prev_state,
-            next_pid,
-            ..
-        } = e.kind
-        else {
-            continue;
-        };
-        let began = match on_cpu.get(&e.cpu) {
-            Some(&(tid, start_ns, cut)) => (tid == prev_pid).then_some((start_ns, cut)),
-            // The first switch seen on this CPU: a task of ours was on it
-            // since the window opened.
-            None => (ours.contains(&prev_pid) && capture.start_ns <= e.ts_ns)
-                .then_some((capture.start_ns, true)),
-        };
-        if let Some((start_ns, cut_at_start)) = began
-            && prev_pid != 0
-        {
-            out.push(Slice {
-                tid: prev_pid,
-                cpu: e.cpu,
-                start_ns,
-                end_ns: e.ts_ns,
-                cut_at_start,
-                end: SliceEnd::Switch(SwitchEnd::from_prev_state(prev_state)),
-            });
-        }
-        on_cpu.insert(e.cpu, (next_pid, e.ts_ns, false));
-    }
-    for (cpu, (tid, start_ns, cut_at_start)) in on_cpu {
-        if tid != 0 && ours.contains(&tid) && start_ns <= capture.end_ns {
-            out.push(Slice {
-                tid,
-                cpu,
-                start_ns,
-                end_ns: capture.end_ns,
-                cut_at_start,
-                end: SliceEnd::WindowEnd,
-            });
-        }
-    }
-    out.sort_by_key(|s| (s.cpu, s.start_ns));
-    out
 }
 
 /// The whole JSON document.
@@ -136,7 +56,7 @@ fn us(ns: u64) -> f64 {
 /// The capture as Chrome trace-event JSON.
 pub fn encode(capture: &Capture) -> Vec<u8> {
     let by_tid: HashMap<i32, &Task> = capture.tasks.iter().map(|t| (t.tid, t)).collect();
-    let slices = slices(capture);
+    let slices = derive(capture).slices;
     let mut events = Vec::new();
     let meta = |name: &str, pid: i64, tid: i64, args: Value| json!({"ph": "M", "name": name, "pid": pid, "tid": tid, "args": args});
     events.push(meta("process_name", CPUS_PID, 0, json!({"name": "CPUs"})));
@@ -192,18 +112,17 @@ pub fn encode(capture: &Capture) -> Vec<u8> {
         ));
     }
     for s in &slices {
-        let task = by_tid.get(&s.tid);
-        // A task outside the capture's list: its process is unknown, the
-        // viewer shows it as a process of its own.
-        let pid = task.map_or(s.tid, |t| t.tgid);
-        let name = task.map_or_else(|| format!("<...> {}", s.tid), |t| t.comm.clone());
+        let task = by_tid.get(&s.pid);
+        // A capture that names no task: each is its own process, unnamed.
+        let pid = task.map_or(s.pid, |t| t.tgid);
+        let name = task.map_or_else(|| format!("<...> {}", s.pid), |t| t.comm.clone());
         let mut args = json!({
-            "tid": s.tid,
+            "tid": s.pid,
             "pid": pid,
             "cpu": s.cpu,
-            "end": s.end.name(),
+            "end": end_name(s.end),
         });
-        if s.cut_at_start {
+        if s.start_clipped {
             args["start"] = json!("window start");
         }
         let ts = us(s.start_ns);
@@ -215,7 +134,7 @@ pub fn encode(capture: &Capture) -> Vec<u8> {
         }));
         events.push(json!({
             "ph": "X", "cat": "sched", "name": format!("CPU {}", s.cpu),
-            "pid": pid, "tid": s.tid,
+            "pid": pid, "tid": s.pid,
             "ts": ts, "dur": dur, "args": args,
         }));
     }
@@ -245,7 +164,7 @@ fn cpu_track(cpu: u32) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::Event;
+    use crate::trace::{Event, EventKind};
 
     fn switch(ts_ns: u64, cpu: u32, prev_pid: i32, prev_state: u64, next_pid: i32) -> Event {
         Event {
@@ -289,62 +208,6 @@ mod tests {
         }
     }
 
-    fn slice(tid: i32, cpu: u32, start_ns: u64, end_ns: u64, end: SliceEnd) -> Slice {
-        Slice {
-            tid,
-            cpu,
-            start_ns,
-            end_ns,
-            cut_at_start: false,
-            end,
-        }
-    }
-
-    #[test]
-    fn slices_run_from_switch_in_to_switch_out_on_each_cpu() {
-        let c = capture(vec![
-            switch(2_000, 0, 0, 0, 10),
-            switch(2_500, 1, 0, 0, 20),
-            switch(3_000, 0, 10, 0x100, 11),
-            switch(4_000, 0, 11, 0x1, 0),
-            switch(5_000, 1, 20, 0x20, 0),
-        ]);
-        let end = |s| SliceEnd::Switch(s);
-        assert_eq!(
-            slices(&c),
-            [
-                slice(10, 0, 2_000, 3_000, end(SwitchEnd::Preempted)),
-                slice(11, 0, 3_000, 4_000, end(SwitchEnd::Blocked)),
-                slice(20, 1, 2_500, 5_000, end(SwitchEnd::Exited)),
-            ]
-        );
-    }
-
-    #[test]
-    fn window_edges_cut_our_slices_and_unknown_ends_are_dropped() {
-        let c = capture(vec![
-            // Task 10 was on CPU 0 when the window opened.
-            switch(2_000, 0, 10, 0, 999),
-            // 999 (not ours) is followed by a switch naming 998 as leaving:
-            // a switch between two other tasks was not recorded.
-            switch(3_000, 0, 998, 0x1, 20),
-            // 20 is still on CPU 0 when the window closes.
-            // The first switch on CPU 1 has a foreign prev: unknown start.
-            switch(4_000, 1, 997, 0x1, 0),
-        ]);
-        let s = slices(&c);
-        assert_eq!(
-            s,
-            [
-                Slice {
-                    cut_at_start: true,
-                    ..slice(10, 0, 1_000, 2_000, SliceEnd::Switch(SwitchEnd::Yielded))
-                },
-                slice(20, 0, 3_000, 10_000, SliceEnd::WindowEnd),
-            ]
-        );
-    }
-
     #[test]
     fn the_json_has_a_complete_event_per_slice_on_both_tracks_and_names() {
         let c = capture(vec![
@@ -384,13 +247,41 @@ mod tests {
     }
 
     #[test]
-    fn the_idle_task_has_no_slices() {
+    fn slices_cut_by_the_window_say_so_and_foreign_tasks_have_none() {
         let c = capture(vec![
-            switch(2_000, 0, 10, 0x1, 0),
-            switch(3_000, 0, 0, 0, 10),
+            // 10 held CPU 0 when the window opened; 20 holds it at the end.
+            switch(2_000, 0, 10, 0, 20),
+            // 999 is not of the run.
+            switch(3_000, 1, 0, 0, 999),
+            switch(4_000, 1, 999, 0x1, 0),
         ]);
-        let s = slices(&c);
-        assert!(s.iter().all(|s| s.tid != 0), "{s:?}");
-        assert_eq!(s.len(), 2);
+        let v: Value = serde_json::from_slice(&encode(&c)).unwrap();
+        let on_cpu: Vec<(String, f64, f64, Value)> = v["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["ph"] == "X" && e["pid"] == CPUS_PID)
+            .map(|e| {
+                (
+                    e["name"].as_str().unwrap().to_string(),
+                    e["ts"].as_f64().unwrap(),
+                    e["dur"].as_f64().unwrap(),
+                    e["args"].clone(),
+                )
+            })
+            .collect();
+        assert_eq!(on_cpu.len(), 2, "{on_cpu:?}");
+        assert_eq!(
+            (on_cpu[0].0.as_str(), on_cpu[0].1, on_cpu[0].2),
+            ("a", 1.0, 1.0)
+        );
+        assert_eq!(on_cpu[0].3["start"], "window start");
+        assert_eq!(on_cpu[0].3["end"], "yielded");
+        assert_eq!(
+            (on_cpu[1].0.as_str(), on_cpu[1].1, on_cpu[1].2),
+            ("b", 2.0, 8.0)
+        );
+        assert_eq!(on_cpu[1].3["end"], "window end");
+        assert!(on_cpu[1].3.get("start").is_none());
     }
 }

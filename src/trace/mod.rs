@@ -10,6 +10,7 @@ pub mod blob;
 pub mod chrome_json;
 pub mod derive;
 pub mod event;
+pub mod export;
 pub mod perfetto;
 pub mod summary;
 
