@@ -13,6 +13,7 @@
 //! from switch-in to switch-out, cut at the window's edges (marked in the
 //! event's `args`).
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Serialize;
@@ -38,13 +39,62 @@ fn end_name(end: Option<SwitchEnd>) -> &'static str {
 
 /// The whole JSON document.
 #[derive(Serialize)]
-struct Document {
+struct Document<'a> {
     #[serde(rename = "traceEvents")]
-    trace_events: Vec<Value>,
+    trace_events: Vec<TraceEvent<'a>>,
     #[serde(rename = "displayTimeUnit")]
     display_time_unit: &'static str,
     #[serde(rename = "otherData")]
     other_data: Value,
+}
+
+/// One trace event (typed, not `serde_json::Value`: a capture of a million
+/// events becomes millions of these).
+#[derive(Serialize)]
+#[serde(untagged)]
+enum TraceEvent<'a> {
+    Meta(Meta<'a>),
+    Complete(Complete<'a>),
+}
+
+/// `"ph": "M"`: a process or thread name, or a sort index.
+#[derive(Serialize)]
+struct Meta<'a> {
+    ph: &'static str,
+    name: &'static str,
+    pid: i64,
+    tid: i64,
+    args: MetaArgs<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum MetaArgs<'a> {
+    Name { name: Cow<'a, str> },
+    SortIndex { sort_index: i64 },
+}
+
+/// `"ph": "X"`: one slice on one track.
+#[derive(Serialize)]
+struct Complete<'a> {
+    ph: &'static str,
+    cat: &'static str,
+    name: Cow<'a, str>,
+    pid: i64,
+    tid: i64,
+    ts: f64,
+    dur: f64,
+    args: SliceArgs,
+}
+
+#[derive(Serialize, Clone, Copy)]
+struct SliceArgs {
+    tid: i32,
+    pid: i32,
+    cpu: u32,
+    end: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    start: Option<&'static str>,
 }
 
 /// Nanoseconds as the format's microseconds (fractional: nothing is lost
@@ -53,18 +103,31 @@ fn us(ns: u64) -> f64 {
     ns as f64 / 1000.0
 }
 
+fn meta<'a>(name: &'static str, pid: i64, tid: i64, args: MetaArgs<'a>) -> TraceEvent<'a> {
+    TraceEvent::Meta(Meta {
+        ph: "M",
+        name,
+        pid,
+        tid,
+        args,
+    })
+}
+
+fn named<'a>(name: impl Into<Cow<'a, str>>) -> MetaArgs<'a> {
+    MetaArgs::Name { name: name.into() }
+}
+
 /// The capture as Chrome trace-event JSON.
 pub fn encode(capture: &Capture) -> Vec<u8> {
     let by_tid: HashMap<i32, &Task> = capture.tasks.iter().map(|t| (t.tid, t)).collect();
     let slices = derive(capture).slices;
-    let mut events = Vec::new();
-    let meta = |name: &str, pid: i64, tid: i64, args: Value| json!({"ph": "M", "name": name, "pid": pid, "tid": tid, "args": args});
-    events.push(meta("process_name", CPUS_PID, 0, json!({"name": "CPUs"})));
+    let mut events = Vec::with_capacity(2 * slices.len() + 2 * capture.tasks.len() + 8);
+    events.push(meta("process_name", CPUS_PID, 0, named("CPUs")));
     events.push(meta(
         "process_sort_index",
         CPUS_PID,
         0,
-        json!({"sort_index": -1}),
+        MetaArgs::SortIndex { sort_index: -1 },
     ));
     let cpus: BTreeSet<u32> = capture
         .cpus
@@ -78,13 +141,15 @@ pub fn encode(capture: &Capture) -> Vec<u8> {
             "thread_name",
             CPUS_PID,
             tid,
-            json!({"name": format!("CPU {cpu}")}),
+            named(format!("CPU {cpu}")),
         ));
         events.push(meta(
             "thread_sort_index",
             CPUS_PID,
             tid,
-            json!({"sort_index": cpu}),
+            MetaArgs::SortIndex {
+                sort_index: i64::from(cpu),
+            },
         ));
     }
     // Processes named by their leader, else their first thread.
@@ -100,7 +165,7 @@ pub fn encode(capture: &Capture) -> Vec<u8> {
             "process_name",
             i64::from(*pid),
             0,
-            json!({"name": t.comm}),
+            named(t.comm.as_str()),
         ));
     }
     for t in &capture.tasks {
@@ -108,34 +173,46 @@ pub fn encode(capture: &Capture) -> Vec<u8> {
             "thread_name",
             i64::from(t.tgid),
             i64::from(t.tid),
-            json!({"name": t.comm}),
+            named(t.comm.as_str()),
         ));
     }
+    let cpu_names: BTreeMap<u32, String> = cpus.iter().map(|&c| (c, format!("CPU {c}"))).collect();
     for s in &slices {
         let task = by_tid.get(&s.pid);
         // A capture that names no task: each is its own process, unnamed.
         let pid = task.map_or(s.pid, |t| t.tgid);
-        let name = task.map_or_else(|| format!("<...> {}", s.pid), |t| t.comm.clone());
-        let mut args = json!({
-            "tid": s.pid,
-            "pid": pid,
-            "cpu": s.cpu,
-            "end": end_name(s.end),
-        });
-        if s.start_clipped {
-            args["start"] = json!("window start");
-        }
+        let name: Cow<str> = match task {
+            Some(t) => Cow::Borrowed(t.comm.as_str()),
+            None => Cow::Owned(format!("<...> {}", s.pid)),
+        };
+        let args = SliceArgs {
+            tid: s.pid,
+            pid,
+            cpu: s.cpu,
+            end: end_name(s.end),
+            start: s.start_clipped.then_some("window start"),
+        };
         let ts = us(s.start_ns);
         let dur = us(s.end_ns) - ts;
-        events.push(json!({
-            "ph": "X", "cat": "sched", "name": name,
-            "pid": CPUS_PID, "tid": cpu_track(s.cpu),
-            "ts": ts, "dur": dur, "args": args,
+        events.push(TraceEvent::Complete(Complete {
+            ph: "X",
+            cat: "sched",
+            name,
+            pid: CPUS_PID,
+            tid: cpu_track(s.cpu),
+            ts,
+            dur,
+            args,
         }));
-        events.push(json!({
-            "ph": "X", "cat": "sched", "name": format!("CPU {}", s.cpu),
-            "pid": pid, "tid": s.pid,
-            "ts": ts, "dur": dur, "args": args,
+        events.push(TraceEvent::Complete(Complete {
+            ph: "X",
+            cat: "sched",
+            name: Cow::Borrowed(cpu_names[&s.cpu].as_str()),
+            pid: i64::from(pid),
+            tid: i64::from(s.pid),
+            ts,
+            dur,
+            args,
         }));
     }
     let doc = Document {
@@ -150,7 +227,7 @@ pub fn encode(capture: &Capture) -> Vec<u8> {
             "slices": slices.len(),
         }),
     };
-    let mut bytes = serde_json::to_vec(&doc).expect("a JSON value serialises");
+    let mut bytes = serde_json::to_vec(&doc).expect("plain structs serialise");
     bytes.push(b'\n');
     bytes
 }
