@@ -26,11 +26,15 @@ use super::{Capture, SwitchEnd, Task};
 /// largest possible pid (`PID_MAX_LIMIT`, 2^22), so no task shares it.
 pub const CPUS_PID: i64 = (1 << 22) + 1;
 
-/// How a slice ended, as the JSON says it.
+/// How a slice ended, as the JSON says it, by the kernel's `prev_state`:
+/// `R+` preempted in the kernel, `R` still runnable (the kernel reports `R`
+/// both for a task preempted on its way back to user space, the usual
+/// preemption of a CPU-bound task, and for sched_yield: rusage counts both
+/// as involuntary), a sleep, an exit.
 fn end_name(end: Option<SwitchEnd>) -> &'static str {
     match end {
         Some(SwitchEnd::Preempted) => "preempted",
-        Some(SwitchEnd::Yielded) => "yielded",
+        Some(SwitchEnd::Yielded) => "runnable",
         Some(SwitchEnd::Blocked) => "blocked",
         Some(SwitchEnd::Exited) => "exited",
         None => "window end",
@@ -353,7 +357,7 @@ mod tests {
             ("a", 1.0, 1.0)
         );
         assert_eq!(on_cpu[0].3["start"], "window start");
-        assert_eq!(on_cpu[0].3["end"], "yielded");
+        assert_eq!(on_cpu[0].3["end"], "runnable");
         assert_eq!(
             (on_cpu[1].0.as_str(), on_cpu[1].1, on_cpu[1].2),
             ("b", 2.0, 8.0)

@@ -78,11 +78,11 @@ pub fn run(opts: &ExportOptions) -> Result<i32> {
     let bytes = encode(&capture, &kernel_release, format);
     write_atomically(&opts.output, &bytes)?;
     note!(
-        "wrote {}: run {}, {} events on {} CPUs over {:.3} s, {}{}",
+        "wrote {}: run {}, {} events on {} over {:.3} s, {}{}",
         out::path(&opts.output),
         opts.run_id,
         capture.events.len(),
-        capture.cpus.len(),
+        cpu_label(&capture.cpus),
         capture.end_ns.saturating_sub(capture.start_ns) as f64 / 1e9,
         format.name(),
         match format {
@@ -91,6 +91,15 @@ pub fn run(opts: &ExportOptions) -> Result<i32> {
         }
     );
     Ok(0)
+}
+
+/// "CPU 0", "CPUs 0,1".
+fn cpu_label(cpus: &[u32]) -> String {
+    let list: Vec<String> = cpus.iter().map(u32::to_string).collect();
+    match cpus.len() {
+        1 => format!("CPU {}", list[0]),
+        _ => format!("CPUs {}", list.join(",")),
+    }
 }
 
 /// The capture in a format (`kernel_release`: the traced kernel's, which
@@ -145,6 +154,13 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn cpus_are_listed_in_the_note() {
+        assert_eq!(cpu_label(&[0]), "CPU 0");
+        assert_eq!(cpu_label(&[0, 1]), "CPUs 0,1");
+        assert_eq!(cpu_label(&[]), "CPUs ");
+    }
 
     #[test]
     fn the_format_follows_the_flag_then_the_extension() {
