@@ -526,6 +526,12 @@ fn trace_export_refuses_bad_input_naming_the_flag_or_path() {
         err.contains("-o") && err.contains("is a directory"),
         "{err}"
     );
+    // The database itself is never overwritten.
+    let before = std::fs::read(&db).unwrap();
+    let (ok, err) = run(runs[0], &db);
+    assert!(!ok);
+    assert!(err.contains("is the database"), "{err}");
+    assert_eq!(std::fs::read(&db).unwrap(), before);
     let (ok, err) = trace_export(&[
         os("--db"),
         dir.path().join("none.db").as_os_str(),

@@ -56,6 +56,12 @@ pub struct ExportOptions {
 /// written. Returns the exit code.
 pub fn run(opts: &ExportOptions) -> Result<i32> {
     let store = Store::open_existing(&opts.db)?;
+    if same_file(&opts.db, &opts.output) {
+        bail!(
+            "-o {} is the database (--db): choose another file",
+            out::path(&opts.output)
+        );
+    }
     let Some(kernel_release) = store.run_kernel_release(opts.run_id)? else {
         bail!(
             "--run {}: no such run in {} (the `run` column of `schedlab export` lists them)",
@@ -91,6 +97,15 @@ pub fn run(opts: &ExportOptions) -> Result<i32> {
         }
     );
     Ok(0)
+}
+
+/// Whether two paths name one existing file (the rename would replace it).
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
 }
 
 /// "CPU 0", "CPUs 0,1".
