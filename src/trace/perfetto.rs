@@ -84,8 +84,9 @@ fn trace(capture: &Capture, kernel_release: &str) -> Trace {
     let mut flagged: Vec<u32> = Vec::new();
     let mut flush = |cpu: u32, events: Vec<FtraceEvent>, packets: &mut Vec<TracePacket>| {
         // The capture counts lost events for the whole run, not per CPU:
-        // the first bundle of every CPU says so, which makes Perfetto show
-        // the trace as having lost data.
+        // the first bundle of every CPU says so, which trace_processor
+        // records as data loss on that CPU (stat ftrace_cpu_has_data_loss,
+        // src/trace_processor/importers/ftrace/ftrace_tokenizer.cc).
         let lost = capture.lost_events > 0 && !flagged.contains(&cpu);
         if lost {
             flagged.push(cpu);
