@@ -767,6 +767,12 @@ pub struct ReportArgs {
     /// The WRR run whose slices the Gantt chart shows (default: the first ok WRR run).
     #[arg(long, value_name = "RUN_ID")]
     pub gantt_run: Option<i64>,
+    /// The traced run whose per-CPU timeline the Trace section draws (default: the first usable traced run).
+    #[arg(long, value_name = "RUN_ID")]
+    pub timeline_run: Option<i64>,
+    /// The part of that run's trace drawn, from its start: FROM..TO with units (default: 0s..250ms).
+    #[arg(long, value_name = "FROM..TO", value_parser = crate::report::window::parse_window)]
+    pub window: Option<crate::report::window::TimeWindow>,
 }
 
 impl ReportArgs {
@@ -789,6 +795,8 @@ impl ReportArgs {
                 bootstrap_seed: self.bootstrap_seed,
                 resamples: self.resamples as usize,
                 gantt_run: self.gantt_run,
+                timeline_run: self.timeline_run,
+                timeline_window: self.window,
             },
         }
     }

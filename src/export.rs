@@ -13,7 +13,7 @@ use serde_json::Value;
 use std::io::Write;
 
 use crate::record::Usage;
-use crate::store::{ExportLatency, ExportRow, rq_wait_per_slice_us};
+use crate::store::{ExportLatency, ExportRow, ExportTrace, rq_wait_per_slice_us};
 
 /// The fixed columns, in order. The first 21 are the original ones; never
 /// reorder, only append.
@@ -81,6 +81,19 @@ pub const COLUMNS: &[&str] = &[
     "rq_wait_per_slice_us",
     "slice_us",
     "slice_ns",
+    "trace_lost_events",
+    "trace_usable",
+    "trace_slices",
+    "trace_slice_p50_us",
+    "trace_slice_p99_us",
+    "trace_slice_max_us",
+    "trace_oncpu_ms",
+    "trace_preempted",
+    "trace_yielded",
+    "trace_voluntary",
+    "trace_migrations",
+    "trace_wake_p50_us",
+    "trace_wake_p99_us",
 ];
 
 /// The prefix of a workload figure's column.
@@ -182,7 +195,31 @@ fn fixed(r: &ExportRow) -> Vec<Value> {
         real(rq_wait_per_slice_us(r.wait_ns, r.timeslices)),
         int(r.slice_us),
         int(r.slice_ns),
+        int(r.trace.as_ref().map(|t| t.lost_events)),
+        int(r.trace.as_ref().map(|t| i64::from(!t.unusable))),
+        trace_int(r, |t| t.slices),
+        trace_scaled(r, |t| t.slice_p50_ns, 1e3),
+        trace_scaled(r, |t| t.slice_p99_ns, 1e3),
+        trace_scaled(r, |t| t.slice_max_ns, 1e3),
+        trace_scaled(r, |t| t.oncpu_ns, 1e6),
+        trace_int(r, |t| t.preempted),
+        trace_int(r, |t| t.yielded),
+        trace_int(r, |t| t.voluntary),
+        trace_int(r, |t| t.migrations),
+        trace_scaled(r, |t| t.wake_p50_ns, 1e3),
+        trace_scaled(r, |t| t.wake_p99_ns, 1e3),
     ]
+}
+
+/// A count of the row's process in the run's trace.
+fn trace_int(r: &ExportRow, field: fn(&ExportTrace) -> Option<i64>) -> Value {
+    int(r.trace.as_ref().and_then(field))
+}
+
+/// A time of the row's process in the run's trace, ns divided by `per`
+/// (1e3: µs, 1e6: ms).
+fn trace_scaled(r: &ExportRow, field: fn(&ExportTrace) -> Option<i64>, per: f64) -> Value {
+    real(r.trace.as_ref().and_then(field).map(|v| v as f64 / per))
 }
 
 /// A percentile of the row's primary latency, in microseconds.
@@ -350,6 +387,7 @@ mod tests {
             latency: None,
             slice_us: None,
             slice_ns: None,
+            trace: None,
             stderr_tail: Some(String::new()),
         }
     }
@@ -380,7 +418,7 @@ mod tests {
         assert!(lines[0].starts_with(
             "campaign,run,policy,workload,processes,priority_mode,cpus,rep,process_index"
         ));
-        assert!(lines[0].ends_with(",slice_us,slice_ns,fig_mflops,fig_pi_error"));
+        assert!(lines[0].ends_with(",trace_wake_p99_us,fig_mflops,fig_pi_error"));
         // The JSON of extra_json is one quoted cell.
         let cells: Vec<&str> = lines[1].split(',').collect();
         assert_eq!(cells.len(), COLUMNS.len() + 2);

@@ -17,6 +17,7 @@ pub mod rounds;
 pub mod sections;
 pub mod svg;
 pub mod synth;
+pub mod window;
 
 use anyhow::{Context, Result};
 use serde_json::{Value, json};

@@ -116,6 +116,28 @@ pub struct ExportRow {
     pub slice_us: Option<i64>,
     /// The slice the kernel reported for the process, ns.
     pub slice_ns: Option<i64>,
+    /// The run's trace, when it was traced.
+    pub trace: Option<ExportTrace>,
+}
+
+/// What a run's kernel trace saw of one process (`trace_processes`), for
+/// export; the process figures are None where the trace did not see it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ExportTrace {
+    pub lost_events: i64,
+    /// Lost events or mismatched switches: not to be used.
+    pub unusable: bool,
+    pub slices: Option<i64>,
+    pub slice_p50_ns: Option<i64>,
+    pub slice_p99_ns: Option<i64>,
+    pub slice_max_ns: Option<i64>,
+    pub oncpu_ns: Option<i64>,
+    pub preempted: Option<i64>,
+    pub yielded: Option<i64>,
+    pub voluntary: Option<i64>,
+    pub migrations: Option<i64>,
+    pub wake_p50_ns: Option<i64>,
+    pub wake_p99_ns: Option<i64>,
 }
 
 /// Percentiles of one process's primary latency histogram.
@@ -139,11 +161,15 @@ const EXPORT_SQL: &str = "SELECT c.id, c.name, r.id, r.run_key, r.seq, r.policy,
         p.rt_priority, p.weight, p.dl_runtime_ns, p.dl_deadline_ns, p.dl_period_ns, p.start_ns, p.end_ns,
         p.wall_ns, p.utime_us, p.stime_us, p.nvcsw, p.nivcsw, p.minflt, p.majflt, p.maxrss_kb, p.run_ns,
         p.wait_ns, p.timeslices, p.work, p.work_unit, p.figures_json, p.exit, p.ok, p.stderr_tail,
-        l.count, l.p50_ns, l.p90_ns, l.p99_ns, l.p999_ns, l.max_ns, r.slice_us, p.slice_ns
+        l.count, l.p50_ns, l.p90_ns, l.p99_ns, l.p999_ns, l.max_ns, r.slice_us, p.slice_ns,
+        tc.lost_events, tc.unusable, tp.slices, tp.slice_p50_ns, tp.slice_p99_ns, tp.slice_max_ns,
+        tp.oncpu_ns, tp.preempted, tp.yielded, tp.voluntary, tp.migrations, tp.wake_p50_ns, tp.wake_p99_ns
      FROM runs r JOIN campaigns c ON c.id = r.campaign_id
      LEFT JOIN processes p ON p.run_id = r.id
      LEFT JOIN latency l ON l.run_id = p.run_id AND l.process_index = p.process_index
          AND l.is_primary = 1
+     LEFT JOIN trace_captures tc ON tc.run_id = r.id
+     LEFT JOIN trace_processes tp ON tp.run_id = p.run_id AND tp.tgid = p.pid
      WHERE ?1 IS NULL OR c.id = ?1
      ORDER BY c.id, r.seq, r.id, p.process_index";
 
@@ -750,6 +776,24 @@ impl Store {
                 },
                 slice_us: r.get(61)?,
                 slice_ns: r.get(62)?,
+                trace: match r.get::<_, Option<i64>>(63)? {
+                    None => None,
+                    Some(lost_events) => Some(ExportTrace {
+                        lost_events,
+                        unusable: r.get(64)?,
+                        slices: r.get(65)?,
+                        slice_p50_ns: r.get(66)?,
+                        slice_p99_ns: r.get(67)?,
+                        slice_max_ns: r.get(68)?,
+                        oncpu_ns: r.get(69)?,
+                        preempted: r.get(70)?,
+                        yielded: r.get(71)?,
+                        voluntary: r.get(72)?,
+                        migrations: r.get(73)?,
+                        wake_p50_ns: r.get(74)?,
+                        wake_p99_ns: r.get(75)?,
+                    }),
+                },
             };
             f(&row)?;
             n += 1;

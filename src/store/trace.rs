@@ -562,6 +562,54 @@ mod tests {
     }
 
     #[test]
+    fn the_export_carries_each_process_trace_figures() {
+        let (_dir, mut store, run) = store_with_run();
+        let pid: i32 = store
+            .conn
+            .query_row(
+                "SELECT pid FROM processes WHERE run_id = ?1 ORDER BY process_index LIMIT 1",
+                [run],
+                |r| r.get(0),
+            )
+            .unwrap();
+        let cap = capture(
+            0,
+            10_000_000,
+            &[pid],
+            vec![
+                sw(1_000_000, 0, 0, 0, pid),
+                sw(3_000_000, 0, pid, PREEMPTED, 0),
+                sw(4_000_000, 0, 0, 0, pid),
+                sw(5_000_000, 0, pid, SLEEPING, 0),
+            ],
+        );
+        store.save_trace(run, &cap).unwrap();
+        let rows = store.export_rows(None).unwrap();
+        let traced: Vec<_> = rows.iter().filter(|r| r.run == run).collect();
+        let mine = traced
+            .iter()
+            .find(|r| r.pid == Some(i64::from(pid)))
+            .unwrap();
+        let t = mine.trace.as_ref().unwrap();
+        assert_eq!(
+            (t.slices, t.preempted, t.voluntary),
+            (Some(2), Some(1), Some(1))
+        );
+        assert_eq!(t.oncpu_ns, Some(3_000_000));
+        assert!(t.slice_max_ns.unwrap().abs_diff(2_000_000) < 2_000);
+        assert!(!t.unusable && t.lost_events == 0);
+        // The run's other processes: the run is traced, they were not seen.
+        for r in traced.iter().filter(|r| r.pid != Some(i64::from(pid))) {
+            assert_eq!(r.trace.as_ref().unwrap().slices, None);
+        }
+        assert!(
+            rows.iter()
+                .filter(|r| r.run != run)
+                .all(|r| r.trace.is_none())
+        );
+    }
+
+    #[test]
     fn forgetting_a_run_forgets_its_trace() {
         let (_dir, mut store, run) = store_with_run();
         store.save_trace(run, &sample()).unwrap();

@@ -74,6 +74,19 @@ impl Latency {
         self.0.value_at_quantile(q)
     }
 
+    /// Events recorded below `ns`, at the histogram's resolution (3
+    /// significant digits): the bucket holding `ns` counts as not below, so
+    /// that differences of these counts bin every event once.
+    pub fn count_below(&self, ns: u64) -> u64 {
+        if self.0.is_empty() {
+            return 0;
+        }
+        match self.0.lowest_equivalent(ns) {
+            0 => 0,
+            low => self.0.count_between(0, low - 1),
+        }
+    }
+
     /// p50, p90, p99, p99.9 and max.
     pub fn percentiles(&self) -> Percentiles {
         Percentiles {

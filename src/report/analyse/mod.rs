@@ -20,6 +20,7 @@ mod runs;
 mod scaling;
 #[cfg(test)]
 mod tests;
+pub mod trace;
 mod windows;
 
 use anyhow::Result;
@@ -81,6 +82,12 @@ pub struct Options {
     pub resamples: usize,
     /// The WRR run whose slices are drawn (default: the first ok WRR run).
     pub gantt_run: Option<i64>,
+    /// The traced run whose per-CPU timeline is drawn (default: the first
+    /// usable traced run).
+    pub timeline_run: Option<i64>,
+    /// The part of its trace drawn (default: the first
+    /// [`crate::report::sections::details::DEFAULT_WINDOW_NS`]).
+    pub timeline_window: Option<crate::report::window::TimeWindow>,
 }
 
 impl Default for Options {
@@ -91,6 +98,8 @@ impl Default for Options {
             bootstrap_seed: 1,
             resamples: 2000,
             gantt_run: None,
+            timeline_run: None,
+            timeline_window: None,
         }
     }
 }

@@ -1,16 +1,49 @@
 //! The stored details of runs that some sections show beyond the analysis
-//! (resolved plan entries, every process row, WRR slices): which runs a
+//! (resolved plan entries, every process row, WRR slices, kernel traces):
+//! which runs a
 //! section asks for ([`Needs`]), and those details read once through the
 //! store as plain data ([`RunDetails`]), so that preparing a section is a
 //! pure function of loaded data.
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 use serde_json::Value;
 use std::collections::HashMap;
 
 use crate::plan::Run;
 use crate::record::{ProcessRecord, SliceRow};
-use crate::store::Store;
+use crate::report::window::TimeWindow;
+use crate::store::{RunTrace, Store, TraceInfo};
+use crate::trace::Task;
+use crate::trace::derive::Slice;
+
+/// The part of a trace drawn when no `--window` is given.
+pub const DEFAULT_WINDOW_NS: u64 = 250_000_000;
+/// Most slices a timeline draws; a window with more is cut (and says so).
+pub const MAX_TIMELINE_SLICES: usize = 20_000;
+
+/// The timeline a section asks for: a run (default: the first usable
+/// traced run of the campaign) and a window of its trace.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TimelineNeed {
+    pub run: Option<i64>,
+    pub window: Option<TimeWindow>,
+}
+
+/// The slices of one traced run in a window, for its timeline.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Timeline {
+    pub info: TraceInfo,
+    /// Whether the run was chosen with --timeline-run.
+    pub chosen: bool,
+    /// Relative to the trace's start.
+    pub window: TimeWindow,
+    /// Overlapping the window, by CPU then start; at most
+    /// [`MAX_TIMELINE_SLICES`].
+    pub slices: Vec<Slice>,
+    /// Slices overlapping the window in all.
+    pub slices_total: usize,
+    pub tasks: Vec<Task>,
+}
 
 /// Runs whose stored details a section reads, by kind of detail.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -23,6 +56,12 @@ pub struct Needs {
     pub slices: Vec<i64>,
     /// The campaign whose latency histograms are read.
     pub latency_of: Option<i64>,
+    /// The campaign whose traced runs' figures are read, with the process
+    /// rows and (unless `latency_of` reads them all) latency histograms of
+    /// those runs.
+    pub traces_of: Option<i64>,
+    /// A traced run's slices in a window (needs `traces_of`).
+    pub timeline: Option<TimelineNeed>,
 }
 
 /// The stored details of some runs, by run id.
@@ -37,6 +76,9 @@ pub struct RunDetails {
     pub slices: HashMap<i64, Vec<SliceRow>>,
     /// Every worker's primary latency histogram (ok runs).
     pub latency: Vec<crate::store::ProcessLatency>,
+    /// The traced ok runs' figures, in run order.
+    pub traces: Vec<RunTrace>,
+    pub timeline: Option<Timeline>,
 }
 
 impl RunDetails {
@@ -61,6 +103,34 @@ impl RunDetails {
         if let Some(campaign) = needs.latency_of {
             d.latency = store.campaign_latency(campaign)?;
         }
+        if let Some(campaign) = needs.traces_of {
+            d.traces = store.campaign_traces(campaign)?;
+            let missing: Vec<i64> = d
+                .traces
+                .iter()
+                .map(|t| t.info.run_id)
+                .filter(|id| !d.processes.contains_key(id))
+                .collect();
+            if !missing.is_empty() {
+                for (id, p) in store.report_process_records(&missing)? {
+                    d.processes.entry(id).or_default().push(p);
+                }
+            }
+            // The workload's own latency of the traced runs, to set beside
+            // the trace's (read only when there are traced runs).
+            if needs.latency_of.is_none() && !d.traces.is_empty() {
+                let traced: std::collections::HashSet<i64> =
+                    d.traces.iter().map(|t| t.info.run_id).collect();
+                d.latency = store
+                    .campaign_latency(campaign)?
+                    .into_iter()
+                    .filter(|l| traced.contains(&l.run_id))
+                    .collect();
+            }
+            if let Some(need) = &needs.timeline {
+                d.timeline = timeline(store, &d.traces, need, campaign)?;
+            }
+        }
         Ok(d)
     }
 
@@ -73,4 +143,80 @@ impl RunDetails {
     pub fn processes(&self, run: i64) -> &[ProcessRecord] {
         self.processes.get(&run).map_or(&[], Vec::as_slice)
     }
+}
+
+/// The timeline's run and slices: the chosen run (it must be traced, in the
+/// campaign), else the first usable traced run; None when there is none.
+fn timeline(
+    store: &Store,
+    traces: &[RunTrace],
+    need: &TimelineNeed,
+    campaign: i64,
+) -> Result<Option<Timeline>> {
+    let info = match need.run {
+        Some(id) => match traces.iter().find(|t| t.info.run_id == id) {
+            Some(t) => t.info.clone(),
+            None => {
+                let ids: Vec<String> = traces
+                    .iter()
+                    .take(12)
+                    .map(|t| t.info.run_id.to_string())
+                    .collect();
+                bail!(
+                    "--timeline-run {id}: run {id} is not a traced ok run of campaign {campaign} ({})",
+                    if ids.is_empty() {
+                        "the campaign has none".to_string()
+                    } else {
+                        format!("traced runs: {}", ids.join(", "))
+                    }
+                )
+            }
+        },
+        None => match traces.iter().find(|t| !t.info.unusable) {
+            Some(t) => t.info.clone(),
+            None => return Ok(None),
+        },
+    };
+    let len_ns = info.end_ns.saturating_sub(info.start_ns);
+    let window = match need.window {
+        Some(w) if w.from_ns >= len_ns => bail!(
+            "--window {}: run {}'s trace is only {} long",
+            window_text(&w),
+            info.run_id,
+            crate::policyctl::format_ns(len_ns)
+        ),
+        Some(w) => TimeWindow {
+            from_ns: w.from_ns,
+            to_ns: w.to_ns.min(len_ns),
+        },
+        None => TimeWindow {
+            from_ns: 0,
+            to_ns: DEFAULT_WINDOW_NS.min(len_ns.max(1)),
+        },
+    };
+    let mut slices = store.trace_slices(
+        info.run_id,
+        Some((info.start_ns + window.from_ns, info.start_ns + window.to_ns)),
+    )?;
+    let slices_total = slices.len();
+    // Cut in time order, so that what is drawn is the start of the window.
+    slices.sort_by_key(|s| (s.start_ns, s.cpu));
+    slices.truncate(MAX_TIMELINE_SLICES);
+    Ok(Some(Timeline {
+        tasks: store.trace_tasks(info.run_id)?,
+        chosen: need.run.is_some(),
+        info,
+        window,
+        slices,
+        slices_total,
+    }))
+}
+
+/// "0.5 s..1.5 s".
+pub fn window_text(w: &TimeWindow) -> String {
+    format!(
+        "{}..{}",
+        crate::policyctl::format_ns(w.from_ns),
+        crate::policyctl::format_ns(w.to_ns)
+    )
 }

@@ -29,6 +29,7 @@ mod outliers;
 mod rt_bandwidth;
 mod scaling;
 mod summary;
+mod trace;
 pub mod weights;
 
 pub use charts::ChartsSection;
@@ -45,6 +46,7 @@ pub use outliers::OutliersSection;
 pub use rt_bandwidth::RtBandwidthSection;
 pub use scaling::ScalingSection;
 pub use summary::{SummarySection, notes};
+pub use trace::TraceSection;
 pub use weights::WeightsSection;
 
 /// One part of a report.
@@ -100,6 +102,7 @@ pub fn sections_for(opts: &Options) -> Vec<Box<dyn Section>> {
         Box::new(RtBandwidthSection::default()),
         Box::new(MatmulSection::default()),
         Box::new(LatencySection::default()),
+        Box::new(TraceSection::new(opts.timeline_run, opts.timeline_window)),
         Box::new(ComparisonsSection),
         Box::new(ScalingSection),
         Box::new(FairnessSection),

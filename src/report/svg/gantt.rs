@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use super::scale::{Scale, nice_ticks};
-use super::{AXIS, CHAR_W, FONT, GRID, Meta, PALETTE, fit, px};
+use super::{AXIS, CHAR_W, FONT, GRID, Meta, PALETTE, Series, fit, px};
 use crate::report::fmt::{esc, tick};
 
 /// A row of a [`GanttChart`] (e.g. one task).
@@ -23,6 +23,9 @@ pub struct GanttBar {
     pub end: f64,
     pub inner_end: Option<f64>,
     pub tooltip: String,
+    /// The bar's own colour (default: its row's), e.g. per process when
+    /// rows are CPUs.
+    pub colour: Option<String>,
 }
 
 /// Spans on a time axis, one row per task: a timeline of slices. Drawn at
@@ -36,6 +39,9 @@ pub struct GanttChart {
     pub x_max: f64,
     /// A line of explanation under the title.
     pub note: String,
+    /// What the bars' own colours mean, drawn under the axis (none: the
+    /// rows' labels say it).
+    pub legend: Vec<Series>,
 }
 
 /// Width of a [`GanttChart`].
@@ -59,7 +65,8 @@ impl GanttChart {
         let top = 54.0;
         let plot_h = row_h * n as f64;
         let bottom = top + plot_h;
-        let height = bottom + 46.0;
+        let legend = legend_lines(&self.legend, GANTT_W - 32.0);
+        let height = bottom + 46.0 + 18.0 * legend.len() as f64;
         let data: String = self
             .meta
             .data
@@ -145,10 +152,11 @@ impl GanttChart {
             if !(b.start.is_finite() && b.end.is_finite()) || b.start >= x_max || b.row >= n {
                 continue;
             }
-            let colour = self
-                .rows
-                .get(b.row)
-                .map_or(PALETTE[0], |r| r.colour.as_str());
+            let colour = b.colour.as_deref().unwrap_or_else(|| {
+                self.rows
+                    .get(b.row)
+                    .map_or(PALETTE[0], |r| r.colour.as_str())
+            });
             let x0 = x.map(b.start.max(0.0));
             let x1 = x.map(b.end.min(x_max)).max(x0 + 0.8);
             let yc = top + row_h * (b.row as f64 + 0.5);
@@ -177,7 +185,40 @@ impl GanttChart {
             }
             out.push_str("</g>");
         }
+        for (k, line) in legend.iter().enumerate() {
+            let y = bottom + 58.0 + 18.0 * k as f64;
+            for (x, s) in line {
+                let _ = write!(
+                    out,
+                    "<g class=\"legend\"><rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{c}\" \
+                     fill-opacity=\"0.55\" stroke=\"{c}\"/><text x=\"{}\" y=\"{}\" fill=\"#222\">{}</text></g>",
+                    px(16.0 + x),
+                    px(y - 9.0),
+                    px(30.0 + x),
+                    px(y),
+                    esc(&s.name),
+                    c = esc(&s.colour),
+                );
+            }
+        }
         out.push_str("</svg>");
         out
     }
+}
+
+/// The legend's entries laid out in lines of at most `width` pixels: each
+/// entry with its x offset.
+fn legend_lines(series: &[Series], width: f64) -> Vec<Vec<(f64, &Series)>> {
+    let mut lines: Vec<Vec<(f64, &Series)>> = Vec::new();
+    let mut x = 0.0;
+    for s in series {
+        let w = 14.0 + s.name.chars().count() as f64 * CHAR_W + 16.0;
+        if lines.is_empty() || (x + w > width && x > 0.0) {
+            lines.push(Vec::new());
+            x = 0.0;
+        }
+        lines.last_mut().expect("a line was pushed").push((x, s));
+        x += w;
+    }
+    lines
 }

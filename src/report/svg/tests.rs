@@ -238,6 +238,7 @@ fn gantt_draws_a_bar_and_a_cpu_mark_per_slice_in_the_window() {
                 end: 0.01,
                 inner_end: Some(0.009),
                 tooltip: "slice 0".into(),
+                colour: None,
             },
             GanttBar {
                 row: 1,
@@ -245,6 +246,7 @@ fn gantt_draws_a_bar_and_a_cpu_mark_per_slice_in_the_window() {
                 end: 0.05,
                 inner_end: Some(0.05),
                 tooltip: "slice 1".into(),
+                colour: Some("#123456".into()),
             },
             GanttBar {
                 row: 0,
@@ -252,10 +254,15 @@ fn gantt_draws_a_bar_and_a_cpu_mark_per_slice_in_the_window() {
                 end: 5.01,
                 inner_end: None,
                 tooltip: "beyond the window".into(),
+                colour: None,
             },
         ],
         x_max: 0.1,
         note: "bars: wall time; dark: CPU".into(),
+        legend: vec![Series {
+            name: "pid 7 (w)".into(),
+            colour: "#123456".into(),
+        }],
     };
     let svg = g.render();
     assert!(svg.contains("data-kind=\"gantt\" data-run=\"1\""));
@@ -263,6 +270,9 @@ fn gantt_draws_a_bar_and_a_cpu_mark_per_slice_in_the_window() {
     assert_eq!(svg.matches("class=\"inner\"").count(), 2);
     assert!(svg.contains(">task 1 (w 4)</text>"));
     assert!(!svg.contains("beyond the window"));
+    // A bar's own colour wins over its row's, and the legend names it.
+    assert_eq!(svg.matches("fill=\"#123456\"").count(), 2);
+    assert!(svg.contains(">pid 7 (w)</text>"));
 }
 
 #[test]

@@ -181,6 +181,7 @@ pub fn chart(g: &Gantt) -> GanttChart {
                     fmt::sig((end - start) * 1e3, 4),
                     fmt::sig(s.cpu_ns as f64 / 1e6, 4)
                 ),
+                colour: None,
             })
         })
         .collect();
@@ -213,6 +214,7 @@ pub fn chart(g: &Gantt) -> GanttChart {
                 String::new()
             }
         ),
+        legend: Vec::new(),
     }
 }
 

@@ -62,7 +62,7 @@ pub fn needs(a: &Analysis) -> Needs {
             .filter(|r| r.policy == "wrr")
             .map(|r| r.id)
             .collect(),
-        latency_of: None,
+        ..Needs::default()
     }
 }
 

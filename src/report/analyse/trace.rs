@@ -1,0 +1,359 @@
+//! What the kernel's scheduling traces say about each condition: slice
+//! lengths (pooled histograms, binned for a chart), how slices ended,
+//! migrations, the trace's wake-up-to-run latency beside the workload's own
+//! latency, and the agreement of each traced process with the kernel's
+//! counters (trace on-CPU time vs schedstat run time, trace switches vs
+//! rusage nvcsw + nivcsw). Runs whose trace lost events (or contradicts
+//! itself) are listed and left out of everything else.
+//!
+//! Pure: takes what [`crate::store::Store::campaign_traces`] and the process
+//! rows and latency histograms of those runs loaded.
+
+use serde::Serialize;
+use std::collections::HashMap;
+
+use super::Analysis;
+use crate::record::ProcessRecord;
+use crate::store::{ProcessLatency, RunTrace};
+use crate::workload::latency::Latency;
+
+/// Trace and kernel counter disagreeing by more than this share are
+/// flagged.
+pub const AGREEMENT_TOLERANCE: f64 = 0.01;
+
+/// A traced run left out: its trace lost events or contradicts itself.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ExcludedRun {
+    pub run_id: i64,
+    pub lost_events: u64,
+    pub mismatched_switches: u64,
+}
+
+/// One bin of a slice-length histogram: [lo_ns, hi_ns).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Bin {
+    pub lo_ns: u64,
+    pub hi_ns: u64,
+    pub count: u64,
+}
+
+/// Percentiles of a pooled histogram, µs (None when it is empty).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Spread {
+    pub count: u64,
+    pub p50_us: Option<f64>,
+    pub p99_us: Option<f64>,
+    pub max_us: Option<f64>,
+}
+
+impl Spread {
+    fn of(h: &Latency) -> Spread {
+        let us = |ns: u64| (h.count() > 0).then_some(ns as f64 / 1e3);
+        let p = h.percentiles();
+        Spread {
+            count: p.count,
+            p50_us: us(p.p50_ns),
+            p99_us: us(p.p99_ns),
+            max_us: us(p.max_ns),
+        }
+    }
+}
+
+/// One condition's traced runs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConditionTrace {
+    pub condition: usize,
+    pub label: String,
+    pub policy: String,
+    pub group: usize,
+    /// Usable traced runs.
+    pub runs: usize,
+    /// Slices in the windows (clipped ones included).
+    pub slices: u64,
+    /// Lengths of the complete slices.
+    pub slice: Spread,
+    /// The complete slices binned on the group's edges.
+    pub bins: Vec<Bin>,
+    pub preempted: u64,
+    pub yielded: u64,
+    pub voluntary: u64,
+    pub migrations: u64,
+    /// Wake-up-to-run latency in the trace (sched_waking → switch-in).
+    pub trace_wake: Spread,
+    /// The workload's own primary latency over the same runs, and its name.
+    pub workload_latency: Option<(String, Spread)>,
+    /// Processes compared with the kernel counters, and those flagged.
+    pub compared: usize,
+    pub flagged: usize,
+}
+
+/// One traced process against the kernel's counters.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Agreement {
+    pub run_id: i64,
+    pub condition: usize,
+    pub process_index: u32,
+    pub pid: i32,
+    pub trace_oncpu_ns: u64,
+    /// schedstat run time over the measured window.
+    pub schedstat_run_ns: Option<u64>,
+    /// trace / schedstat.
+    pub oncpu_ratio: Option<f64>,
+    /// Switches the trace saw, as rusage counts them.
+    pub trace_switches: u64,
+    /// rusage nvcsw + nivcsw.
+    pub rusage_switches: u64,
+    /// trace / rusage.
+    pub switch_ratio: Option<f64>,
+    /// A ratio beyond [`AGREEMENT_TOLERANCE`] of 1 (or a count where the
+    /// other side has none).
+    pub flagged: bool,
+}
+
+/// The trace part of a report.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct TraceAnalysis {
+    /// Traced ok runs, usable or not.
+    pub traced_runs: usize,
+    pub excluded: Vec<ExcludedRun>,
+    pub conditions: Vec<ConditionTrace>,
+    pub agreement: Vec<Agreement>,
+}
+
+/// trace / kernel, and whether it is off by more than the tolerance.
+fn ratio(trace: u64, kernel: u64) -> (Option<f64>, bool) {
+    if kernel == 0 {
+        return (None, trace != 0);
+    }
+    let r = trace as f64 / kernel as f64;
+    (Some(r), (r - 1.0).abs() > AGREEMENT_TOLERANCE)
+}
+
+/// Bin edges of the 1-2-5 series (1, 2, 5, 10, 20, … ns) from the last at
+/// or below the smallest value to the first above the largest.
+pub fn edges_125(min_ns: u64, max_ns: u64) -> Vec<u64> {
+    let series = (0..19u32).flat_map(|d| [1u64, 2, 5].map(|m| 10u64.pow(d) * m));
+    let mut edges: Vec<u64> = Vec::new();
+    for e in series {
+        if e <= min_ns.max(1) {
+            edges.clear();
+            edges.push(e);
+            continue;
+        }
+        edges.push(e);
+        if e > max_ns {
+            break;
+        }
+    }
+    edges
+}
+
+/// Counts of `h` in each bin of `edges`, from differences of cumulative
+/// counts (so that no event lands in two bins); an edge is as exact as
+/// the histogram (3 significant digits): values in its bucket fall above.
+fn binned(h: &Latency, edges: &[u64]) -> Vec<Bin> {
+    edges
+        .windows(2)
+        .map(|w| Bin {
+            lo_ns: w[0],
+            hi_ns: w[1],
+            count: h.count_below(w[1]).saturating_sub(h.count_below(w[0])),
+        })
+        .collect()
+}
+
+/// The trace analysis of a campaign.
+pub fn analyse(
+    a: &Analysis,
+    traces: &[RunTrace],
+    processes: &HashMap<i64, Vec<ProcessRecord>>,
+    latency: &[ProcessLatency],
+) -> TraceAnalysis {
+    let mut out = TraceAnalysis {
+        traced_runs: traces.len(),
+        ..TraceAnalysis::default()
+    };
+    let mut usable: HashMap<i64, &RunTrace> = HashMap::new();
+    for t in traces {
+        if t.info.unusable {
+            out.excluded.push(ExcludedRun {
+                run_id: t.info.run_id,
+                lost_events: t.info.lost_events,
+                mismatched_switches: t.info.mismatched_switches,
+            });
+        } else {
+            usable.insert(t.info.run_id, t);
+        }
+    }
+    let mut lat_by_run: HashMap<i64, Vec<&ProcessLatency>> = HashMap::new();
+    for l in latency {
+        lat_by_run.entry(l.run_id).or_default().push(l);
+    }
+    // Pooled slice histograms first: a group's bins span its conditions.
+    let mut pooled_slices: Vec<Latency> = Vec::new();
+    for (ci, c) in a.conditions.iter().enumerate() {
+        let mut run_ids: Vec<i64> = c
+            .cells
+            .iter()
+            .flat_map(|cell| cell.run_ids.iter().copied())
+            .filter(|id| usable.contains_key(id))
+            .collect();
+        run_ids.sort_unstable();
+        run_ids.dedup();
+        if run_ids.is_empty() {
+            continue;
+        }
+        let mut slice = Latency::new();
+        let mut wake = Latency::new();
+        let mut own = Latency::new();
+        let mut own_name = None;
+        let mut ct = ConditionTrace {
+            condition: ci,
+            label: c.label.clone(),
+            policy: c.policy.clone(),
+            group: c.group,
+            runs: run_ids.len(),
+            slices: 0,
+            slice: Spread::of(&slice),
+            bins: Vec::new(),
+            preempted: 0,
+            yielded: 0,
+            voluntary: 0,
+            migrations: 0,
+            trace_wake: Spread::of(&wake),
+            workload_latency: None,
+            compared: 0,
+            flagged: 0,
+        };
+        for id in &run_ids {
+            let t = usable[id];
+            let records = processes.get(id).map_or(&[][..], Vec::as_slice);
+            for p in &t.processes {
+                ct.slices += p.slices;
+                ct.preempted += p.preempted;
+                ct.yielded += p.yielded;
+                ct.voluntary += p.voluntary;
+                ct.migrations += p.migrations;
+                slice.add(&p.slice_ns);
+                wake.add(&p.wake_ns);
+                let Some(rec) = records.iter().find(|r| r.pid == p.tgid) else {
+                    continue;
+                };
+                let (vol, invol) = p.rusage_switches();
+                let trace_switches = vol + invol;
+                let rusage_switches = rec.usage.nvcsw + rec.usage.nivcsw;
+                let (oncpu_ratio, oncpu_off) = match rec.run_ns {
+                    Some(run) => ratio(p.oncpu_ns, run),
+                    None => (None, false),
+                };
+                let (switch_ratio, switch_off) = ratio(trace_switches, rusage_switches);
+                let flagged = oncpu_off || switch_off;
+                ct.compared += 1;
+                ct.flagged += usize::from(flagged);
+                out.agreement.push(Agreement {
+                    run_id: *id,
+                    condition: ci,
+                    process_index: rec.index,
+                    pid: p.tgid,
+                    trace_oncpu_ns: p.oncpu_ns,
+                    schedstat_run_ns: rec.run_ns,
+                    oncpu_ratio,
+                    trace_switches,
+                    rusage_switches,
+                    switch_ratio,
+                    flagged,
+                });
+            }
+            for l in lat_by_run.get(id).into_iter().flatten() {
+                own.add(&l.histogram);
+                own_name.get_or_insert_with(|| l.name.clone());
+            }
+        }
+        ct.slice = Spread::of(&slice);
+        ct.trace_wake = Spread::of(&wake);
+        ct.workload_latency = own_name.map(|n| (n, Spread::of(&own)));
+        out.conditions.push(ct);
+        pooled_slices.push(slice);
+    }
+    // Bins per group, on the 1-2-5 series over the group's slice lengths.
+    let mut groups: Vec<usize> = out.conditions.iter().map(|c| c.group).collect();
+    groups.dedup();
+    for g in groups {
+        let idx: Vec<usize> = (0..out.conditions.len())
+            .filter(|&i| out.conditions[i].group == g)
+            .collect();
+        let filled: Vec<&Latency> = idx
+            .iter()
+            .map(|&i| &pooled_slices[i])
+            .filter(|h| h.count() > 0)
+            .collect();
+        if filled.is_empty() {
+            continue;
+        }
+        let lo = filled.iter().map(|h| h.quantile_ns(0.0)).min().unwrap_or(0);
+        let hi = filled
+            .iter()
+            .map(|h| h.percentiles().max_ns)
+            .max()
+            .unwrap_or(0);
+        let edges = edges_125(lo, hi);
+        let mut bins: Vec<Vec<Bin>> = idx
+            .iter()
+            .map(|&i| binned(&pooled_slices[i], &edges))
+            .collect();
+        // Bins empty in every condition at either end (the histogram's
+        // buckets straddle the edges) are dropped.
+        let used = |k: usize| bins.iter().any(|b| b[k].count > 0);
+        let n = edges.len().saturating_sub(1);
+        let first = (0..n).find(|&k| used(k)).unwrap_or(0);
+        let last = (0..n).rev().find(|&k| used(k)).map_or(0, |k| k + 1);
+        for (b, &i) in bins.iter_mut().zip(&idx) {
+            out.conditions[i].bins = b.drain(first..last.max(first)).collect();
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn edges_bracket_the_values_on_the_125_series() {
+        assert_eq!(
+            edges_125(3_000, 40_000),
+            vec![2_000, 5_000, 10_000, 20_000, 50_000]
+        );
+        assert_eq!(edges_125(1_000, 1_000), vec![1_000, 2_000]);
+        assert_eq!(edges_125(0, 7), vec![1, 2, 5, 10]);
+        let e = edges_125(999_999, 4_000_000);
+        assert_eq!(e.first(), Some(&500_000));
+        assert_eq!(e.last(), Some(&5_000_000));
+    }
+
+    #[test]
+    fn bins_count_every_value_once() {
+        let mut h = Latency::new();
+        for v in [1_500u64, 1_999, 2_000, 2_001, 4_900, 5_100, 9_000, 19_000] {
+            h.record_ns(v);
+        }
+        let edges = edges_125(h.quantile_ns(0.0), h.percentiles().max_ns);
+        let bins = binned(&h, &edges);
+        assert_eq!(bins.iter().map(|b| b.count).sum::<u64>(), 8);
+        assert_eq!(bins[0].lo_ns, 1_000);
+        // 1.5 and 1.999 µs below 2 µs; 2.0 to 4.9 µs in the next bin.
+        assert_eq!(bins.len(), 4);
+        assert_eq!(bins[0].count, 2);
+        assert_eq!(bins[1].count, 3);
+    }
+
+    #[test]
+    fn ratios_flag_beyond_one_percent_and_counts_against_none() {
+        assert_eq!(ratio(1000, 1000), (Some(1.0), false));
+        assert_eq!(ratio(1009, 1000), (Some(1.009), false));
+        assert!(ratio(1020, 1000).1);
+        assert!(ratio(980, 1000).1);
+        assert_eq!(ratio(0, 0), (None, false));
+        assert_eq!(ratio(3, 0), (None, true));
+    }
+}

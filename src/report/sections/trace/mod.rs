@@ -1,0 +1,472 @@
+//! Trace: for campaigns with runs traced by the kernel (`--trace`), per
+//! condition the slice-length distribution (a histogram per group), how
+//! slices ended, migrations, the trace's wake-up-to-run latency beside the
+//! workload's own latency, the agreement of each traced process with the
+//! kernel's counters, and a per-CPU timeline of one run. Runs whose trace
+//! lost events are listed and left out.
+
+mod timeline;
+
+use anyhow::Result;
+use serde_json::{Value, json};
+
+use super::details::{Needs, RunDetails, TimelineNeed};
+use super::{MAX_LISTED, Section, Table, more_line, plural};
+use crate::report::analyse::Analysis;
+use crate::report::analyse::trace::{
+    AGREEMENT_TOLERANCE, Agreement, ConditionTrace, Spread, TraceAnalysis, analyse,
+};
+use crate::report::blocks::{Block, Figure};
+use crate::report::charts::policy_colour;
+use crate::report::fmt;
+use crate::report::svg::{Bar, BarChart, Meta, Series};
+use timeline::TimelineSummary;
+
+/// The trace section (empty unless a run of the campaign was traced).
+#[derive(Default)]
+pub struct TraceSection {
+    timeline_need: TimelineNeed,
+    data: TraceAnalysis,
+    timeline: Option<(TimelineSummary, crate::report::svg::GanttChart)>,
+}
+
+impl TraceSection {
+    /// The section, drawing the timeline of `run` (default: the first
+    /// usable traced run) over `window` of its trace.
+    pub fn new(
+        run: Option<i64>,
+        window: Option<crate::report::window::TimeWindow>,
+    ) -> TraceSection {
+        TraceSection {
+            timeline_need: TimelineNeed { run, window },
+            ..TraceSection::default()
+        }
+    }
+}
+
+fn us(v: Option<f64>) -> String {
+    v.map_or_else(|| "–".into(), |v| fmt::sig(v, 3))
+}
+
+fn ratio(v: Option<f64>) -> String {
+    v.map_or_else(|| "–".into(), |v| fmt::sig(v, 4))
+}
+
+fn condition_rows(c: &[ConditionTrace]) -> Vec<Vec<String>> {
+    c.iter()
+        .map(|c| {
+            let own = |f: fn(&Spread) -> Option<f64>| {
+                c.workload_latency
+                    .as_ref()
+                    .map_or_else(|| "–".into(), |(_, s)| us(f(s)))
+            };
+            vec![
+                c.label.clone(),
+                c.runs.to_string(),
+                c.slices.to_string(),
+                us(c.slice.p50_us),
+                us(c.slice.p99_us),
+                us(c.slice.max_us),
+                c.preempted.to_string(),
+                c.yielded.to_string(),
+                c.voluntary.to_string(),
+                c.migrations.to_string(),
+                us(c.trace_wake.p50_us),
+                us(c.trace_wake.p99_us),
+                own(|s| s.p50_us),
+                own(|s| s.p99_us),
+                format!("{} of {}", c.flagged, c.compared),
+            ]
+        })
+        .collect()
+}
+
+const HEADERS: [&str; 15] = [
+    "condition",
+    "runs",
+    "slices",
+    "slice p50 µs",
+    "slice p99 µs",
+    "slice max µs",
+    "preempted",
+    "yielded",
+    "blocked or exited",
+    "migrations",
+    "trace wake→run p50 µs",
+    "trace wake→run p99 µs",
+    "workload latency p50 µs",
+    "workload latency p99 µs",
+    "processes off the kernel counters",
+];
+
+fn agreement_row(a: &Analysis, g: &Agreement) -> Vec<String> {
+    vec![
+        g.run_id.to_string(),
+        a.conditions[g.condition].label.clone(),
+        format!("{} (pid {})", g.process_index, g.pid),
+        fmt::sig(g.trace_oncpu_ns as f64 / 1e6, 4),
+        g.schedstat_run_ns
+            .map_or_else(|| "–".into(), |v| fmt::sig(v as f64 / 1e6, 4)),
+        ratio(g.oncpu_ratio),
+        g.trace_switches.to_string(),
+        g.rusage_switches.to_string(),
+        ratio(g.switch_ratio),
+    ]
+}
+
+/// Share of slices per bin, one chart per group, a bar per condition.
+fn histogram(a: &Analysis, group: usize, conds: &[&ConditionTrace]) -> Option<BarChart> {
+    let edges = &conds.iter().find(|c| !c.bins.is_empty())?.bins;
+    let label = |ns: u64| crate::policyctl::format_ns(ns);
+    Some(BarChart {
+        meta: Meta {
+            kind: "trace-slices",
+            id: super::chart_id(&["trace-slices", &group.to_string()]),
+            data: vec![("group", a.groups[group].label.clone())],
+            title: format!("{}: slice lengths (trace)", a.groups[group].label),
+            y_label: "% of complete slices".into(),
+            x_label: "slice length".into(),
+        },
+        groups: edges
+            .iter()
+            .map(|b| vec![format!("{}–", label(b.lo_ns)), label(b.hi_ns)])
+            .collect(),
+        series: conds
+            .iter()
+            .enumerate()
+            .map(|(k, c)| Series {
+                name: c.policy.to_uppercase(),
+                colour: policy_colour(&c.policy, k).to_string(),
+            })
+            .collect(),
+        bars: (0..edges.len())
+            .map(|i| {
+                conds
+                    .iter()
+                    .map(|c| {
+                        let b = c.bins.get(i)?;
+                        let total: u64 = c.bins.iter().map(|b| b.count).sum();
+                        let pct = if total == 0 {
+                            0.0
+                        } else {
+                            100.0 * b.count as f64 / total as f64
+                        };
+                        Some(Bar {
+                            value: pct,
+                            lo: None,
+                            hi: None,
+                            tooltip: format!(
+                                "{}: {} of {} slices ({} %) from {} to {}",
+                                c.label,
+                                b.count,
+                                total,
+                                fmt::sig(pct, 3),
+                                label(b.lo_ns),
+                                label(b.hi_ns)
+                            ),
+                        })
+                    })
+                    .collect()
+            })
+            .collect(),
+        y_max: None,
+    })
+}
+
+impl Section for TraceSection {
+    fn id(&self) -> &'static str {
+        "trace"
+    }
+
+    fn title(&self) -> &'static str {
+        "Kernel trace"
+    }
+
+    fn needs(&self, a: &Analysis) -> Needs {
+        Needs {
+            traces_of: Some(a.campaign.id),
+            timeline: Some(self.timeline_need.clone()),
+            ..Needs::default()
+        }
+    }
+
+    fn prepare(&mut self, a: &Analysis, details: RunDetails) -> Result<()> {
+        self.data = analyse(a, &details.traces, &details.processes, &details.latency);
+        self.timeline = details
+            .timeline
+            .as_ref()
+            .map(|t| (timeline::summary(t), timeline::chart(t)));
+        Ok(())
+    }
+
+    fn applies(&self, _a: &Analysis) -> bool {
+        self.data.traced_runs > 0
+    }
+
+    fn blocks(&self, a: &Analysis) -> Vec<Block> {
+        let d = &self.data;
+        let mut b = vec![Block::p(format!(
+            "{} of the campaign {} traced by the kernel (sched_switch, sched_waking, sched_wakeup, \
+             sched_migrate_task, sched_process_exit over the measured window). A slice runs from a task's switch-in \
+             to its switch-out on that CPU; slices cut by the window's edges count towards time and number but not \
+             towards the lengths. Wake-up-to-run latency is from sched_waking to the task's next switch-in: the \
+             kernel's share of the workload's own latency beside it.",
+            plural(d.traced_runs, "ok run", "ok runs"),
+            if d.traced_runs == 1 { "was" } else { "were" },
+        ))];
+        if !d.excluded.is_empty() {
+            b.push(Block::Notes(vec![format!(
+                "{} left out: the kernel dropped events, or a switch contradicted the trace, so its slices cannot \
+                 be trusted ({}). Give the trace a larger buffer or trace fewer events.",
+                plural(d.excluded.len(), "traced run is", "traced runs are"),
+                d.excluded
+                    .iter()
+                    .take(MAX_LISTED)
+                    .map(|e| format!(
+                        "run {}: {} lost, {} mismatched",
+                        e.run_id, e.lost_events, e.mismatched_switches
+                    ))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )]));
+        }
+        if d.conditions.is_empty() {
+            return b;
+        }
+        b.push(Block::Table {
+            row_class: d
+                .conditions
+                .iter()
+                .map(|c| (c.flagged > 0).then_some("flag"))
+                .collect(),
+            table: Table {
+                title: String::new(),
+                headers: HEADERS.map(String::from).to_vec(),
+                numeric: vec![
+                    false, true, true, true, true, true, true, true, true, true, true, true, true,
+                    true, true,
+                ],
+                rows: condition_rows(&d.conditions),
+            },
+        });
+        let mut figures = Vec::new();
+        let mut groups: Vec<usize> = d.conditions.iter().map(|c| c.group).collect();
+        groups.dedup();
+        for g in groups {
+            let conds: Vec<&ConditionTrace> =
+                d.conditions.iter().filter(|c| c.group == g).collect();
+            if let Some(chart) = histogram(a, g, &conds) {
+                figures.push(Figure {
+                    svg: chart.render(),
+                    caption: format!(
+                        "{}: share of complete slices per length bin, pooled over each condition's traced runs.",
+                        a.groups[g].label
+                    ),
+                });
+            }
+        }
+        if !figures.is_empty() {
+            b.push(Block::Figures(figures));
+        }
+        let flagged: Vec<&Agreement> = d.agreement.iter().filter(|g| g.flagged).collect();
+        b.push(Block::p(format!(
+            "The trace against the kernel's own counters, per traced process: on-CPU time against schedstat's run \
+             time over the measured window, and switches (preempted and yielded count as involuntary, as in the \
+             kernel) against rusage's nvcsw + nivcsw. rusage covers the whole life of the process, its start before \
+             the barrier included, so a few switches more there are expected. {} of {} off by more than {} %{}",
+            flagged.len(),
+            plural(d.agreement.len(), "process", "processes"),
+            fmt::sig(AGREEMENT_TOLERANCE * 100.0, 2),
+            if flagged.is_empty() { "." } else { ":" }
+        )));
+        if !flagged.is_empty() {
+            b.push(Block::Table {
+                row_class: Vec::new(),
+                table: Table {
+                    title: String::new(),
+                    headers: [
+                        "run",
+                        "condition",
+                        "process",
+                        "trace on-CPU ms",
+                        "schedstat ms",
+                        "ratio",
+                        "trace switches",
+                        "rusage switches",
+                        "ratio",
+                    ]
+                    .map(String::from)
+                    .to_vec(),
+                    numeric: vec![true, false, false, true, true, true, true, true, true],
+                    rows: flagged
+                        .iter()
+                        .take(MAX_LISTED)
+                        .map(|g| agreement_row(a, g))
+                        .collect(),
+                },
+            });
+            if let Some(line) = more_line(flagged.len()) {
+                b.push(Block::p(line));
+            }
+        }
+        if let Some((s, chart)) = &self.timeline {
+            b.push(Block::html_only(vec![Block::Figure(Figure {
+                svg: chart.render(),
+                caption: format!(
+                    "Run {}{}: {} of its {} trace. `schedlab report --timeline-run N --window FROM..TO` draws another \
+                     run or stretch.{}",
+                    s.run_id,
+                    if s.chosen { " (chosen)" } else { ", the first traced run" },
+                    super::details::window_text(&s.window),
+                    crate::policyctl::format_ns(s.trace_ns),
+                    if s.unusable {
+                        " Its trace lost events: what is drawn may miss slices."
+                    } else {
+                        ""
+                    }
+                ),
+            })]));
+        }
+        b
+    }
+
+    fn json(&self, _a: &Analysis) -> Option<Value> {
+        if self.data.traced_runs == 0 {
+            return None;
+        }
+        let mut v = serde_json::to_value(&self.data).ok()?;
+        v["timeline"] = self
+            .timeline
+            .as_ref()
+            .map_or(Value::Null, |(s, _)| json!(s));
+        Some(v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::synth;
+    use crate::store::Store;
+    use crate::trace::derive::tests::*;
+
+    /// A synthetic campaign with two runs traced (one lost events), and
+    /// the report built from it with this section.
+    fn report(
+        timeline_run: Option<i64>,
+        window: Option<crate::report::window::TimeWindow>,
+    ) -> Result<(crate::report::Report, Vec<i64>)> {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("t.db")).unwrap();
+        synth::create(&mut store, &synth::SynthConfig::small()).unwrap();
+        let rows = store.export_rows(Some(1)).unwrap();
+        let mut runs: Vec<i64> = rows
+            .iter()
+            .filter(|r| {
+                r.status == "ok"
+                    && r.processes == 2
+                    && r.policy == "other"
+                    && r.workload == "pi"
+                    && r.priority_mode == "uniform"
+            })
+            .map(|r| r.run)
+            .collect();
+        runs.dedup();
+        let traced = vec![runs[0], runs[1], runs[2]];
+        for (k, &run) in traced.iter().enumerate() {
+            let pids: Vec<i32> = rows
+                .iter()
+                .filter(|r| r.run == run)
+                .filter_map(|r| r.pid.map(|p| p as i32))
+                .collect();
+            let (a, b) = (pids[0], pids[1]);
+            let mut events = Vec::new();
+            // Turns of 4 ms and 2 ms between the two processes on CPU 0.
+            for i in 0..50u64 {
+                let t = 1_000_000_000 + i * 6_000_000;
+                events.push(sw(t, 0, b, PREEMPTED, a));
+                events.push(sw(t + 4_000_000, 0, a, PREEMPTED, b));
+            }
+            let mut cap = capture(1_000_000_000, 1_300_000_000, &[a, b], events);
+            cap.lost_events = if k == 2 { 5 } else { 0 };
+            store.save_trace(run, &cap).unwrap();
+        }
+        let opts = crate::report::Options {
+            campaign: Some(1),
+            ..crate::report::Options::default()
+        };
+        let r = crate::report::Report::with_sections(
+            &store,
+            &opts,
+            vec![Box::new(TraceSection::new(timeline_run, window))],
+        )?;
+        Ok((r, traced))
+    }
+
+    #[test]
+    fn the_section_shows_traced_conditions_and_leaves_out_lost_events() {
+        let (r, traced) = report(None, None).unwrap();
+        let j = r.json();
+        let t = &j["trace"];
+        assert_eq!(t["traced_runs"], 3);
+        assert_eq!(t["excluded"][0]["run_id"], traced[2]);
+        let conds = t["conditions"].as_array().unwrap();
+        let runs: u64 = conds.iter().map(|c| c["runs"].as_u64().unwrap()).sum();
+        assert_eq!(runs, 2, "the run with lost events is left out");
+        let c = conds.iter().find(|c| c["runs"] == 2).unwrap();
+        // Per run 99 complete slices of 4 ms and 2 ms, preempted; the last
+        // is still running at the window's end.
+        assert_eq!(c["preempted"], 2 * 99);
+        assert_eq!(c["slices"], 2 * 100);
+        let p50 = c["slice"]["p50_us"].as_f64().unwrap();
+        assert!(
+            (p50 - 2_000.0).abs() < 5.0 || (p50 - 4_000.0).abs() < 5.0,
+            "{p50}"
+        );
+        let bins: u64 = c["bins"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b["count"].as_u64().unwrap())
+            .sum();
+        assert_eq!(bins, c["slice"]["count"].as_u64().unwrap());
+        assert!(c["bins"][0]["count"].as_u64().unwrap() > 0, "no empty bin first");
+        // The synthetic processes have no schedstat and no switches: every
+        // traced process is off the counters, and says so.
+        assert_eq!(c["flagged"], c["compared"]);
+        assert_eq!(t["timeline"]["run_id"], traced[0]);
+        assert_eq!(t["timeline"]["window"]["to_ns"], 250_000_000);
+        let html = r.html();
+        assert!(html.contains("data-kind=\"trace-slices\""));
+        assert!(html.contains("data-kind=\"trace-timeline\""));
+        assert!(html.contains("left out"));
+        let md = r.markdown();
+        assert!(
+            md.contains("## Kernel trace") && md.contains("slice p50 µs"),
+            "{md}"
+        );
+    }
+
+    #[test]
+    fn a_chosen_timeline_run_and_window_are_checked() {
+        use crate::report::window::TimeWindow;
+        let w = |from_ns, to_ns| Some(TimeWindow { from_ns, to_ns });
+        let e = report(Some(0), None).err().unwrap();
+        assert!(
+            format!("{e:#}").contains("--timeline-run 0: run 0 is not a traced"),
+            "{e:#}"
+        );
+        let (_, traced) = report(None, None).unwrap();
+        let e = report(Some(traced[0]), w(400_000_000, 500_000_000))
+            .err()
+            .unwrap();
+        assert!(format!("{e:#}").contains("only 300 ms long"), "{e:#}");
+        let (r, _) = report(Some(traced[1]), w(100_000_000, 112_000_000)).unwrap();
+        let tl = &r.json()["trace"]["timeline"];
+        assert_eq!(tl["chosen"], true);
+        assert_eq!(tl["run_id"], traced[1]);
+        // 12 ms of 6 ms turns (4 + 2 ms): the slices overlapping it.
+        let shown = tl["slices_shown"].as_u64().unwrap();
+        assert!((4..=5).contains(&shown), "{shown}");
+    }
+}

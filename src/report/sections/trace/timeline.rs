@@ -1,0 +1,272 @@
+//! The per-CPU timeline of one traced run: which process held each CPU
+//! when, in a window of its trace, one colour per process.
+
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::report::fmt;
+use crate::report::sections::details::{Timeline, window_text};
+use crate::report::svg::{GanttBar, GanttChart, GanttRow, Meta, PALETTE, Series};
+use crate::report::window::TimeWindow;
+use crate::trace::SwitchEnd;
+
+/// What the JSON report says of the timeline.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TimelineSummary {
+    pub run_id: i64,
+    pub chosen: bool,
+    /// Relative to the trace's start.
+    pub window: TimeWindow,
+    pub trace_ns: u64,
+    pub slices_total: usize,
+    pub slices_shown: usize,
+    pub unusable: bool,
+}
+
+pub fn summary(t: &Timeline) -> TimelineSummary {
+    TimelineSummary {
+        run_id: t.info.run_id,
+        chosen: t.chosen,
+        window: t.window,
+        trace_ns: t.info.end_ns.saturating_sub(t.info.start_ns),
+        slices_total: t.slices_total,
+        slices_shown: t.slices.len(),
+        unusable: t.info.unusable,
+    }
+}
+
+fn end_text(end: Option<SwitchEnd>) -> &'static str {
+    match end {
+        Some(SwitchEnd::Preempted) => "preempted",
+        Some(SwitchEnd::Yielded) => "yielded",
+        Some(SwitchEnd::Blocked) => "blocked",
+        Some(SwitchEnd::Exited) => "exited",
+        None => "still running at the trace's end",
+    }
+}
+
+/// The chart: a row per CPU, a bar per slice coloured by process, times in
+/// ms from the window's start.
+pub fn chart(t: &Timeline) -> GanttChart {
+    let origin = t.info.start_ns + t.window.from_ns;
+    let len_ms = t.window.len_ns() as f64 / 1e6;
+    let cpus: BTreeSet<u32> = t
+        .info
+        .cpus
+        .iter()
+        .copied()
+        .chain(t.slices.iter().map(|s| s.cpu))
+        .collect();
+    let cpus: Vec<u32> = cpus.into_iter().collect();
+    let tgid_of: BTreeMap<i32, (i32, &str)> = t
+        .tasks
+        .iter()
+        .map(|k| (k.tid, (k.tgid, k.comm.as_str())))
+        .collect();
+    let process = |pid: i32| tgid_of.get(&pid).copied().unwrap_or((pid, ""));
+    let procs: BTreeSet<i32> = t.slices.iter().map(|s| process(s.pid).0).collect();
+    let colour: BTreeMap<i32, &str> = procs
+        .iter()
+        .enumerate()
+        .map(|(k, &p)| (p, PALETTE[k % PALETTE.len()]))
+        .collect();
+    let name = |tgid: i32| {
+        let comm = t
+            .tasks
+            .iter()
+            .find(|k| k.tid == tgid)
+            .map_or("", |k| k.comm.as_str());
+        if comm.is_empty() {
+            format!("pid {tgid}")
+        } else {
+            format!("pid {tgid} ({comm})")
+        }
+    };
+    let bars = t
+        .slices
+        .iter()
+        .filter_map(|s| {
+            let row = cpus.iter().position(|&c| c == s.cpu)?;
+            let (tgid, comm) = process(s.pid);
+            let start = s.start_ns.saturating_sub(origin) as f64 / 1e6;
+            let end = s.end_ns.saturating_sub(origin) as f64 / 1e6;
+            Some(GanttBar {
+                row,
+                start,
+                end,
+                inner_end: None,
+                tooltip: format!(
+                    "{}{} on CPU {}: {}–{} ms ({} µs), {}{}",
+                    if s.pid == tgid {
+                        format!("pid {tgid}")
+                    } else {
+                        format!("thread {} of pid {tgid}", s.pid)
+                    },
+                    if comm.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({comm})")
+                    },
+                    s.cpu,
+                    fmt::sig(start, 6),
+                    fmt::sig(end, 6),
+                    fmt::sig(s.len_ns() as f64 / 1e3, 4),
+                    end_text(s.end),
+                    if s.start_clipped {
+                        "; running when the trace began"
+                    } else {
+                        ""
+                    }
+                ),
+                colour: colour.get(&tgid).map(|c| c.to_string()),
+            })
+        })
+        .collect();
+    let cut = t.slices.len() < t.slices_total;
+    GanttChart {
+        meta: Meta {
+            kind: "trace-timeline",
+            id: format!("trace-timeline-run-{}", t.info.run_id),
+            data: vec![("run", t.info.run_id.to_string())],
+            title: format!(
+                "Run {}: who held each CPU, {} into its trace",
+                t.info.run_id,
+                window_text(&t.window)
+            ),
+            y_label: String::new(),
+            x_label: format!(
+                "ms after {} into the trace",
+                crate::policyctl::format_ns(t.window.from_ns)
+            ),
+        },
+        rows: cpus
+            .iter()
+            .map(|c| GanttRow {
+                label: format!("CPU {c}"),
+                colour: PALETTE[0].to_string(),
+            })
+            .collect(),
+        bars,
+        x_max: len_ms,
+        note: format!(
+            "One bar per slice from sched_switch in to sched_switch out; gaps: the CPU idle or running other \
+             programs.{}",
+            if cut {
+                format!(
+                    " Only the first {} of the window's {} slices are drawn: narrow --window.",
+                    t.slices.len(),
+                    t.slices_total
+                )
+            } else {
+                String::new()
+            }
+        ),
+        legend: procs
+            .iter()
+            .map(|&p| Series {
+                name: name(p),
+                colour: colour[&p].to_string(),
+            })
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::TraceInfo;
+    use crate::trace::Task;
+    use crate::trace::derive::Slice;
+
+    fn timeline() -> Timeline {
+        let slice = |pid, cpu, start_ns, end_ns, end| Slice {
+            pid,
+            cpu,
+            start_ns,
+            end_ns,
+            end,
+            start_clipped: false,
+        };
+        Timeline {
+            info: TraceInfo {
+                run_id: 7,
+                start_ns: 1_000_000_000,
+                end_ns: 3_000_000_000,
+                cpus: vec![0, 1],
+                lost_events: 0,
+                mismatched_switches: 0,
+                unusable: false,
+                event_count: 10,
+            },
+            chosen: true,
+            window: TimeWindow {
+                from_ns: 500_000_000,
+                to_ns: 600_000_000,
+            },
+            slices: vec![
+                slice(
+                    10,
+                    0,
+                    1_510_000_000,
+                    1_520_000_000,
+                    Some(SwitchEnd::Preempted),
+                ),
+                slice(
+                    11,
+                    0,
+                    1_520_000_000,
+                    1_530_000_000,
+                    Some(SwitchEnd::Blocked),
+                ),
+                slice(12, 1, 1_590_000_000, 1_700_000_000, None),
+            ],
+            slices_total: 3,
+            tasks: vec![
+                Task {
+                    tid: 10,
+                    tgid: 10,
+                    comm: "a".into(),
+                },
+                Task {
+                    tid: 11,
+                    tgid: 11,
+                    comm: "b".into(),
+                },
+                Task {
+                    tid: 12,
+                    tgid: 10,
+                    comm: "a-thread".into(),
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn rows_are_cpus_and_colours_are_processes() {
+        let g = chart(&timeline());
+        assert_eq!(g.rows.len(), 2);
+        assert_eq!(g.bars.len(), 3);
+        assert!((g.bars[0].start - 10.0).abs() < 1e-9 && (g.bars[0].end - 20.0).abs() < 1e-9);
+        // A thread takes its process's colour; two processes, two entries.
+        assert_eq!(g.bars[0].colour, g.bars[2].colour);
+        assert_ne!(g.bars[0].colour, g.bars[1].colour);
+        assert_eq!(g.legend.len(), 2);
+        assert_eq!(g.legend[0].name, "pid 10 (a)");
+        assert!(g.bars[2].tooltip.contains("thread 12 of pid 10"));
+        assert!((g.x_max - 100.0).abs() < 1e-9);
+        let svg = g.render();
+        assert_eq!(svg.matches("<g class=\"mark\">").count(), 3);
+        assert!(svg.contains(">CPU 1</text>"));
+    }
+
+    #[test]
+    fn a_cut_window_says_so() {
+        let mut t = timeline();
+        t.slices_total = 50_000;
+        assert!(
+            chart(&t)
+                .note
+                .contains("first 3 of the window's 50000 slices")
+        );
+    }
+}
