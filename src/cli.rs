@@ -14,6 +14,7 @@ use crate::sys::{envinfo, probe};
 use crate::{campaign, export, out, plan};
 
 mod policy;
+mod trace;
 
 #[derive(Parser)]
 #[command(
@@ -124,6 +125,11 @@ enum Command {
     Policy {
         #[command(subcommand)]
         action: policy::PolicyCommand,
+    },
+    /// Kernel scheduling traces of runs stored with --trace.
+    Trace {
+        #[command(subcommand)]
+        action: trace::TraceCommand,
     },
     /// Turn a campaign into statistics, findings, tables and charts: one
     /// self-contained HTML file, Markdown or JSON.
@@ -539,6 +545,7 @@ fn dispatch(command: Command) -> Result<i32> {
             Ok(0)
         }
         Command::Policy { action } => policy::run(action),
+        Command::Trace { action } => trace::run(action),
         Command::Report(args) => crate::report::run(args.options()),
         Command::Compare(args) => crate::report::compare::run(args.options()),
         Command::Bench {

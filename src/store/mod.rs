@@ -982,6 +982,20 @@ impl Store {
         Ok(rows)
     }
 
+    /// The kernel release a run ran on (its environment's), or None when
+    /// there is no such run.
+    pub fn run_kernel_release(&self, run_id: i64) -> Result<Option<String>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT e.kernel_release FROM runs r JOIN environments e ON e.id = r.environment_id
+                 WHERE r.id = ?1",
+                [run_id],
+                |r| r.get(0),
+            )
+            .optional()?)
+    }
+
     /// The policy-specific facts of each run of a campaign: (run id, JSON).
     pub fn run_extras(&self, campaign: i64) -> Result<Vec<(i64, serde_json::Value)>> {
         let mut stmt = self

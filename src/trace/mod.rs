@@ -7,8 +7,11 @@
 //! store, the derived figures, the report and the exporters consume it.
 
 pub mod blob;
+pub mod chrome_json;
 pub mod derive;
 pub mod event;
+pub mod export;
+pub mod perfetto;
 pub mod summary;
 
 pub use event::{Capture, Event, EventKind, SwitchEnd, Task};
