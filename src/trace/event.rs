@@ -66,7 +66,11 @@ pub enum EventKind {
 pub enum SwitchEnd {
     /// Still runnable, taken off the CPU by the scheduler (`R+`).
     Preempted,
-    /// Still runnable, left the CPU of its own accord (`R`: sched_yield).
+    /// Still runnable, switched out by `schedule()` without the preemption
+    /// flag (`R`): mostly a preemption on the way back to user space (how a
+    /// CPU-bound task is usually preempted), or sched_yield; the tracepoint
+    /// cannot tell the two apart. Stored as `yielded`; rusage counts it
+    /// involuntary (`nivcsw`), as it counts `Preempted`.
     Yielded,
     /// Went to sleep (interruptible, uninterruptible, idle, stopped, parked).
     Blocked,
@@ -80,7 +84,7 @@ impl SwitchEnd {
     /// preempted task is `TASK_REPORT_MAX` (0x100, printed `R+`); otherwise
     /// the state is `1 << (index - 1)` of its `TASK_REPORT` index (S 0x1,
     /// D 0x2, T 0x4, t 0x8, X 0x10, Z 0x20, P 0x40, I 0x80), or 0 for a task
-    /// still runnable that called schedule() itself (yield).
+    /// still runnable switched out without the preemption flag (see `Yielded`).
     pub fn from_prev_state(prev_state: u64) -> SwitchEnd {
         const TASK_REPORT_MAX: u64 = 0x100;
         const EXIT_DEAD: u64 = 0x10;
@@ -96,10 +100,12 @@ impl SwitchEnd {
         }
     }
 
-    /// Whether the switch counts as voluntary in rusage (`nvcsw`): every end
-    /// but preemption.
+    /// Whether the switch counts as voluntary in rusage (`nvcsw`): the
+    /// kernel (`__schedule`) counts a switch voluntary only when it was not a
+    /// preemption and the task was no longer runnable, so blocking and
+    /// exiting; `R` and `R+` both go to `nivcsw`.
     pub fn voluntary(self) -> bool {
-        self != SwitchEnd::Preempted
+        matches!(self, SwitchEnd::Blocked | SwitchEnd::Exited)
     }
 }
 
@@ -138,6 +144,8 @@ mod tests {
         assert_eq!(SwitchEnd::from_prev_state(0x10), SwitchEnd::Exited);
         assert_eq!(SwitchEnd::from_prev_state(0x20), SwitchEnd::Exited);
         assert!(!SwitchEnd::Preempted.voluntary());
-        assert!(SwitchEnd::Yielded.voluntary());
+        assert!(!SwitchEnd::Yielded.voluntary());
+        assert!(SwitchEnd::Blocked.voluntary());
+        assert!(SwitchEnd::Exited.voluntary());
     }
 }
