@@ -105,6 +105,9 @@ pub fn main(json: &str) -> i32 {
 fn run(json: &str) -> Result<()> {
     let args: WorkerArgs =
         serde_json::from_str(json).context("bad worker arguments (this mode is internal)")?;
+    // Workers are re-executed through /proc/self/exe, so the kernel would
+    // call every one `exe`: give each its own name for ps and traces.
+    let _ = crate::sys::proc::set_thread_name(&format!("schedlab-w{}", args.index));
     if args.wait_barrier {
         wait_for_barrier()?;
     }
