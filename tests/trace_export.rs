@@ -160,6 +160,7 @@ fn synthetic_capture(lost_events: u64) -> Capture {
         start_ns,
         end_ns,
         lost_events,
+        release_ns: None,
     }
 }
 

@@ -124,8 +124,8 @@ pub fn run(o: TraceBenchOptions) -> Result<()> {
         )?;
     }
     outln!(
-        "\nagreement over the traced runs' workers (the trace covers release to exit; schedstat \
-         and rusage the worker's own work, a little less):"
+        "\nagreement over the traced runs' workers, each over its own work window (the window \
+         of its schedstat and rusage figures):"
     )?;
     let workers: Vec<&ExportRow> = traced_rows
         .iter()
@@ -139,14 +139,14 @@ pub fn run(o: TraceBenchOptions) -> Result<()> {
             continue;
         };
         lost += t.lost_events;
-        if let Some(on) = t.oncpu_ns.filter(|_| run_ns > 0) {
+        if let Some(on) = t.work_oncpu_ns.filter(|_| run_ns > 0) {
             cpu_err.push(on as f64 / run_ns as f64 - 1.0);
         }
         let rusage = (u.nvcsw + u.nivcsw) as f64;
-        if let (Some(p), Some(y), Some(v)) = (t.preempted, t.yielded, t.voluntary)
+        if let Some(switches) = t.work_switches
             && rusage > 0.0
         {
-            sw_err.push((p + y + v) as f64 / rusage - 1.0);
+            sw_err.push(switches as f64 / rusage - 1.0);
         }
     }
     let show = |name: &str, v: &mut Vec<f64>| -> Result<()> {

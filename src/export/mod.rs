@@ -101,6 +101,8 @@ pub const COLUMNS: &[&str] = &[
     "trace_migrations",
     "trace_wake_p50_us",
     "trace_wake_p99_us",
+    "trace_work_oncpu_ms",
+    "trace_work_switches",
 ];
 
 /// The type of a column's values (Parquet: INT64, DOUBLE, STRING).
@@ -199,6 +201,8 @@ pub const COLUMN_TYPES: &[(&str, Kind, bool)] = &[
     ("trace_migrations", Kind::Int, NULLABLE),
     ("trace_wake_p50_us", Kind::Real, NULLABLE),
     ("trace_wake_p99_us", Kind::Real, NULLABLE),
+    ("trace_work_oncpu_ms", Kind::Real, NULLABLE),
+    ("trace_work_switches", Kind::Int, NULLABLE),
 ];
 
 /// The prefix of a workload figure's column.
@@ -318,6 +322,8 @@ fn fixed(r: &ExportRow) -> Vec<Value> {
         trace_int(r, |t| t.migrations),
         trace_scaled(r, |t| t.wake_p50_ns, 1e3),
         trace_scaled(r, |t| t.wake_p99_ns, 1e3),
+        trace_scaled(r, |t| t.work_oncpu_ns, 1e6),
+        trace_int(r, |t| t.work_switches),
     ]
 }
 
@@ -555,7 +561,7 @@ mod tests {
         assert!(lines[0].starts_with(
             "campaign,run,policy,workload,processes,priority_mode,cpus,rep,process_index"
         ));
-        assert!(lines[0].ends_with(",trace_wake_p99_us,fig_mflops,fig_pi_error"));
+        assert!(lines[0].ends_with(",trace_work_switches,fig_mflops,fig_pi_error"));
         // The JSON of extra_json is one quoted cell.
         let cells: Vec<&str> = lines[1].split(',').collect();
         assert_eq!(cells.len(), COLUMNS.len() + 2);

@@ -514,7 +514,8 @@ impl Launcher {
         }
         let capture = match traced {
             None => None,
-            Some(Ok(c)) => {
+            Some(Ok(mut c)) => {
+                c.release_ns = Some(release_ns);
                 // Marked in the run itself too: a capture with lost events
                 // is never used as if it were whole.
                 add_extra(

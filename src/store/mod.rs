@@ -188,6 +188,10 @@ pub struct ExportTrace {
     pub migrations: Option<i64>,
     pub wake_p50_ns: Option<i64>,
     pub wake_p99_ns: Option<i64>,
+    /// On-CPU time and switches out of a CPU inside the process's own work
+    /// window (the window of its schedstat and rusage figures).
+    pub work_oncpu_ns: Option<i64>,
+    pub work_switches: Option<i64>,
 }
 
 /// Percentiles of one process's primary latency histogram.
@@ -214,7 +218,8 @@ const EXPORT_SQL: &str = "SELECT c.id, c.name, r.id, r.run_key, r.seq, r.policy,
         l.count, l.p50_ns, l.p90_ns, l.p99_ns, l.p999_ns, l.max_ns, r.slice_us, p.slice_ns,
         c.uuid, e.hostname, e.host_id, e.kernel_release,
         tc.lost_events, tc.unusable, tp.slices, tp.slice_p50_ns, tp.slice_p99_ns, tp.slice_max_ns,
-        tp.oncpu_ns, tp.preempted, tp.yielded, tp.voluntary, tp.migrations, tp.wake_p50_ns, tp.wake_p99_ns
+        tp.oncpu_ns, tp.preempted, tp.yielded, tp.voluntary, tp.migrations, tp.wake_p50_ns, tp.wake_p99_ns,
+        tp.work_oncpu_ns, tp.work_switches
      FROM runs r JOIN campaigns c ON c.id = r.campaign_id
      JOIN environments e ON e.id = r.environment_id
      LEFT JOIN processes p ON p.run_id = r.id
@@ -927,6 +932,8 @@ impl Store {
                         migrations: r.get(77)?,
                         wake_p50_ns: r.get(78)?,
                         wake_p99_ns: r.get(79)?,
+                        work_oncpu_ns: r.get(80)?,
+                        work_switches: r.get(81)?,
                     }),
                 },
             };

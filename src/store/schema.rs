@@ -212,6 +212,7 @@ pub const MIGRATIONS: &[&str] = &[
         run_id              INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
         start_ns            INTEGER NOT NULL,   -- the traced window, CLOCK_MONOTONIC
         end_ns              INTEGER NOT NULL,
+        release_ns          INTEGER,            -- the workers' release, CLOCK_MONOTONIC
         cpus                TEXT NOT NULL,      -- JSON array of the CPUs traced
         lost_events         INTEGER NOT NULL,   -- events the kernel dropped
         mismatched_switches INTEGER NOT NULL,   -- switches whose prev was not on that CPU
@@ -258,6 +259,8 @@ pub const MIGRATIONS: &[&str] = &[
         slice_max_ns    INTEGER,
         slice_histogram BLOB NOT NULL,          -- HdrHistogram V2, ns
         oncpu_ns        INTEGER NOT NULL,
+        work_oncpu_ns   INTEGER,                -- within the process's own work window (rusage's, schedstat's)
+        work_switches   INTEGER,                -- switches out of the CPU within that window
         preempted       INTEGER NOT NULL,
         yielded         INTEGER NOT NULL,
         voluntary       INTEGER NOT NULL,       -- blocked or exited

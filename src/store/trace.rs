@@ -10,7 +10,7 @@ use rusqlite::{OptionalExtension, Transaction, params};
 
 use super::{RunRecord, Store, i};
 use crate::trace::derive::{Derived, Slice, WakeUp, derive};
-use crate::trace::summary::{CpuTrace, ProcessTrace};
+use crate::trace::summary::{CpuTrace, ProcessTrace, WithinWindow};
 use crate::trace::{Capture, SwitchEnd, Task, blob, summary};
 use crate::workload::latency::Latency;
 
@@ -112,7 +112,7 @@ impl Store {
     /// transaction, replacing any trace stored for the run before.
     pub fn save_trace(&mut self, run_id: i64, cap: &Capture) -> Result<()> {
         let tx = self.conn.transaction()?;
-        Self::save_trace_in(&tx, run_id, cap)?;
+        Self::save_trace_in(&tx, run_id, cap, &[])?;
         tx.commit()
             .with_context(|| format!("committing the trace of run {run_id}"))?;
         Ok(())
@@ -129,14 +129,35 @@ impl Store {
         let tx = self.conn.transaction()?;
         let run_id = Self::insert_run_in(&tx, campaign_id, rec)?;
         if let Some(cap) = trace {
-            Self::save_trace_in(&tx, run_id, cap)?;
+            // Each worker's own window (rusage's and schedstat's), on the
+            // trace's clock.
+            let windows: Vec<summary::WorkWindow> = match cap.release_ns {
+                Some(release) => rec
+                    .processes
+                    .iter()
+                    .filter_map(|p| {
+                        Some(summary::WorkWindow {
+                            tgid: p.pid,
+                            from_ns: release + p.start_ns?,
+                            to_ns: release + p.end_ns?,
+                        })
+                    })
+                    .collect(),
+                None => Vec::new(),
+            };
+            Self::save_trace_in(&tx, run_id, cap, &windows)?;
         }
         tx.commit()
             .with_context(|| format!("committing run {}", rec.run.key))?;
         Ok(run_id)
     }
 
-    fn save_trace_in(tx: &Transaction, run_id: i64, cap: &Capture) -> Result<()> {
+    fn save_trace_in(
+        tx: &Transaction,
+        run_id: i64,
+        cap: &Capture,
+        windows: &[summary::WorkWindow],
+    ) -> Result<()> {
         let ctx = || format!("storing the trace of run {run_id}");
         let d: Derived = derive(cap);
         for table in [
@@ -152,8 +173,8 @@ impl Store {
         }
         tx.execute(
             "INSERT INTO trace_captures (run_id, start_ns, end_ns, cpus, lost_events, mismatched_switches,
-                 unusable, event_count, events)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                 unusable, event_count, events, release_ns)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             params![
                 run_id,
                 i(cap.start_ns),
@@ -164,6 +185,7 @@ impl Store {
                 cap.lost_events > 0 || d.mismatched_switches > 0,
                 cap.events.len() as i64,
                 blob::encode(&cap.events),
+                cap.release_ns.map(i),
             ],
         )
         .with_context(ctx)?;
@@ -219,10 +241,15 @@ impl Store {
             let mut stmt = tx.prepare_cached(
                 "INSERT INTO trace_processes (run_id, tgid, slices, slice_p50_ns, slice_p99_ns, slice_max_ns,
                      slice_histogram, oncpu_ns, preempted, yielded, voluntary, migrations, wakeups,
-                     wake_p50_ns, wake_p99_ns, wake_max_ns, wake_histogram)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+                     wake_p50_ns, wake_p99_ns, wake_max_ns, wake_histogram, work_oncpu_ns, work_switches)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
+                     ?18, ?19)",
             )?;
             for p in summary::processes(cap, &d) {
+                let work = windows
+                    .iter()
+                    .find(|w| w.tgid == p.tgid)
+                    .map(|w| summary::within(cap, &d, w));
                 let (_, s50, s99, smax) = quantiles(&p.slice_ns);
                 let (wn, w50, w99, wmax) = quantiles(&p.wake_ns);
                 stmt.execute(params![
@@ -243,6 +270,8 @@ impl Store {
                     w99,
                     wmax,
                     p.wake_ns.encode(),
+                    work.map(|w| i(w.oncpu_ns)),
+                    work.map(|w| i(w.switches)),
                 ])?;
             }
         }
@@ -274,7 +303,8 @@ impl Store {
         let row = self
             .conn
             .query_row(
-                "SELECT start_ns, end_ns, cpus, lost_events, events FROM trace_captures WHERE run_id = ?1",
+                "SELECT start_ns, end_ns, cpus, lost_events, events, release_ns FROM trace_captures
+                 WHERE run_id = ?1",
                 [run_id],
                 |r| {
                     Ok((
@@ -283,12 +313,13 @@ impl Store {
                         r.get::<_, String>(2)?,
                         r.get::<_, i64>(3)?,
                         r.get::<_, Vec<u8>>(4)?,
+                        r.get::<_, Option<i64>>(5)?,
                     ))
                 },
             )
             .optional()
             .with_context(|| format!("reading the trace of run {run_id}"))?;
-        let Some((start_ns, end_ns, cpus, lost_events, events)) = row else {
+        let Some((start_ns, end_ns, cpus, lost_events, events, release_ns)) = row else {
             bail!("run {run_id} has no trace (it was not run with --trace)");
         };
         let events =
@@ -314,6 +345,7 @@ impl Store {
             start_ns: u(start_ns),
             end_ns: u(end_ns),
             lost_events: u(lost_events),
+            release_ns: release_ns.map(u),
         })
     }
 
@@ -429,7 +461,7 @@ impl Store {
     fn trace_processes(&self, run_id: i64) -> Result<Vec<ProcessTrace>> {
         let mut stmt = self.conn.prepare(
             "SELECT tgid, slices, slice_histogram, oncpu_ns, preempted, yielded, voluntary, migrations,
-                    wake_histogram
+                    wake_histogram, work_oncpu_ns, work_switches
              FROM trace_processes WHERE run_id = ?1 ORDER BY tgid",
         )?;
         let mut rows = stmt.query([run_id])?;
@@ -447,6 +479,13 @@ impl Store {
                 voluntary: u(r.get(6)?),
                 migrations: u(r.get(7)?),
                 wake_ns: decode_hist(r.get_ref(8)?.as_blob()?, &what("wake-ups"))?,
+                work: match (r.get::<_, Option<i64>>(9)?, r.get::<_, Option<i64>>(10)?) {
+                    (Some(oncpu), Some(switches)) => Some(WithinWindow {
+                        oncpu_ns: u(oncpu),
+                        switches: u(switches),
+                    }),
+                    _ => None,
+                },
             });
         }
         Ok(out)

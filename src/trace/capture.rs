@@ -308,6 +308,7 @@ impl Recorder {
             cpus: self.cpus.clone(),
             start_ns: self.start_ns,
             end_ns,
+            release_ns: None,
             lost_events,
         })
     }

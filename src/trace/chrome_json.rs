@@ -286,6 +286,7 @@ mod tests {
             start_ns: 1_000,
             end_ns: 10_000,
             lost_events: 0,
+            release_ns: None,
         }
     }
 

@@ -377,6 +377,7 @@ pub(crate) mod tests {
             start_ns,
             end_ns,
             lost_events: 0,
+            release_ns: None,
         }
     }
 

@@ -123,6 +123,11 @@ pub struct Capture {
     /// The traced window, CLOCK_MONOTONIC ns.
     pub start_ns: u64,
     pub end_ns: u64,
+    /// When the run's workers were released (CLOCK_MONOTONIC ns), if known:
+    /// the workers' own `start_ns`/`end_ns` count from it, so the window
+    /// their rusage and schedstat cover is `release_ns + start_ns ..
+    /// release_ns + end_ns` on the trace's clock.
+    pub release_ns: Option<u64>,
     /// Events the kernel dropped (sum of the per-CPU `overrun` counters plus
     /// lost-event markers in the raw pages). A capture with lost events is
     /// stored marked and never used silently.

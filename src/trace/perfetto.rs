@@ -555,6 +555,7 @@ mod tests {
             start_ns: 500,
             end_ns: 6_000,
             lost_events: 0,
+            release_ns: None,
         }
     }
 

@@ -31,6 +31,9 @@ pub struct ProcessTrace {
     pub migrations: u64,
     /// Wake-up-to-run latency (switch-in − sched_waking), ns.
     pub wake_ns: Latency,
+    /// The same process inside its own work window, when that window is
+    /// known (stored runs; see [`within`]).
+    pub work: Option<WithinWindow>,
 }
 
 impl ProcessTrace {
@@ -45,6 +48,7 @@ impl ProcessTrace {
             voluntary: 0,
             migrations: 0,
             wake_ns: Latency::new(),
+            work: None,
         }
     }
 
@@ -119,6 +123,48 @@ pub fn processes(cap: &Capture, d: &Derived) -> Vec<ProcessTrace> {
     by.into_values().collect()
 }
 
+/// A process's own measured window (its work, which its rusage and
+/// schedstat figures cover), on the trace's clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WorkWindow {
+    pub tgid: i32,
+    pub from_ns: u64,
+    pub to_ns: u64,
+}
+
+/// What the trace saw of one process inside its work window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WithinWindow {
+    /// On-CPU time of its threads inside the window, ns.
+    pub oncpu_ns: u64,
+    /// Its threads' switches out of a CPU inside the window (as rusage's
+    /// nvcsw + nivcsw count them).
+    pub switches: u64,
+}
+
+/// The process's on-CPU time and switches inside its work window: the same
+/// window as its rusage and schedstat figures, so the two observers can be
+/// compared without the start-up and exit around the work.
+pub fn within(cap: &Capture, d: &Derived, w: &WorkWindow) -> WithinWindow {
+    let tgid: HashMap<i32, i32> = cap.tasks.iter().map(|t| (t.tid, t.tgid)).collect();
+    let mut out = WithinWindow {
+        oncpu_ns: 0,
+        switches: 0,
+    };
+    for s in d
+        .slices
+        .iter()
+        .filter(|s| tgid.get(&s.pid).copied().unwrap_or(s.pid) == w.tgid)
+    {
+        let (a, b) = (s.start_ns.max(w.from_ns), s.end_ns.min(w.to_ns));
+        out.oncpu_ns += b.saturating_sub(a);
+        if s.end.is_some() && s.end_ns > w.from_ns && s.end_ns <= w.to_ns {
+            out.switches += 1;
+        }
+    }
+    out
+}
+
 /// Per-CPU figures for every traced CPU (and any other a slice was on).
 pub fn cpus(cap: &Capture, d: &Derived) -> Vec<CpuTrace> {
     let (w0, w1) = (cap.start_ns, cap.end_ns.max(cap.start_ns));
@@ -161,6 +207,49 @@ mod tests {
     use super::*;
     use crate::trace::derive::derive;
     use crate::trace::derive::tests::*;
+
+    #[test]
+    fn within_a_work_window_counts_only_its_time_and_switches() {
+        // 10 runs 100..200 (preempted), 300..350 (sleeps), 420..500 (dies).
+        let cap = capture(
+            0,
+            1_000,
+            &[10, 11],
+            vec![
+                sw(100, 0, 0, 0, 10),
+                sw(200, 0, 10, PREEMPTED, 11),
+                sw(300, 0, 11, YIELDED, 10),
+                sw(350, 0, 10, SLEEPING, 11),
+                sw(420, 1, 0, 0, 10),
+                sw(500, 1, 10, DEAD, 0),
+            ],
+        );
+        let d = derive(&cap);
+        let w = |from_ns, to_ns| WorkWindow {
+            tgid: 10,
+            from_ns,
+            to_ns,
+        };
+        // The work from 150 to 450: half of the first slice, the second,
+        // the start of the third; the switches at 200 and 350, not the
+        // exit's at 500.
+        assert_eq!(
+            within(&cap, &d, &w(150, 450)),
+            WithinWindow {
+                oncpu_ns: 50 + 50 + 30,
+                switches: 2
+            }
+        );
+        assert_eq!(
+            within(&cap, &d, &w(0, 1_000)),
+            WithinWindow {
+                oncpu_ns: 100 + 50 + 80,
+                switches: 3
+            }
+        );
+        // A switch exactly at the window's start belongs before it.
+        assert_eq!(within(&cap, &d, &w(200, 300)).switches, 0);
+    }
 
     #[test]
     fn process_figures_count_ends_time_and_wakeups() {

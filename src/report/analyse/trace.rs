@@ -239,11 +239,19 @@ pub fn analyse(
                 let Some(rec) = records.iter().find(|r| r.pid == p.tgid) else {
                     continue;
                 };
-                let (vol, invol) = p.rusage_switches();
-                let trace_switches = vol + invol;
+                // Inside the process's own work window when it is known
+                // (the window rusage and schedstat cover), else the whole
+                // traced window.
+                let (trace_oncpu_ns, trace_switches) = match p.work {
+                    Some(w) => (w.oncpu_ns, w.switches),
+                    None => {
+                        let (vol, invol) = p.rusage_switches();
+                        (p.oncpu_ns, vol + invol)
+                    }
+                };
                 let rusage_switches = rec.usage.nvcsw + rec.usage.nivcsw;
                 let (oncpu_ratio, oncpu_off) = match rec.run_ns {
-                    Some(run) => ratio(p.oncpu_ns, run),
+                    Some(run) => ratio(trace_oncpu_ns, run),
                     None => (None, false),
                 };
                 let (switch_ratio, switch_off) = ratio(trace_switches, rusage_switches);
@@ -255,7 +263,7 @@ pub fn analyse(
                     condition: ci,
                     process_index: rec.index,
                     pid: p.tgid,
-                    trace_oncpu_ns: p.oncpu_ns,
+                    trace_oncpu_ns,
                     schedstat_run_ns: rec.run_ns,
                     oncpu_ratio,
                     trace_switches,

@@ -304,10 +304,11 @@ impl Section for TraceSection {
         }
         let flagged: Vec<&Agreement> = d.agreement.iter().filter(|g| g.flagged).collect();
         b.push(Block::p(format!(
-            "The trace against the kernel's own counters, per traced process: on-CPU time against schedstat's run \
-             time over the measured window, and switches (preempted and yielded count as involuntary, as in the \
-             kernel) against rusage's nvcsw + nivcsw. rusage covers the whole life of the process, its start before \
-             the barrier included, so a few switches more there are expected. {} of {} off by more than {} %{}",
+            "The trace against the kernel's own counters, per traced process, over the same window: the \
+             process's own work (from its start to its end, the window its schedstat and rusage figures cover; \
+             the whole trace for runs stored without it). On-CPU time against schedstat's run time, and switches \
+             out of the CPU (preempted and yielded count as involuntary, as in the kernel) against rusage's \
+             nvcsw + nivcsw. {} of {} off by more than {} %{}",
             flagged.len(),
             plural(d.agreement.len(), "process", "processes"),
             fmt::sig(AGREEMENT_TOLERANCE * 100.0, 2),
