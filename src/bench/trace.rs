@@ -4,7 +4,9 @@
 //! trials each; printed: the median campaign wall time and median run
 //! makespan of each side and their ratio (traced / untraced), then, over
 //! the traced runs' workers, how the trace's on-CPU time compares with
-//! schedstat's run time and its switch count with rusage's nvcsw + nivcsw.
+//! schedstat's run time and its switch count with rusage's nvcsw + nivcsw;
+//! last, a traced WRR campaign's dispatcher slice ends against the kernel's
+//! switch-outs in the trace.
 
 use std::time::Instant;
 
@@ -13,6 +15,7 @@ use anyhow::{Context, Result, bail};
 use crate::campaign::{self, Options};
 use crate::stats::summary::percentile;
 use crate::store::{ExportRow, Store};
+use crate::trace::derive::Slice;
 
 pub struct TraceBenchOptions {
     /// Trials per side and workload.
@@ -166,6 +169,103 @@ pub fn run(o: TraceBenchOptions) -> Result<()> {
     show("trace on-CPU time / schedstat run time − 1", &mut cpu_err)?;
     show("trace switches / rusage (nvcsw + nivcsw) − 1", &mut sw_err)?;
     outln!("  events lost over all traced runs: {lost}")?;
+    wrr_boundaries(&db, o.cpu)
+}
+
+/// A traced WRR run (user-space FIFO dispatcher): three hash workers of
+/// weights 1, 2, 4 on the CPU, 10 ms quantum.
+fn wrr_spec_text(cpu: usize) -> String {
+    format!(
+        "name = \"bench-trace-wrr\"\nrepetitions = 2\ncooldown_s = 0\ntrace = true\n\
+         [matrix]\npolicy = [\"wrr\"]\nworkload = [\"hash\"]\nprocesses = [3]\n\
+         priorities = [\"w\"]\ncpus = [\"{cpu}\"]\n[priorities.w]\nmode = \"weights\"\n\
+         weight = [1, 2, 4]\n[workloads.hash]\nduration_s = 1.0\n[wrr]\nquantum_ms = 10\n"
+    )
+}
+
+/// Where the kernel ended each of the dispatcher's slices, against where the
+/// dispatcher says it ended it: for each dispatcher slice (pid, absolute
+/// start and end on the trace's clock), the end of the last trace slice of
+/// that pid that began inside it, minus the dispatcher's end, ns. Slices the
+/// trace has nothing for are left out.
+pub fn boundary_diffs_ns(dispatched: &[(i32, u64, u64)], traced: &[Slice]) -> Vec<i64> {
+    dispatched
+        .iter()
+        .filter_map(|&(pid, start, end)| {
+            traced
+                .iter()
+                .filter(|s| s.pid == pid && s.start_ns >= start && s.start_ns < end)
+                .map(|s| s.end_ns)
+                .max()
+                .map(|t| t as i64 - end as i64)
+        })
+        .collect()
+}
+
+/// The WRR dispatcher's slice boundaries against the kernel's trace.
+fn wrr_boundaries(db: &std::path::Path, cpu: usize) -> Result<()> {
+    let text = wrr_spec_text(cpu);
+    let (_, _, rows) = one(db, &text).context("WRR, traced")?;
+    let store = Store::open(db)?;
+    let mut runs: Vec<i64> = rows.iter().map(|r| r.run).collect();
+    runs.dedup();
+    let mut diffs_ns = Vec::new();
+    let mut mechanism = String::new();
+    for run in runs {
+        let cap = store.load_trace(run)?;
+        let Some(release_ns) = cap.release_ns else {
+            bail!("run {run}: the trace has no release time");
+        };
+        let pid_of = |index: u32| {
+            rows.iter()
+                .find(|r| r.run == run && r.process_index == Some(i64::from(index)))
+                .and_then(|r| r.pid)
+                .and_then(|p| i32::try_from(p).ok())
+        };
+        if mechanism.is_empty() {
+            mechanism = rows
+                .iter()
+                .find(|r| r.run == run)
+                .and_then(|r| serde_json::from_str::<serde_json::Value>(&r.extra_json).ok())
+                .and_then(|e| e["wrr"]["mechanism"].as_str().map(str::to_string))
+                .unwrap_or_else(|| "?".to_string());
+        }
+        let dispatched: Vec<(i32, u64, u64)> = store
+            .slices(run)?
+            .iter()
+            .filter_map(|s| {
+                Some((
+                    pid_of(s.process_index)?,
+                    release_ns + s.planned_start_ns,
+                    release_ns + s.actual_end_ns,
+                ))
+            })
+            .collect();
+        let traced = store.trace_slices(run, None)?;
+        diffs_ns.extend(boundary_diffs_ns(&dispatched, &traced));
+    }
+    let mut abs_ms: Vec<f64> = diffs_ns.iter().map(|d| d.abs() as f64 / 1e6).collect();
+    abs_ms.sort_by(f64::total_cmp);
+    if abs_ms.is_empty() {
+        bail!("the traced WRR runs have no dispatcher slices the trace saw");
+    }
+    let signed_ms: Vec<f64> = {
+        let mut v: Vec<f64> = diffs_ns.iter().map(|&d| d as f64 / 1e6).collect();
+        v.sort_by(f64::total_cmp);
+        v
+    };
+    let within = abs_ms.iter().filter(|&&d| d <= 1.0).count();
+    outln!(
+        "\nWRR ({mechanism}) slice ends, the kernel's (trace) − the dispatcher's, over {} slices: \
+         p50 {:+.3} ms, p10..p90 {:+.3}..{:+.3} ms, |max| {:.3} ms; within 1 ms: {}/{}",
+        abs_ms.len(),
+        percentile(&signed_ms, 0.5),
+        percentile(&signed_ms, 0.1),
+        percentile(&signed_ms, 0.9),
+        abs_ms.last().copied().unwrap_or(0.0),
+        within,
+        abs_ms.len()
+    )?;
     Ok(())
 }
 
@@ -184,5 +284,36 @@ mod tests {
             assert_eq!(on.repetitions, 3);
         }
         assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        let wrr = crate::spec::load(&wrr_spec_text(0), "b", &[]).unwrap();
+        assert!(wrr.trace);
+    }
+
+    #[test]
+    fn boundaries_pair_each_dispatched_slice_with_the_kernels_last_switch_out() {
+        let s = |pid, start_ns, end_ns| Slice {
+            pid,
+            cpu: 0,
+            start_ns,
+            end_ns,
+            end: Some(crate::trace::SwitchEnd::Preempted),
+            start_clipped: false,
+        };
+        // Pid 1 is given 0..10 ms (interrupted once by a kernel thread) and
+        // switched out 0.2 ms late; pid 2 is given 10..30 ms and switched out
+        // 0.1 ms early; pid 3 never shows in the trace.
+        let traced = [
+            s(1, 0, 4_000_000),
+            s(1, 4_100_000, 10_200_000),
+            s(2, 10_200_000, 29_900_000),
+        ];
+        let dispatched = [
+            (1, 0, 10_000_000),
+            (2, 10_000_000, 30_000_000),
+            (3, 30_000_000, 40_000_000),
+        ];
+        assert_eq!(
+            boundary_diffs_ns(&dispatched, &traced),
+            vec![200_000, -100_000]
+        );
     }
 }
