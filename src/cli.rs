@@ -947,6 +947,8 @@ impl ReportArgs {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 #[value(rename_all = "snake_case")]
 pub enum EnvFieldArg {
+    /// The machine (hostname).
+    Host,
     /// Kernel release.
     Kernel,
     /// CPU model.
@@ -975,6 +977,7 @@ impl From<EnvFieldArg> for crate::report::compare::EnvField {
     fn from(f: EnvFieldArg) -> Self {
         use crate::report::compare::EnvField;
         match f {
+            EnvFieldArg::Host => EnvField::Host,
             EnvFieldArg::Kernel => EnvField::Kernel,
             EnvFieldArg::Cpu => EnvField::Cpu,
             EnvFieldArg::Cpus => EnvField::Cpus,

@@ -1,4 +1,4 @@
-//! Where the two campaigns ran, field by field (kernel, CPU, HZ,
+//! Where the two campaigns ran, field by field (host, kernel, CPU, HZ,
 //! preemption, RT limits, sched_ext, schedlab version, …), and which
 //! differences the user did not say they meant (`--expect`).
 
@@ -10,6 +10,7 @@ use crate::store::ReportEnvironment;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EnvField {
+    Host,
     Kernel,
     Cpu,
     Cpus,
@@ -24,7 +25,8 @@ pub enum EnvField {
 }
 
 impl EnvField {
-    pub const ALL: [EnvField; 11] = [
+    pub const ALL: [EnvField; 12] = [
+        EnvField::Host,
         EnvField::Kernel,
         EnvField::Cpu,
         EnvField::Cpus,
@@ -41,6 +43,7 @@ impl EnvField {
     /// The name on the command line (`--expect kernel,hz`) and in JSON.
     pub fn name(self) -> &'static str {
         match self {
+            EnvField::Host => "host",
             EnvField::Kernel => "kernel",
             EnvField::Cpu => "cpu",
             EnvField::Cpus => "cpus",
@@ -58,6 +61,7 @@ impl EnvField {
     /// Words for tables.
     pub fn label(self) -> &'static str {
         match self {
+            EnvField::Host => "host (hostname)",
             EnvField::Kernel => "kernel",
             EnvField::Cpu => "CPU",
             EnvField::Cpus => "CPUs online",
@@ -86,6 +90,7 @@ impl EnvField {
     fn value(self, e: &ReportEnvironment, sched_ext: Option<&str>) -> String {
         let o = |v: Option<i64>| v.map_or_else(|| "unknown".into(), |x| x.to_string());
         match self {
+            EnvField::Host => e.hostname.clone().unwrap_or_else(|| "unknown".into()),
             EnvField::Kernel => e.kernel_release.clone(),
             EnvField::Cpu => e.cpu_model.clone(),
             EnvField::Cpus => e.cpus_online.to_string(),
@@ -223,6 +228,41 @@ mod tests {
             .map(|r| r.field.name())
             .collect();
         assert_eq!(unexpected, ["hz", "sched_ext"]);
+    }
+
+    #[test]
+    fn another_host_is_flagged_unless_expected() {
+        let (mut a, mut b) = (env("6.1", 250), env("6.1", 250));
+        a.hostname = Some("alpha".into());
+        b.hostname = Some("beta".into());
+        let none: [Option<String>; 1] = [None];
+        let (a, b) = ([a], [b]);
+        let rows = |expect: &[EnvField]| {
+            environment_rows(
+                SideEnvironments {
+                    environments: &a,
+                    sched_ext: &none,
+                },
+                SideEnvironments {
+                    environments: &b,
+                    sched_ext: &none,
+                },
+                expect,
+            )
+        };
+        let host = |rows: &[EnvRow]| {
+            rows.iter()
+                .find(|r| r.field == EnvField::Host)
+                .cloned()
+                .unwrap()
+        };
+        let flagged = host(&rows(&[]));
+        assert_eq!(
+            (flagged.baseline.as_str(), flagged.candidate.as_str()),
+            ("alpha", "beta")
+        );
+        assert!(flagged.unexpected());
+        assert!(!host(&rows(&[EnvField::Host])).unexpected());
     }
 
     #[test]
