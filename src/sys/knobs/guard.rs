@@ -12,8 +12,8 @@ use super::access::{Knobs, apply, children_ratio, rt_children};
 use super::capability::capability_from;
 use super::explain::describe_children;
 use super::journal::{
-    Holder, Journal, holder_state, journal_candidates, journal_path, parent_dir, read_journal,
-    remove_journal, try_lock, write_journal_exclusive,
+    self, Holder, Journal, holder_state, journal_candidates, journal_path, parent_dir,
+    read_journal, remove_journal, restore_in_drop, try_lock, write_journal_exclusive,
 };
 use super::plan::{RtBandwidth, percent, plan_writes, rank, to_ratio, validate_runtime};
 use super::procs::{boot_id, self_pid};
@@ -228,12 +228,8 @@ impl Drop for RtGuard {
             return;
         }
         self.done = true;
-        let outcome =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.restore_inner()));
-        let problem = match outcome {
-            Ok(Ok(())) => return,
-            Ok(Err(e)) => format!("{e:#}"),
-            Err(_) => "a panic while restoring".to_string(),
+        let Some(problem) = restore_in_drop(|| self.restore_inner()) else {
+            return;
         };
         let _ = writeln!(
             io::stderr(),
@@ -244,14 +240,10 @@ impl Drop for RtGuard {
 }
 
 fn refusal_held(path: &Path) -> anyhow::Error {
-    let who = match read_journal(path) {
-        Ok(Some(j)) => format!("schedlab pid {}", j.pid),
-        _ => "another schedlab".to_string(),
-    };
-    anyhow!(
-        "{who} is changing RT bandwidth right now (it holds {} and its lock); only one \
-         schedlab may change sched_rt_runtime_us at a time: wait for it to finish",
-        path.display()
+    journal::refusal_held(
+        path,
+        "is changing RT bandwidth right now",
+        "only one schedlab may change sched_rt_runtime_us at a time: wait for it to finish",
     )
 }
 

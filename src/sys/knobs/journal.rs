@@ -336,6 +336,29 @@ pub(super) fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
     }
 }
 
+/// A guard's restore from `Drop`: runs it, catching a panic, and says what
+/// went wrong (None when it was put back), for the guard to report.
+pub(super) fn restore_in_drop(restore: impl FnOnce() -> Result<()>) -> Option<String> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(restore)) {
+        Ok(Ok(())) => None,
+        Ok(Err(e)) => Some(format!("{e:#}")),
+        Err(_) => Some("a panic while restoring".to_string()),
+    }
+}
+
+/// The refusal when another schedlab holds the journal at `path`:
+/// "{who} {doing} (it holds PATH and its lock); {rule}".
+pub(super) fn refusal_held(path: &Path, doing: &str, rule: &str) -> anyhow::Error {
+    let who = match read_journal(path) {
+        Ok(Some(j)) => format!("schedlab pid {}", j.pid),
+        _ => "another schedlab".to_string(),
+    };
+    anyhow::anyhow!(
+        "{who} {doing} (it holds {} and its lock); {rule}",
+        path.display()
+    )
+}
+
 pub(super) fn remove_journal(path: &Path) -> Result<()> {
     match std::fs::remove_file(path) {
         Ok(()) => {}

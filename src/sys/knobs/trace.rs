@@ -13,12 +13,12 @@ use std::fs::File;
 use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, bail};
 
 use super::access::Knobs;
 use super::journal::{
-    Holder, Journal, holder_state, parent_dir, read_journal, remove_journal, trace_journal_path,
-    try_lock, write_journal_exclusive,
+    self, Holder, Journal, holder_state, parent_dir, read_journal, remove_journal, restore_in_drop,
+    trace_journal_path, try_lock, write_journal_exclusive,
 };
 use super::procs::{boot_id, self_pid};
 use super::recover::recover_locked;
@@ -162,12 +162,8 @@ impl Drop for TraceGuard {
             return;
         }
         self.done = true;
-        let outcome =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.restore_inner()));
-        let problem = match outcome {
-            Ok(Ok(())) => return,
-            Ok(Err(e)) => format!("{e:#}"),
-            Err(_) => "a panic while restoring".to_string(),
+        let Some(problem) = restore_in_drop(|| self.restore_inner()) else {
+            return;
         };
         let _ = writeln!(
             io::stderr(),
@@ -178,13 +174,9 @@ impl Drop for TraceGuard {
 }
 
 fn refusal_held(path: &Path) -> anyhow::Error {
-    let who = match read_journal(path) {
-        Ok(Some(j)) => format!("schedlab pid {}", j.pid),
-        _ => "another schedlab".to_string(),
-    };
-    anyhow!(
-        "{who} is tracing right now (it holds {} and its lock); one schedlab traces at a \
-         time: wait for it to finish",
-        path.display()
+    journal::refusal_held(
+        path,
+        "is tracing right now",
+        "one schedlab traces at a time: wait for it to finish",
     )
 }
