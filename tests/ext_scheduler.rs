@@ -119,6 +119,16 @@ ready_timeout_s = 0.5
     assert!(md.status.success(), "{}", text(&md));
     let report = std::fs::read_to_string(dir.path().join("r.md")).unwrap();
     assert!(report.contains("sched_ext none"), "{report}");
+    // The section of the scheduler levels: every run of each is counted.
+    assert!(report.contains("sched_ext schedulers"), "{report}");
+    let row = report
+        .lines()
+        .find(|l| l.starts_with("| never-loads "))
+        .unwrap_or_else(|| panic!("no row of never-loads: {report}"));
+    match cannot_load_here() {
+        Some(_) => assert!(row.contains("0 / 0 / 1"), "{row}"),
+        None => assert!(row.contains("0 / 1 / 0"), "{row}"),
+    }
 }
 
 #[test]

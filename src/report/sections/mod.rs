@@ -20,6 +20,7 @@ mod comparisons;
 mod conditions;
 pub mod details;
 mod environment;
+mod ext_schedulers;
 mod failures;
 mod fairness;
 mod latency;
@@ -37,6 +38,7 @@ pub use comparisons::ComparisonsSection;
 pub use conditions::ConditionsSection;
 pub use details::{Needs, RunDetails};
 pub use environment::EnvironmentSection;
+pub use ext_schedulers::ExtSchedulersSection;
 pub use failures::FailuresSection;
 pub use fairness::FairnessSection;
 pub use latency::LatencySection;
@@ -103,6 +105,7 @@ pub fn sections_for(opts: &Options) -> Vec<Box<dyn Section>> {
         Box::new(MatmulSection::default()),
         Box::new(LatencySection::default()),
         Box::new(TraceSection::new(opts.timeline_run, opts.timeline_window)),
+        Box::new(ExtSchedulersSection::default()),
         Box::new(ComparisonsSection),
         Box::new(ScalingSection),
         Box::new(FairnessSection),
@@ -256,6 +259,9 @@ fn group_of(a: &Analysis, r: &crate::store::ReportRun) -> Option<usize> {
             && g.key.priority_mode == r.priority_mode
             && g.key.cpus == r.cpus
             && g.key.rt_runtime_us == r.rt_runtime_us
+            && g.key.slice_us == r.slice_us
+            && g.key.ext_scheduler == r.ext_scheduler
+            && g.key.by == r.by
     })
 }
 
