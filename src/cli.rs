@@ -701,6 +701,21 @@ fn cmd_plan(source: &SpecSource, db: &Path, list: bool, force: bool) -> Result<i
             joined(s.slice_us.iter().map(|v| v.to_string()).collect())
         )?;
     }
+    if !s.ext_schedulers.is_empty() {
+        let levels = s
+            .ext_schedulers
+            .iter()
+            .map(|x| match x.loads() {
+                false => x.name.clone(),
+                true if x.command.join(" ") == x.name => x.name.clone(),
+                true => format!("{} ({})", x.name, x.command.join(" ")),
+            })
+            .collect();
+        outln!(
+            "sched_ext    {} (started before each run of its condition, stopped after)",
+            joined(levels)
+        )?;
+    }
     if let Some(h) = &s.hog {
         let who = if h.is_rt() {
             format!("1 {} at RT priority {}", h.policy.name(), h.rt_priority)

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::policy::{Policy, PriorityMode};
 use crate::rng::SplitMix64;
-use crate::spec::{Cpus, NamedWorkload, Order, Spec};
+use crate::spec::{Cpus, ExtScheduler, NamedWorkload, Order, Spec};
 use crate::workload::{Rates, Stop};
 
 /// One run: one combination of factors, one repetition.
@@ -30,6 +30,9 @@ pub struct Run {
     /// of OTHER and BATCH), in µs, when the spec sweeps it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slice_us: Option<u32>,
+    /// The sched_ext scheduler level of the run, when the spec sweeps it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ext_scheduler: Option<ExtScheduler>,
 }
 
 impl Run {
@@ -41,6 +44,9 @@ impl Run {
         };
         if let Some(s) = self.slice_us {
             rt.push_str(&format!(" slice={s}µs"));
+        }
+        if let Some(x) = &self.ext_scheduler {
+            rt.push_str(&format!(" ext={}", x.name));
         }
         format!(
             "{} {} ×{} {} cpus={}{rt} rep {}",
@@ -64,6 +70,9 @@ impl Run {
             .unwrap_or_default();
         if let Some(s) = self.slice_us {
             rt.push_str(&format!(";slice_us={s}"));
+        }
+        if let Some(x) = &self.ext_scheduler {
+            rt.push_str(&format!(";ext_scheduler={}", x.name));
         }
         format!(
             "policy={};workload={};processes={};priorities={};cpus={}{rt};rep={}",
@@ -90,6 +99,11 @@ pub fn expand(spec: &Spec, seed: u64) -> Vec<Run> {
     } else {
         spec.slice_us.iter().map(|&v| Some(v)).collect()
     };
+    let ext_levels: Vec<Option<&ExtScheduler>> = if spec.ext_schedulers.is_empty() {
+        vec![None]
+    } else {
+        spec.ext_schedulers.iter().map(Some).collect()
+    };
     let mut runs = Vec::new();
     for rep in 1..=spec.repetitions {
         for &policy in &spec.policies {
@@ -107,18 +121,21 @@ pub fn expand(spec: &Spec, seed: u64) -> Vec<Run> {
                         for cpus in &spec.cpus {
                             for &rt in &rt_levels {
                                 for &slice in &slice_levels {
-                                    runs.push(Run {
-                                        key: String::new(),
-                                        seq: 0,
-                                        policy,
-                                        workload: workload.clone(),
-                                        processes,
-                                        priorities: priorities.clone(),
-                                        cpus: cpus.clone(),
-                                        rep,
-                                        rt_runtime_us: rt,
-                                        slice_us: slice,
-                                    });
+                                    for &ext in &ext_levels {
+                                        runs.push(Run {
+                                            key: String::new(),
+                                            seq: 0,
+                                            policy,
+                                            workload: workload.clone(),
+                                            processes,
+                                            priorities: priorities.clone(),
+                                            cpus: cpus.clone(),
+                                            rep,
+                                            rt_runtime_us: rt,
+                                            slice_us: slice,
+                                            ext_scheduler: ext.cloned(),
+                                        });
+                                    }
                                 }
                             }
                         }
@@ -281,6 +298,28 @@ mod tests {
         assert_eq!(
             keys[1],
             "policy=other;workload=pi;processes=3;priorities=uniform;cpus=all;rep=1"
+        );
+    }
+
+    /// A swept sched_ext scheduler is a factor: in the key and the label
+    /// of each run, once per level.
+    #[test]
+    fn ext_scheduler_is_a_factor() {
+        let text = "name = \"t\"\nrepetitions = 1\norder = \"sequential\"\n[matrix]\npolicy = [\"other\"]\n\
+                    workload = [\"pi\"]\next_scheduler = [\"none\", \"scx_simple\"]\n";
+        let runs = expand(&crate::spec::load(text, "t.toml", &[]).unwrap(), 1);
+        let keys: Vec<&str> = runs.iter().map(|r| r.key.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                "policy=other;workload=pi;processes=1;priorities=uniform;cpus=all;ext_scheduler=none;rep=1",
+                "policy=other;workload=pi;processes=1;priorities=uniform;cpus=all;ext_scheduler=scx_simple;rep=1",
+            ]
+        );
+        assert!(
+            runs[1].label().contains(" ext=scx_simple "),
+            "{}",
+            runs[1].label()
         );
     }
 

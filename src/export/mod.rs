@@ -103,6 +103,7 @@ pub const COLUMNS: &[&str] = &[
     "trace_wake_p99_us",
     "trace_work_oncpu_ms",
     "trace_work_switches",
+    "ext_scheduler",
 ];
 
 /// The type of a column's values (Parquet: INT64, DOUBLE, STRING).
@@ -203,6 +204,7 @@ pub const COLUMN_TYPES: &[(&str, Kind, bool)] = &[
     ("trace_wake_p99_us", Kind::Real, NULLABLE),
     ("trace_work_oncpu_ms", Kind::Real, NULLABLE),
     ("trace_work_switches", Kind::Int, NULLABLE),
+    ("ext_scheduler", Kind::Text, NULLABLE),
 ];
 
 /// The prefix of a workload figure's column.
@@ -324,6 +326,7 @@ fn fixed(r: &ExportRow) -> Vec<Value> {
         trace_scaled(r, |t| t.wake_p99_ns, 1e3),
         trace_scaled(r, |t| t.work_oncpu_ns, 1e6),
         trace_int(r, |t| t.work_switches),
+        text(r.ext_scheduler.as_deref()),
     ]
 }
 
@@ -504,6 +507,7 @@ mod tests {
             slice_us: None,
             slice_ns: None,
             trace: None,
+            ext_scheduler: None,
             stderr_tail: Some(String::new()),
             campaign_uuid: "c0ffee00-0000-4000-8000-000000000001".into(),
             hostname: Some("host-a".into()),

@@ -4,6 +4,7 @@
 //! results and stderr come through), reap each with its resource usage and
 //! scheduler statistics, and build the [`RunRecord`].
 
+mod ext_scheduler;
 mod guard;
 mod interference;
 pub mod outputs;
@@ -282,6 +283,20 @@ impl Launcher {
                 }
             },
         };
+        // A sched_ext scheduler of another program, loaded before the
+        // workers exist and stopped (Drop) whenever the run ends early.
+        let mut ext_sched = match run.ext_scheduler.as_ref().filter(|x| x.loads()) {
+            None => None,
+            Some(level) => match ext_scheduler::Running::start(level, &self.signals) {
+                Ok(r) => Some(r),
+                Err(ext_scheduler::StartError::Run(status, reason)) => {
+                    return finished(status, cpus, reason);
+                }
+                Err(ext_scheduler::StartError::Interrupted(sig)) => {
+                    return Ok(Outcome::Interrupted(sig));
+                }
+            },
+        };
         let (barrier_r, barrier_w) = proc::pipe().context("creating the start barrier")?;
         let barrier_r = fds::at_least(barrier_r, outputs::HIGH_FD)?;
         // Fixed durations run from release: the parent writes it here just
@@ -360,8 +375,17 @@ impl Launcher {
 
         // schedlab's own scheduler takes the workers over before they are
         // released (they are still blocked on the barrier).
+        if let Some(x) = ext_sched.as_mut() {
+            let classes: Vec<Class> = members.iter().map(|m| m.sched.policy.class()).collect();
+            let nices: Vec<i32> = members.iter().map(|m| m.sched.nice.unwrap_or(0)).collect();
+            if let Err(reason) = x.take_over(&pids, &classes, &nices) {
+                kill_and_reap(&pids);
+                return finished(RunStatus::Failed, cpus, reason);
+            }
+        }
+        let beside = ext_sched.as_ref().map(|x| x.ops().to_string());
         let dispatcher = match run.policy {
-            policy::Policy::Wrr => match self.start_wrr(&members, &pids) {
+            policy::Policy::Wrr => match self.start_wrr(&members, &pids, beside.as_deref()) {
                 Ok(d) => Some(d),
                 Err((status, reason)) => {
                     kill_and_reap(&pids);
@@ -461,6 +485,14 @@ impl Launcher {
         }
         drop(barrier_w); // EOF on every worker's barrier: go.
         let waited = self.wait_all(&pids, &hogs, release_ns, dispatcher.as_ref(), &mut outputs);
+        let ext_report = ext_sched.take().map(|mut x| {
+            if let Ok(w) = &waited
+                && let Some((exit, usage)) = w.others.get(&x.pid())
+            {
+                x.ended_during_run(*exit, *usage);
+            }
+            x.stop()
+        });
         // The capture ends once the last process has exited (or was killed).
         let traced = recorder.take().map(Recorder::finish);
         let after = interference::at_end();
@@ -511,6 +543,15 @@ impl Launcher {
         }
         if let Some(report) = dispatched {
             attach_dispatch(&mut record, &report, release_ns);
+        }
+        if let Some(x) = ext_report {
+            add_extra(&mut record, "ext_scheduler", x.json);
+            if let Some(why) = x.failure
+                && record.status == RunStatus::Ok
+            {
+                record.status = RunStatus::Failed;
+                record.reason = why;
+            }
         }
         let capture = match traced {
             None => None,
@@ -587,7 +628,12 @@ impl Launcher {
 
     /// Start the WRR dispatcher over the workers: a run queue per CPU,
     /// slice = quantum × weight. Err is the status and reason to record.
-    fn start_wrr(&self, members: &[Member], pids: &[i32]) -> Result<WrrRun, (RunStatus, String)> {
+    fn start_wrr(
+        &self,
+        members: &[Member],
+        pids: &[i32],
+        beside_ext: Option<&str>,
+    ) -> Result<WrrRun, (RunStatus, String)> {
         let tasks: Vec<Task> = members
             .iter()
             .enumerate()
@@ -614,6 +660,16 @@ impl Launcher {
             }
             Some(WrrMechanism::Signals) => Mechanism::Signals,
             Some(WrrMechanism::Ext) => {
+                if let Some(other) = beside_ext {
+                    return Err((
+                        RunStatus::Skipped,
+                        format!(
+                            "wrr.mechanism = \"ext\" loads schedlab's own sched_ext scheduler, \
+                             which cannot run beside \"{other}\" of matrix.ext_scheduler (one BPF \
+                             scheduler at a time)"
+                        ),
+                    ));
+                }
                 if let Some(why) = wrr::ext::unavailable() {
                     return Err((
                         RunStatus::Skipped,
@@ -622,6 +678,9 @@ impl Launcher {
                 }
                 Mechanism::Ext
             }
+            // Another program's sched_ext scheduler is loaded: a user-space
+            // mechanism, without settling "auto" for the other runs.
+            None if beside_ext.is_some() => wrr::available_mechanism(),
             None => *self.wrr_mechanism.get_or_init(|| {
                 if wrr::ext::unavailable().is_none() {
                     Mechanism::Ext
@@ -778,6 +837,9 @@ struct Waited {
     hog_periods: HashMap<i32, (procfs::SchedStat, u64)>,
     timed_out: bool,
     interrupted: Option<i32>,
+    /// Other children of schedlab that ended during the run (a sched_ext
+    /// scheduler's program), reaped by the wait.
+    others: HashMap<i32, (Exit, Usage)>,
 }
 
 /// Tokens of the wait's own descriptors in the poller (the pipes' are
@@ -812,6 +874,7 @@ impl Launcher {
             hog_periods: HashMap::new(),
             timed_out: false,
             interrupted: None,
+            others: HashMap::new(),
         };
         let deadline_ns = release_ns + self.timeout.as_nanos() as u64;
         let mut killed = false;
@@ -842,6 +905,8 @@ impl Launcher {
                     proc::reap(pid).with_context(|| format!("reaping worker pid {pid}"))?;
                 if live.remove(&pid) {
                     w.ended.insert(pid, (exit, usage, stat, seen_ns));
+                } else {
+                    w.others.insert(pid, (exit, usage));
                 }
             }
             if live.is_empty() {

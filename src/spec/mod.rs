@@ -199,9 +199,36 @@ pub struct Spec {
     /// of the campaign; empty when not swept (the kernel's default slice).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub slice_us: Vec<u32>,
+    /// sched_ext schedulers to run the workers under (`matrix.ext_scheduler`),
+    /// a factor of the campaign; empty when not swept (none is loaded).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ext_schedulers: Vec<ExtScheduler>,
     pub deadline: Deadline,
     pub hog: Option<Hog>,
     pub wrr: WrrSettings,
+}
+
+/// A level of `matrix.ext_scheduler`: no sched_ext scheduler ("none"), or a
+/// program that loads one, started before each run of its condition and
+/// stopped after.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExtScheduler {
+    /// The level's name, as the matrix lists it.
+    pub name: String,
+    /// The program and its arguments; empty for "none".
+    pub command: Vec<String>,
+    /// How long the program may take to load its scheduler.
+    pub ready_timeout_ns: u64,
+}
+
+impl ExtScheduler {
+    /// The level without a scheduler.
+    pub const NONE: &'static str = "none";
+
+    /// Whether this level loads a scheduler.
+    pub fn loads(&self) -> bool {
+        !self.command.is_empty()
+    }
 }
 
 /// How schedlab's weighted round robin runs: slice = quantum × weight.
@@ -354,6 +381,99 @@ mod tests {
         assert_eq!(set, on);
         let e = load(&format!("trace = \"yes\"\n{base}"), "t.toml", &[]).unwrap_err();
         assert!(e.to_string().contains("trace"), "{e}");
+    }
+
+    /// `matrix.ext_scheduler`: "none", a command line, or a name of
+    /// `[ext_schedulers]`; every mistake names its key.
+    #[test]
+    fn ext_scheduler_levels() {
+        let spec = load(
+            "[matrix]\nworkload = [\"pi\"]\n\
+             ext_scheduler = [\"none\", \"scx_simple\", \"fifo\", \"/opt/scx_rusty --slice-us 5000\"]\n\
+             [ext_schedulers.fifo]\ncommand = [\"scx_simple\", \"-f\"]\nready_timeout_s = 5\n",
+            "t.toml",
+            &[],
+        )
+        .unwrap();
+        let levels: Vec<(&str, Vec<&str>, u64)> = spec
+            .ext_schedulers
+            .iter()
+            .map(|x| {
+                let cmd = x.command.iter().map(String::as_str).collect();
+                (x.name.as_str(), cmd, x.ready_timeout_ns)
+            })
+            .collect();
+        assert_eq!(
+            levels,
+            vec![
+                ("none", vec![], 0),
+                ("scx_simple", vec!["scx_simple"], 30_000_000_000),
+                ("fifo", vec!["scx_simple", "-f"], 5_000_000_000),
+                (
+                    "/opt/scx_rusty --slice-us 5000",
+                    vec!["/opt/scx_rusty", "--slice-us", "5000"],
+                    30_000_000_000
+                ),
+            ]
+        );
+        assert!(!spec.ext_schedulers[0].loads() && spec.ext_schedulers[1].loads());
+        // Not swept: not serialised, so older campaigns keep their identity.
+        let plain = load("[matrix]\nworkload = [\"pi\"]\n", "t.toml", &[]).unwrap();
+        assert!(plain.ext_schedulers.is_empty());
+        assert!(
+            !serde_json::to_string(&plain)
+                .unwrap()
+                .contains("ext_schedulers")
+        );
+        let bad = |text: &str, key: &str, says: &str| {
+            let e = load(text, "t.toml", &[]).unwrap_err().to_string();
+            assert!(e.contains(key) && e.contains(says), "{text}: {e}");
+        };
+        bad(
+            "[matrix]\next_scheduler = []\n",
+            "matrix.ext_scheduler",
+            "at least one",
+        );
+        bad(
+            "[matrix]\next_scheduler = [\" \"]\n",
+            "matrix.ext_scheduler",
+            "empty value",
+        );
+        bad(
+            "[matrix]\next_scheduler = [\"none\", \"none\"]\n",
+            "matrix.ext_scheduler",
+            "none",
+        );
+        bad(
+            "[ext_schedulers.a]\ncommand = [\"scx_simple\"]\n",
+            "ext_schedulers.a",
+            "matrix.ext_scheduler is not set",
+        );
+        bad(
+            "[matrix]\next_scheduler = [\"none\"]\n[ext_schedulers.a]\ncommand = [\"x\"]\n",
+            "ext_schedulers.a",
+            "not listed",
+        );
+        bad(
+            "[matrix]\next_scheduler = [\"a\"]\n[ext_schedulers.a]\ncommand = []\n",
+            "ext_schedulers.a.command",
+            "name the program",
+        );
+        bad(
+            "[matrix]\next_scheduler = [\"a\"]\n[ext_schedulers.a]\ncommand = [\"x\"]\nready_timeout_s = 0\n",
+            "ext_schedulers.a.ready_timeout_s",
+            "more than 0",
+        );
+        bad(
+            "[matrix]\next_scheduler = [\"none\"]\n[ext_schedulers.none]\ncommand = [\"x\"]\n",
+            "ext_schedulers.none",
+            "without a scheduler",
+        );
+        bad(
+            "[matrix]\next_scheduler = [\"a\"]\n[ext_schedulers.a]\nprogram = \"x\"\n",
+            "program",
+            "unknown field",
+        );
     }
 
     #[test]

@@ -27,6 +27,9 @@ pub struct RawSpec {
     pub deadline: Option<RawDeadline>,
     pub hog: Option<RawHog>,
     pub wrr: Option<RawWrr>,
+    /// `[ext_schedulers.NAME]`: sched_ext schedulers the matrix may name.
+    #[serde(default)]
+    pub ext_schedulers: BTreeMap<String, RawExtScheduler>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
@@ -39,6 +42,7 @@ pub struct RawMatrix {
     pub cpus: Option<Vec<String>>,
     pub rt_runtime_us: Option<Vec<i64>>,
     pub slice_us: Option<Vec<i64>>,
+    pub ext_scheduler: Option<Vec<String>>,
 }
 
 /// One `[workloads.NAME]` table as written: `kind` (defaults to NAME) and
@@ -113,6 +117,14 @@ pub struct RawHog {
     pub nice: Option<i64>,
     pub count: Option<i64>,
     pub cpus: Option<String>,
+}
+
+/// `[ext_schedulers.NAME]`: a sched_ext scheduler program to run.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawExtScheduler {
+    pub command: Option<Vec<String>>,
+    pub ready_timeout_s: Option<f64>,
 }
 
 /// `[wrr]`: schedlab's weighted round robin.

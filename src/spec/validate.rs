@@ -4,7 +4,9 @@
 use std::path::PathBuf;
 
 use super::raw::{IntOrList, RawPriorities, RawSpec, RawWorkload};
-use super::{Cpus, Hog, NamedWorkload, Order, Spec, SpecError, WrrMechanism, WrrSettings};
+use super::{
+    Cpus, ExtScheduler, Hog, NamedWorkload, Order, Spec, SpecError, WrrMechanism, WrrSettings,
+};
 use crate::policy::{
     Assignment, Deadline, NICE_MAX, NICE_MIN, Policy, PriorityMode, RT_MAX, RT_MIN,
 };
@@ -320,6 +322,7 @@ pub fn validate(raw: RawSpec, origin: &str) -> Result<Spec, SpecError> {
             out
         }
     };
+    let ext_schedulers = ext_schedulers(&cx, &raw)?;
     check_run_count(
         &cx,
         &[
@@ -331,6 +334,7 @@ pub fn validate(raw: RawSpec, origin: &str) -> Result<Spec, SpecError> {
             ("CPU sets", cpus.len()),
             ("RT runtimes", rt_runtime_us.len().max(1)),
             ("slices", slice_us.len().max(1)),
+            ("sched_ext schedulers", ext_schedulers.len().max(1)),
         ],
     )?;
     let hog = match &raw.hog {
@@ -454,10 +458,95 @@ pub fn validate(raw: RawSpec, origin: &str) -> Result<Spec, SpecError> {
         cpus,
         rt_runtime_us,
         slice_us,
+        ext_schedulers,
         deadline,
         hog,
         wrr,
     })
+}
+
+/// The longest a sched_ext scheduler program may take to load (and the
+/// default: generous, since a VM without KVM loads one in seconds).
+const MAX_EXT_READY_S: f64 = 600.0;
+const DEFAULT_EXT_READY_S: f64 = 30.0;
+
+/// `matrix.ext_scheduler` with `[ext_schedulers.NAME]`: each level is
+/// "none", a name defined there, or a command line (split at whitespace)
+/// whose program is found in PATH when the run starts.
+fn ext_schedulers(cx: &Ctx, raw: &RawSpec) -> Result<Vec<ExtScheduler>, SpecError> {
+    let listed = raw.matrix.as_ref().and_then(|m| m.ext_scheduler.as_ref());
+    let Some(list) = listed else {
+        if let Some(name) = raw.ext_schedulers.keys().next() {
+            return Err(cx.err(
+                format!("ext_schedulers.{name}"),
+                "defined but matrix.ext_scheduler is not set: list it there (with \"none\" for \
+                 the kernel's own scheduling)",
+            ));
+        }
+        return Ok(Vec::new());
+    };
+    non_empty(cx, "matrix.ext_scheduler", list.len())?;
+    for (name, table) in &raw.ext_schedulers {
+        let key = format!("ext_schedulers.{name}");
+        if name == ExtScheduler::NONE {
+            return Err(cx.err(
+                key,
+                "\"none\" is the level without a scheduler; name it otherwise",
+            ));
+        }
+        if !list.iter().any(|l| l.trim() == name) {
+            return Err(cx.err(key, "defined but not listed in matrix.ext_scheduler"));
+        }
+        let command = table.command.as_deref().unwrap_or_default();
+        if command.first().is_none_or(|p| p.trim().is_empty()) {
+            return Err(cx.err(
+                format!("{key}.command"),
+                "must name the program first, e.g. command = [\"scx_simple\", \"-f\"]",
+            ));
+        }
+        if let Some(t) = table.ready_timeout_s
+            && !(t.is_finite() && t > 0.0 && t <= MAX_EXT_READY_S)
+        {
+            return Err(cx.err(
+                format!("{key}.ready_timeout_s"),
+                format!("must be more than 0 and at most {MAX_EXT_READY_S} s, got {t}"),
+            ));
+        }
+    }
+    let mut out = Vec::new();
+    for value in list {
+        let name = value.trim();
+        if name.is_empty() {
+            return Err(cx.err(
+                "matrix.ext_scheduler",
+                "an empty value; use \"none\", a program such as \"scx_simple\", or a name \
+                 defined in [ext_schedulers.NAME]",
+            ));
+        }
+        let level = if name == ExtScheduler::NONE {
+            ExtScheduler {
+                name: name.to_string(),
+                command: Vec::new(),
+                ready_timeout_ns: 0,
+            }
+        } else {
+            let table = raw.ext_schedulers.get(name);
+            let command = match table.and_then(|t| t.command.clone()) {
+                Some(c) => c,
+                None => name.split_whitespace().map(str::to_string).collect(),
+            };
+            let ready_s = table
+                .and_then(|t| t.ready_timeout_s)
+                .unwrap_or(DEFAULT_EXT_READY_S);
+            ExtScheduler {
+                name: name.to_string(),
+                command,
+                ready_timeout_ns: (ready_s * 1e9).round() as u64,
+            }
+        };
+        push_unique(cx, "matrix.ext_scheduler", &mut out, level, name)?;
+    }
+    Ok(out)
 }
 
 /// The most runs a campaign may have: 100,000 runs of one second each are

@@ -68,6 +68,8 @@ pub struct ReportRun {
     pub other_cpu_pct: Option<f64>,
     /// The EEVDF slice factor (µs) when the campaign swept it.
     pub slice_us: Option<i64>,
+    /// The sched_ext scheduler level when the campaign swept it.
+    pub ext_scheduler: Option<String>,
     /// The run's level of the factor a report is made `--by` (its host or
     /// kernel release); None in a report of one campaign.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -391,7 +393,8 @@ impl Store {
             .prepare(&format!(
                 "SELECT id, seq, policy, workload, workload_kind, processes, priority_mode, cpus, cpu_list,
                     rt_runtime_us, rep, status, reason, makespan_ns, cpu_util, load_avg_1m, environment_id,
-                    others_runnable, steal_pct, other_cpu_pct, slice_us
+                    others_runnable, steal_pct, other_cpu_pct, slice_us,
+                    ext_scheduler
              FROM runs WHERE campaign_id IN ({}) ORDER BY seq, id",
                 id_list(campaign_ids)
             ))
@@ -420,6 +423,7 @@ impl Store {
                     steal_pct: r.get(18)?,
                     other_cpu_pct: r.get(19)?,
                     slice_us: r.get(20)?,
+                    ext_scheduler: r.get(21)?,
                     by: None,
                 })
             })?

@@ -168,6 +168,8 @@ pub struct ExportRow {
     pub kernel_release: String,
     /// The run's trace, when it was traced.
     pub trace: Option<ExportTrace>,
+    /// The run's sched_ext scheduler level, when swept.
+    pub ext_scheduler: Option<String>,
 }
 
 /// What a run's kernel trace saw of one process (`trace_processes`), for
@@ -219,7 +221,7 @@ const EXPORT_SQL: &str = "SELECT c.id, c.name, r.id, r.run_key, r.seq, r.policy,
         c.uuid, e.hostname, e.host_id, e.kernel_release,
         tc.lost_events, tc.unusable, tp.slices, tp.slice_p50_ns, tp.slice_p99_ns, tp.slice_max_ns,
         tp.oncpu_ns, tp.preempted, tp.yielded, tp.voluntary, tp.migrations, tp.wake_p50_ns, tp.wake_p99_ns,
-        tp.work_oncpu_ns, tp.work_switches
+        tp.work_oncpu_ns, tp.work_switches, r.ext_scheduler
      FROM runs r JOIN campaigns c ON c.id = r.campaign_id
      JOIN environments e ON e.id = r.environment_id
      LEFT JOIN processes p ON p.run_id = r.id
@@ -651,9 +653,9 @@ impl Store {
             "INSERT INTO runs (campaign_id, run_key, seq, policy, workload, workload_kind, processes, priority_mode,
                  cpus, cpu_list, rep, status, reason, makespan_ns, cpu_util, started_unix_ms, load_avg_1m,
                  environment_id, resolved_json, rt_runtime_us, extra_json, others_runnable, steal_pct,
-                 other_cpu_pct, slice_us)
+                 other_cpu_pct, slice_us, ext_scheduler)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,
-                     ?20, ?21, ?22, ?23, ?24, ?25)",
+                     ?20, ?21, ?22, ?23, ?24, ?25, ?26)",
         )?
         .execute(params![
                 campaign_id,
@@ -681,6 +683,7 @@ impl Store {
                 rec.interference.steal_pct,
                 rec.interference.other_cpu_pct,
                 run.slice_us,
+                run.ext_scheduler.as_ref().map(|x| x.name.as_str()),
             ])
         .with_context(|| format!("storing run {}", run.key))?;
         let run_id = tx.last_insert_rowid();
@@ -936,6 +939,7 @@ impl Store {
                         work_switches: r.get(81)?,
                     }),
                 },
+                ext_scheduler: r.get(82)?,
             };
             f(&row)?;
             n += 1;

@@ -284,6 +284,11 @@ pub const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (run_id, cpu)
     );
     "#,
+    // 7: the sched_ext scheduler a run was under (`matrix.ext_scheduler`);
+    // NULL when the spec does not sweep it.
+    r#"
+    ALTER TABLE runs ADD COLUMN ext_scheduler TEXT;
+    "#,
 ];
 
 #[cfg(test)]

@@ -444,6 +444,33 @@ pub fn reap(pid: i32) -> io::Result<(Exit, Usage)> {
     Ok((exit, usage_from(&ru)))
 }
 
+/// Reap `pid` if it has exited (`wait4` with WNOHANG); None while it runs.
+pub fn try_reap(pid: i32) -> io::Result<Option<(Exit, Usage)>> {
+    let mut status = 0;
+    // SAFETY: zeroed rusage is valid; wait4 fills it.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: `status` and `ru` are valid, writable storage for wait4.
+        let rc = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut ru) };
+        if rc == 0 {
+            return Ok(None);
+        }
+        if rc == pid {
+            break;
+        }
+        let err = io::Error::last_os_error();
+        if err.raw_os_error() != Some(libc::EINTR) {
+            return Err(err);
+        }
+    }
+    let exit = if libc::WIFEXITED(status) {
+        Exit::Code(libc::WEXITSTATUS(status))
+    } else {
+        Exit::Signal(libc::WTERMSIG(status))
+    };
+    Ok(Some((exit, usage_from(&ru))))
+}
+
 /// Send `sig` to `pid`; a process that is already gone is not an error.
 pub fn kill(pid: i32, sig: i32) {
     // SAFETY: kill has no memory arguments.

@@ -41,6 +41,12 @@ impl ScxStatus {
         if let Err(why) = &self.built {
             return Some(why.clone());
         }
+        self.cannot_load()
+    }
+
+    /// Why no sched_ext scheduler (schedlab's or another program's) can be
+    /// loaded here now; None when one can.
+    pub fn cannot_load(&self) -> Option<String> {
         match self.state.as_deref() {
             None => {
                 return Some(format!(
@@ -83,11 +89,35 @@ impl ScxStatus {
     }
 }
 
+/// Whether sched_ext schedules task `pid` now (`ext.enabled` in
+/// `/proc/PID/sched`); None when the kernel does not say (no sched_ext, or
+/// the task is gone).
+pub fn task_on_ext(pid: i32) -> Option<bool> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/sched")).ok()?;
+    parse_ext_enabled(&text)
+}
+
+/// `ext.enabled` of a `/proc/PID/sched` text.
+fn parse_ext_enabled(text: &str) -> Option<bool> {
+    text.lines().find_map(|line| {
+        let (name, value) = line.split_once(':')?;
+        (name.trim() == "ext.enabled").then(|| value.trim() == "1")
+    })
+}
+
+/// `/sys/kernel/sched_ext/state` and `root/ops` now: (state, loaded
+/// scheduler's name).
+pub fn state_now() -> (Option<String>, Option<String>) {
+    let root = Path::new(SYSFS);
+    (
+        read_trimmed(&root.join("state")),
+        read_trimmed(&root.join("root/ops")).filter(|s| !s.is_empty()),
+    )
+}
+
 /// The machine's sched_ext facts now.
 pub fn status() -> ScxStatus {
-    let root = Path::new(SYSFS);
-    let state = read_trimmed(&root.join("state"));
-    let ops = read_trimmed(&root.join("root/ops")).filter(|s| !s.is_empty());
+    let (state, ops) = state_now();
     let cap_eff = std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| parse_cap_eff(&s));
@@ -188,6 +218,23 @@ mod tests {
         // An absent build is named first: nothing else matters then.
         s.built = Err("built without ext".to_string());
         assert_eq!(s.unavailable(), Some("built without ext".to_string()));
+    }
+
+    #[test]
+    fn ext_enabled_is_read_from_proc_sched() {
+        let text = "schedlab-w0 (123, #threads: 1)\n\
+                    -------------------------------------------------------------------\n\
+                    se.exec_start                                :      12345.678901\n\
+                    ext.enabled                                  :                    1\n\
+                    policy                                       :                    7\n";
+        assert_eq!(parse_ext_enabled(text), Some(true));
+        let off = text.replace(":                    1\n", ":                    0\n");
+        assert_eq!(parse_ext_enabled(&off), Some(false));
+        // A kernel without sched_ext has no such line.
+        assert_eq!(parse_ext_enabled("se.exec_start : 1.0\n"), None);
+        // This machine: the line exists exactly when the kernel has sched_ext.
+        let me = std::process::id() as i32;
+        assert_eq!(task_on_ext(me).is_some(), state_now().0.is_some());
     }
 
     #[test]

@@ -30,6 +30,9 @@ pub struct Factors {
     /// EEVDF slices swept (µs), when the campaign sweeps them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub slice_us: Vec<i64>,
+    /// sched_ext schedulers swept (`matrix.ext_scheduler`), by level name.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ext_schedulers: Vec<String>,
     /// In a report `--by` host or kernel: that factor and its levels, by
     /// name.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -54,6 +57,8 @@ pub struct GroupKey {
     pub rt_runtime_us: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slice_us: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ext_scheduler: Option<String>,
     /// The host or kernel, in a report `--by` one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub by: Option<String>,
@@ -75,6 +80,7 @@ pub(super) struct SpecOrder {
     pub(super) workloads: Vec<String>,
     pub(super) priorities: Vec<String>,
     pub(super) cpus: Vec<String>,
+    pub(super) ext_schedulers: Vec<String>,
     /// Workloads that stop after a duration rather than an amount of work.
     pub(super) timed: Vec<String>,
 }
@@ -119,6 +125,7 @@ pub(super) fn spec_order(spec_json: &str) -> SpecOrder {
         policies: strings("policies", None),
         workloads: strings("workloads", Some("name")),
         priorities: strings("priorities", Some("name")),
+        ext_schedulers: strings("ext_schedulers", Some("name")),
         cpus,
     }
 }
@@ -153,6 +160,7 @@ pub(super) fn factors(
     let mut cpus: Vec<String> = Vec::new();
     let mut rts: Vec<i64> = Vec::new();
     let mut slices: Vec<i64> = Vec::new();
+    let mut exts: Vec<String> = Vec::new();
     for r in runs {
         if !policies.contains(&r.policy) {
             policies.push(r.policy.clone());
@@ -179,6 +187,11 @@ pub(super) fn factors(
         {
             slices.push(v);
         }
+        if let Some(v) = &r.ext_scheduler
+            && !exts.contains(v)
+        {
+            exts.push(v.clone());
+        }
     }
     sort_levels(&mut policies, &order.policies, |p| {
         Policy::parse(p)
@@ -191,6 +204,7 @@ pub(super) fn factors(
     processes.sort_unstable();
     rts.sort_unstable();
     slices.sort_unstable();
+    sort_levels(&mut exts, &order.ext_schedulers, |_| 0);
     let by = by.map(|factor| {
         let mut levels: Vec<String> = runs.iter().filter_map(|r| r.by.clone()).collect();
         levels.sort();
@@ -218,6 +232,7 @@ pub(super) fn factors(
         cpus,
         rt_runtime_us: rts,
         slice_us: slices,
+        ext_schedulers: exts,
     }
 }
 
@@ -241,6 +256,9 @@ pub fn group_label(k: &GroupKey, factors: &Factors) -> String {
     if let Some(v) = k.slice_us {
         s.push_str(&format!(", slice {v} µs"));
     }
+    if let Some(v) = &k.ext_scheduler {
+        s.push_str(&format!(", sched_ext {v}"));
+    }
     if let (Some(level), Some(by)) = (&k.by, &factors.by) {
         s.push_str(&format!(", {} {level}", by.factor.name()));
     }
@@ -256,6 +274,7 @@ pub(super) fn group_key(r: &ReportRun) -> GroupKey {
         cpus: r.cpus.clone(),
         rt_runtime_us: r.rt_runtime_us,
         slice_us: r.slice_us,
+        ext_scheduler: r.ext_scheduler.clone(),
         by: r.by.clone(),
     }
 }
@@ -307,6 +326,9 @@ pub(super) fn group(runs: &[ReportRun], factors: &Factors) -> Grouping {
             pos(&factors.cpus, &g.cpus),
             g.rt_runtime_us,
             g.slice_us,
+            g.ext_scheduler
+                .as_deref()
+                .map_or(0, |l| pos(&factors.ext_schedulers, l)),
             g.by.as_deref().map_or(0, |l| pos(by_levels, l)),
             pos(&factors.policies, p),
         )

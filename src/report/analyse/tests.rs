@@ -322,6 +322,7 @@ fn mem_run(id: i64, policy: &str, rep: i64, status: &str, makespan_s: f64) -> Re
         steal_pct: None,
         other_cpu_pct: None,
         slice_us: None,
+        ext_scheduler: None,
         by: None,
     }
 }

@@ -611,6 +611,7 @@ mod tests {
                 steal_pct: None,
                 other_cpu_pct: None,
                 slice_us: None,
+                ext_scheduler: None,
                 by: None,
             })
             .collect();

@@ -1,0 +1,146 @@
+//! Another program's sched_ext scheduler as a campaign factor
+//! (`matrix.ext_scheduler`) end to end on this machine: the "none" level
+//! runs as any run; a scheduler level that cannot load here is skipped (no
+//! sched_ext in the kernel, another scheduler loaded, no right to load BPF,
+//! the program not installed) or failed (the program ended, or never
+//! enabled a scheduler) with the reason named, and the rest of the campaign
+//! runs. Loading a real one (the kernel's scx_simple) is measured by
+//! `scripts/vm-test` in a guest whose kernel has sched_ext.
+
+mod common;
+
+use common::{schedlab, text};
+
+/// Why no sched_ext scheduler can load on this machine (a fragment of the
+/// reason schedlab gives); None when one can.
+fn cannot_load_here() -> Option<&'static str> {
+    match std::fs::read_to_string("/sys/kernel/sched_ext/state") {
+        Err(_) => Some("this kernel has no sched_ext"),
+        Ok(state) if state.trim() != "disabled" => Some("only one BPF scheduler"),
+        Ok(_) if schedlab::sys::proc::euid() != 0 => Some("CAP_BPF"),
+        Ok(_) => None,
+    }
+}
+
+#[test]
+fn scheduler_levels_run_or_say_why_not() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("x.toml"),
+        r#"
+name = "ext-scheduler-e2e"
+repetitions = 1
+cooldown_s = 0
+timeout_s = 30
+order = "sequential"
+[matrix]
+policy = ["other"]
+workload = ["pi"]
+processes = [2]
+cpus = ["0"]
+ext_scheduler = ["none", "schedlab-no-such-scheduler --flag", "exits", "never-loads"]
+[workloads.pi]
+duration_s = 0.2
+[ext_schedulers.exits]
+command = ["sh", "-c", "echo 'cannot attach: no scheduler here' >&2; exit 3"]
+[ext_schedulers.never-loads]
+command = ["sleep", "60"]
+ready_timeout_s = 0.5
+"#,
+    )
+    .unwrap();
+    let o = schedlab(&["run", "x.toml", "--db", "t.db", "--quiet"], dir.path());
+    assert!(o.status.success(), "{}", text(&o));
+    let conn = rusqlite::Connection::open(dir.path().join("t.db")).unwrap();
+    let mut st = conn
+        .prepare("SELECT ext_scheduler, status, reason FROM runs ORDER BY seq")
+        .unwrap();
+    let rows: Vec<(String, String, String)> = st
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let names: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "none",
+            "schedlab-no-such-scheduler --flag",
+            "exits",
+            "never-loads"
+        ]
+    );
+    assert_eq!((rows[0].1.as_str(), rows[0].2.as_str()), ("ok", ""));
+    let expect = |row: &(String, String, String), status: &str, says: &[&str]| {
+        assert_eq!(row.1, status, "{row:?}");
+        let key = format!("matrix.ext_scheduler = \"{}\"", row.0);
+        assert!(row.2.contains(&key), "{row:?}");
+        for s in says {
+            assert!(row.2.contains(s), "{s:?} not in {row:?}");
+        }
+    };
+    match cannot_load_here() {
+        // Every scheduler level is skipped for the machine's reason, before
+        // any program is started.
+        Some(why) => {
+            for row in &rows[1..] {
+                expect(row, "skipped", &[why]);
+            }
+        }
+        None => {
+            expect(
+                &rows[1],
+                "skipped",
+                &["\"schedlab-no-such-scheduler\" is not installed", "PATH="],
+            );
+            expect(
+                &rows[2],
+                "failed",
+                &["ended (exit code 3)", "cannot attach: no scheduler here"],
+            );
+            expect(&rows[3], "failed", &["not enabled within 0.5 s"]);
+            // Stopped: no program of these runs is left.
+            let st = std::fs::read_to_string("/sys/kernel/sched_ext/state").unwrap();
+            assert_eq!(st.trim(), "disabled");
+        }
+    }
+    // The factor is in the export and in the report's groups.
+    let csv = schedlab(&["export", "--db", "t.db"], dir.path());
+    assert!(csv.status.success(), "{}", text(&csv));
+    let body = String::from_utf8_lossy(&csv.stdout);
+    let header: Vec<&str> = body.lines().next().unwrap().split(',').collect();
+    let col = header.iter().position(|h| *h == "ext_scheduler").unwrap();
+    let first: Vec<&str> = body.lines().nth(1).unwrap().split(',').collect();
+    assert_eq!(first[col], "none");
+    let md = schedlab(
+        &["report", "--db", "t.db", "--format", "md", "-o", "r.md"],
+        dir.path(),
+    );
+    assert!(md.status.success(), "{}", text(&md));
+    let report = std::fs::read_to_string(dir.path().join("r.md")).unwrap();
+    assert!(report.contains("sched_ext none"), "{report}");
+}
+
+#[test]
+fn plan_lists_the_scheduler_levels() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("p.toml"),
+        r#"
+[matrix]
+policy = ["other", "wrr"]
+workload = ["pi"]
+ext_scheduler = ["none", "simple"]
+[ext_schedulers.simple]
+command = ["scx_simple", "-f"]
+"#,
+    )
+    .unwrap();
+    let o = schedlab(&["plan", "p.toml"], dir.path());
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("sched_ext    none, simple (scx_simple -f)"),
+        "{out}"
+    );
+}
