@@ -565,7 +565,7 @@ mod tests {
         assert!(lines[0].starts_with(
             "campaign,run,policy,workload,processes,priority_mode,cpus,rep,process_index"
         ));
-        assert!(lines[0].ends_with(",trace_work_switches,fig_mflops,fig_pi_error"));
+        assert!(lines[0].ends_with(",trace_work_switches,ext_scheduler,fig_mflops,fig_pi_error"));
         // The JSON of extra_json is one quoted cell.
         let cells: Vec<&str> = lines[1].split(',').collect();
         assert_eq!(cells.len(), COLUMNS.len() + 2);
