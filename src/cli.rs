@@ -529,6 +529,7 @@ fn dispatch(command: Command) -> Result<i32> {
                         || "available".to_string(),
                         |why| format!("absent: {why}")
                     ),
+                    "installed": scx.installed,
                 });
                 outln!("{}", serde_json::to_string_pretty(&value)?)?;
             } else {

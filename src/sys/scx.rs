@@ -33,6 +33,9 @@ pub struct ScxStatus {
     pub may_load_bpf: Result<String, String>,
     /// Whether this schedlab has its sched_ext WRR scheduler, and why (not).
     pub built: Result<String, String>,
+    /// sched_ext scheduler programs in PATH (`scx_*`), for
+    /// `matrix.ext_scheduler`.
+    pub installed: Vec<String>,
 }
 
 impl ScxStatus {
@@ -85,7 +88,14 @@ impl ScxStatus {
             None => "available (wrr.mechanism = \"ext\"; \"auto\" picks it)".to_string(),
             Some(why) => format!("absent: {why}"),
         };
-        format!("kernel    {kernel}\nload BPF  {bpf}\next       {ext}\n")
+        let installed = match self.installed.is_empty() {
+            true => "no scx_* program in PATH (matrix.ext_scheduler takes any program)".to_string(),
+            false => format!(
+                "{} (in PATH; matrix.ext_scheduler)",
+                self.installed.join(", ")
+            ),
+        };
+        format!("kernel    {kernel}\nload BPF  {bpf}\next       {ext}\nothers    {installed}\n")
     }
 }
 
@@ -126,7 +136,30 @@ pub fn status() -> ScxStatus {
         ops,
         may_load_bpf: bpf_permission(super::proc::euid(), cap_eff),
         built: built(),
+        installed: installed_in(&std::env::var("PATH").unwrap_or_default()),
     }
+}
+
+/// The executable files named `scx_*` in the directories of `path` (a
+/// PATH value), by name, each once.
+fn installed_in(path: &str) -> Vec<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut found: Vec<String> = path
+        .split(':')
+        .filter(|d| !d.is_empty())
+        .filter_map(|d| std::fs::read_dir(d).ok())
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("scx_"))
+        .filter(|e| {
+            std::fs::metadata(e.path())
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    found.sort();
+    found.dedup();
+    found
 }
 
 /// Whether a process with effective uid `euid` and effective capability
@@ -184,6 +217,7 @@ mod tests {
             ops: ops.map(str::to_string),
             may_load_bpf: Ok("root".to_string()),
             built: Ok("built in".to_string()),
+            installed: Vec::new(),
         }
     }
 
@@ -238,9 +272,43 @@ mod tests {
     }
 
     #[test]
-    fn render_text_has_three_lines() {
+    fn installed_schedulers_are_executables_named_scx() {
+        use std::os::unix::fs::PermissionsExt;
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let make = |dir: &Path, name: &str, mode: u32| {
+            let p = dir.join(name);
+            std::fs::write(&p, "#!/bin/sh\n").unwrap();
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+        };
+        make(a.path(), "scx_simple", 0o755);
+        make(a.path(), "scx_notes.txt", 0o644);
+        make(a.path(), "other", 0o755);
+        make(b.path(), "scx_rusty", 0o755);
+        make(b.path(), "scx_simple", 0o755);
+        std::fs::create_dir(b.path().join("scx_dir")).unwrap();
+        let path = format!(
+            "{}::{}:/nonexistent",
+            a.path().display(),
+            b.path().display()
+        );
+        assert_eq!(installed_in(&path), ["scx_rusty", "scx_simple"]);
+        assert!(installed_in("").is_empty());
+    }
+
+    #[test]
+    fn render_text_has_four_lines() {
         let text = status(Some("disabled"), None).render_text();
-        assert_eq!(text.lines().count(), 3);
+        assert_eq!(text.lines().count(), 4);
+        assert!(
+            text.contains("others    no scx_* program in PATH"),
+            "{text}"
+        );
+        let mut s = status(Some("disabled"), None);
+        s.installed = vec!["scx_lavd".into(), "scx_simple".into()];
+        assert!(
+            s.render_text()
+                .contains("others    scx_lavd, scx_simple (in PATH")
+        );
         assert!(text.contains("disabled, no scheduler loaded"), "{text}");
         assert!(text.contains("allowed (root)"), "{text}");
         assert!(text.contains("ext       available"), "{text}");
