@@ -422,36 +422,22 @@ impl Usage {
 
 /// Reap `pid` with `wait4`, returning how it ended and its resource usage.
 pub fn reap(pid: i32) -> io::Result<(Exit, Usage)> {
-    let mut status = 0;
-    // SAFETY: zeroed rusage is valid; wait4 fills it.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    loop {
-        // SAFETY: `status` and `ru` are valid, writable storage for wait4.
-        let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
-        if rc == pid {
-            break;
-        }
-        let err = io::Error::last_os_error();
-        if err.raw_os_error() != Some(libc::EINTR) {
-            return Err(err);
-        }
-    }
-    let exit = if libc::WIFEXITED(status) {
-        Exit::Code(libc::WEXITSTATUS(status))
-    } else {
-        Exit::Signal(libc::WTERMSIG(status))
-    };
-    Ok((exit, usage_from(&ru)))
+    wait_for(pid, 0)?.ok_or_else(|| io::Error::other(format!("wait4 on pid {pid} returned early")))
 }
 
 /// Reap `pid` if it has exited (`wait4` with WNOHANG); None while it runs.
 pub fn try_reap(pid: i32) -> io::Result<Option<(Exit, Usage)>> {
+    wait_for(pid, libc::WNOHANG)
+}
+
+/// `wait4(pid, flags)`, retried on EINTR; None when WNOHANG found it running.
+fn wait_for(pid: i32, flags: i32) -> io::Result<Option<(Exit, Usage)>> {
     let mut status = 0;
     // SAFETY: zeroed rusage is valid; wait4 fills it.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     loop {
         // SAFETY: `status` and `ru` are valid, writable storage for wait4.
-        let rc = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut ru) };
+        let rc = unsafe { libc::wait4(pid, &mut status, flags, &mut ru) };
         if rc == 0 {
             return Ok(None);
         }

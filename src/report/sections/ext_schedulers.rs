@@ -47,14 +47,11 @@ fn loading_runs(a: &Analysis) -> impl Iterator<Item = &crate::store::ReportRun> 
     })
 }
 
+/// The median of the finite values; None without one.
 fn median(mut v: Vec<f64>) -> Option<f64> {
     v.retain(|x| x.is_finite());
     v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => None,
-        n if n % 2 == 1 => Some(v[n / 2]),
-        n => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
-    }
+    (!v.is_empty()).then(|| crate::stats::percentile(&v, 0.5))
 }
 
 impl Section for ExtSchedulersSection {
