@@ -335,9 +335,15 @@ fn disabled() -> bool {
     scx::state_now().0.as_deref() == Some("disabled")
 }
 
-/// "; its last output: …" or nothing.
+/// "; its last output: …" (its last five lines that are not blank) or
+/// nothing.
 fn tail_note(tail: &str) -> String {
-    let last: Vec<&str> = tail.lines().rev().take(5).collect();
+    let last: Vec<&str> = tail
+        .lines()
+        .rev()
+        .filter(|l| !l.trim().is_empty())
+        .take(5)
+        .collect();
     if last.is_empty() {
         return String::new();
     }
@@ -360,5 +366,12 @@ mod tests {
             tail_note(&text),
             "; its last output: line 4 | line 5 | line 6 | line 7 | line 8"
         );
+        // scx programs end with a dump framed by blank lines, then EXIT.
+        let exit = "dump\n\n=====\n\n  \nEXIT: scx_bpf_error (test triggering error)";
+        assert_eq!(
+            tail_note(exit),
+            "; its last output: dump | ===== | EXIT: scx_bpf_error (test triggering error)"
+        );
+        assert_eq!(tail_note("\n \n"), "");
     }
 }
