@@ -2,13 +2,15 @@
 //! the kernel's `scx_simple` or one of the scx project's) over one run: the
 //! program is started before the workers, the run waits until the kernel
 //! says the scheduler is enabled, the workers of the fair policies are
-//! handed to it, and the program is stopped (SIGINT, then SIGKILL) when
-//! the run has ended, before the next run starts.
+//! handed to it, and the program's process group is stopped (SIGINT, then
+//! SIGKILL) when the run has ended, before the next run starts.
 //!
-//! The program is schedlab's child, in a process group of its own, and is
-//! SIGKILLed by the kernel if schedlab dies (`PR_SET_PDEATHSIG`); the
-//! kernel unloads a BPF scheduler whose program has died, so nothing of it
-//! outlives schedlab, even after a `kill -9`.
+//! The program is schedlab's child, in a process group of its own (so a
+//! wrapper that forks the scheduler is stopped with it), and is SIGKILLed
+//! by the kernel if schedlab dies (`PR_SET_PDEATHSIG`); the kernel unloads
+//! a BPF scheduler whose program has died, so nothing of it outlives
+//! schedlab, even after a `kill -9` (of a wrapper, only the wrapper: what
+//! it forked has no such tie).
 //!
 //! Workers of the fair policies are scheduled by it: a scheduler in
 //! switch-all mode (the scx default) takes them itself; one in partial mode
@@ -259,31 +261,37 @@ impl Running {
         Report { json, failure }
     }
 
-    /// SIGINT, then SIGKILL after [`STOP_GRACE`]; then wait for the kernel
-    /// to report sched_ext disabled. Returns how the program ended, its
-    /// usage, and whether sched_ext is disabled again.
+    /// SIGINT to the program's process group, then SIGKILL to the group
+    /// after [`STOP_GRACE`]; then wait for the kernel to report sched_ext
+    /// disabled. Returns how the program ended, its usage, and whether
+    /// sched_ext is disabled again.
+    ///
+    /// The whole group, because a program may be a wrapper that forks the
+    /// scheduler (`sh -c 'scx_x; …'`, a launcher): a signal to the wrapper
+    /// alone leaves the scheduler loaded. The group is signalled only while
+    /// its leader, the program, is not reaped (alive or a zombie), which
+    /// keeps the group's id from being reused by another process.
     fn shut_down(&mut self) -> (Option<String>, Option<Usage>, bool) {
         self.stopped = true;
         let mut ended = self.ended.take();
         if ended.is_none() {
-            proc::kill(self.pid, libc::SIGINT);
+            let _ = proc::kill_group(self.pid, libc::SIGINT);
+            // The program has ended and the scheduler is unloaded, or the
+            // grace is over.
             let until = Instant::now() + STOP_GRACE;
-            ended = loop {
-                match proc::try_reap(self.pid) {
-                    Ok(Some(e)) => break Some(e),
-                    Ok(None) if Instant::now() < until => std::thread::sleep(POLL),
-                    Ok(None) => {
-                        proc::kill(self.pid, libc::SIGKILL);
-                        break proc::reap(self.pid).ok();
-                    }
-                    Err(_) => break None,
-                }
-            };
+            while Instant::now() < until
+                && !(proc::child_exited(self.pid).unwrap_or(true) && disabled())
+            {
+                std::thread::sleep(POLL);
+            }
+            // Whatever of the group is left (the program, or what it
+            // started and did not stop).
+            let _ = proc::kill_group(self.pid, libc::SIGKILL);
+            ended = proc::reap(self.pid).ok();
         }
         let until = Instant::now() + STOP_GRACE;
         let unloaded = loop {
-            let (state, _) = scx::state_now();
-            if state.as_deref() == Some("disabled") {
+            if disabled() {
                 break true;
             }
             if Instant::now() >= until {
@@ -322,9 +330,20 @@ impl Drop for Running {
     }
 }
 
-/// "; its last output: …" or nothing.
+/// Whether the kernel reports sched_ext disabled now.
+fn disabled() -> bool {
+    scx::state_now().0.as_deref() == Some("disabled")
+}
+
+/// "; its last output: …" (its last five lines that are not blank) or
+/// nothing.
 fn tail_note(tail: &str) -> String {
-    let last: Vec<&str> = tail.lines().rev().take(5).collect();
+    let last: Vec<&str> = tail
+        .lines()
+        .rev()
+        .filter(|l| !l.trim().is_empty())
+        .take(5)
+        .collect();
     if last.is_empty() {
         return String::new();
     }
@@ -347,5 +366,12 @@ mod tests {
             tail_note(&text),
             "; its last output: line 4 | line 5 | line 6 | line 7 | line 8"
         );
+        // scx programs end with a dump framed by blank lines, then EXIT.
+        let exit = "dump\n\n=====\n\n  \nEXIT: scx_bpf_error (test triggering error)";
+        assert_eq!(
+            tail_note(exit),
+            "; its last output: dump | ===== | EXIT: scx_bpf_error (test triggering error)"
+        );
+        assert_eq!(tail_note("\n \n"), "");
     }
 }

@@ -463,6 +463,42 @@ pub fn kill(pid: i32, sig: i32) {
     unsafe { libc::kill(pid, sig) };
 }
 
+/// Send `sig` to every process of the process group `pgid`. Refuses
+/// (`InvalidInput`) a `pgid` below 2: `kill(0)` and `kill(-1)` would reach
+/// schedlab's own group or every process.
+pub fn kill_group(pgid: i32, sig: i32) -> io::Result<()> {
+    if pgid < 2 {
+        return Err(io::Error::from(io::ErrorKind::InvalidInput));
+    }
+    // SAFETY: kill has no memory arguments.
+    if unsafe { libc::kill(-pgid, sig) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Whether the child `pid` has exited, without reaping it: until it is
+/// reaped its pid, and so the id of the process group it leads, stays
+/// reserved.
+pub fn child_exited(pid: i32) -> io::Result<bool> {
+    // SAFETY: zeroed siginfo is valid; waitid fills it.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `info` is valid, writable storage for waitid to fill.
+    let rc = unsafe {
+        libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: waitid succeeded; si_pid is 0 when the child has not exited.
+    Ok(unsafe { info.si_pid() } != 0)
+}
+
 /// Ask the kernel to SIGKILL the calling process when its parent dies, so no
 /// worker outlives a schedlab that was killed. Async-signal-safe.
 pub fn die_with_parent_raw() -> Result<(), i32> {
@@ -599,6 +635,59 @@ mod tests {
         };
         assert_eq!(sfd.take(), Some(libc::SIGCHLD));
         assert_eq!(sfd.take(), None);
+    }
+
+    #[test]
+    fn kill_group_refuses_what_would_reach_beyond_one_group() {
+        for pgid in [-5, 0, 1] {
+            let e = kill_group(pgid, 0).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{pgid}");
+        }
+    }
+
+    #[test]
+    fn kill_group_reaches_what_a_child_started_and_child_exited_does_not_reap() {
+        use std::io::BufRead;
+        // A wrapper in a process group of its own that forks a sleep.
+        let mut cmd = std::process::Command::new("sh");
+        cmd.args(["-c", "sleep 30 & echo $!; wait"])
+            .stdout(std::process::Stdio::piped());
+        crate::sys::child::configure(
+            &mut cmd,
+            crate::sys::child::ChildSetup {
+                own_process_group: true,
+                ..Default::default()
+            },
+        );
+        // Reaped below by `reap`, as schedlab reaps its children.
+        let (pid, stdout) = cmd
+            .spawn()
+            .map(|mut c| (c.id() as i32, c.stdout.take().unwrap()))
+            .unwrap();
+        let mut first = String::new();
+        std::io::BufReader::new(stdout)
+            .read_line(&mut first)
+            .unwrap();
+        let forked: i32 = first.trim().parse().unwrap();
+        assert!(!child_exited(pid).unwrap());
+        kill_group(pid, libc::SIGKILL).unwrap();
+        let gone = |p: i32| {
+            // Gone, or a zombie its new parent has not reaped yet.
+            std::fs::read_to_string(format!("/proc/{p}/stat"))
+                .map(|s| s.rsplit_once(") ").is_some_and(|(_, r)| r.starts_with('Z')))
+                .unwrap_or(true)
+        };
+        let until = std::time::Instant::now() + Duration::from_secs(5);
+        while !(child_exited(pid).unwrap() && gone(forked)) {
+            assert!(
+                std::time::Instant::now() < until,
+                "the group survived SIGKILL"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // Still there to reap: child_exited left it.
+        assert!(child_exited(pid).unwrap());
+        assert_eq!(reap(pid).unwrap().0, Exit::Signal(libc::SIGKILL));
     }
 
     #[test]
