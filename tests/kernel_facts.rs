@@ -69,12 +69,22 @@ nice = [0, 10, 19]
     let conn = rusqlite::Connection::open(dir.path().join("t.db")).unwrap();
     let mut stmt = conn
         .prepare(
-            "SELECT p.run_id, p.nice, p.run_ns, p.end_ns FROM processes p JOIN runs r ON r.id = p.run_id \
-             WHERE r.status = 'ok' AND p.role = 'worker' ORDER BY p.run_id, p.process_index",
+            "SELECT p.run_id, p.nice, p.run_ns, p.end_ns, p.wait_ns, p.timeslices \
+             FROM processes p JOIN runs r ON r.id = p.run_id WHERE r.status = 'ok' AND p.role = 'worker' ORDER BY p.run_id, p.process_index",
         )
         .unwrap();
-    let rows: Vec<(i64, i64, i64, i64)> = stmt
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+    #[allow(clippy::type_complexity)]
+    let rows: Vec<(i64, i64, i64, i64, i64, i64)> = stmt
+        .query_map([], |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+            ))
+        })
         .unwrap()
         .map(Result::unwrap)
         .collect();
@@ -83,14 +93,23 @@ nice = [0, 10, 19]
     let mut ratios: std::collections::BTreeMap<i64, Vec<f64>> = Default::default();
     for run in rows.chunks(3) {
         let cpu_total: f64 = run.iter().map(|r| r.2 as f64).sum();
-        for &(run_id, nice, run_ns, end_ns) in run {
+        for &(run_id, nice, run_ns, end_ns, wait_ns, turns) in run {
             let share = run_ns as f64 / cpu_total;
             let ideal = kernel_weight(nice) / total_weight;
             ratios.entry(nice).or_default().push(share / ideal);
+            // A worker sees the deadline on its first turn after it. On a
+            // CPU of its own that comes when its siblings exit at the same
+            // deadline (measured: within 7 ms); beside other programs'
+            // runnable tasks, which go on, it comes after one of its usual
+            // waits between turns, which the kernel counts (schedstat:
+            // run_delay / pcount): for nice 19 beside four CPU hogs, one
+            // turn in 2 s and 0.6 to 1.1 s late.
             let over_ms = (end_ns - duration_ns) as f64 / 1e6;
+            let wait_per_turn_ms = wait_ns as f64 / turns.max(1) as f64 / 1e6;
             assert!(
-                (-1.0..100.0).contains(&over_ms),
-                "run {run_id}: nice {nice} ended {over_ms:.1} ms after release + duration"
+                (-1.0..100.0 + wait_per_turn_ms).contains(&over_ms),
+                "run {run_id}: nice {nice} ended {over_ms:.1} ms after release + duration \
+                 (it waited {wait_per_turn_ms:.1} ms per turn)"
             );
         }
     }

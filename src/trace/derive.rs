@@ -6,9 +6,10 @@
 //! window opened starts at the window's start and is marked
 //! (`start_clipped`); one still under way when it closed ends at the
 //! window's end with no end reason (`end: None`). A `sched_switch` whose
-//! `prev` is not the task the trace put on that CPU (only possible when
-//! events were lost) drops the slice it would have closed and is counted in
-//! [`Derived::mismatched_switches`].
+//! `prev` is not the task the trace put on that CPU drops the slice it would
+//! have closed and is counted in [`Derived::mismatched_switches`] when a
+//! task of the run is one of the two (only possible when events were lost;
+//! other programs' tasks replace each other unseen under the pid filter).
 
 use std::collections::{HashMap, HashSet};
 
@@ -185,6 +186,13 @@ pub fn derive(cap: &Capture) -> Derived {
                     Some(open) if open.pid == prev_pid => {
                         push_slice(&mut out, prev_pid, ev.cpu, open.start_ns, Some((ts, how)))
                     }
+                    // Under the pid filter the kernel records a switch
+                    // only when one side is a task of the run, so other
+                    // programs' tasks follow each other on the CPU unseen:
+                    // a switch from one of them after another was put on
+                    // says nothing was lost. Only a task of the run going
+                    // off or coming on unseen is a contradiction.
+                    Some(open) if !run.contains(open.pid) && !run.contains(prev_pid) => {}
                     Some(_) => out.mismatched_switches += 1,
                     // The first switch seen on this CPU: prev held it since
                     // before the trace began.
@@ -585,6 +593,32 @@ pub(crate) mod tests {
         let d = derive(&cap);
         assert_eq!(d.slices.len(), 1);
         assert_eq!(d.slices[0].pid, 10);
+    }
+
+    #[test]
+    fn other_programs_tasks_replacing_each_other_unseen_are_no_mismatch() {
+        // The pid filter records 10 -> 50 and 60 -> 11, never 50 -> 60:
+        // other programs shared the CPU, nothing was lost.
+        let cap = capture(
+            0,
+            100,
+            &[10, 11],
+            vec![
+                sw(10, 0, 0, 0, 10),
+                sw(20, 0, 10, PREEMPTED, 50),
+                sw(30, 0, 60, PREEMPTED, 11),
+                sw(40, 0, 11, SLEEPING, 0),
+            ],
+        );
+        let d = derive(&cap);
+        assert_eq!(d.mismatched_switches, 0);
+        assert_eq!(
+            d.slices,
+            vec![
+                slice(10, 0, 10, 20, Some(SwitchEnd::Preempted)),
+                slice(11, 0, 30, 40, Some(SwitchEnd::Blocked)),
+            ]
+        );
     }
 
     #[test]
