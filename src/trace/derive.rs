@@ -52,10 +52,13 @@ pub struct WakeUp {
     /// `sched_waking`; None for a new task (the kernel fires only
     /// `sched_wakeup_new`) or a waking before the trace began.
     pub waking_ns: Option<u64>,
-    /// `sched_wakeup` / `sched_wakeup_new`: on a run queue.
+    /// `sched_wakeup` / `sched_wakeup_new`: on a run queue (None for an
+    /// ordinary wake-up in captures without `sched_wakeup`).
     pub wakeup_ns: Option<u64>,
-    /// The CPU whose run queue it was put on (of `sched_wakeup` when seen,
-    /// else the `sched_waking` target).
+    /// The CPU whose run queue it was put on: of `sched_wakeup` when seen
+    /// (schedlab no longer records it), else the `sched_waking` target (the
+    /// task's CPU as it was woken) or, when the waker moved it, the
+    /// destination of the `sched_migrate_task` that followed.
     pub target_cpu: u32,
     /// `sched_wakeup_new`: the first wake-up of a new task.
     pub new: bool,
@@ -269,6 +272,15 @@ pub fn derive(cap: &Capture) -> Derived {
                 dest_cpu,
                 ..
             } => {
+                // A waking task moved to the CPU its waker chose (ttwu fires
+                // this after sched_waking, whose target is the task's old
+                // CPU): that is the run queue it is put on, when no
+                // sched_wakeup says so.
+                if let Some(w) = pending.get_mut(&pid)
+                    && w.wakeup_ns.is_none()
+                {
+                    w.target_cpu = dest_cpu;
+                }
                 if run.contains(pid) && (w0..=w1).contains(&ts) {
                     out.migrations.push(Migration {
                         pid,
@@ -464,6 +476,42 @@ pub(crate) mod tests {
             }]
         );
         assert_eq!(d.wakeups[0].latency_ns(), Some(7));
+    }
+
+    #[test]
+    fn without_sched_wakeup_the_waker_s_migration_gives_the_target_cpu() {
+        // 10 sleeps on CPU 0; 11 on CPU 1 wakes it (sched_waking names its
+        // old CPU, 0) and moves it to CPU 1, where it runs; no sched_wakeup.
+        let cap = capture(
+            0,
+            100,
+            &[10, 11],
+            vec![
+                sw(10, 0, 0, 0, 10),
+                sw(20, 0, 10, SLEEPING, 0),
+                waking(30, 1, 11, 10, 0),
+                migrate(31, 1, 10, 0, 1),
+                sw(40, 1, 11, SLEEPING, 10),
+                // A later move of a task not waking changes no wake-up.
+                migrate(50, 1, 11, 1, 0),
+            ],
+        );
+        let d = derive(&cap);
+        assert_eq!(
+            d.wakeups,
+            vec![WakeUp {
+                pid: 10,
+                waker_pid: 11,
+                waking_ns: Some(30),
+                wakeup_ns: None,
+                target_cpu: 1,
+                new: false,
+                switch_in_ns: Some(40),
+                cpu: Some(1),
+            }]
+        );
+        assert_eq!(d.wakeups[0].latency_ns(), Some(10));
+        assert_eq!(d.migrations.len(), 2);
     }
 
     #[test]
