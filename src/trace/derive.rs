@@ -8,7 +8,9 @@
 //! window's end with no end reason (`end: None`). A `sched_switch` whose
 //! `prev` is not the task the trace put on that CPU (only possible when
 //! events were lost) drops the slice it would have closed and is counted in
-//! [`Derived::mismatched_switches`].
+//! [`Derived::mismatched_switches`], unless neither is a task of the run:
+//! the capture keeps only the events about the run's tasks, so switches
+//! between two other tasks are missing by design.
 
 use std::collections::{HashMap, HashSet};
 
@@ -188,6 +190,10 @@ pub fn derive(cap: &Capture) -> Derived {
                     Some(open) if open.pid == prev_pid => {
                         push_slice(&mut out, prev_pid, ev.cpu, open.start_ns, Some((ts, how)))
                     }
+                    // The capture keeps only events about the run's tasks,
+                    // so a switch between two others is not in it: a gap
+                    // among other tasks contradicts nothing of the run's.
+                    Some(open) if !run.contains(open.pid) && !run.contains(prev_pid) => {}
                     Some(_) => out.mismatched_switches += 1,
                     // The first switch seen on this CPU: prev held it since
                     // before the trace began.
@@ -650,6 +656,41 @@ pub(crate) mod tests {
         let d = derive(&cap);
         assert!(d.slices.is_empty(), "{:?}", d.slices);
         assert_eq!(d.mismatched_switches, 1);
+    }
+
+    #[test]
+    fn a_gap_among_other_tasks_is_no_mismatch() {
+        // 10 is preempted by 50; 50 → 60 is not in the capture (neither is
+        // the run's); 60 → 10 follows.
+        let cap = capture(
+            0,
+            100,
+            &[10],
+            vec![
+                sw(10, 0, 0, 0, 10),
+                sw(20, 0, 10, PREEMPTED, 50),
+                sw(40, 0, 60, PREEMPTED, 10),
+                sw(60, 0, 10, SLEEPING, 0),
+            ],
+        );
+        let d = derive(&cap);
+        assert_eq!(d.mismatched_switches, 0);
+        assert_eq!(
+            d.slices,
+            vec![
+                slice(10, 0, 10, 20, Some(SwitchEnd::Preempted)),
+                slice(10, 0, 40, 60, Some(SwitchEnd::Blocked)),
+            ]
+        );
+        // A switch out of 10 while the trace has another task on the CPU
+        // still is one.
+        let cap = capture(
+            0,
+            100,
+            &[10],
+            vec![sw(10, 0, 10, PREEMPTED, 50), sw(20, 0, 10, SLEEPING, 0)],
+        );
+        assert_eq!(derive(&cap).mismatched_switches, 1);
     }
 
     #[test]
