@@ -11,7 +11,7 @@
 //! of alternated trials): the cost is the kernel writing each event, about
 //! 0.3 µs an event there whatever the buffer size or the trace clock; a
 //! bare instance recording the same events with nobody reading costs the
-//! same as this whole recorder (1.22 against 1.23). The reader thread, on
+//! same as this whole recorder (1.23 both). The reader thread, on
 //! a CPU the run does not use and reading without blocking (so the kernel
 //! never wakes it from the traced CPUs), costs nothing measurable. So:
 //! - no `set_event_pid` filter: it adds its own probes to every switch and
