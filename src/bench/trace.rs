@@ -2,7 +2,9 @@
 //! with schedlab's other counters. A CPU-bound campaign and a pingpong
 //! campaign are run with and without `trace = true`, alternating, several
 //! trials each; printed: the median campaign wall time and median run
-//! makespan of each side and their ratio (traced / untraced), then, over
+//! makespan of each side and their ratio (traced / untraced), with the
+//! spread of the trials' own makespan ratios (each trial's two campaigns
+//! ran back to back, so its ratio is the fairest single figure), then, over
 //! the traced runs' workers, how the trace's on-CPU time compares with
 //! schedstat's run time and its switch count with rusage's nvcsw + nivcsw;
 //! last, a traced WRR campaign's dispatcher slice ends against the kernel's
@@ -85,14 +87,15 @@ pub fn run(o: TraceBenchOptions) -> Result<()> {
         o.cpu
     )?;
     outln!(
-        "{:<14} {:>12} {:>12} {:>7}   {:>13} {:>13} {:>7}",
+        "{:<14} {:>12} {:>12} {:>7}   {:>13} {:>13} {:>7}   {}",
         "workload",
         "wall plain",
         "wall traced",
         "ratio",
         "makespan pl.",
         "makespan tr.",
-        "ratio"
+        "ratio",
+        "trials' ratios min / median / max"
     )?;
     let mut traced_rows: Vec<ExportRow> = Vec::new();
     for (label, kind, keys) in LOADS {
@@ -116,14 +119,20 @@ pub fn run(o: TraceBenchOptions) -> Result<()> {
         }
         let w = [median(wall[0].clone()), median(wall[1].clone())];
         let m = [median(span[0].clone()), median(span[1].clone())];
+        let mut per_trial: Vec<f64> = span[1].iter().zip(&span[0]).map(|(t, p)| t / p).collect();
+        per_trial.sort_by(f64::total_cmp);
         outln!(
-            "{label:<14} {:>10.3} s {:>10.3} s {:>7.3}   {:>11.4} s {:>11.4} s {:>7.3}",
+            "{label:<14} {:>10.3} s {:>10.3} s {:>7.3}   {:>11.4} s {:>11.4} s {:>7.3}   \
+             {:.3} / {:.3} / {:.3}",
             w[0],
             w[1],
             w[1] / w[0],
             m[0],
             m[1],
-            m[1] / m[0]
+            m[1] / m[0],
+            per_trial.first().copied().unwrap_or(f64::NAN),
+            median(per_trial.clone()),
+            per_trial.last().copied().unwrap_or(f64::NAN)
         )?;
     }
     outln!(

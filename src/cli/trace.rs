@@ -9,8 +9,9 @@ use crate::trace::export::{self, ExportOptions, Format};
 
 #[derive(clap::Subcommand)]
 pub(super) enum TraceCommand {
-    /// Write a traced run's kernel scheduling events (sched_switch, sched_waking, sched_wakeup,
-    /// sched_migrate_task, sched_process_exit) as a Perfetto trace or Chrome trace-event JSON.
+    /// Write a traced run's kernel scheduling events (sched_switch, sched_waking,
+    /// sched_wakeup_new, sched_migrate_task, sched_process_exit) as a Perfetto trace or Chrome
+    /// trace-event JSON.
     #[command(
         after_help = "Open the file at https://ui.perfetto.dev (Open trace file): \
                             one track per CPU with every slice the scheduler gave, and each \

@@ -6,10 +6,11 @@
 //! window opened starts at the window's start and is marked
 //! (`start_clipped`); one still under way when it closed ends at the
 //! window's end with no end reason (`end: None`). A `sched_switch` whose
-//! `prev` is not the task the trace put on that CPU drops the slice it would
-//! have closed and is counted in [`Derived::mismatched_switches`] when a
-//! task of the run is one of the two (only possible when events were lost;
-//! other programs' tasks replace each other unseen under the pid filter).
+//! `prev` is not the task the trace put on that CPU (only possible when
+//! events were lost) drops the slice it would have closed and is counted in
+//! [`Derived::mismatched_switches`], unless neither is a task of the run:
+//! the capture keeps only the events about the run's tasks, so switches
+//! between two other tasks are missing by design.
 
 use std::collections::{HashMap, HashSet};
 
@@ -53,10 +54,13 @@ pub struct WakeUp {
     /// `sched_waking`; None for a new task (the kernel fires only
     /// `sched_wakeup_new`) or a waking before the trace began.
     pub waking_ns: Option<u64>,
-    /// `sched_wakeup` / `sched_wakeup_new`: on a run queue.
+    /// `sched_wakeup` / `sched_wakeup_new`: on a run queue (None for an
+    /// ordinary wake-up in captures without `sched_wakeup`).
     pub wakeup_ns: Option<u64>,
-    /// The CPU whose run queue it was put on (of `sched_wakeup` when seen,
-    /// else the `sched_waking` target).
+    /// The CPU whose run queue it was put on: of `sched_wakeup` when seen
+    /// (schedlab no longer records it), else the `sched_waking` target (the
+    /// task's CPU as it was woken) or, when the waker moved it, the
+    /// destination of the `sched_migrate_task` that followed.
     pub target_cpu: u32,
     /// `sched_wakeup_new`: the first wake-up of a new task.
     pub new: bool,
@@ -186,12 +190,9 @@ pub fn derive(cap: &Capture) -> Derived {
                     Some(open) if open.pid == prev_pid => {
                         push_slice(&mut out, prev_pid, ev.cpu, open.start_ns, Some((ts, how)))
                     }
-                    // Under the pid filter the kernel records a switch
-                    // only when one side is a task of the run, so other
-                    // programs' tasks follow each other on the CPU unseen:
-                    // a switch from one of them after another was put on
-                    // says nothing was lost. Only a task of the run going
-                    // off or coming on unseen is a contradiction.
+                    // The capture keeps only events about the run's tasks,
+                    // so a switch between two others is not in it: a gap
+                    // among other tasks contradicts nothing of the run's.
                     Some(open) if !run.contains(open.pid) && !run.contains(prev_pid) => {}
                     Some(_) => out.mismatched_switches += 1,
                     // The first switch seen on this CPU: prev held it since
@@ -277,6 +278,15 @@ pub fn derive(cap: &Capture) -> Derived {
                 dest_cpu,
                 ..
             } => {
+                // A waking task moved to the CPU its waker chose (ttwu fires
+                // this after sched_waking, whose target is the task's old
+                // CPU): that is the run queue it is put on, when no
+                // sched_wakeup says so.
+                if let Some(w) = pending.get_mut(&pid)
+                    && w.wakeup_ns.is_none()
+                {
+                    w.target_cpu = dest_cpu;
+                }
                 if run.contains(pid) && (w0..=w1).contains(&ts) {
                     out.migrations.push(Migration {
                         pid,
@@ -475,6 +485,42 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn without_sched_wakeup_the_waker_s_migration_gives_the_target_cpu() {
+        // 10 sleeps on CPU 0; 11 on CPU 1 wakes it (sched_waking names its
+        // old CPU, 0) and moves it to CPU 1, where it runs; no sched_wakeup.
+        let cap = capture(
+            0,
+            100,
+            &[10, 11],
+            vec![
+                sw(10, 0, 0, 0, 10),
+                sw(20, 0, 10, SLEEPING, 0),
+                waking(30, 1, 11, 10, 0),
+                migrate(31, 1, 10, 0, 1),
+                sw(40, 1, 11, SLEEPING, 10),
+                // A later move of a task not waking changes no wake-up.
+                migrate(50, 1, 11, 1, 0),
+            ],
+        );
+        let d = derive(&cap);
+        assert_eq!(
+            d.wakeups,
+            vec![WakeUp {
+                pid: 10,
+                waker_pid: 11,
+                waking_ns: Some(30),
+                wakeup_ns: None,
+                target_cpu: 1,
+                new: false,
+                switch_in_ns: Some(40),
+                cpu: Some(1),
+            }]
+        );
+        assert_eq!(d.wakeups[0].latency_ns(), Some(10));
+        assert_eq!(d.migrations.len(), 2);
+    }
+
+    #[test]
     fn a_waking_while_the_task_still_runs_is_no_wakeup() {
         let cap = capture(
             0,
@@ -596,32 +642,6 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn other_programs_tasks_replacing_each_other_unseen_are_no_mismatch() {
-        // The pid filter records 10 -> 50 and 60 -> 11, never 50 -> 60:
-        // other programs shared the CPU, nothing was lost.
-        let cap = capture(
-            0,
-            100,
-            &[10, 11],
-            vec![
-                sw(10, 0, 0, 0, 10),
-                sw(20, 0, 10, PREEMPTED, 50),
-                sw(30, 0, 60, PREEMPTED, 11),
-                sw(40, 0, 11, SLEEPING, 0),
-            ],
-        );
-        let d = derive(&cap);
-        assert_eq!(d.mismatched_switches, 0);
-        assert_eq!(
-            d.slices,
-            vec![
-                slice(10, 0, 10, 20, Some(SwitchEnd::Preempted)),
-                slice(11, 0, 30, 40, Some(SwitchEnd::Blocked)),
-            ]
-        );
-    }
-
-    #[test]
     fn a_switch_out_of_a_task_not_on_the_cpu_drops_both_slices_and_is_counted() {
         let cap = capture(
             0,
@@ -636,6 +656,41 @@ pub(crate) mod tests {
         let d = derive(&cap);
         assert!(d.slices.is_empty(), "{:?}", d.slices);
         assert_eq!(d.mismatched_switches, 1);
+    }
+
+    #[test]
+    fn a_gap_among_other_tasks_is_no_mismatch() {
+        // 10 is preempted by 50; 50 → 60 is not in the capture (neither is
+        // the run's); 60 → 10 follows.
+        let cap = capture(
+            0,
+            100,
+            &[10],
+            vec![
+                sw(10, 0, 0, 0, 10),
+                sw(20, 0, 10, PREEMPTED, 50),
+                sw(40, 0, 60, PREEMPTED, 10),
+                sw(60, 0, 10, SLEEPING, 0),
+            ],
+        );
+        let d = derive(&cap);
+        assert_eq!(d.mismatched_switches, 0);
+        assert_eq!(
+            d.slices,
+            vec![
+                slice(10, 0, 10, 20, Some(SwitchEnd::Preempted)),
+                slice(10, 0, 40, 60, Some(SwitchEnd::Blocked)),
+            ]
+        );
+        // A switch out of 10 while the trace has another task on the CPU
+        // still is one.
+        let cap = capture(
+            0,
+            100,
+            &[10],
+            vec![sw(10, 0, 10, PREEMPTED, 50), sw(20, 0, 10, SLEEPING, 0)],
+        );
+        assert_eq!(derive(&cap).mismatched_switches, 1);
     }
 
     #[test]

@@ -13,8 +13,8 @@
 //! - `FtraceEventBundle` packets, one CPU each and at most
 //!   [`EVENTS_PER_BUNDLE`] events, with the raw tracepoints as plain
 //!   `FtraceEvent`s (not Perfetto's optional compact_sched encoding):
-//!   sched_switch, sched_waking, sched_wakeup, sched_wakeup_new,
-//!   sched_migrate_task, sched_process_exit.
+//!   sched_switch, sched_waking, sched_wakeup_new, sched_migrate_task,
+//!   sched_process_exit (and sched_wakeup, in captures that have it).
 //!
 //! Timestamps are the capture's own (CLOCK_MONOTONIC ns), written as they
 //! are. Perfetto takes an ftrace bundle without `ftrace_clock` to be on its

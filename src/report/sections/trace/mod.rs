@@ -240,7 +240,7 @@ impl Section for TraceSection {
     fn blocks(&self, a: &Analysis) -> Vec<Block> {
         let d = &self.data;
         let mut b = vec![Block::p(format!(
-            "{} of the campaign {} traced by the kernel (sched_switch, sched_waking, sched_wakeup, \
+            "{} of the campaign {} traced by the kernel (sched_switch, sched_waking, sched_wakeup_new, \
              sched_migrate_task, sched_process_exit over the measured window). A slice runs from a task's switch-in \
              to its switch-out on that CPU; slices cut by the window's edges count towards time and number but not \
              towards the lengths. Wake-up-to-run latency is from sched_waking to the task's next switch-in: the \
