@@ -246,6 +246,24 @@ impl Running {
                 tail_note(&tail)
             )
         });
+        // Its program and the program's group are gone, yet the kernel
+        // still has a scheduler: something outside schedlab's reach holds
+        // it (a pinned link, a process started outside the group). The
+        // machine is not as it was, and the next runs will say so.
+        let failure = failure.or_else(|| {
+            (!unloaded).then(|| {
+                format!(
+                    "the sched_ext scheduler \"{}\" of matrix.ext_scheduler = \"{}\" was still \
+                     loaded {} s after its program was stopped (sched_ext {}): something outside \
+                     the program's process group holds it (a pinned link, or a process it started \
+                     elsewhere); stop it by hand",
+                    self.ops,
+                    self.level.name,
+                    STOP_GRACE.as_secs(),
+                    scx::state_now().0.as_deref().unwrap_or("unknown"),
+                )
+            })
+        });
         let json = serde_json::json!({
             "name": self.level.name,
             "command": self.level.command,
