@@ -11,7 +11,7 @@ use super::journal::{
     Holder, Journal, holder_state, journal_candidates, read_journal, remove_journal,
     trace_journal_candidates, try_lock,
 };
-use super::procs::{boot_id, self_pid};
+use super::procs::{boot_id, pid_alive, self_pid};
 
 /// Restores and removes the leftover journal `j` at `path` (lock held).
 pub(super) fn recover_locked(knobs: &Knobs, path: &Path, j: &Journal) -> Result<String> {
@@ -67,20 +67,70 @@ pub(super) fn recover_one(knobs: &Knobs, path: &Path) -> Result<Option<String>> 
 /// remove it, and return a warning for the caller to print. `Ok(None)` when
 /// there is nothing to do (no journal, or its schedlab is still running).
 pub fn recover_leftover() -> Result<Option<String>> {
-    let candidates: Vec<PathBuf> = journal_candidates()
+    let all: Vec<PathBuf> = journal_candidates()
         .into_iter()
         .chain(trace_journal_candidates())
-        .filter(|p| p.exists())
         .collect();
+    let mut notes: Vec<String> = all
+        .iter()
+        .flat_map(|p| remove_stale_temporaries(p))
+        .collect();
+    let candidates: Vec<PathBuf> = all.into_iter().filter(|p| p.exists()).collect();
     if candidates.is_empty() {
-        return Ok(None);
+        return Ok((!notes.is_empty()).then(|| notes.join("\n")));
     }
     let knobs = Knobs::system();
-    let mut notes = Vec::new();
     for path in candidates {
         notes.extend(recover_one(&knobs, &path)?);
     }
     Ok((!notes.is_empty()).then(|| notes.join("\n")))
+}
+
+/// Removes the temporary files of journal `path` (`.NAME.PID.tmp`, see
+/// `write_journal_exclusive`) whose writer is gone: a schedlab killed after
+/// writing one and before renaming it into place had changed nothing yet
+/// (settings change only once the journal is in place). A file whose
+/// writer is alive, or that is not named so, is left alone. Returns a note
+/// per file removed.
+fn remove_stale_temporaries(path: &Path) -> Vec<String> {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return Vec::new();
+    };
+    let prefix = format!(".{}.", name.to_string_lossy());
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut notes = Vec::new();
+    for entry in entries.flatten() {
+        let file = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = file
+            .strip_prefix(&prefix)
+            .and_then(|rest| rest.strip_suffix(".tmp"))
+            .and_then(|pid| pid.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        // The writer as the file names it, and as its content (when whole)
+        // identifies it: pid, start time, boot.
+        let content = std::fs::read_to_string(entry.path())
+            .ok()
+            .and_then(|t| Journal::from_json(&t).ok());
+        let gone = match &content {
+            Some(j) if j.pid == pid => {
+                holder_state(j, boot_id().as_deref(), i32::MIN) != Holder::Alive
+            }
+            Some(_) => false,
+            None => pid != self_pid() && !pid_alive(pid, None),
+        };
+        if gone && std::fs::remove_file(entry.path()).is_ok() {
+            notes.push(format!(
+                "removed {}, a journal being written by schedlab pid {pid} when it died (nothing \
+                 had been changed yet)",
+                entry.path().display()
+            ));
+        }
+    }
+    notes
 }
 
 #[cfg(test)]
@@ -89,6 +139,43 @@ mod tests {
     use crate::sys::knobs::fake::{fake, sample_journal};
     use crate::sys::knobs::guard::RtGuard;
     use crate::sys::knobs::plan::Knob;
+
+    #[test]
+    fn stale_temporary_journals_of_dead_writers_are_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rt-journal.json");
+        let tmp = |pid: i32| dir.path().join(format!(".rt-journal.json.{pid}.tmp"));
+        // A dead writer (no such pid), whole and cut short.
+        let mut dead = sample_journal();
+        dead.pid = i32::MAX;
+        dead.boot_id = boot_id();
+        std::fs::write(tmp(i32::MAX), dead.to_json()).unwrap();
+        std::fs::write(tmp(i32::MAX - 1), "{\"format\": 1, \"pi").unwrap();
+        // A live writer: a child of this test, with its real start time.
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let live_pid = child.id() as i32;
+        let mut live = sample_journal();
+        live.pid = live_pid;
+        live.pid_start_ticks = super::super::procs::process_start_ticks(live_pid);
+        live.boot_id = boot_id();
+        std::fs::write(tmp(live_pid), live.to_json()).unwrap();
+        // Not ours by name.
+        std::fs::write(dir.path().join(".other.json.1.tmp"), "x").unwrap();
+        let notes = remove_stale_temporaries(&path);
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(
+            notes[0].contains("nothing had been changed yet"),
+            "{notes:?}"
+        );
+        assert!(!tmp(i32::MAX).exists() && !tmp(i32::MAX - 1).exists());
+        assert!(tmp(live_pid).exists());
+        assert!(dir.path().join(".other.json.1.tmp").exists());
+    }
 
     #[test]
     fn fake_leftover_is_recovered() {
