@@ -5,13 +5,12 @@
 //! HTML renders in headless Chromium.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use schedlab::report::compare::planted::{self, Planted};
 use schedlab::store::Store;
 
 mod common;
-use common::{schedlab, text};
+use common::{chromium, headless, schedlab, text};
 
 /// One side of `cfg` as the only campaign of a new database `name`.
 fn database(dir: &Path, name: &str, cfg: &Planted, candidate: bool) -> PathBuf {
@@ -300,34 +299,6 @@ fn environment_differences_are_flagged_unless_expected() {
     );
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).contains("kernel"), "{}", text(&o));
-}
-
-/// Where Chromium is, or None where the test may not run (fails under CI
-/// or `SCHEDLAB_REQUIRE_ROOT=1`, else listed as not run).
-fn chromium() -> Option<PathBuf> {
-    let p = PathBuf::from("/usr/bin/chromium");
-    common::require_tool(
-        p.exists(),
-        "/usr/bin/chromium is missing (apt-get install -y chromium)",
-    )
-    .then_some(p)
-}
-
-fn headless(chrome: &Path, profile: &Path) -> Command {
-    let mut c = Command::new(chrome);
-    c.args([
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--hide-scrollbars",
-    ])
-    .arg(format!("--user-data-dir={}", profile.display()));
-    c
 }
 
 const TINY: &str = r#"

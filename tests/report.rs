@@ -3,14 +3,13 @@
 //! run (real campaign → HTML → headless Chromium screenshot).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use schedlab::report::synth::{self, SynthConfig};
 use schedlab::report::{Format, Metric, Options, Report};
 use schedlab::store::Store;
 
 mod common;
-use common::{schedlab, text};
+use common::{chromium, headless, schedlab, text};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -782,36 +781,6 @@ fn cli_formats_errors_and_defaults() {
     let e = schedlab(&["report", "--db", "missing.db"], d);
     assert!(!e.status.success());
     assert!(text(&e).contains("does not exist"), "{}", text(&e));
-}
-
-/// Where Chromium is, or None where the test may not run (the shared rule
-/// of `common::require_tool`: fails when CI or `SCHEDLAB_REQUIRE_ROOT=1` is
-/// set, else says why and is listed below the test summary).
-fn chromium() -> Option<PathBuf> {
-    let p = PathBuf::from("/usr/bin/chromium");
-    common::require_tool(
-        p.exists(),
-        "/usr/bin/chromium is missing (apt-get install -y chromium)",
-    )
-    .then_some(p)
-}
-
-/// Base Chromium command line: headless, no network, no profile reuse.
-fn headless(chrome: &Path, profile: &Path) -> Command {
-    let mut c = Command::new(chrome);
-    c.args([
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--hide-scrollbars",
-    ])
-    .arg(format!("--user-data-dir={}", profile.display()));
-    c
 }
 
 /// Minimal PNG decoding: width, height and the filtered scanlines

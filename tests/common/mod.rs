@@ -93,3 +93,33 @@ pub fn nobody_can_run(bin: &str) -> bool {
         format!("user nobody cannot execute {bin} (its directories are private)"),
     )
 }
+
+/// Where Chromium is, or None where the test may not run (the shared rule
+/// of `require_tool`: fails when CI or `SCHEDLAB_REQUIRE_ROOT=1` is
+/// set, else says why and is listed below the test summary).
+pub fn chromium() -> Option<std::path::PathBuf> {
+    let p = std::path::PathBuf::from("/usr/bin/chromium");
+    require_tool(
+        p.exists(),
+        "/usr/bin/chromium is missing (apt-get install -y chromium)",
+    )
+    .then_some(p)
+}
+
+/// Base Chromium command line: headless, no network, no profile reuse.
+pub fn headless(chrome: &Path, profile: &Path) -> Command {
+    let mut c = Command::new(chrome);
+    c.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--hide-scrollbars",
+    ])
+    .arg(format!("--user-data-dir={}", profile.display()));
+    c
+}
