@@ -149,6 +149,16 @@ pub fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
+/// A set of no signals (nothing is ever pending in it).
+pub fn empty_signal_set() -> libc::sigset_t {
+    // SAFETY: sigemptyset initialises a local sigset_t.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        set
+    }
+}
+
 /// The signals the launcher takes synchronously.
 pub fn control_signals() -> libc::sigset_t {
     // SAFETY: sigemptyset/sigaddset initialise and fill a local sigset_t.

@@ -7,9 +7,11 @@
 pub mod dispatch;
 pub mod ext;
 pub mod policy;
+pub mod start;
 
 pub use dispatch::{
     DEFAULT_BASE_PRIO, DispatchReport, Dispatcher, Mechanism, SliceEnd, SliceRecord,
     available_mechanism, fifo_check,
 };
 pub use policy::{SliceRule, Task, WrrError, WrrPolicy, ideal_shares};
+pub use start::{StartError, WrrRun};

@@ -1,0 +1,347 @@
+//! The seam where a run is carried out, and the campaign loop over it.
+//!
+//! [`Executor`] is "carry out one run" (as hyperfine's `Executor` is "run
+//! one command"): on this machine's processes ([`super::machine`]) or in
+//! the model. [`Opened`] is a campaign opened in its database with the runs
+//! it has left; [`Opened::execute`] carries them out in campaign order
+//! through any executor, stores each the moment it finishes, shows
+//! progress, and stops cleanly on a stop signal. Neither knows which
+//! executor it drives.
+
+use anyhow::{Context, Result};
+
+use crate::launch::Outcome;
+use crate::locks;
+use crate::plan::Run;
+use crate::progress::Progress;
+use crate::record::{RunRecord, RunStatus};
+use crate::spec::Spec;
+use crate::store::{Campaign, Store};
+use crate::sys::{envinfo, proc};
+
+use super::{Options, Summary, open_campaign};
+
+/// Carries out the runs of a campaign.
+pub trait Executor {
+    /// Carry out one run: its record (and trace), or the stop signal that
+    /// interrupted it (nothing of it is stored; it runs again on resume).
+    fn execute(&mut self, run: &Run) -> Result<Outcome>;
+
+    /// Between two runs (a real machine's cooldown): `Some(signal)` when a
+    /// stop signal came meanwhile.
+    fn between_runs(&mut self) -> Option<i32> {
+        None
+    }
+}
+
+/// A campaign open in its database, with the runs it has left. Holds the
+/// database's runner lock: one runner per database.
+pub struct Opened {
+    pub store: Store,
+    pub campaign: Campaign,
+    /// Every run of the campaign, in campaign order.
+    pub runs: Vec<Run>,
+    /// Indices in `runs` of the runs not stored yet.
+    pub pending: Vec<usize>,
+    /// Whether the campaign was created now (not resumed).
+    pub created: bool,
+    _runner: locks::Held,
+}
+
+impl Opened {
+    /// Lock `opts.db` for this runner (`what` says who holds it), open it,
+    /// find or create the campaign of `spec` on the machine `env`
+    /// describes, forget its failed runs when asked, and list the rest.
+    pub fn open(
+        spec: &Spec,
+        spec_toml: &str,
+        overrides: &[String],
+        opts: &Options,
+        env: &envinfo::EnvSnapshot,
+        what: &str,
+    ) -> Result<Opened> {
+        let db_lock = locks::database_lock_path(&opts.db);
+        let runner = locks::try_take(&db_lock, &locks::holder_note(what))
+            .with_context(|| format!("cannot lock {}", db_lock.display()))?
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "{} is being written by {}; wait for it to finish (or stop it), or use another --db",
+                    opts.db.display(),
+                    locks::holder(&db_lock)
+                )
+            })?;
+        let mut store = Store::open(&opts.db)?;
+        let host = crate::store::Host::of(env);
+        let (campaign, runs, created) =
+            open_campaign(&mut store, &host, spec, spec_toml, overrides)?;
+        if opts.retry_failed {
+            let n = store.forget_runs(
+                campaign.id,
+                &[RunStatus::Failed, RunStatus::TimedOut, RunStatus::Skipped],
+            )?;
+            if n > 0 && !opts.quiet {
+                note!("retrying {n} failed, timed-out or skipped runs");
+            }
+        }
+        let done = store.finished_keys(campaign.id)?;
+        let pending = (0..runs.len())
+            .filter(|&i| !done.contains(&runs[i].key))
+            .collect();
+        Ok(Opened {
+            store,
+            campaign,
+            runs,
+            pending,
+            created,
+            _runner: runner,
+        })
+    }
+
+    /// The runs left, in campaign order.
+    pub fn pending_runs(&self) -> Vec<&Run> {
+        self.pending.iter().map(|&i| &self.runs[i]).collect()
+    }
+
+    /// A summary of nothing run yet.
+    pub fn summary(&self) -> Summary {
+        Summary {
+            campaign: self.campaign.clone(),
+            ran: 0,
+            already_done: self.runs.len() - self.pending.len(),
+            by_status: [0; 4],
+            interrupted: None,
+        }
+    }
+
+    /// Carry out the runs left through `exec`, storing each as it
+    /// finishes; a stop signal in `signals` ends the loop between runs.
+    pub fn execute(
+        &mut self,
+        exec: &mut dyn Executor,
+        progress: &mut Progress,
+        signals: &libc::sigset_t,
+    ) -> Result<Summary> {
+        let mut summary = self.summary();
+        if self.pending.is_empty() {
+            // A stop signal that came during set-up still counts.
+            summary.interrupted = proc::pending_stop_signal(signals);
+        }
+        for (i, &index) in self.pending.iter().enumerate() {
+            let run = &self.runs[index];
+            let stop = proc::pending_stop_signal(signals).or_else(|| match i {
+                0 => None,
+                _ => exec.between_runs(),
+            });
+            if let Some(sig) = stop {
+                summary.interrupted = Some(sig);
+                break;
+            }
+            progress.start(i, run);
+            match exec.execute(run)? {
+                Outcome::Interrupted(sig) => {
+                    summary.interrupted = Some(sig);
+                    break;
+                }
+                Outcome::Done(rec, trace) => {
+                    self.store
+                        .insert_run_traced(self.campaign.id, &rec, trace.as_deref())?;
+                    summary.ran += 1;
+                    summary.by_status[status_index(rec.status)] += 1;
+                    progress.finish(i, run, &describe(&rec));
+                }
+            }
+        }
+        progress.done();
+        Ok(summary)
+    }
+}
+
+fn status_index(s: RunStatus) -> usize {
+    match s {
+        RunStatus::Ok => 0,
+        RunStatus::Failed => 1,
+        RunStatus::TimedOut => 2,
+        RunStatus::Skipped => 3,
+    }
+}
+
+/// One line on a finished run.
+fn describe(rec: &RunRecord) -> String {
+    match rec.status {
+        RunStatus::Ok => format!(
+            "ok, makespan {:.3} s, CPU {:.0}%",
+            rec.makespan_ns.unwrap_or(0) as f64 / 1e9,
+            rec.cpu_util.unwrap_or(0.0) * 100.0
+        ),
+        s => format!("{}: {}", s.as_str(), rec.reason),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::synth;
+    use std::path::Path;
+
+    /// An executor that makes up records: ok runs with a makespan of the
+    /// run's sequence number, or the outcomes it was told to give.
+    struct Fake {
+        executed: Vec<String>,
+        /// Per call (in order): None = ok, Some(Err) = executor error,
+        /// Some(Ok(sig)) = interrupted.
+        script: Vec<Option<Result<i32, String>>>,
+        gaps: usize,
+    }
+
+    impl Executor for Fake {
+        fn execute(&mut self, run: &Run) -> Result<Outcome> {
+            let step = self.script.get(self.executed.len()).cloned().flatten();
+            self.executed.push(run.key.clone());
+            match step {
+                Some(Err(e)) => Err(anyhow::anyhow!(e)),
+                Some(Ok(sig)) => Ok(Outcome::Interrupted(sig)),
+                None => {
+                    let env = synth::synthetic_env(2);
+                    let p = synth::synthetic_process(
+                        0,
+                        crate::policy::ProcSched::fair(run.policy, 0),
+                        1_000_000 * (run.seq as u64 + 1),
+                        500,
+                    );
+                    let rec = synth::synthetic_record(run, &env, vec![0], 0, None, vec![p]);
+                    Ok(Outcome::Done(Box::new(rec), None))
+                }
+            }
+        }
+
+        fn between_runs(&mut self) -> Option<i32> {
+            self.gaps += 1;
+            None
+        }
+    }
+
+    fn fake(script: Vec<Option<Result<i32, String>>>) -> Fake {
+        Fake {
+            executed: Vec::new(),
+            script,
+            gaps: 0,
+        }
+    }
+
+    const SPEC: &str = r#"
+name = "seam"
+repetitions = 2
+[matrix]
+policy = ["other", "batch"]
+processes = [1]
+workload = ["w"]
+[workloads.w]
+kind = "pi"
+iterations = 1000
+"#;
+
+    fn open(dir: &Path, retry_failed: bool) -> Opened {
+        let spec = crate::spec::load(SPEC, "seam.toml", &[]).unwrap();
+        let opts = Options {
+            db: dir.join("seam.db"),
+            quiet: true,
+            retry_failed,
+            force: false,
+            allow_concurrent: true,
+        };
+        let env = synth::synthetic_env(2);
+        Opened::open(&spec, SPEC, &[], &opts, &env, "test").unwrap()
+    }
+
+    fn no_signals() -> libc::sigset_t {
+        proc::empty_signal_set()
+    }
+
+    #[test]
+    fn every_run_is_executed_once_in_campaign_order_and_stored() {
+        let d = tempfile::tempdir().unwrap();
+        let mut o = open(d.path(), false);
+        assert_eq!(o.pending.len(), 4);
+        let mut exec = fake(vec![]);
+        let s = o
+            .execute(
+                &mut exec,
+                &mut Progress::new(&[0.0; 4], true),
+                &no_signals(),
+            )
+            .unwrap();
+        let order: Vec<String> = o.runs.iter().map(|r| r.key.clone()).collect();
+        assert_eq!(exec.executed, order);
+        assert_eq!((s.ran, s.by_status[0], s.interrupted), (4, 4, None));
+        assert_eq!(exec.gaps, 3, "a gap between runs, none before the first");
+        assert_eq!(o.store.finished_keys(o.campaign.id).unwrap().len(), 4);
+    }
+
+    #[test]
+    fn an_interrupted_run_is_not_stored_and_the_campaign_resumes_with_it() {
+        let d = tempfile::tempdir().unwrap();
+        let interrupted_key = {
+            let mut o = open(d.path(), false);
+            let mut exec = fake(vec![None, Some(Ok(libc::SIGINT))]);
+            let s = o
+                .execute(
+                    &mut exec,
+                    &mut Progress::new(&[0.0; 4], true),
+                    &no_signals(),
+                )
+                .unwrap();
+            assert_eq!((s.ran, s.interrupted), (1, Some(libc::SIGINT)));
+            assert_eq!(exec.executed.len(), 2, "nothing after the interruption");
+            exec.executed[1].clone()
+        };
+        let mut o = open(d.path(), false);
+        assert_eq!(o.pending.len(), 3);
+        assert!(!o.created);
+        let mut exec = fake(vec![]);
+        let s = o
+            .execute(
+                &mut exec,
+                &mut Progress::new(&[0.0; 3], true),
+                &no_signals(),
+            )
+            .unwrap();
+        assert_eq!(
+            exec.executed[0], interrupted_key,
+            "resumes with the interrupted run"
+        );
+        assert_eq!((s.ran, s.already_done), (3, 1));
+    }
+
+    #[test]
+    fn an_executor_error_keeps_what_was_stored_before_it() {
+        let d = tempfile::tempdir().unwrap();
+        let mut o = open(d.path(), false);
+        let mut exec = fake(vec![None, None, Some(Err("the machine is gone".into()))]);
+        let err = o
+            .execute(
+                &mut exec,
+                &mut Progress::new(&[0.0; 4], true),
+                &no_signals(),
+            )
+            .unwrap_err();
+        assert!(format!("{err:#}").contains("the machine is gone"));
+        assert_eq!(o.store.finished_keys(o.campaign.id).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn retry_failed_runs_the_failed_ones_again() {
+        let d = tempfile::tempdir().unwrap();
+        {
+            let mut o = open(d.path(), false);
+            let env = synth::synthetic_env(2);
+            let run = o.runs[1].clone();
+            let mut rec = synth::synthetic_record(&run, &env, vec![0], 0, None, Vec::new());
+            rec.status = RunStatus::Failed;
+            o.store
+                .insert_run_traced(o.campaign.id, &rec, None)
+                .unwrap();
+        }
+        assert_eq!(open(d.path(), false).pending.len(), 3);
+        assert_eq!(open(d.path(), true).pending.len(), 4);
+    }
+}

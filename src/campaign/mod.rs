@@ -1,0 +1,195 @@
+//! Running a campaign: find or create it in the store, work out which runs
+//! are left, carry them out one by one in campaign order through an
+//! [`Executor`] (this machine's processes, or the model), store each as it
+//! finishes, show progress, and stop cleanly on Ctrl-C.
+//!
+//! `check`: the spec against this machine; `preview`: what `plan` shows;
+//! `execute`: the seam and the campaign loop; `machine`: the real machine's
+//! executor and its guards.
+
+mod check;
+mod execute;
+mod machine;
+mod preview;
+
+use anyhow::{Context, Result};
+use std::path::PathBuf;
+
+use crate::plan::{self, Run};
+use crate::progress::Progress;
+use crate::spec::Spec;
+use crate::store::{Campaign, Store};
+use crate::sys::{envinfo, proc};
+
+pub use check::{check_machine, run_need};
+pub use execute::{Executor, Opened};
+pub use machine::MachineExecutor;
+pub use preview::{Preview, preview};
+
+pub struct Options {
+    pub db: PathBuf,
+    pub quiet: bool,
+    /// Run again the runs stored as failed, timed out or skipped.
+    pub retry_failed: bool,
+    /// Allow what is refused by default because it can freeze the machine:
+    /// RT work with RT throttling disabled, an RT hog on every CPU.
+    pub force: bool,
+    /// Measure even while another schedlab measures on this machine.
+    pub allow_concurrent: bool,
+}
+
+/// How a campaign invocation ended.
+#[derive(Debug)]
+pub struct Summary {
+    pub campaign: Campaign,
+    pub ran: usize,
+    pub already_done: usize,
+    pub by_status: [usize; 4],
+    /// The stop signal, when the user interrupted it.
+    pub interrupted: Option<i32>,
+}
+
+/// Where a spec's runs make their directories.
+pub fn workdir_of(spec: &Spec) -> PathBuf {
+    spec.workdir.clone().unwrap_or_else(std::env::temp_dir)
+}
+
+/// Find the campaign of `spec` made on `host` or create it; returns it with
+/// its full plan. A campaign of the same spec from another host (merged
+/// into this database) is never resumed here.
+pub fn open_campaign(
+    store: &mut Store,
+    host: &crate::store::Host,
+    spec: &Spec,
+    spec_toml: &str,
+    overrides: &[String],
+) -> Result<(Campaign, Vec<Run>, bool)> {
+    if let Some(c) = store.find_campaign(spec, host)? {
+        if c.host_id.is_none() {
+            store.claim_campaign(c.id, host)?;
+        }
+        let runs = plan::expand(spec, c.seed);
+        return Ok((c, runs, false));
+    }
+    let seed = spec.seed.unwrap_or_else(crate::rng::fresh_seed);
+    let runs = plan::expand(spec, seed);
+    let c = store.create_campaign_on(host, spec, spec_toml, overrides, seed, runs.len())?;
+    Ok((c, runs, true))
+}
+
+/// Run a campaign on this machine: check the spec against it, open the
+/// campaign, calibrate (holding the measurement lock), announce the runs
+/// left, and carry them out through [`MachineExecutor`].
+pub fn run(
+    spec: &Spec,
+    origin: &str,
+    spec_toml: &str,
+    overrides: &[String],
+    opts: &Options,
+) -> Result<Summary> {
+    let env = envinfo::capture();
+    check_machine(spec, origin, &env, opts.force)?;
+    let what = format!(
+        "schedlab run of \"{}\" into {}",
+        spec.name,
+        opts.db.display()
+    );
+    let mut opened = Opened::open(spec, spec_toml, overrides, opts, &env, &what)?;
+    let workdir = workdir_of(spec);
+    for d in crate::launch::rundir::remove_leftovers(&workdir) {
+        if !opts.quiet {
+            crate::note!(
+                "removed {}, left by a schedlab that was killed",
+                d.display()
+            );
+        }
+    }
+    // `cli` blocked these at start-up already (so that none is lost before
+    // this point); block them here too for other callers.
+    let signals = proc::control_signals();
+    proc::block(&signals).context("blocking signals")?;
+    // The calibration measures the machine too: it waits its turn like a run.
+    let rates = {
+        let _measuring = match opts.allow_concurrent {
+            true => None,
+            false => match machine::wait_for_machine(&signals, &what, opts.quiet)? {
+                Ok(held) => Some(held),
+                Err(sig) => {
+                    let mut summary = opened.summary();
+                    summary.interrupted = Some(sig);
+                    return Ok(summary);
+                }
+            },
+        };
+        machine::calibrate_quietly(&workdir)
+    };
+    let mut progress = announce(spec, &opened, &env, &rates, opts);
+    let pending = opened.pending_runs();
+    let mut exec = MachineExecutor::begin(spec, &env, signals, &pending, opts, &what)?;
+    let summary = opened.execute(&mut exec, &mut progress, &signals)?;
+    exec.finish()?;
+    Ok(summary)
+}
+
+/// Say what the campaign holds and what is left, with warnings about the
+/// runs left; the progress display of those runs.
+pub fn announce(
+    spec: &Spec,
+    opened: &Opened,
+    env: &envinfo::EnvSnapshot,
+    rates: &crate::workload::Rates,
+    opts: &Options,
+) -> Progress {
+    let pending = opened.pending_runs();
+    let period = env.sched_rt_period_us.unwrap_or(1_000_000);
+    let estimates = plan::estimates(spec, &pending, env.cpus_allowed.len(), rates, period);
+    if !opts.quiet {
+        note!(
+            "{} campaign {} \"{}\" in {} (seed {}, scale {}): {} runs, {} stored, {} to run, about {}",
+            if opened.created { "new" } else { "resuming" },
+            opened.campaign.id,
+            crate::out::esc(&opened.campaign.name),
+            crate::out::path(&opts.db),
+            opened.campaign.seed,
+            spec.scale,
+            opened.runs.len(),
+            opened.runs.len() - pending.len(),
+            pending.len(),
+            crate::progress::human_duration(estimates.iter().sum())
+        );
+        warn_rt_everywhere(spec, env.cpus_allowed.len());
+        for w in plan::short_work_warnings(&pending, rates, slices_of(env)) {
+            crate::note!("warning: {}", crate::out::esc(&w));
+        }
+    }
+    Progress::new(&estimates, opts.quiet)
+}
+
+/// The slices of this machine that decide whether policies can differ.
+pub fn slices_of(env: &envinfo::EnvSnapshot) -> plan::Slices {
+    plan::Slices {
+        rr_ns: env
+            .sched_rr_timeslice_ms
+            .filter(|&ms| ms > 0)
+            .map(|ms| ms as u64 * 1_000_000),
+        fair_ns: envinfo::fair_base_slice_ns(env.cpus_online).0,
+    }
+}
+
+/// Warn when RT workers will occupy every CPU: the machine then lives on the
+/// 5% that RT throttling leaves for everything else.
+fn warn_rt_everywhere(spec: &Spec, cpus: usize) {
+    use crate::policy::Class;
+    let rt = spec.policies.iter().any(|p| p.class() == Class::Realtime);
+    let all = spec
+        .cpus
+        .iter()
+        .any(|c| matches!(c, crate::spec::Cpus::All));
+    let many = spec.processes.iter().any(|&p| p as usize >= cpus);
+    if rt && all && many {
+        note!(
+            "note: real-time workers will occupy all {cpus} CPUs; the rest of the machine gets only what RT \
+             throttling (sched_rt_runtime_us) leaves. schedlab keeps control and enforces timeout_s."
+        );
+    }
+}

@@ -1,0 +1,214 @@
+//! Who the processes of a run are, before any exists: each worker's policy
+//! and priority (from the run's priority mode), its CPUs, its workload, and
+//! the RT or fair CPU hogs the spec runs beside the workers. Pure given the
+//! run, the spec's settings and the machine's RT fraction.
+
+use std::time::Duration;
+
+use crate::plan::Run;
+use crate::policy::{self, Class, ProcSched};
+use crate::spec::Hog;
+use crate::sys::envinfo::EnvSnapshot;
+use crate::workload::{PiParams, Stop, Workload};
+
+/// Whether a process is measured or runs beside the measured ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Worker,
+    Hog,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Worker => "worker",
+            Role::Hog => "hog",
+        }
+    }
+}
+
+/// One process of a run: what it runs and how it is scheduled.
+#[derive(Debug, Clone)]
+pub struct Member {
+    pub role: Role,
+    pub sched: ProcSched,
+    pub cpus: Vec<usize>,
+    pub workload: Workload,
+}
+
+/// The processes of one run and the CPUs they were given.
+#[derive(Debug, Clone)]
+pub struct Cast {
+    pub members: Vec<Member>,
+    /// The CPUs the workers may use (recorded as the run's `cpu_list`).
+    pub cpus: Vec<usize>,
+    /// CPUs whose bandwidth SCHED_DEADLINE workers reserve: fewer than
+    /// `cpus` when DEADLINE was asked for a subset (it cannot be pinned).
+    pub bandwidth_cpus: usize,
+    /// Every CPU a process of the run may use (an RT hog's may lie outside
+    /// the workers').
+    pub run_cpus: Vec<usize>,
+}
+
+/// What the cast depends on beyond the run.
+pub struct Setting<'a> {
+    pub allowed_cpus: &'a [usize],
+    pub deadline: &'a policy::Deadline,
+    pub hog: Option<&'a Hog>,
+    pub timeout: Duration,
+    pub rt_period_us: i64,
+}
+
+/// The run's processes, or the reason the run is skipped (CPUs it cannot
+/// have).
+pub fn cast(run: &Run, s: &Setting, env: &EnvSnapshot) -> Result<Cast, (Vec<usize>, String)> {
+    let cpus = run
+        .cpus
+        .resolve(s.allowed_cpus)
+        .map_err(|m| (Vec::new(), format!("cpus = \"{}\": {m}", run.cpus.label())))?;
+    // SCHED_DEADLINE tasks cannot be pinned to part of their root domain:
+    // on a CPU subset they run on every CPU, with the bandwidth of the
+    // subset reserved (the same CPU time, spread in time).
+    let bandwidth_cpus = cpus.len();
+    let cpus = match run.policy {
+        policy::Policy::Deadline if cpus.len() < s.allowed_cpus.len() => s.allowed_cpus.to_vec(),
+        _ => cpus,
+    };
+    let mut members: Vec<Member> = policy::assign(
+        run.policy,
+        &run.priorities.assignment,
+        s.deadline,
+        run.processes as usize,
+        bandwidth_cpus,
+        rt_fraction(env),
+    )
+    .into_iter()
+    .enumerate()
+    .map(|(i, sched)| Member {
+        role: Role::Worker,
+        sched: ProcSched {
+            slice_ns: run.slice_us.map(|us| u64::from(us) * 1000),
+            ..sched
+        },
+        // WRR keeps a run queue per CPU: each worker lives on one.
+        cpus: match run.policy {
+            policy::Policy::Wrr => vec![cpus[i % cpus.len()]],
+            _ => cpus.clone(),
+        },
+        workload: run.workload.workload.clone(),
+    })
+    .collect();
+    if let Some(hog) = s.hog {
+        members.extend(hogs(hog, s).map_err(|why| (cpus.clone(), why))?);
+    }
+    let mut run_cpus: Vec<usize> = members.iter().flat_map(|m| m.cpus.clone()).collect();
+    run_cpus.sort_unstable();
+    run_cpus.dedup();
+    Ok(Cast {
+        members,
+        cpus,
+        bandwidth_cpus,
+        run_cpus,
+    })
+}
+
+/// The spec's CPU hogs: they spin until the last worker ends, when they
+/// are killed.
+fn hogs(hog: &Hog, s: &Setting) -> Result<Vec<Member>, String> {
+    let hog_cpus = hog
+        .cpus
+        .resolve(s.allowed_cpus)
+        .map_err(|m| format!("hog.cpus = \"{}\": {m}", hog.cpus.label()))?;
+    let sched = if hog.is_rt() {
+        ProcSched::realtime(hog.policy, hog.rt_priority)
+    } else {
+        ProcSched::fair(hog.policy, hog.nice)
+    };
+    let spin_ns =
+        s.timeout.as_nanos() as u64 + s.rt_period_us.max(0) as u64 * 1000 + 60_000_000_000;
+    Ok((0..hog.count)
+        .map(|_| Member {
+            role: Role::Hog,
+            sched,
+            cpus: hog_cpus.clone(),
+            workload: Workload::Pi(PiParams {
+                stop: Stop::DurationNs(spin_ns),
+            }),
+        })
+        .collect())
+}
+
+impl Cast {
+    /// Whether any process runs outside the fair class (the parent then
+    /// outranks them while it watches).
+    pub fn any_beyond_fair(&self) -> bool {
+        self.members
+            .iter()
+            .any(|m| m.sched.policy.class() != Class::Fair)
+    }
+
+    pub fn any_deadline(&self) -> bool {
+        self.members
+            .iter()
+            .any(|m| m.sched.policy.class() == Class::Deadline)
+    }
+}
+
+/// Fraction of each period the kernel grants RT and DEADLINE tasks
+/// (sched_rt_runtime_us / sched_rt_period_us) as it is for this run: a
+/// campaign may sweep it.
+pub fn rt_fraction(env: &EnvSnapshot) -> f64 {
+    match (env.sched_rt_runtime_us, env.sched_rt_period_us) {
+        (Some(r), Some(p)) if r >= 0 && p > 0 => r as f64 / p as f64,
+        (Some(-1), _) => 1.0,
+        _ => 0.95,
+    }
+}
+
+/// "SCHED_FIFO priority 50", "WRR weight 4", … for messages.
+pub fn describe_sched(s: &ProcSched) -> String {
+    match s.policy.class() {
+        Class::Fair => format!(
+            "SCHED_{} nice {}",
+            s.policy.name().to_uppercase(),
+            s.nice.unwrap_or(0)
+        ),
+        Class::Realtime => format!(
+            "SCHED_{} priority {}",
+            s.policy.name().to_uppercase(),
+            s.rt_priority.unwrap_or(0)
+        ),
+        Class::Wrr => format!("WRR weight {}", s.weight.unwrap_or(1)),
+        Class::Deadline => format!(
+            "SCHED_DEADLINE runtime {} µs / deadline {} µs / period {} µs",
+            s.dl_runtime_ns.unwrap_or(0) / 1000,
+            s.dl_deadline_ns.unwrap_or(0) / 1000,
+            s.dl_period_ns.unwrap_or(0) / 1000
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rt_fraction_follows_the_knobs_and_unlimited_is_one() {
+        let mut env = crate::report::synth::synthetic_env(2);
+        env.sched_rt_runtime_us = Some(500_000);
+        env.sched_rt_period_us = Some(1_000_000);
+        assert_eq!(rt_fraction(&env), 0.5);
+        env.sched_rt_runtime_us = Some(-1);
+        assert_eq!(rt_fraction(&env), 1.0);
+        env.sched_rt_runtime_us = None;
+        assert_eq!(rt_fraction(&env), 0.95);
+    }
+
+    #[test]
+    fn schedules_are_described_for_messages() {
+        let s = ProcSched::realtime(policy::Policy::Fifo, 50);
+        assert_eq!(describe_sched(&s), "SCHED_FIFO priority 50");
+        let s = ProcSched::fair(policy::Policy::Batch, 5);
+        assert_eq!(describe_sched(&s), "SCHED_BATCH nice 5");
+    }
+}
