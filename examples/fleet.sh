@@ -27,6 +27,16 @@
 set -euo pipefail
 
 usage() { sed -n '4,5p' "$0" | sed 's/^# *//' >&2; exit 2; }
+die() { echo "fleet.sh: $*" >&2; exit 2; }
+# A host goes to ssh and scp after `--`, and names a local file: only the
+# characters of user@host[:port] names and ssh aliases, never a leading
+# dash (which ssh would take as an option such as -oProxyCommand=...).
+check_host() {
+    case $1 in
+    -*) die "host '$1' starts with '-': not a host name" ;;
+    *[!A-Za-z0-9._@:%\[\]-]*) die "host '$1' has characters a host name does not" ;;
+    esac
+}
 [ $# -ge 2 ] || usage
 cmd=$1
 shift
@@ -35,19 +45,34 @@ REMOTE_DIR=${REMOTE_DIR:-schedlab-fleet}
 OUT=${OUT:-fleet-results}
 read -r -a ssh_opts <<<"${SSH_OPTS:-}"
 [ -x "$SCHEDLAB" ] || { echo "no schedlab binary at $SCHEDLAB (cargo build --release)" >&2; exit 2; }
+# REMOTE_DIR is part of every remote command line: a plain relative or
+# absolute path only, so that no user text is ever read as shell there.
+case $REMOTE_DIR in
+'' | -*) die "REMOTE_DIR '$REMOTE_DIR' must be a path not starting with '-'" ;;
+*[!A-Za-z0-9._/+-]*) die "REMOTE_DIR '$REMOTE_DIR' may hold only letters, digits and . _ / + -" ;;
+esac
+hosts=("$@")
+[ "$cmd" = start ] && hosts=("${@:2}") # after the spec
+for host in "${hosts[@]}"; do
+    check_host "$host"
+done
 
 case $cmd in
 start)
     spec=$1
     shift
     [ $# -ge 1 ] || usage
+    [ -f "$spec" ] || die "no spec file at $spec"
     for host in "$@"; do
-        echo "== $host: starting $(basename "$spec")"
-        ssh "${ssh_opts[@]}" "$host" "mkdir -p $REMOTE_DIR"
-        scp -q "${ssh_opts[@]}" "$SCHEDLAB" "$spec" "$host:$REMOTE_DIR/"
+        echo "== $host: starting $(basename -- "$spec")"
+        ssh "${ssh_opts[@]}" -- "$host" "mkdir -p -- $REMOTE_DIR"
+        # The spec travels as spec.toml: its file name is never part of a
+        # remote command (the campaign is named inside it).
+        scp -q "${ssh_opts[@]}" -- "$SCHEDLAB" "$host:$REMOTE_DIR/schedlab"
+        scp -q "${ssh_opts[@]}" -- "$spec" "$host:$REMOTE_DIR/spec.toml"
         # `echo $?` after the campaign: collect tells finished from running.
-        ssh "${ssh_opts[@]}" "$host" "cd $REMOTE_DIR && rm -f exit-code && \
-            nohup sh -c './schedlab run $(basename "$spec") --db results.db --quiet; echo \$? > exit-code' \
+        ssh "${ssh_opts[@]}" -- "$host" "cd -- $REMOTE_DIR && rm -f exit-code && \
+            nohup sh -c './schedlab run spec.toml --db results.db --quiet; echo \$? > exit-code' \
             > run.log 2>&1 < /dev/null &"
     done
     echo "started on $# hosts; later: $0 collect $*"
@@ -57,7 +82,7 @@ collect)
     fetched=()
     for host in "$@"; do
         name=${host##*@}
-        code=$(ssh "${ssh_opts[@]}" "$host" "cat $REMOTE_DIR/exit-code 2>/dev/null" || true)
+        code=$(ssh "${ssh_opts[@]}" -- "$host" "cat -- $REMOTE_DIR/exit-code 2>/dev/null" || true)
         if [ -z "$code" ]; then
             echo "== $host: still running (or never started); collect it later" >&2
             continue
@@ -65,8 +90,8 @@ collect)
         # 0: every run ok; 3: some runs failed or timed out (stored with
         # their reasons, in the report); other: see run.log.
         echo "== $host: campaign ended with exit code $code"
-        [ "$code" = 0 ] || ssh "${ssh_opts[@]}" "$host" "tail -n 5 $REMOTE_DIR/run.log" >&2 || true
-        if scp -q "${ssh_opts[@]}" "$host:$REMOTE_DIR/results.db" "$OUT/$name.db"; then
+        [ "$code" = 0 ] || ssh "${ssh_opts[@]}" -- "$host" "tail -n 5 -- $REMOTE_DIR/run.log" >&2 || true
+        if scp -q "${ssh_opts[@]}" -- "$host:$REMOTE_DIR/results.db" "$OUT/$name.db"; then
             fetched+=("$OUT/$name.db")
         else
             echo "== $host: no database to fetch; left out" >&2

@@ -315,7 +315,11 @@ impl SpecSource {
         if self.trace {
             overrides.push("trace=true".to_string());
         }
-        let spec = spec::load(&text, &origin, &overrides)?;
+        let mut spec = spec::load(&text, &origin, &overrides)?;
+        if let Some(path) = &self.spec {
+            let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+            spec.resolve_workdir(dir.unwrap_or(std::path::Path::new(".")));
+        }
         Ok(Loaded {
             spec,
             origin,

@@ -113,6 +113,31 @@ fn escape(s: &str, keep_lines: bool) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// Markdown made inert as HTML: a `<` that could open a tag, a comment,
+/// a processing instruction or an autolink (followed by a letter, `/`,
+/// `!` or `?`) is backslash-escaped, so a name such as
+/// `<img src=x onerror=…>` reaches a Markdown viewer as text. Apply once,
+/// to a whole document (a second pass would escape the backslashes'
+/// targets again). Comparisons such as `p < 0.05` stay as they are.
+pub fn md_inert(s: &str) -> Cow<'_, str> {
+    let opens = |rest: &str| {
+        rest.chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || matches!(c, '/' | '!' | '?'))
+    };
+    if !s.match_indices('<').any(|(i, _)| opens(&s[i + 1..])) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for (i, c) in s.char_indices() {
+        if c == '<' && opens(&s[i + 1..]) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    Cow::Owned(out)
+}
+
 /// A path for messages, escaped like [`esc`] (lossy for non-UTF-8 names).
 pub fn path(p: &std::path::Path) -> String {
     esc(&p.display().to_string()).into_owned()
@@ -121,6 +146,23 @@ pub fn path(p: &std::path::Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn markdown_cannot_carry_html_tags_but_keeps_comparisons() {
+        assert_eq!(
+            md_inert("campaign <img src=x onerror=alert(1)>"),
+            "campaign \\<img src=x onerror=alert(1)>"
+        );
+        assert_eq!(
+            md_inert("a</b><!-- c --><?x?>"),
+            "a\\</b>\\<!-- c -->\\<?x?>"
+        );
+        assert_eq!(md_inert("a<b, a <= b"), "a\\<b, a <= b");
+        assert_eq!(md_inert("p < 0.05 and 3<4"), "p < 0.05 and 3<4");
+        assert!(matches!(md_inert("p < 0.05"), Cow::Borrowed(_)));
+        assert_eq!(md_inert("ünï<ß"), "ünï<ß");
+        assert_eq!(md_inert("end<"), "end<");
+    }
 
     #[test]
     fn control_characters_are_escaped() {

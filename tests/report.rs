@@ -104,6 +104,24 @@ fn markdown_report_of_a_synthetic_campaign_matches_the_golden_file() {
 }
 
 #[test]
+fn a_campaign_named_like_html_reaches_markdown_as_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("synthetic.db")).unwrap();
+    let config = SynthConfig {
+        name: "<img src=x onerror=alert(1)>".into(),
+        ..SynthConfig::small()
+    };
+    let (id, _) = synth::create(&mut store, &config).unwrap();
+    let md = report_of(&store, id, None).render(Format::Md);
+    assert!(md.contains("\\<img src=x"), "{}", &md[..md.len().min(400)]);
+    assert!(
+        !md.replace("\\<", "").contains("<img"),
+        "a raw tag is left: {}",
+        &md[..md.len().min(400)]
+    );
+}
+
+#[test]
 fn synthetic_report_states_the_model_effects() {
     let dir = tempfile::tempdir().unwrap();
     let (store, _) = small_campaign(dir.path());

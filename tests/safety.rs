@@ -195,6 +195,40 @@ fn a_work_directory_that_is_a_file_is_refused_at_plan_and_run() {
 }
 
 #[test]
+fn a_missing_work_directory_is_refused_and_never_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("x/y/z");
+    write_spec(
+        dir.path(),
+        &tiny_spec(&missing, "kind = \"pi\"\niterations = 1000"),
+    );
+    for cmd in ["plan", "run"] {
+        let out = schedlab(&[cmd, "s.toml", "--db", "t.db"], dir.path());
+        assert_eq!(out.status.code(), Some(2), "{cmd}: {}", text(&out));
+        assert!(
+            text(&out).contains("workdir") && text(&out).contains("does not exist"),
+            "{cmd}: {}",
+            text(&out)
+        );
+        assert!(!dir.path().join("x").exists(), "{cmd} made the directory");
+    }
+}
+
+#[test]
+fn a_relative_work_directory_lies_beside_the_spec_not_the_current_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let specs = dir.path().join("specs");
+    std::fs::create_dir_all(specs.join("work")).unwrap();
+    let body = tiny_spec(Path::new("work"), "kind = \"copy\"\nbytes = 65536");
+    std::fs::write(specs.join("s.toml"), body).unwrap();
+    // From the parent directory, where no `work` exists: the spec's own
+    // directory holds it, so the run goes ahead there.
+    let out = schedlab(&["run", "specs/s.toml", "--db", "t.db"], dir.path());
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!dir.path().join("work").exists());
+}
+
+#[test]
 fn a_copy_larger_than_the_disk_is_refused_naming_the_key() {
     let dir = tempfile::tempdir().unwrap();
     write_spec(

@@ -332,6 +332,18 @@ pub fn read_file(path: &Path) -> anyhow::Result<String> {
     })
 }
 
+impl Spec {
+    /// A relative `workdir` names a directory beside the spec file: joined
+    /// to `spec_dir`, the directory of the file it was read from.
+    pub fn resolve_workdir(&mut self, spec_dir: &Path) {
+        if let Some(w) = &self.workdir
+            && w.is_relative()
+        {
+            self.workdir = Some(spec_dir.join(w));
+        }
+    }
+}
+
 /// Parse and validate a spec from TOML text. `origin` names the file or
 /// preset in messages; `overrides` are `KEY=VALUE` strings from `--set`.
 pub fn load(text: &str, origin: &str, overrides: &[String]) -> Result<Spec, SpecError> {
@@ -366,6 +378,18 @@ pub fn load(text: &str, origin: &str, overrides: &[String]) -> Result<Spec, Spec
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_relative_workdir_lies_beside_the_spec_file_and_an_absolute_one_stays() {
+        let text = "name = \"w\"\nworkdir = \"runs\"\n";
+        let mut spec = load(text, "s.toml", &[]).unwrap();
+        spec.resolve_workdir(Path::new("/srv/specs"));
+        assert_eq!(spec.workdir, Some(PathBuf::from("/srv/specs/runs")));
+        let text = "name = \"w\"\nworkdir = \"/var/tmp\"\n";
+        let mut spec = load(text, "s.toml", &[]).unwrap();
+        spec.resolve_workdir(Path::new("/srv/specs"));
+        assert_eq!(spec.workdir, Some(PathBuf::from("/var/tmp")));
+    }
 
     /// `trace` is a boolean; a campaign without it keeps its identity (the
     /// key is not serialised when false).

@@ -4,7 +4,7 @@
 use std::ffi::CString;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// `faccessat(path, W_OK, AT_EACCESS)`: EACCES, EROFS, ENOENT, … as errors.
 /// Root passes permission checks but not a read-only mount (EROFS).
@@ -35,20 +35,6 @@ pub fn free_bytes(path: &Path) -> io::Result<u64> {
     Ok((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
 }
 
-/// `path` itself when it exists, else its nearest existing ancestor (where
-/// a `create_dir_all(path)` would start): the directory whose filesystem
-/// and permissions decide whether `path` can be made and written.
-pub fn nearest_existing(path: &Path) -> Option<PathBuf> {
-    let mut p = Some(path);
-    while let Some(cur) = p {
-        if std::fs::symlink_metadata(cur).is_ok() {
-            return Some(cur.to_path_buf());
-        }
-        p = cur.parent().filter(|x| !x.as_os_str().is_empty());
-    }
-    Some(PathBuf::from("."))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -60,17 +46,5 @@ mod tests {
         assert!(free_bytes(d.path()).unwrap() > 0);
         assert!(writable(&d.path().join("missing")).is_err());
         assert!(free_bytes(&d.path().join("missing")).is_err());
-    }
-
-    #[test]
-    fn the_nearest_existing_ancestor_is_found() {
-        let d = tempfile::tempdir().unwrap();
-        let deep = d.path().join("a/b/c");
-        assert_eq!(nearest_existing(&deep).unwrap(), d.path());
-        assert_eq!(nearest_existing(d.path()).unwrap(), d.path());
-        assert_eq!(
-            nearest_existing(Path::new("relative/missing")).unwrap(),
-            PathBuf::from(".")
-        );
     }
 }

@@ -476,7 +476,9 @@ pub fn markdown(c: &Comparison) -> String {
     let trimmed = out.trim_end().len();
     out.truncate(trimmed);
     out.push('\n');
-    // Names come from specs: no escape sequence reaches a terminal.
+    // Names come from specs: no escape sequence reaches a terminal, and
+    // no tag reaches a Markdown viewer as HTML.
+    let out = crate::out::md_inert(&out).into_owned();
     match crate::out::esc_lines(&out) {
         std::borrow::Cow::Borrowed(_) => out,
         std::borrow::Cow::Owned(escaped) => escaped,
