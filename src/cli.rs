@@ -348,15 +348,22 @@ pub fn main() -> i32 {
     }
     // A schedlab killed while it had changed a kernel setting left a journal:
     // put the machine back before doing anything else.
+    // A command that changes nothing on the machine goes on with a warning
+    // when that fails (an unreadable journal must not block `env` or
+    // `report`); one that would change settings refuses.
     match crate::sys::knobs::recover_leftover() {
         Ok(Some(warning)) => note!("warning: {}", out::esc_lines(&warning)),
         Ok(None) => {}
         Err(e) => {
+            let changes = changes_machine(&cli.command);
             note!(
-                "error: could not restore kernel settings left changed by an earlier schedlab: {}",
+                "{}: could not restore kernel settings left changed by an earlier schedlab: {}",
+                if changes { "error" } else { "warning" },
                 out::esc_lines(&format!("{e:#}"))
             );
-            return 1;
+            if changes {
+                return 1;
+            }
         }
     }
     let result = dispatch(cli.command).and_then(|code| {
@@ -383,6 +390,12 @@ pub fn main() -> i32 {
             }
         }
     }
+}
+
+/// Whether a command may change kernel settings, tracefs or the scheduler
+/// (it then must not start while a leftover journal is unrestored).
+fn changes_machine(command: &Command) -> bool {
+    matches!(command, Command::Run { .. } | Command::Bench { .. })
 }
 
 fn dispatch(command: Command) -> Result<i32> {

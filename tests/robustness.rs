@@ -481,3 +481,38 @@ fn a_sigint_sent_to_a_background_run_stops_it_even_right_after_start() {
     assert!(err.contains("interrupted by SIGINT"), "{err}");
     assert_nothing_half_stored(&dir.path().join("t.db"), 3);
 }
+
+// ------------------------------------------------- journals that cannot be read
+
+/// An unreadable tracing journal (issue 22, item 6): commands that only
+/// read go on with a warning naming the tracing journal; a command that
+/// would change kernel settings refuses, names the file and says how to
+/// recover. Nothing is removed or written.
+#[test]
+fn a_corrupt_trace_journal_blocks_only_what_would_change_the_machine() {
+    let dir = tempfile::tempdir().unwrap();
+    tiny_db(dir.path());
+    let journal = dir.path().join("trace-journal.json");
+    let garbage = "{\"format\": 2, \"pid\": \"garbage";
+    std::fs::write(&journal, garbage).unwrap();
+    for args in [
+        vec!["env"],
+        vec!["campaigns", "--db", "t.db"],
+        vec!["report", "--db", "t.db", "--format", "md"],
+    ] {
+        let o = schedlab(&args, dir.path());
+        let t = text(&o);
+        assert!(o.status.success(), "{args:?}: {t}");
+        assert!(
+            t.contains("warning:") && t.contains("tracing journal") && !t.contains("RT journal"),
+            "{args:?}: {t}"
+        );
+        assert!(t.contains(&journal.display().to_string()), "{args:?}: {t}");
+    }
+    let o = schedlab(&["run", "tiny.toml", "--db", "t.db"], dir.path());
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(t.contains("error:") && t.contains("tracing journal"), "{t}");
+    assert!(t.contains("rmdir") && t.contains("then remove"), "{t}");
+    assert_eq!(std::fs::read_to_string(&journal).unwrap(), garbage);
+}

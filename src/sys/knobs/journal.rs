@@ -133,23 +133,22 @@ impl Journal {
 
     /// Parses a journal of this format or of format 1.
     pub fn from_json(text: &str) -> Result<Journal> {
-        let value: serde_json::Value =
-            serde_json::from_str(text).context("parsing the RT journal")?;
+        let value: serde_json::Value = serde_json::from_str(text).context("parsing the journal")?;
         let format = value.get("format").and_then(serde_json::Value::as_u64);
         match format {
             Some(f) if f == u64::from(JOURNAL_FORMAT) => {
-                serde_json::from_value(value).context("parsing the RT journal")
+                serde_json::from_value(value).context("parsing the journal")
             }
             Some(f) if f == u64::from(JOURNAL_FORMAT_V1) => {
                 serde_json::from_value::<JournalV1>(value)
                     .map(Journal::from)
-                    .context("parsing the RT journal (format 1)")
+                    .context("parsing the journal (format 1)")
             }
             Some(f) => bail!(
-                "RT journal format {f} is not known to this schedlab (expects \
+                "journal format {f} is not known to this schedlab (expects \
                  {JOURNAL_FORMAT}, or {JOURNAL_FORMAT_V1} as older schedlab wrote it)"
             ),
-            None => bail!("parsing the RT journal: it has no format number"),
+            None => bail!("parsing the journal: it has no format number"),
         }
     }
 
@@ -163,15 +162,52 @@ impl Journal {
     }
 }
 
-/// The journal at `path`, if there is one.
+/// The journal at `path`, if there is one. An unreadable one is an error
+/// that names it, says what it records and how to put the machine back by
+/// hand ([`unreadable_remedy`]).
 pub fn read_journal(path: &Path) -> Result<Option<Journal>> {
     match std::fs::read_to_string(path) {
-        Ok(text) => Journal::from_json(&text)
-            .map(Some)
-            .with_context(|| format!("RT journal {} is unreadable: {text:?}", path.display())),
+        Ok(text) => Journal::from_json(&text).map(Some).with_context(|| {
+            format!(
+                "{} {} is unreadable ({text:?}); {}",
+                journal_kind(path),
+                path.display(),
+                unreadable_remedy(path)
+            )
+        }),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
     }
+}
+
+/// "tracing journal" or "RT journal", from the file's name.
+pub fn journal_kind(path: &Path) -> &'static str {
+    match path.file_name().is_some_and(|n| n == TRACE_JOURNAL_NAME) {
+        true => "tracing journal",
+        false => "RT journal",
+    }
+}
+
+/// How to recover by hand from an unreadable journal at `path`: what it
+/// records, how to check and put back the machine, then remove it.
+pub fn unreadable_remedy(path: &Path) -> String {
+    let check = match path.file_name().is_some_and(|n| n == TRACE_JOURNAL_NAME) {
+        true => {
+            "it records the tracefs instance (and mount) an earlier schedlab made: remove any \
+             `schedlab-*` directory under /sys/kernel/tracing/instances with rmdir, unmount any \
+             /run/schedlab/tracefs-* with umount"
+        }
+        false => {
+            "it records the RT settings an earlier schedlab changed: check \
+             /proc/sys/kernel/sched_rt_runtime_us (950000 by default) and the root cgroup's \
+             cpu.rt_runtime_us, and write the original values back"
+        }
+    };
+    format!(
+        "{check}; then remove {} (and its .lock beside it). Until then schedlab refuses to \
+         change kernel settings; commands that only read go on",
+        path.display()
+    )
 }
 
 /// Where the journal of original values is kept: `$SCHEDLAB_JOURNAL` if
