@@ -71,6 +71,15 @@ impl Extracted {
             .map(|(k, f)| (k.clone(), f.value))
             .collect()
     }
+
+    /// The histograms as `WorkOutput::latency` holds them (schedlab's own
+    /// encoding, pooled and reported like a built-in workload's).
+    pub fn latency_encoded(&self) -> BTreeMap<String, Vec<u8>> {
+        self.histograms
+            .iter()
+            .map(|(k, h)| (k.clone(), h.to_latency().encode()))
+            .collect()
+    }
 }
 
 /// A figure that could not be read.
@@ -471,6 +480,32 @@ mod tests {
         assert_eq!(got.figures["b"].unit, "MB/s");
         assert_eq!(got.figures["b"].better, Better::Higher);
         assert!(got.percentiles.is_empty() && got.histograms.is_empty());
+        assert!(got.latency_encoded().is_empty());
+    }
+
+    #[test]
+    fn a_parser_and_named_figures_together() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("c.json"),
+            include_str!("parsers/samples/cyclictest_hist.json"),
+        )
+        .unwrap();
+        let p = params(
+            "argv = [\"cyclictest\"]\nparser = \"cyclictest\"\nparser_from = \"c.json\"\n\
+             [figures.threads]\njson = \"/num_threads\"\nfrom = \"c.json\"\nunit = \"\"\nbetter = \"higher\"",
+        );
+        let got = extract(&p, outputs(b"", b"", dir.path())).unwrap();
+        assert_eq!(got.figures["threads"].value, 2.0);
+        assert_eq!(got.figures["max_us"].value, 92.0);
+        let encoded = got.latency_encoded();
+        let wakeup = crate::workload::latency::Latency::decode(&encoded["wakeup"]).unwrap();
+        assert_eq!(wakeup.count(), 2000);
+        // The parser's own failure names it and shows its source.
+        let p = params("argv = [\"hackbench\"]\nparser = \"hackbench\"");
+        let e = extract(&p, outputs(b"Running in process mode\n", b"", dir.path())).unwrap_err();
+        assert_eq!(e.figure, "parser hackbench");
+        assert!(e.to_string().contains("  | Running in process mode"), "{e}");
     }
 
     #[test]

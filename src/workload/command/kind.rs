@@ -74,6 +74,15 @@ impl Kind for CommandParams {
         setup::run(self, cwd, until)
     }
 
+    /// cyclictest's histogram (`parser = "cyclictest"` with `-h`), the
+    /// only parser that gives one, is its wake-up latency.
+    fn primary_latency(&self) -> Option<&'static str> {
+        match self.parser.as_ref().map(|p| p.tool) {
+            Some(super::parsers::Tool::Cyclictest) => Some("wakeup"),
+            _ => None,
+        }
+    }
+
     /// Worker side: becomes the program; returns only when that failed.
     fn run(&self, ctx: &WorkContext) -> anyhow::Result<WorkOutput> {
         Err(exec::become_program(self, ctx))
@@ -165,6 +174,15 @@ mod tests {
             l.message
         );
         workload("argv = [\"sh\"]").check_machine().unwrap();
+    }
+
+    #[test]
+    fn only_cyclictest_has_a_primary_latency() {
+        let w = workload("argv = [\"cyclictest\"]\nparser = \"cyclictest\"");
+        assert_eq!(w.primary_latency(), Some("wakeup"));
+        let w = workload("argv = [\"schbench\"]\nparser = \"schbench\"");
+        assert_eq!(w.primary_latency(), None);
+        assert_eq!(workload("argv = [\"true\"]").primary_latency(), None);
     }
 
     #[test]
