@@ -41,7 +41,11 @@ pub fn become_program(p: &CommandParams, ctx: &WorkContext) -> anyhow::Error {
 fn prepare(p: &CommandParams, ctx: &WorkContext) -> Result<Command> {
     let dir = program_dir(p, ctx);
     let path = p.path_var();
-    let program = resolve_program(&p.argv[0], path.as_deref(), Some(&dir))?;
+    let (argv0, args) = p
+        .argv
+        .split_first()
+        .context("no program given (argv is empty)")?;
+    let program = resolve_program(argv0, path.as_deref(), Some(&dir))?;
     if let Some(name) = &p.user {
         let ids = user::lookup(name)
             .with_context(|| format!("looking up user {name}"))?
@@ -67,11 +71,8 @@ fn prepare(p: &CommandParams, ctx: &WorkContext) -> Result<Command> {
         exec::close_on_exec(fd).with_context(|| format!("closing descriptor {fd} on exec"))?;
     }
     let mut cmd = Command::new(&program);
-    std::os::unix::process::CommandExt::arg0(&mut cmd, &p.argv[0]);
-    cmd.args(&p.argv[1..])
-        .envs(&p.env)
-        .current_dir(&dir)
-        .stdin(stdin);
+    std::os::unix::process::CommandExt::arg0(&mut cmd, argv0);
+    cmd.args(args).envs(&p.env).current_dir(&dir).stdin(stdin);
     Ok(cmd)
 }
 
@@ -163,6 +164,10 @@ mod tests {
             format!("{e:#}").contains("\"schedlab-no-such-program\" is not in PATH"),
             "{e:#}"
         );
+        let mut empty = params("argv = [\"true\"]");
+        empty.argv.clear();
+        let e = become_program(&empty, &ctx);
+        assert!(format!("{e:#}").contains("argv is empty"), "{e:#}");
         let e = become_program(&params("argv = [\"true\"]\nstdin = \"absent.txt\""), &ctx);
         assert!(format!("{e:#}").contains("opening stdin"), "{e:#}");
         assert_eq!(

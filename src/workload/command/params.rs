@@ -493,6 +493,8 @@ fn figure(f: &Keys) -> Result<FigureSpec, KeyError> {
 /// Why a program cannot be run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProgramError {
+    #[error("no program given (argv is empty)")]
+    None,
     #[error("program \"{program}\" is not in PATH ({path})")]
     NotInPath { program: String, path: String },
     #[error("program {path} does not exist")]
@@ -581,7 +583,10 @@ impl CommandParams {
     pub fn check_programs(&self) -> Result<(), (&'static str, ProgramError)> {
         let path = self.path_var();
         let cwd = self.cwd.as_deref();
-        resolve_program(&self.argv[0], path.as_deref(), cwd).map_err(|e| ("argv", e))?;
+        // Parsing refuses an empty argv; a stored description is read back
+        // without that check.
+        let program = self.argv.first().ok_or(("argv", ProgramError::None))?;
+        resolve_program(program, path.as_deref(), cwd).map_err(|e| ("argv", e))?;
         if let Some(program) = self.setup.first() {
             resolve_program(program, path.as_deref(), cwd).map_err(|e| ("setup", e))?;
         }
@@ -933,5 +938,8 @@ mod tests {
             .unwrap()
             .check_programs()
             .unwrap();
+        let mut empty = parse_str("argv = [\"sh\"]").unwrap();
+        empty.argv.clear();
+        assert_eq!(empty.check_programs(), Err(("argv", ProgramError::None)));
     }
 }
