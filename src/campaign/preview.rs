@@ -7,7 +7,7 @@ use std::path::Path;
 
 use crate::locks;
 use crate::plan::{self, Run};
-use crate::spec::Spec;
+use crate::spec::{Spec, SpecError};
 use crate::store::{Campaign, Store};
 use crate::sys::envinfo;
 
@@ -36,6 +36,15 @@ pub struct Preview {
 pub fn preview(spec: &Spec, origin: &str, db: &Path, force: bool) -> Result<Preview> {
     let env = envinfo::capture();
     check_machine(spec, origin, &env, force)?;
+    // What a workload needs of this machine (a command's program): refused
+    // by plan; run records each such run as skipped, with the reason.
+    for w in &spec.workloads {
+        w.workload.check_machine().map_err(|l| SpecError::Invalid {
+            origin: origin.to_string(),
+            key: format!("workloads.{}.{}", w.name, l.key),
+            message: l.message,
+        })?;
+    }
     let (existing, done) = if db.exists() {
         // Only looks: never creates, upgrades or writes the database.
         let store = Store::open_existing(db)?;

@@ -1,13 +1,15 @@
 //! The only home of `unsafe` and raw libc calls: scheduling system calls,
 //! process reaping and signals, clocks and absolute sleeps, procfs
 //! parsing, the machine's environment, what else the machine is doing, and
-//! sched_ext (its facts, and loading schedlab's BPF scheduler).
+//! sched_ext (its facts, and loading schedlab's BPF scheduler), users by name
+//! and switching to one, and a worker's `exec` of another program.
 
 pub mod activity;
 pub mod child;
 pub mod clock;
 pub mod envinfo;
 pub mod events;
+pub mod exec;
 pub mod fds;
 pub mod fsinfo;
 pub mod hostid;
@@ -24,3 +26,4 @@ pub mod scx;
 pub mod scx_wrr;
 pub mod tracefs;
 pub mod uring;
+pub mod user;

@@ -17,7 +17,8 @@ pub struct KeyError {
 pub struct Keys<'a> {
     base: String,
     table: &'a toml::Table,
-    kind: &'a str,
+    /// What the table describes, for errors ("a pi workload").
+    what: String,
 }
 
 /// The longest duration a spec may ask for.
@@ -26,12 +27,89 @@ const MAX_SECONDS: f64 = 7.0 * 86400.0;
 impl<'a> Keys<'a> {
     /// `name` is the table's name under `[workloads]`, `kind` the workload
     /// kind it was resolved to.
-    pub fn new(name: &str, kind: &'a str, table: &'a toml::Table) -> Keys<'a> {
+    pub fn new(name: &str, kind: &str, table: &'a toml::Table) -> Keys<'a> {
         Keys {
             base: format!("workloads.{name}"),
             table,
-            kind,
+            what: format!("a {kind} workload"),
         }
+    }
+
+    /// The keys of `table`, the sub-table under `key` (such as a command
+    /// workload's `figures.elapsed`); `what` names it in errors ("figure
+    /// `elapsed`").
+    pub fn nested(&self, key: &str, table: &'a toml::Table, what: impl Into<String>) -> Keys<'a> {
+        Keys {
+            base: self.key(key),
+            table,
+            what: what.into(),
+        }
+    }
+
+    /// The value of `key`, if given, whatever its type.
+    pub fn value(&self, key: &str) -> Option<&'a toml::Value> {
+        self.table.get(key)
+    }
+
+    /// A table key, if given.
+    pub fn table(&self, key: &str) -> Result<Option<&'a toml::Table>, KeyError> {
+        match self.table.get(key) {
+            None => Ok(None),
+            Some(toml::Value::Table(t)) => Ok(Some(t)),
+            Some(v) => Err(self.type_err(key, "a table", v)),
+        }
+    }
+
+    /// An array of strings, if given; a non-string item is named by its
+    /// position (1-based).
+    pub fn strings(&self, key: &str) -> Result<Option<Vec<String>>, KeyError> {
+        let items = match self.table.get(key) {
+            None => return Ok(None),
+            Some(toml::Value::Array(a)) => a,
+            Some(v) => return Err(self.type_err(key, "an array of strings", v)),
+        };
+        items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| match v {
+                toml::Value::String(s) => Ok(s.clone()),
+                v => Err(self.err(
+                    key,
+                    format!(
+                        "item {} must be a string, got {} `{v}`",
+                        i + 1,
+                        v.type_str()
+                    ),
+                )),
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some)
+    }
+
+    /// An array of integers, if given; a non-integer item is named by its
+    /// position (1-based).
+    pub fn ints(&self, key: &str) -> Result<Option<Vec<i64>>, KeyError> {
+        let items = match self.table.get(key) {
+            None => return Ok(None),
+            Some(toml::Value::Array(a)) => a,
+            Some(v) => return Err(self.type_err(key, "an array of integers", v)),
+        };
+        items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| match v {
+                toml::Value::Integer(n) => Ok(*n),
+                v => Err(self.err(
+                    key,
+                    format!(
+                        "item {} must be an integer, got {} `{v}`",
+                        i + 1,
+                        v.type_str()
+                    ),
+                )),
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some)
     }
 
     /// The full name of `key`.
@@ -54,8 +132,8 @@ impl<'a> Keys<'a> {
                 return Err(self.err(
                     k,
                     format!(
-                        "not a parameter of a {} workload; its parameters: {}",
-                        self.kind,
+                        "not a parameter of {}; its parameters: {}",
+                        self.what,
                         allowed.join(", ")
                     ),
                 ));
@@ -239,6 +317,45 @@ mod tests {
             "not a parameter of a pi workload; its parameters: iterations, duration_s"
         );
         assert!(k.only(&["bytes"]).is_ok());
+    }
+
+    #[test]
+    fn arrays_tables_and_nested_keys() {
+        let t = table(
+            "argv = [\"a\", 3]\nok = [0, 2]\nbad = [1, \"x\"]\ns = \"x\"\n[f.e]\nregex = 1\n",
+        );
+        let k = Keys::new("w", "command", &t);
+        let e = k.strings("argv").unwrap_err();
+        assert_eq!(e.key, "workloads.w.argv");
+        assert_eq!(e.message, "item 2 must be a string, got integer `3`");
+        assert_eq!(k.ints("ok").unwrap(), Some(vec![0, 2]));
+        assert_eq!(
+            k.ints("bad").unwrap_err().message,
+            "item 2 must be an integer, got string `\"x\"`"
+        );
+        assert_eq!(
+            k.strings("s").unwrap_err().message,
+            "must be an array of strings, got string `\"x\"`"
+        );
+        assert_eq!(k.strings("none").unwrap(), None);
+        let f = k.table("f").unwrap().unwrap();
+        let figs = k.nested("f", f, "the figures");
+        let e = figs.table("e").unwrap().unwrap();
+        let fe = figs.nested("e", e, "figure `e`");
+        assert_eq!(fe.int("regex").unwrap(), Some(1));
+        let e = fe.only(&["json"]).unwrap_err();
+        assert_eq!(e.key, "workloads.w.f.e.regex");
+        assert_eq!(
+            e.message,
+            "not a parameter of figure `e`; its parameters: json"
+        );
+        assert!(
+            k.table("s")
+                .unwrap_err()
+                .message
+                .contains("must be a table")
+        );
+        assert!(k.value("s").is_some() && k.value("zz").is_none());
     }
 
     #[test]

@@ -99,6 +99,20 @@ pub trait Kind {
     fn memory_bytes(&self) -> u64 {
         WORKER_BASE_BYTES.saturating_add(self.buffer_bytes())
     }
+
+    /// What `plan` checks on this machine beyond the spec itself (a
+    /// command workload's program in PATH): what is lacking, if anything.
+    fn check_machine(&self) -> Result<(), Lacking> {
+        Ok(())
+    }
+}
+
+/// What a machine lacks to run a workload: the key (under
+/// `workloads.NAME`) that asks for it, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lacking {
+    pub key: &'static str,
+    pub message: String,
 }
 
 /// A kind's registration: its name and the parser of its spec table.

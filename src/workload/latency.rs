@@ -56,6 +56,15 @@ impl Latency {
         }
     }
 
+    /// Record `count` events of `ns` nanoseconds each (a tool's histogram
+    /// bucket), saturating at the top as `record_ns` does.
+    pub fn record_n_ns(&mut self, ns: u64, count: u64) {
+        if count > 0 && self.0.record_n(ns, count).is_err() {
+            let top = self.0.high();
+            let _ = self.0.record_n(top, count);
+        }
+    }
+
     /// Add every event of `other`.
     pub fn add(&mut self, other: &Latency) {
         // Auto-resizing histograms accept any other's range.

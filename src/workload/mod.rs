@@ -24,6 +24,8 @@
 //!   (wake-up and context-switch cost, `perf bench sched pipe`-like).
 //! - `messaging`: groups of senders and receivers over Unix sockets or
 //!   pipes (hackbench-like).
+//! - `command`: any program, exec'd by the worker after the barrier, with
+//!   figures from its own output (`command/`).
 //!
 //! Every workload verifies its own result after the timed loop (pi estimate,
 //! copied bytes, checksum identity, digest fold), so that an optimiser or a
@@ -38,6 +40,7 @@ use std::time::Instant;
 use crate::sys::proc::monotonic_ns;
 
 pub mod aio;
+pub mod command;
 pub mod copy;
 pub mod hash;
 pub mod keys;
@@ -54,6 +57,7 @@ pub mod request;
 pub mod wiring;
 
 pub use aio::AioParams;
+pub use command::CommandParams;
 pub use copy::CopyParams;
 pub use hash::HashParams;
 pub use kind::Kind;
@@ -103,6 +107,7 @@ pub enum Workload {
     Request(RequestParams),
     Pingpong(PingpongParams),
     Messaging(MessagingParams),
+    Command(CommandParams),
 }
 
 /// What a worker needs to know about where it runs.
@@ -180,6 +185,7 @@ impl Workload {
             Workload::Request(p) => p,
             Workload::Pingpong(p) => p,
             Workload::Messaging(p) => p,
+            Workload::Command(p) => p,
         }
     }
 
@@ -195,6 +201,7 @@ impl Workload {
             Workload::Request(p) => p,
             Workload::Pingpong(p) => p,
             Workload::Messaging(p) => p,
+            Workload::Command(p) => p,
         }
     }
 
@@ -291,6 +298,11 @@ impl Workload {
     /// See [`Kind::min_wall_s`].
     pub fn min_wall_s(&self) -> f64 {
         self.imp().min_wall_s()
+    }
+
+    /// See [`Kind::check_machine`].
+    pub fn check_machine(&self) -> Result<(), kind::Lacking> {
+        self.imp().check_machine()
     }
 
     /// See [`Kind::cpu_bound`].

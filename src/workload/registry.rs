@@ -3,7 +3,9 @@
 
 use super::keys::{KeyError, Keys};
 use super::kind::Entry;
-use super::{Workload, aio, copy, hash, matmul, messaging, mixed, periodic, pi, pingpong, request};
+use super::{
+    Workload, aio, command, copy, hash, matmul, messaging, mixed, periodic, pi, pingpong, request,
+};
 
 /// The registered kinds, in the order help and errors list them.
 pub const KINDS: &[Entry] = &[
@@ -17,6 +19,7 @@ pub const KINDS: &[Entry] = &[
     request::ENTRY,
     pingpong::ENTRY,
     messaging::ENTRY,
+    command::ENTRY,
 ];
 
 /// The kinds' names.
@@ -45,8 +48,15 @@ mod tests {
     #[test]
     fn every_kind_parses_its_defaults_and_names_itself() {
         let empty = toml::Table::new();
+        // A command has no default program.
+        let command: toml::Table = "argv = [\"true\"]".parse().unwrap();
         for e in KINDS {
-            let w = parse(e.name, e.name, &empty).unwrap();
+            let table = if e.name == "command" {
+                &command
+            } else {
+                &empty
+            };
+            let w = parse(e.name, e.name, table).unwrap();
             assert_eq!(w.kind(), e.name);
             // Each kind's serialised tag is its name.
             let json = serde_json::to_value(&w).unwrap();

@@ -1,0 +1,73 @@
+//! A worker replacing itself with another program (a `command` workload):
+//! the descriptors it must not hand on marked close-on-exec, and the
+//! `exec` itself.
+
+use std::io;
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+
+/// Mark `fd` close-on-exec, so the program a worker becomes does not
+/// inherit it (the start barrier, the result pipe: a program holding the
+/// result pipe open would keep the parent from seeing its end). A
+/// descriptor that is not open is left as it is.
+pub fn close_on_exec(fd: i32) -> io::Result<()> {
+    // SAFETY: fcntl with integer arguments only.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
+    if flags < 0 {
+        let e = io::Error::last_os_error();
+        return if e.raw_os_error() == Some(libc::EBADF) {
+            Ok(())
+        } else {
+            Err(e)
+        };
+    }
+    // SAFETY: fcntl with integer arguments only.
+    if unsafe { libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Replace the calling process with `cmd` (its program, arguments,
+/// environment, directory and standard input; the process keeps its pid,
+/// policy, priority, affinity and cgroup). Returns only on failure.
+pub fn exec(cmd: &mut Command) -> io::Error {
+    cmd.exec()
+}
+
+/// Ask the kernel again to SIGKILL the calling process when its parent
+/// dies: a change of user clears the setting (prctl(2)).
+pub fn die_with_parent() -> io::Result<()> {
+    crate::sys::proc::die_with_parent_raw().map_err(io::Error::from_raw_os_error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsRawFd;
+
+    #[test]
+    fn close_on_exec_sets_the_flag_and_ignores_closed_numbers() {
+        let (r, _w) = crate::sys::proc::pipe().unwrap();
+        let fd = r.as_raw_fd();
+        crate::sys::fds::keep_across_exec_raw(fd).unwrap();
+        let flag = |fd| std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}")).unwrap();
+        // fdinfo's flags are octal; O_CLOEXEC is 02000000.
+        let cloexec = |fd| {
+            let text = flag(fd);
+            let line = text.lines().find(|l| l.starts_with("flags:")).unwrap();
+            let v = u32::from_str_radix(line[6..].trim(), 8).unwrap();
+            v & 0o2000000 != 0
+        };
+        assert!(!cloexec(fd));
+        close_on_exec(fd).unwrap();
+        assert!(cloexec(fd));
+        close_on_exec(100_000).unwrap();
+    }
+
+    #[test]
+    fn a_failed_exec_returns_the_error() {
+        let e = exec(&mut Command::new("/nonexistent/schedlab-no-such-program"));
+        assert_eq!(e.kind(), io::ErrorKind::NotFound);
+    }
+}
