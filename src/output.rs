@@ -64,6 +64,8 @@ pub enum OutputError {
         "cannot write -o {path}: it is a {kind}; only a regular file, a character device or a FIFO can be written"
     )]
     Special { path: String, kind: &'static str },
+    #[error("cannot write -o {path}: it is a {kind}, which cannot hold a database")]
+    NotForDatabase { path: String, kind: &'static str },
     #[error("cannot write -o {0}: it is a symbolic link to a file that does not exist")]
     DanglingLink(String),
     #[error("cannot write -o {path}: it is {what}; choose another file")]
@@ -182,12 +184,7 @@ impl Target {
             ),
             Target::Replace { file, .. } => {
                 let dir = parent_dir(file);
-                for d in remove_leftovers(dir) {
-                    note!(
-                        "removed {}, an output a schedlab that was killed was writing",
-                        out::path(&d)
-                    );
-                }
+                sweep(dir);
                 let name = file.file_name().expect("checked by parse");
                 let owned =
                     OwnedDir::create_named(dir, &format!("{TEMP_PREFIX}{}-", std::process::id()))
@@ -271,12 +268,12 @@ fn database_file(file: &Path) -> Option<String> {
 pub fn check_database_target(arg: &Path) -> Result<(), OutputError> {
     match Target::parse(arg) {
         Ok(Target::Stdout) => Err(OutputError::DatabaseToStdout),
-        Ok(Target::Through { path }) => Err(OutputError::Special {
+        Ok(Target::Through { path }) => Err(OutputError::NotForDatabase {
             path: out::path(&path),
             kind: if std::fs::metadata(&path).is_ok_and(|m| m.file_type().is_fifo()) {
-                "FIFO, not a database"
+                "FIFO"
             } else {
-                "character device, not a database"
+                "character device"
             },
         }),
         Ok(Target::Replace { .. }) => Ok(()),
@@ -290,6 +287,18 @@ pub fn check_database_target(arg: &Path) -> Result<(), OutputError> {
 /// alone). Returns what was removed.
 pub fn remove_leftovers(dir: &Path) -> Vec<PathBuf> {
     rundir::remove_leftovers_named(dir, TEMP_PREFIX)
+}
+
+/// [`remove_leftovers`], saying what was removed: at every start of
+/// schedlab (its working directory) and before each output is written (the
+/// output's directory).
+pub fn sweep(dir: &Path) {
+    for d in remove_leftovers(dir) {
+        note!(
+            "removed {}, an output being written by a schedlab that was killed",
+            out::path(&d)
+        );
+    }
 }
 
 enum Sink {
@@ -366,6 +375,12 @@ impl Write for Output {
         };
         r.map_err(|e| self.name_error(e))
     }
+}
+
+/// The target of a resolved destination: a path, or None for standard
+/// output.
+pub fn target_of(destination: Option<&Path>) -> Result<Target, OutputError> {
+    destination.map_or(Ok(Target::Stdout), Target::parse)
 }
 
 /// Write `bytes` to `target` whole ([`Target::open`], [`Output::commit`]).
@@ -474,8 +489,11 @@ mod tests {
 
     #[test]
     fn a_failing_write_names_the_output() {
-        // /dev/full: every write fails with ENOSPC.
+        // /dev/full: every write fails with ENOSPC. Asserted to be written
+        // through before anything is written, so that a broken parse
+        // cannot replace the device.
         let t = Target::parse(Path::new("/dev/full")).unwrap();
+        assert!(matches!(t, Target::Through { .. }), "{t:?}");
         let err = format!("{:#}", write_all(&t, &[1; 10_000]).unwrap_err());
         assert!(
             err.contains("cannot write -o /dev/full") && err.contains("No space left"),
@@ -487,6 +505,27 @@ mod tests {
                 .file_type()
                 .is_char_device()
         );
+    }
+
+    #[test]
+    fn a_failing_write_leaves_the_earlier_file_whole_and_nothing_beside_it() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("report.html");
+        std::fs::write(&p, b"earlier good output").unwrap();
+        let mut o = Target::parse(&p).unwrap().open().unwrap();
+        // As on a full disk: the temporary's writes fail with ENOSPC.
+        let Sink::Replace { file, .. } = &mut o.sink else {
+            unreachable!()
+        };
+        *file = OpenOptions::new().write(true).open("/dev/full").unwrap();
+        let err = o.write_all(&[1; 10_000]).unwrap_err().to_string();
+        assert!(
+            err.contains(&format!("cannot write -o {}", p.display())) && err.contains("No space"),
+            "{err}"
+        );
+        drop(o);
+        assert_eq!(std::fs::read(&p).unwrap(), b"earlier good output");
+        assert_eq!(names(d.path()), ["report.html"]);
     }
 
     #[test]
