@@ -84,7 +84,8 @@ enum Command {
         /// Only this campaign (see `schedlab campaigns`).
         #[arg(long)]
         campaign: Option<i64>,
-        /// Write to this file instead of standard output.
+        /// Write to this file instead of standard output (replaced whole; a
+        /// device or FIFO is written through; "-" is standard output).
         #[arg(long, short)]
         output: Option<PathBuf>,
     },
@@ -366,6 +367,8 @@ pub fn main() -> i32 {
             }
         }
     }
+    // A schedlab killed while writing an output here left its temporary.
+    crate::output::sweep(Path::new("."));
     let result = dispatch(cli.command).and_then(|code| {
         out::stdout().flush()?;
         Ok(code)
@@ -450,46 +453,44 @@ fn dispatch(command: Command) -> Result<i32> {
             output,
         } => {
             let store = Store::open_existing(&db.db)?;
+            let target = match &output {
+                Some(path) => crate::output::Target::parse(path)?,
+                None => crate::output::Target::Stdout,
+            };
+            if format == ExportFormat::Parquet
+                && (output.is_none()
+                    || (target.is_stdout() && std::io::IsTerminal::is_terminal(&std::io::stdout())))
+            {
+                return Err(SpecError::Parse {
+                    origin: "--format parquet".into(),
+                    message:
+                        "Parquet is a binary file: name it with -o, e.g. -o runs.parquet (-o - \
+                              writes it to standard output, not to a terminal)"
+                            .into(),
+                }
+                .into());
+            }
             // Two streamed passes: the figure names make the header, then
             // the rows go out as they are read.
             let figures = store.export_figure_names(campaign)?;
+            let mut w = std::io::BufWriter::new(target.open()?);
             if format == ExportFormat::Parquet {
-                let Some(path) = &output else {
-                    return Err(SpecError::Parse {
-                        origin: "--format parquet".into(),
-                        message: "Parquet is a binary file: name it with -o, e.g. -o runs.parquet"
-                            .into(),
-                    }
-                    .into());
-                };
-                let file = std::fs::File::create(path)
-                    .with_context(|| format!("cannot write {}", out::path(path)))?;
-                let mut exporter = export::parquet::ParquetExporter::begin(
-                    std::io::BufWriter::new(file),
-                    figures,
-                )?;
+                let mut exporter = export::parquet::ParquetExporter::begin(&mut w, figures)?;
                 store.for_each_export_row(campaign, |r| exporter.row(r))?;
                 exporter
                     .finish()
-                    .with_context(|| format!("cannot write {}", out::path(path)))?;
-                return Ok(0);
+                    .with_context(|| format!("cannot write -o {}", target.shown()))?;
+            } else {
+                let format = match format {
+                    ExportFormat::Csv => export::Format::Csv,
+                    ExportFormat::Json => export::Format::Json,
+                    ExportFormat::Parquet => unreachable!("Parquet is written above"),
+                };
+                let mut exporter = export::Exporter::begin(&mut w, format, figures)?;
+                store.for_each_export_row(campaign, |r| exporter.row(r))?;
+                exporter.finish()?;
             }
-            let mut w: Box<dyn Write> = match &output {
-                Some(path) => Box::new(std::io::BufWriter::new(
-                    std::fs::File::create(path)
-                        .with_context(|| format!("cannot write {}", out::path(path)))?,
-                )),
-                None => Box::new(std::io::BufWriter::new(out::stdout())),
-            };
-            let format = match format {
-                ExportFormat::Csv => export::Format::Csv,
-                ExportFormat::Json => export::Format::Json,
-                ExportFormat::Parquet => unreachable!("Parquet is written above"),
-            };
-            let mut exporter = export::Exporter::begin(&mut w, format, figures)?;
-            store.for_each_export_row(campaign, |r| exporter.row(r))?;
-            exporter.finish()?;
-            w.flush()?;
+            w.into_inner().map_err(|e| e.into_error())?.commit()?;
             Ok(0)
         }
         Command::Merge {

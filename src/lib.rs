@@ -26,6 +26,8 @@ pub mod locks;
 #[forbid(unsafe_code)]
 pub mod merge;
 #[forbid(unsafe_code)]
+pub mod output;
+#[forbid(unsafe_code)]
 pub mod plan;
 #[forbid(unsafe_code)]
 pub mod policy;

@@ -37,6 +37,10 @@ pub fn run(opts: &MergeOptions) -> Result<i32> {
     if opts.sources.is_empty() {
         bail!("give the databases to merge, e.g. `schedlab merge a.db b.db -o fleet.db`");
     }
+    // Before anything is made beside it (the runner lock, SQLite's
+    // journal): a directory, a device or standard output cannot hold a
+    // database, and another database's side file must not become one.
+    crate::output::check_database_target(&opts.output)?;
     for s in &opts.sources {
         if same_file(s, &opts.output) {
             bail!(
@@ -46,12 +50,11 @@ pub fn run(opts: &MergeOptions) -> Result<i32> {
         }
     }
     // Check every source before writing anything: a typo in the last one
-    // should not leave the others merged and the command failed.
-    let mut opened = Vec::with_capacity(opts.sources.len());
+    // should not leave the others merged and the command failed. Each is
+    // opened, checked and closed, and opened again when its turn comes:
+    // thousands of sources must not hold thousands of files open.
     for s in &opts.sources {
-        let store =
-            Store::open_existing(s).with_context(|| format!("cannot merge {}", out::path(s)))?;
-        opened.push((s, store));
+        open_source(s)?;
     }
     let lock = locks::database_lock_path(&opts.output);
     let what = format!("schedlab merge into {}", opts.output.display());
@@ -65,13 +68,14 @@ pub fn run(opts: &MergeOptions) -> Result<i32> {
             )
         })?;
     let mut dest = Store::open(&opts.output)?;
-    for (path, src) in &opened {
-        let bar = progress_bar(src, opts.quiet)?;
+    for path in &opts.sources {
+        let src = open_source(path)?;
+        let bar = progress_bar(&src, opts.quiet)?;
         // Without a terminal (CI logs, ssh), a line every tenth instead.
         let lines = bar.as_ref().is_some_and(|b| b.is_hidden());
         let mut next_tenth = 1;
         let counts = dest
-            .merge_from(src, |done, total| {
+            .merge_from(&src, |done, total| {
                 if let Some(b) = &bar
                     && done % 256 == 0
                 {
@@ -121,6 +125,11 @@ pub fn run(opts: &MergeOptions) -> Result<i32> {
         note!("{} holds {}", out::path(&opts.output), list.join(", "));
     }
     Ok(0)
+}
+
+/// A source, read only.
+fn open_source(path: &Path) -> Result<Store> {
+    Store::open_existing(path).with_context(|| format!("cannot merge {}", out::path(path)))
 }
 
 fn plural(n: u64) -> &'static str {

@@ -31,7 +31,8 @@ pub(super) struct ExportArgs {
     /// The run whose trace to write (a run stored with --trace).
     #[arg(long, value_name = "RUN_ID")]
     run: i64,
-    /// The file to write (replaced whole if it exists).
+    /// The file to write (replaced whole if it exists; a device or FIFO is
+    /// written through), or "-" for standard output.
     #[arg(long, short, value_name = "FILE")]
     output: PathBuf,
     /// File format (default: json for a .json file, else perfetto).

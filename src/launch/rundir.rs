@@ -9,6 +9,10 @@
 //! lock is free; a live owner's lock is seen across PID namespaces sharing
 //! the directory, where its PID would mean nothing. A name alone never
 //! qualifies a directory for removal.
+//!
+//! The same directories, under a name of the caller's ([`OwnedDir::create_named`],
+//! [`remove_leftovers_named`]), hold the temporary file of an output being
+//! written ([`crate::output`]).
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
@@ -37,9 +41,12 @@ pub struct OwnedDir {
 impl OwnedDir {
     /// Make `parent/schedlab-<pid>-<random>` with its locked marker.
     pub fn create_in(parent: &Path) -> io::Result<OwnedDir> {
-        let dir = tempfile::Builder::new()
-            .prefix(&format!("{PREFIX}{}-", std::process::id()))
-            .tempdir_in(parent)?;
+        OwnedDir::create_named(parent, &format!("{PREFIX}{}-", std::process::id()))
+    }
+
+    /// Make `parent/<prefix><random>` with its locked marker.
+    pub fn create_named(parent: &Path, prefix: &str) -> io::Result<OwnedDir> {
+        let dir = tempfile::Builder::new().prefix(prefix).tempdir_in(parent)?;
         let meta = std::fs::symlink_metadata(dir.path())?;
         // The marker is written whole under another name and renamed into
         // place, so a schedlab killed while making it never leaves an empty
@@ -69,6 +76,14 @@ impl OwnedDir {
 
     pub fn path(&self) -> &Path {
         self.dir.path()
+    }
+
+    /// Release the lock and keep the directory, as a SIGKILL would: for
+    /// tests of the clean-up.
+    #[cfg(test)]
+    pub(crate) fn abandon(self) -> PathBuf {
+        drop(self._lock);
+        self.dir.keep()
     }
 }
 
@@ -109,12 +124,18 @@ pub enum Verdict {
 /// holds. Returns what was removed. Never follows symbolic links and never
 /// touches a directory without an intact marker.
 pub fn remove_leftovers(workdir: &Path) -> Vec<PathBuf> {
+    remove_leftovers_named(workdir, PREFIX)
+}
+
+/// [`remove_leftovers`] of the directories whose names start with `prefix`
+/// (the name only picks the candidates; each is judged by its marker).
+pub fn remove_leftovers_named(workdir: &Path, prefix: &str) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(workdir) else {
         return Vec::new();
     };
     let mut removed = Vec::new();
     for e in entries.flatten() {
-        if !e.file_name().to_string_lossy().starts_with(PREFIX) {
+        if !e.file_name().to_string_lossy().starts_with(prefix) {
             continue;
         }
         let path = e.path();

@@ -23,7 +23,6 @@ pub mod window;
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
 use std::fmt::Write as _;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::store::Store;
@@ -236,32 +235,26 @@ impl Report {
 /// process exit code.
 pub fn run(opts: RunOptions) -> Result<i32> {
     let store = Store::open_existing(&opts.db)?;
+    // Checked before the analysis: a refused -o costs nothing.
+    let target = crate::output::target_of(opts.destination.as_deref())?;
     let report = Report::build(&store, &opts.analysis)?;
     let text = report.render(opts.format);
-    match opts.destination {
-        None => {
-            let mut out = crate::out::stdout();
-            out.write_all(text.as_bytes())?;
-            out.flush()?;
-        }
-        Some(path) => {
-            std::fs::write(&path, text.as_bytes())
-                .with_context(|| format!("cannot write {}", path.display()))?;
-            let a = &report.analysis;
-            note!(
-                "wrote {}: campaign {} “{}”, {} ok runs in {} conditions, {} of {} comparisons significant",
-                crate::out::path(&path),
-                a.campaign.id,
-                crate::out::esc(&a.campaign.name),
-                a.counts.ok,
-                a.conditions.len(),
-                a.count_verdict(analyse::Verdict::Different),
-                a.comparisons
-                    .iter()
-                    .filter(|c| c.p_adjusted.is_some())
-                    .count()
-            );
-        }
+    crate::output::write_all(&target, text.as_bytes())?;
+    if !target.is_stdout() {
+        let a = &report.analysis;
+        note!(
+            "wrote {}: campaign {} “{}”, {} ok runs in {} conditions, {} of {} comparisons significant",
+            target.shown(),
+            a.campaign.id,
+            crate::out::esc(&a.campaign.name),
+            a.counts.ok,
+            a.conditions.len(),
+            a.count_verdict(analyse::Verdict::Different),
+            a.comparisons
+                .iter()
+                .filter(|c| c.p_adjusted.is_some())
+                .count()
+        );
     }
     Ok(0)
 }

@@ -1,16 +1,16 @@
 //! `schedlab trace export`: one stored run's kernel trace written to a file
 //! as a Perfetto protobuf trace ([`super::perfetto`]) or Chrome trace-event
-//! JSON ([`super::chrome_json`]). The file appears whole or not at all: it
-//! is written to a temporary file in the target directory, flushed to disk
-//! and renamed over the target.
+//! JSON ([`super::chrome_json`]), through [`crate::output`]: a file
+//! appears whole or not at all, a device or FIFO is written through, `-` is
+//! standard output.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
 use super::{Capture, chrome_json, perfetto};
 use crate::out;
+use crate::output::{self, Target};
 use crate::store::Store;
 
 /// The file format of an export.
@@ -62,6 +62,7 @@ pub fn run(opts: &ExportOptions) -> Result<i32> {
             out::path(&opts.output)
         );
     }
+    let target = Target::parse(&opts.output)?;
     let Some(kernel_release) = store.run_kernel_release(opts.run_id)? else {
         bail!(
             "--run {}: no such run in {} (the `run` column of `schedlab export` lists them)",
@@ -82,10 +83,10 @@ pub fn run(opts: &ExportOptions) -> Result<i32> {
     }
     let format = Format::resolve(opts.format, &opts.output);
     let bytes = encode(&capture, &kernel_release, format);
-    write_atomically(&opts.output, &bytes)?;
+    output::write_all(&target, &bytes)?;
     note!(
         "wrote {}: run {}, {} events on {} over {:.3} s, {}{}",
-        out::path(&opts.output),
+        target.shown(),
         opts.run_id,
         capture.events.len(),
         cpu_label(&capture.cpus),
@@ -126,49 +127,9 @@ pub fn encode(capture: &Capture, kernel_release: &str, format: Format) -> Vec<u8
     }
 }
 
-/// Writes `bytes` to `path` whole or not at all: a temporary file beside it
-/// (same directory, so the rename cannot cross file systems), fsync'ed, then
-/// renamed over `path`. Errors name the path as given with `-o`.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let shown = out::path(path);
-    if path.is_dir() {
-        bail!("cannot write -o {shown}: it is a directory");
-    }
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let name = path
-        .file_name()
-        .with_context(|| format!("cannot write -o {shown}: not a file name"))?;
-    if !dir.is_dir() {
-        bail!(
-            "cannot write -o {shown}: directory {} does not exist",
-            out::path(dir)
-        );
-    }
-    // Mode 0666 before the umask, like any file a command creates (a
-    // temporary file alone would be 0600).
-    use std::os::unix::fs::PermissionsExt;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(&format!(".{}.", name.to_string_lossy()))
-        .suffix(".tmp")
-        .permissions(std::fs::Permissions::from_mode(0o666))
-        .tempfile_in(dir)
-        .with_context(|| format!("cannot write -o {shown}"))?;
-    tmp.write_all(bytes)
-        .and_then(|()| tmp.as_file().sync_all())
-        .with_context(|| format!("cannot write -o {shown}"))?;
-    tmp.persist(path)
-        .map_err(|e| e.error)
-        .with_context(|| format!("cannot write -o {shown}"))?;
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn cpus_are_listed_in_the_note() {
@@ -190,39 +151,6 @@ mod tests {
         assert_eq!(
             Format::resolve(Some(Format::Json), Path::new("run.pftrace")),
             Format::Json
-        );
-    }
-
-    #[test]
-    fn a_written_file_replaces_the_old_one_whole_and_leaves_no_temporary() {
-        let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("run.pftrace");
-        std::fs::write(&p, b"old").unwrap();
-        write_atomically(&p, b"new contents").unwrap();
-        assert_eq!(std::fs::read(&p).unwrap(), b"new contents");
-        let names: Vec<_> = std::fs::read_dir(d.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        assert_eq!(names, ["run.pftrace"]);
-        // Not the 0600 of a temporary file.
-        let mode = std::fs::metadata(&p).unwrap().permissions().mode();
-        assert_ne!(mode & 0o044, 0, "mode {mode:o}");
-    }
-
-    #[test]
-    fn unwritable_destinations_are_named() {
-        let d = tempfile::tempdir().unwrap();
-        let err = format!("{:#}", write_atomically(d.path(), b"x").unwrap_err());
-        assert!(
-            err.contains("-o") && err.contains("is a directory"),
-            "{err}"
-        );
-        let missing = d.path().join("no/such/dir/run.pftrace");
-        let err = format!("{:#}", write_atomically(&missing, b"x").unwrap_err());
-        assert!(
-            err.contains("-o") && err.contains("no/such/dir") && err.contains("does not exist"),
-            "{err}"
         );
     }
 }

@@ -43,6 +43,15 @@ pub enum CompareError {
         "baseline and candidate are the same campaign ({0}): give another with --vs or --vs-campaign"
     )]
     SameCampaign(String),
+    #[error(
+        "baseline and candidate are the same campaign (UUID {uuid}): {candidate} is a copy of {baseline}; \
+         give another with --vs or --vs-campaign"
+    )]
+    CopiedCampaign {
+        baseline: String,
+        candidate: String,
+        uuid: String,
+    },
 }
 
 /// Verdict of one comparison, in the metric's direction.

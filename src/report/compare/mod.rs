@@ -20,7 +20,6 @@ pub mod spec_diff;
 mod tests;
 
 use anyhow::{Context, Result};
-use std::io::Write as _;
 use std::path::PathBuf;
 
 use super::{Analysis, Format};
@@ -88,6 +87,15 @@ fn input(l: &Loaded) -> Input<'_> {
     }
 }
 
+/// The UUID of campaign `id` in `store`.
+fn campaign_uuid(store: &Store, id: i64) -> Result<Option<String>> {
+    Ok(store
+        .campaigns()?
+        .into_iter()
+        .find(|c| c.campaign.id == id)
+        .map(|c| c.campaign.uuid))
+}
+
 /// Load both sides and compare them.
 pub fn build(opts: &RunOptions) -> Result<Comparison> {
     if opts.vs.is_none() && opts.vs_campaign.is_none() {
@@ -108,7 +116,23 @@ pub fn build(opts: &RunOptions) -> Result<Comparison> {
             } else {
                 crate::out::path(vs)
             };
-            load(&store, name, opts.vs_campaign, &opts.compare)?
+            let cand = load(&store, name, opts.vs_campaign, &opts.compare)?;
+            // A copy of the baseline's database (or a merge of it) holds the
+            // same campaign under another file name: its runs are the
+            // baseline's, not a second sample.
+            let uuid = campaign_uuid(&base_store, base.analysis.campaign.id)?;
+            if !same_file
+                && uuid.is_some()
+                && uuid == campaign_uuid(&store, cand.analysis.campaign.id)?
+            {
+                return Err(CompareError::CopiedCampaign {
+                    baseline: format!("{} campaign {}", base.db, base.analysis.campaign.id),
+                    candidate: format!("{} campaign {}", cand.db, cand.analysis.campaign.id),
+                    uuid: uuid.unwrap_or_default(),
+                }
+                .into());
+            }
+            cand
         }
         None => load(&base_store, base_name, opts.vs_campaign, &opts.compare)?,
     };
@@ -118,6 +142,8 @@ pub fn build(opts: &RunOptions) -> Result<Comparison> {
 /// `schedlab compare`: compare two campaigns and write the result. Returns
 /// the process exit code.
 pub fn run(opts: RunOptions) -> Result<i32> {
+    // Checked before both analyses: a refused -o costs nothing.
+    let target = crate::output::target_of(opts.destination.as_deref())?;
     let c = build(&opts)?;
     for r in c.unexpected_environment() {
         note!(
@@ -139,24 +165,16 @@ pub fn run(opts: RunOptions) -> Result<i32> {
         );
     }
     let text = render::render(&c, opts.format);
-    match &opts.destination {
-        None => {
-            let mut out = crate::out::stdout();
-            out.write_all(text.as_bytes())?;
-            out.flush()?;
-        }
-        Some(path) => {
-            std::fs::write(path, text.as_bytes())
-                .with_context(|| format!("cannot write {}", path.display()))?;
-            note!(
-                "wrote {}: {} comparisons (condition × metric): {} better, {} worse, {} not separated",
-                crate::out::path(path),
-                c.comparisons.len(),
-                c.count(Verdict::Better),
-                c.count(Verdict::Worse),
-                c.count(Verdict::NotSeparated)
-            );
-        }
+    crate::output::write_all(&target, text.as_bytes())?;
+    if !target.is_stdout() {
+        note!(
+            "wrote {}: {} comparisons (condition × metric): {} better, {} worse, {} not separated",
+            target.shown(),
+            c.comparisons.len(),
+            c.count(Verdict::Better),
+            c.count(Verdict::Worse),
+            c.count(Verdict::NotSeparated)
+        );
     }
     Ok(0)
 }
