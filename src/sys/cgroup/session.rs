@@ -1,0 +1,157 @@
+//! [`TreeGroups`]: one schedlab's cgroup session: its parent group in
+//! every usable hierarchy (`schedlab.<pid>.<start ticks>.<token>`, a name
+//! that proves whose it is), journaled before it is made; the taskstats
+//! exit listener shared by its workers' groups. Dropping it removes the
+//! parents (killing anything a worker group left) and the journal.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+
+use super::files;
+use super::journal::{remove_session_journal, session_journal_path};
+use super::kill::clear_parent;
+use super::layout::{Hierarchy, Layout, plan_layout};
+use super::mounts::{read_membership, read_mounts};
+use super::taskstats::ExitListener;
+use crate::sys::knobs::{
+    Journal, Setting, process_start_ticks, restore_in_drop, self_pid, try_lock,
+    write_journal_exclusive,
+};
+
+/// The v2 controllers enabled for the workers' groups where the
+/// hierarchy offers them: they account, they do not schedule.
+const V2_CONTROLLERS: [&str; 2] = ["memory", "pids"];
+
+pub(super) struct Session {
+    pub(super) parents: Vec<(Hierarchy, PathBuf)>,
+    pub(super) left_out: Vec<String>,
+    pub(super) listener: Result<ExitListener, String>,
+    journal_path: PathBuf,
+    _lock: File,
+}
+
+/// A cgroup session; see the module documentation.
+#[derive(Clone)]
+pub struct TreeGroups {
+    pub(super) inner: Arc<Session>,
+}
+
+impl TreeGroups {
+    /// Journals and makes this process's parent groups and starts the
+    /// exit listener. Needs root.
+    pub fn open() -> Result<TreeGroups> {
+        if crate::sys::proc::euid() != 0 {
+            bail!("a cgroup per worker needs root: schedlab makes groups and moves workers in");
+        }
+        let Layout {
+            hierarchies,
+            left_out,
+        } = plan_layout(&read_mounts(), &read_membership());
+        if hierarchies.is_empty() {
+            bail!(
+                "no cgroup hierarchy schedlab may use is mounted ({})",
+                left_out.join("; ")
+            );
+        }
+        let token = uuid::Uuid::new_v4().simple().to_string()[..8].to_string();
+        let start = process_start_ticks(self_pid()).unwrap_or(0);
+        let name = format!("schedlab.{}.{start}.{token}", self_pid());
+        let parents: Vec<(Hierarchy, PathBuf)> = hierarchies
+            .into_iter()
+            .map(|h| {
+                let p = h.base.join(&name);
+                (h, p)
+            })
+            .collect();
+        let journal_path = session_journal_path(&token);
+        let settings: Vec<Setting> = parents
+            .iter()
+            .map(|(_, p)| Setting::CgroupParent { path: p.clone() })
+            .collect();
+        let lock = try_lock(&journal_path)?
+            .with_context(|| format!("{} is locked by another process", journal_path.display()))?;
+        write_journal_exclusive(&journal_path, &Journal::of_this_process(settings))?;
+        let mut session = Session {
+            parents: Vec::new(),
+            left_out,
+            listener: Err("not started".into()),
+            journal_path,
+            _lock: lock,
+        };
+        for (h, p) in parents {
+            std::fs::create_dir(&p).with_context(|| format!("making cgroup {}", p.display()))?;
+            session.parents.push((h.clone(), p.clone()));
+            if h.is_v2() {
+                enable_v2_controllers(&p, &mut session.left_out);
+            }
+        }
+        let cpus = crate::sys::envinfo::cpus_online().max(1);
+        session.listener = ExitListener::start(cpus).map_err(|e| format!("{e:#}"));
+        Ok(TreeGroups {
+            inner: Arc::new(session),
+        })
+    }
+
+    /// Hierarchies and controllers left out, and why.
+    pub fn left_out(&self) -> &[String] {
+        &self.inner.left_out
+    }
+
+    /// The parent groups, one per hierarchy used.
+    pub fn parents(&self) -> Vec<&Path> {
+        self.inner
+            .parents
+            .iter()
+            .map(|(_, p)| p.as_path())
+            .collect()
+    }
+}
+
+/// Enables the accounting controllers the parent's hierarchy offers in
+/// its `cgroup.subtree_control`, so that its worker groups have
+/// `memory.peak` and `pids.current`; notes those it cannot.
+fn enable_v2_controllers(parent: &Path, notes: &mut Vec<String>) {
+    let offered = files::read(parent, "cgroup.controllers").unwrap_or_default();
+    for c in V2_CONTROLLERS {
+        if !offered.split_ascii_whitespace().any(|o| o == c) {
+            notes.push(format!(
+                "cgroup2 {c} controller is not enabled above {} (its figures come from v1 or \
+                 are missing)",
+                parent.display()
+            ));
+            continue;
+        }
+        if let Err(e) = files::write(parent, "cgroup.subtree_control", &format!("+{c}")) {
+            notes.push(format!("cgroup2 {c} controller: {e:#}"));
+        }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let problem = restore_in_drop(|| {
+            // The listener stops before anything is removed.
+            self.listener = Err("stopped".into());
+            let mut failures = Vec::new();
+            for (_, p) in self.parents.iter().rev() {
+                if let Err(e) = clear_parent(p) {
+                    failures.push(format!("{e:#}"));
+                }
+            }
+            if !failures.is_empty() {
+                bail!(failures.join("; "));
+            }
+            remove_session_journal(&self.journal_path)
+        });
+        if let Some(problem) = problem {
+            eprintln!(
+                "schedlab: could not remove its worker cgroups ({problem}); the journal {} is \
+                 kept for the next start",
+                self.journal_path.display()
+            );
+        }
+    }
+}
