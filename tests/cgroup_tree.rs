@@ -12,7 +12,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use schedlab::sys::cgroup::{self, TreeGroups};
+use schedlab::sys::cgroup::{self, TreeGroups, Versions};
 
 /// The tests of this file run one at a time: they measure CPU time, and
 /// they share `SCHEDLAB_JOURNAL`.
@@ -22,15 +22,31 @@ const HELPER_ENV: &str = "SCHEDLAB_CGROUP_TEST_HELPER";
 /// Holds the file's lock and its journal directory, or None (the skip
 /// reported) without root or without any usable hierarchy.
 fn fixture() -> Option<(std::sync::MutexGuard<'static, ()>, tempfile::TempDir)> {
+    fixture_for(Versions::Both)
+}
+
+/// [`fixture`], for a session of `versions` alone (skipped where this
+/// machine has no hierarchy of that kind).
+fn fixture_for(
+    versions: Versions,
+) -> Option<(std::sync::MutexGuard<'static, ()>, tempfile::TempDir)> {
     let lock = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let euid = schedlab::sys::proc::euid();
     if !common::require(euid == 0, format!("cgroups need root (euid is {euid})")) {
         return None;
     }
     let layout = cgroup::layout();
+    let usable = layout.hierarchies.iter().any(|h| match versions {
+        Versions::Both => true,
+        Versions::V2Only => h.is_v2(),
+        Versions::V1Only => !h.is_v2(),
+    });
     if !common::skip_unless(
-        !layout.hierarchies.is_empty(),
-        format!("no usable cgroup hierarchy: {:?}", layout.left_out),
+        usable,
+        format!(
+            "no usable {versions:?} cgroup hierarchy: {:?}",
+            layout.left_out
+        ),
     ) {
         return None;
     }
@@ -82,7 +98,27 @@ fn perf_task_clock_ns(file: &Path) -> Option<f64> {
 
 #[test]
 fn tree_cpu_time_matches_perf_and_exits_are_counted() {
-    let Some((_l, dir)) = fixture() else { return };
+    tree_cpu_time_matches_perf(Versions::Both);
+}
+
+/// The same through v1 alone: CPU time from cpuacct (where it is not
+/// co-mounted with cpu), peak memory from v1 memory.
+#[test]
+fn tree_cpu_time_matches_perf_v1() {
+    let v1_cpuacct = cgroup::layout()
+        .hierarchies
+        .iter()
+        .any(|h| h.name == "cpuacct");
+    if !common::skip_unless(v1_cpuacct, "no v1 cpuacct hierarchy of its own here") {
+        return;
+    }
+    tree_cpu_time_matches_perf(Versions::V1Only);
+}
+
+fn tree_cpu_time_matches_perf(versions: Versions) {
+    let Some((_l, dir)) = fixture_for(versions) else {
+        return;
+    };
     let have_perf = Command::new("perf").arg("--version").output().is_ok();
     if !common::require_tool(
         have_perf,
@@ -91,7 +127,7 @@ fn tree_cpu_time_matches_perf_and_exits_are_counted() {
         return;
     }
     let delayacct_before = std::fs::read_to_string("/proc/sys/kernel/task_delayacct").ok();
-    let groups = TreeGroups::open().expect("open session");
+    let groups = TreeGroups::open_with(versions).expect("open session");
     let mut group = groups.create("perf-check", 0).expect("create");
     // perf runs the same command inside the tree: one run, measured both
     // ways (perf's own few milliseconds are in the group's figure too).
@@ -163,9 +199,20 @@ fn pids_from(file: &Path, n: usize) -> Vec<i32> {
 }
 
 #[test]
-fn a_double_forked_daemon_is_killed() {
-    let Some((_l, dir)) = fixture() else { return };
-    let groups = TreeGroups::open().expect("open session");
+fn a_double_forked_daemon_is_killed_v2() {
+    a_double_forked_daemon_is_killed(Versions::V2Only);
+}
+
+#[test]
+fn a_double_forked_daemon_is_killed_v1() {
+    a_double_forked_daemon_is_killed(Versions::V1Only);
+}
+
+fn a_double_forked_daemon_is_killed(versions: Versions) {
+    let Some((_l, dir)) = fixture_for(versions) else {
+        return;
+    };
+    let groups = TreeGroups::open_with(versions).expect("open session");
     let mut group = groups.create("daemon", 1).expect("create");
     let file = dir.path().join("pids");
     // The inner subshell starts a new session and a background sleep,
@@ -200,9 +247,20 @@ fn a_double_forked_daemon_is_killed() {
 }
 
 #[test]
-fn a_program_ignoring_sigterm_is_killed_after_the_grace() {
-    let Some((_l, dir)) = fixture() else { return };
-    let groups = TreeGroups::open().expect("open session");
+fn a_program_ignoring_sigterm_is_killed_after_the_grace_v2() {
+    a_program_ignoring_sigterm_is_killed_after_the_grace(Versions::V2Only);
+}
+
+#[test]
+fn a_program_ignoring_sigterm_is_killed_after_the_grace_v1() {
+    a_program_ignoring_sigterm_is_killed_after_the_grace(Versions::V1Only);
+}
+
+fn a_program_ignoring_sigterm_is_killed_after_the_grace(versions: Versions) {
+    let Some((_l, dir)) = fixture_for(versions) else {
+        return;
+    };
+    let groups = TreeGroups::open_with(versions).expect("open session");
     let mut group = groups.create("stubborn", 2).expect("create");
     let file = dir.path().join("pids");
     // Ignored signals stay ignored across fork and exec: both the shell

@@ -49,10 +49,7 @@ impl TreeGroups {
     /// parent of the session.
     pub fn create(&self, run_tag: &str, worker_index: usize) -> Result<TreeGroup> {
         let name = format!("{}.w{worker_index}", clean_tag(run_tag));
-        let start_seq = match &self.inner.listener {
-            Ok(l) => l.log().lock().map(|l| l.next_seq()).unwrap_or(0),
-            Err(_) => 0,
-        };
+        let start_seq = self.inner.hold_records();
         let mut group = TreeGroup {
             session: self.clone(),
             dirs: GroupDirs::default(),
@@ -195,6 +192,7 @@ impl TreeGroup {
 
 impl Drop for TreeGroup {
     fn drop(&mut self) {
+        self.session.inner.release_records(self.start_seq);
         if self.populated() {
             self.dirs.kill_all();
             if self.dirs.wait_empty(DROP_WAIT, || {}).is_none() {

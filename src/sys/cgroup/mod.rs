@@ -54,7 +54,7 @@ use anyhow::{Result, bail};
 pub use files::{CpuStat, parse_cpu_stat};
 pub use group::TreeGroup;
 pub use layout::{Hierarchy, Layout, plan_layout};
-pub use session::TreeGroups;
+pub use session::{TreeGroups, Versions};
 pub use stats::TreeStats;
 pub use taskstats::{ExitListener, ExitRecord};
 
@@ -98,4 +98,42 @@ pub(crate) fn remove_leftover_parent(path: &Path) -> Result<Vec<String>> {
         "cgroup {} emptied and removed",
         path.display()
     )])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Recovery never removes what schedlab did not provably make: a
+    /// journaled path whose name is not schedlab's, or that is not on a
+    /// cgroup filesystem, is refused and left as it is.
+    #[test]
+    fn leftover_parents_not_provably_ours_are_left_alone() {
+        let tmp = tempfile::tempdir().unwrap();
+        for name in ["user.slice", "schedlab", "schedlab.1.2", "schedlab.1.2.3.4"] {
+            let dir = tmp.path().join(name);
+            std::fs::create_dir(&dir).unwrap();
+            let err = remove_leftover_parent(&dir).unwrap_err();
+            assert!(
+                format!("{err:#}").contains("not a group schedlab makes"),
+                "{err:#}"
+            );
+            assert!(dir.exists());
+        }
+        let ours_by_name = tmp.path().join("schedlab.1.2.abcd1234");
+        std::fs::create_dir(&ours_by_name).unwrap();
+        std::fs::create_dir(ours_by_name.join("run.w0")).unwrap();
+        let err = remove_leftover_parent(&ours_by_name).unwrap_err();
+        assert!(
+            format!("{err:#}").contains("not on a cgroup filesystem"),
+            "{err:#}"
+        );
+        assert!(ours_by_name.join("run.w0").exists());
+        // One already gone is nothing to do.
+        assert!(
+            remove_leftover_parent(&tmp.path().join("schedlab.9.9.gone"))
+                .unwrap()
+                .is_empty()
+        );
+    }
 }

@@ -4,9 +4,10 @@
 //! exit listener shared by its workers' groups. Dropping it removes the
 //! parents (killing anything a worker group left) and the journal.
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result, bail};
 
@@ -29,6 +30,9 @@ pub(super) struct Session {
     pub(super) parents: Vec<(Hierarchy, PathBuf)>,
     pub(super) left_out: Vec<String>,
     pub(super) listener: Result<ExitListener, String>,
+    /// The first exit record of every live worker group: records before
+    /// the oldest are forgotten when a group goes.
+    live_starts: Mutex<BTreeMap<u64, usize>>,
     journal_path: PathBuf,
     _lock: File,
 }
@@ -39,17 +43,36 @@ pub struct TreeGroups {
     pub(super) inner: Arc<Session>,
 }
 
+/// Which kinds of hierarchy a session may use: both by default; one
+/// alone to test that path on a hybrid machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Versions {
+    Both,
+    V2Only,
+    V1Only,
+}
+
 impl TreeGroups {
     /// Journals and makes this process's parent groups and starts the
     /// exit listener. Needs root.
     pub fn open() -> Result<TreeGroups> {
+        Self::open_with(Versions::Both)
+    }
+
+    /// [`open`](Self::open), with only the hierarchies of `versions`.
+    pub fn open_with(versions: Versions) -> Result<TreeGroups> {
         if crate::sys::proc::euid() != 0 {
             bail!("a cgroup per worker needs root: schedlab makes groups and moves workers in");
         }
         let Layout {
-            hierarchies,
-            left_out,
+            mut hierarchies,
+            mut left_out,
         } = plan_layout(&read_mounts(), &read_membership());
+        if versions != Versions::Both {
+            let keep_v2 = versions == Versions::V2Only;
+            hierarchies.retain(|h| h.is_v2() == keep_v2);
+            left_out.push(format!("only {versions:?} asked for"));
+        }
         if hierarchies.is_empty() {
             bail!(
                 "no cgroup hierarchy schedlab may use is mounted ({})",
@@ -78,6 +101,7 @@ impl TreeGroups {
             parents: Vec::new(),
             left_out,
             listener: Err("not started".into()),
+            live_starts: Mutex::new(BTreeMap::new()),
             journal_path,
             _lock: lock,
         };
@@ -107,6 +131,38 @@ impl TreeGroups {
             .iter()
             .map(|(_, p)| p.as_path())
             .collect()
+    }
+}
+
+impl Session {
+    /// A new worker group's first exit record, kept until the group goes.
+    pub(super) fn hold_records(&self) -> u64 {
+        let Ok(listener) = &self.listener else {
+            return 0;
+        };
+        let seq = listener.log().lock().map_or(0, |l| l.next_seq());
+        if let Ok(mut live) = self.live_starts.lock() {
+            *live.entry(seq).or_default() += 1;
+        }
+        seq
+    }
+
+    /// A worker group held from `seq` is gone: forgets the records no
+    /// live group needs (every exit on the machine is logged).
+    pub(super) fn release_records(&self, seq: u64) {
+        let (Ok(listener), Ok(mut live)) = (&self.listener, self.live_starts.lock()) else {
+            return;
+        };
+        if let Some(n) = live.get_mut(&seq) {
+            *n -= 1;
+            if *n == 0 {
+                live.remove(&seq);
+            }
+        }
+        if let Ok(mut log) = listener.log().lock() {
+            let keep_from = live.keys().next().copied().unwrap_or(log.next_seq());
+            log.prune_before(keep_from);
+        }
     }
 }
 

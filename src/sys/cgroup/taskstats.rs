@@ -433,6 +433,25 @@ mod tests {
         assert_eq!(decode_taskstats(&short[..120]), None);
     }
 
+    /// The attributes of a real exit event, captured on this machine's
+    /// 6.18 kernel (struct version 16, 560 bytes) for `sh -c 'exit 3'`
+    /// (pid 32249) by a plain netlink socket.
+    #[test]
+    #[cfg(target_endian = "little")]
+    fn captured_exit_event_of_linux_6_18() {
+        let bytes = include_bytes!("../../../tests/fixtures/taskstats-exit-6.18.bin");
+        let recs = parse_exit_attributes(bytes).unwrap();
+        assert_eq!(recs.len(), 1);
+        let r = &recs[0];
+        assert_eq!((r.tid, r.tgid), (32249, Some(32249)));
+        assert_eq!(r.comm, "sh");
+        assert_eq!(r.exit_code, 3 << 8);
+        assert!(r.ppid > 1 && r.ppid != r.tid, "{r:?}");
+        assert!(r.cpu_count >= 1, "{r:?}");
+        assert!(r.nvcsw.is_some() && r.nivcsw.is_some());
+        assert!(r.btime_s > 1_700_000_000, "{r:?}");
+    }
+
     fn nla(kind: u16, value: &[u8]) -> Vec<u8> {
         let mut b = Vec::new();
         b.extend_from_slice(&((4 + value.len()) as u16).to_ne_bytes());
