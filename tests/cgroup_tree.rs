@@ -400,7 +400,7 @@ fn run_queue_wait_needs_no_delayacct_sysctl() {
         return;
     }
     let cpus = schedlab::sys::envinfo::capture().cpus_online;
-    let listener = cgroup::ExitListener::start(cpus).expect("taskstats listener");
+    let listener = cgroup::ExitListener::start_online().expect("taskstats listener");
     // More busy processes than CPUs: they wait for one another.
     let children: Vec<Child> = (0..cpus + 2)
         .map(|_| {

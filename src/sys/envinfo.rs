@@ -163,7 +163,7 @@ fn c_chars(field: &[libc::c_char]) -> String {
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
-pub(crate) fn cpus_online() -> usize {
+fn cpus_online() -> usize {
     // SAFETY: sysconf only reads a configuration value.
     let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
     if n >= 1 {

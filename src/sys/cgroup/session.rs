@@ -105,15 +105,28 @@ impl TreeGroups {
             journal_path,
             _lock: lock,
         };
+        // A hierarchy that refuses a group (a read-only mount, a
+        // delegated subtree) is left out, not fatal: the others still
+        // account and kill.
         for (h, p) in parents {
-            std::fs::create_dir(&p).with_context(|| format!("making cgroup {}", p.display()))?;
-            session.parents.push((h.clone(), p.clone()));
+            if let Err(e) = std::fs::create_dir(&p) {
+                session
+                    .left_out
+                    .push(format!("{}: making {}: {e}", h.name, p.display()));
+                continue;
+            }
             if h.is_v2() {
                 enable_v2_controllers(&p, &mut session.left_out);
             }
+            session.parents.push((h, p));
         }
-        let cpus = crate::sys::envinfo::cpus_online().max(1);
-        session.listener = ExitListener::start(cpus).map_err(|e| format!("{e:#}"));
+        if session.parents.is_empty() {
+            bail!(
+                "no cgroup hierarchy took schedlab's group ({})",
+                session.left_out.join("; ")
+            );
+        }
+        session.listener = ExitListener::start_online().map_err(|e| format!("{e:#}"));
         Ok(TreeGroups {
             inner: Arc::new(session),
         })

@@ -249,12 +249,22 @@ pub struct ExitListener {
 }
 
 impl ExitListener {
-    /// Registers for the exits on CPUs `0..cpus` and starts reading.
-    pub fn start(cpus: usize) -> Result<ExitListener> {
+    /// Registers for the exits on every online CPU
+    /// (`/sys/devices/system/cpu/online`, already in the kernel's cpulist
+    /// format) and starts reading.
+    pub fn start_online() -> Result<ExitListener> {
+        let online = "/sys/devices/system/cpu/online";
+        let mask = std::fs::read_to_string(online).with_context(|| format!("reading {online}"))?;
+        Self::start(mask.trim())
+    }
+
+    /// Registers for the exits on the CPUs of `cpulist` ("0-3,6") and
+    /// starts reading.
+    pub fn start(cpulist: &str) -> Result<ExitListener> {
         let s = genl_socket()?;
         let id = family_id(&s)?;
         let _ = s.set_rx_buf_sz(RCVBUF_BYTES);
-        let mask = format!("0-{}\0", cpus.saturating_sub(1));
+        let mask = format!("{cpulist}\0");
         let mut msg = GenlMessage::from_payload(Taskstats {
             cmd: CMD_GET,
             nlas: vec![DefaultNla::new(
