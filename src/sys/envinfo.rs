@@ -174,7 +174,7 @@ fn cpus_online() -> usize {
 }
 
 /// `statfs(path).f_type`.
-fn fs_magic(path: &Path) -> Option<u64> {
+pub(crate) fn fs_magic(path: &Path) -> Option<u64> {
     use std::os::unix::ffi::OsStrExt;
     let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
     // SAFETY: statfs is plain integers, for which all-zero is valid.

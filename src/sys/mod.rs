@@ -1,10 +1,12 @@
 //! The only home of `unsafe` and raw libc calls: scheduling system calls,
 //! process reaping and signals, clocks and absolute sleeps, procfs
-//! parsing, the machine's environment, what else the machine is doing, and
-//! sched_ext (its facts, and loading schedlab's BPF scheduler), users by name
-//! and switching to one, and a worker's `exec` of another program.
+//! parsing, the machine's environment, a cgroup per worker, what else the
+//! machine is doing, and sched_ext (its facts, and loading schedlab's BPF
+//! scheduler), users by name and switching to one, and a worker's `exec` of
+//! another program.
 
 pub mod activity;
+pub mod cgroup;
 pub mod child;
 pub mod clock;
 pub mod envinfo;

@@ -218,7 +218,7 @@ pub fn journal_path() -> PathBuf {
     journal_location(true)
 }
 
-pub(super) fn journal_location(create: bool) -> PathBuf {
+pub(crate) fn journal_location(create: bool) -> PathBuf {
     if let Some(p) = std::env::var_os(JOURNAL_ENV).filter(|p| !p.is_empty()) {
         return PathBuf::from(p);
     }
@@ -249,7 +249,7 @@ pub(super) fn journal_location_in(dirs: &[&Path], create: bool) -> PathBuf {
 
 /// Every place a journal may have been left: the override alone, or both
 /// default locations (which one is used depends on what was writable).
-pub(super) fn journal_candidates() -> Vec<PathBuf> {
+pub(crate) fn journal_candidates() -> Vec<PathBuf> {
     match std::env::var_os(JOURNAL_ENV).filter(|p| !p.is_empty()) {
         Some(p) => vec![PathBuf::from(p)],
         None => [JOURNAL_DIR, JOURNAL_DIR_FALLBACK]
@@ -273,7 +273,7 @@ pub(super) fn trace_journal_candidates() -> Vec<PathBuf> {
         .collect()
 }
 
-pub(super) fn lock_path(journal: &Path) -> PathBuf {
+pub(crate) fn lock_path(journal: &Path) -> PathBuf {
     let mut name = journal.file_name().unwrap_or_default().to_os_string();
     name.push(".lock");
     journal.with_file_name(name)
@@ -281,7 +281,7 @@ pub(super) fn lock_path(journal: &Path) -> PathBuf {
 
 /// An exclusive `flock` on `<journal>.lock`, or `None` when a live process
 /// holds it. The lock file is never removed (removing it would race).
-pub(super) fn try_lock(journal: &Path) -> Result<Option<File>> {
+pub(crate) fn try_lock(journal: &Path) -> Result<Option<File>> {
     let path = lock_path(journal);
     let f = OpenOptions::new()
         .read(true)
@@ -307,7 +307,7 @@ pub(super) fn fsync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
-pub(super) fn parent_dir(path: &Path) -> &Path {
+pub(crate) fn parent_dir(path: &Path) -> &Path {
     match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
@@ -317,7 +317,7 @@ pub(super) fn parent_dir(path: &Path) -> &Path {
 /// Writes the journal to a temporary file, fsyncs it, renames it to `path`
 /// without replacing an existing file (`RENAME_NOREPLACE`, or `link` where
 /// the filesystem lacks it), and fsyncs the directory.
-pub(super) fn write_journal_exclusive(path: &Path, journal: &Journal) -> Result<()> {
+pub(crate) fn write_journal_exclusive(path: &Path, journal: &Journal) -> Result<()> {
     let dir = parent_dir(path);
     let tmp = dir.join(format!(
         ".{}.{}.tmp",
@@ -374,7 +374,7 @@ pub(super) fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
 
 /// A guard's restore from `Drop`: runs it, catching a panic, and says what
 /// went wrong (None when it was put back), for the guard to report.
-pub(super) fn restore_in_drop(restore: impl FnOnce() -> Result<()>) -> Option<String> {
+pub(crate) fn restore_in_drop(restore: impl FnOnce() -> Result<()>) -> Option<String> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(restore)) {
         Ok(Ok(())) => None,
         Ok(Err(e)) => Some(format!("{e:#}")),
@@ -395,7 +395,7 @@ pub(super) fn refusal_held(path: &Path, doing: &str, rule: &str) -> anyhow::Erro
     )
 }
 
-pub(super) fn remove_journal(path: &Path) -> Result<()> {
+pub(crate) fn remove_journal(path: &Path) -> Result<()> {
     match std::fs::remove_file(path) {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
@@ -408,13 +408,13 @@ pub(super) fn remove_journal(path: &Path) -> Result<()> {
 /// held, so a journal of this very process is a leftover (a guard whose
 /// restore failed), not a live holder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Holder {
+pub(crate) enum Holder {
     Alive,
     Dead,
     EarlierBoot,
 }
 
-pub(super) fn holder_state(j: &Journal, current_boot: Option<&str>, self_pid: i32) -> Holder {
+pub(crate) fn holder_state(j: &Journal, current_boot: Option<&str>, self_pid: i32) -> Holder {
     if let (Some(then), Some(now)) = (j.boot_id.as_deref(), current_boot)
         && then != now
     {

@@ -105,6 +105,20 @@ pub use recover::recover_leftover;
 pub use setting::{RtOriginals, Setting};
 pub use trace::TraceGuard;
 
+/// The journal's mechanism, for the other guards of `sys` (the workers'
+/// cgroups, `sys::cgroup`): writing, locking, holders, removal.
+pub(crate) use journal::{
+    Holder, holder_state, journal_candidates, journal_location, lock_path, remove_journal,
+    restore_in_drop, try_lock, write_journal_exclusive,
+};
+pub(crate) use procs::{boot_id, process_start_ticks, self_pid};
+
+/// Puts back every setting of `j` (the last journaled first) on this
+/// machine; returns what changed.
+pub(crate) fn restore_journal(j: &Journal) -> anyhow::Result<Vec<String>> {
+    j.restore(&access::Knobs::system())
+}
+
 /// The RT runtime sysctl.
 pub const SYSCTL_RUNTIME: &str = "/proc/sys/kernel/sched_rt_runtime_us";
 /// The RT period sysctl (never changed by this module).

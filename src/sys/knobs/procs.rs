@@ -28,11 +28,11 @@ pub(super) fn deadline_tasks() -> Vec<String> {
 
 /// Field 22 of `/proc/PID/stat`: when the process started, in clock ticks
 /// after boot. Tells a live process from a later one that reuses its pid.
-pub(super) fn process_start_ticks(pid: i32) -> Option<u64> {
+pub(crate) fn process_start_ticks(pid: i32) -> Option<u64> {
     crate::sys::procstat::read_stat(pid)?.start_ticks
 }
 
-pub(super) fn boot_id() -> Option<String> {
+pub(crate) fn boot_id() -> Option<String> {
     crate::sys::procfs::read_trimmed(Path::new("/proc/sys/kernel/random/boot_id"))
 }
 
@@ -57,7 +57,7 @@ pub(super) fn pid_alive(pid: i32, start_ticks: Option<u64>) -> bool {
 pub(super) use crate::sys::proc::euid;
 
 /// This process's pid.
-pub(super) fn self_pid() -> i32 {
+pub(crate) fn self_pid() -> i32 {
     std::process::id() as i32
 }
 

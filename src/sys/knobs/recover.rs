@@ -63,7 +63,8 @@ pub(super) fn recover_one(knobs: &Knobs, path: &Path) -> Result<Option<String>> 
 }
 
 /// For every start of schedlab: if a journal was left by a schedlab that
-/// died (kill -9, crash, power loss), put back the values it records,
+/// died (kill -9, crash, power loss), put back the values it records (and
+/// kill and remove the worker cgroups it records, `sys::cgroup`),
 /// remove it, and return a warning for the caller to print. `Ok(None)` when
 /// there is nothing to do (no journal, or its schedlab is still running).
 pub fn recover_leftover() -> Result<Option<String>> {
@@ -76,13 +77,13 @@ pub fn recover_leftover() -> Result<Option<String>> {
         .flat_map(|p| remove_stale_temporaries(p))
         .collect();
     let candidates: Vec<PathBuf> = all.into_iter().filter(|p| p.exists()).collect();
-    if candidates.is_empty() {
-        return Ok((!notes.is_empty()).then(|| notes.join("\n")));
-    }
     let knobs = Knobs::system();
     for path in candidates {
         notes.extend(recover_one(&knobs, &path)?);
     }
+    // The workers' cgroups of a schedlab that died (their own journals,
+    // one per session): processes left in them are killed.
+    notes.extend(crate::sys::cgroup::recover_leftover()?);
     Ok((!notes.is_empty()).then(|| notes.join("\n")))
 }
 

@@ -30,6 +30,11 @@ pub enum Setting {
     /// removed (its name holds schedlab's pid and a random token, and only
     /// this journal knows it, so nothing else is ever removed).
     TracefsInstance { name: String },
+    /// A parent cgroup schedlab made for its workers' groups
+    /// (`…/schedlab.<pid>.<start>.<token>`, named so that it proves
+    /// whose it is): every process left in it or its groups is killed,
+    /// and they are removed.
+    CgroupParent { path: PathBuf },
 }
 
 impl Setting {
@@ -39,6 +44,7 @@ impl Setting {
             Setting::RtBandwidth(rt) => rt.describe(),
             Setting::TracefsMount { path } => format!("tracefs not mounted at {}", path.display()),
             Setting::TracefsInstance { name } => format!("no tracefs instance {name}"),
+            Setting::CgroupParent { path } => format!("no cgroup {}", path.display()),
         }
     }
 
@@ -64,6 +70,10 @@ impl Setting {
                     false => format!("no tracefs instance {name}"),
                 }
             }
+            Setting::CgroupParent { path } => match path.exists() {
+                true => format!("cgroup {} exists", path.display()),
+                false => format!("no cgroup {}", path.display()),
+            },
         }
     }
 
@@ -78,6 +88,7 @@ impl Setting {
                 .collect()),
             Setting::TracefsMount { path } => restore_mount(path),
             Setting::TracefsInstance { name } => restore_instance(name),
+            Setting::CgroupParent { path } => crate::sys::cgroup::remove_leftover_parent(path),
         }
     }
 }

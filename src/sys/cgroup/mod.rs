@@ -1,0 +1,139 @@
+//! A cgroup per worker: accounting and killing a worker's whole process
+//! tree (children, grandchildren, a daemon that double-forked away).
+//!
+//! [`TreeGroups::open`] starts a session: a parent group
+//! `schedlab.<pid>.<start ticks>.<token>` in every hierarchy schedlab may
+//! use (`layout.rs`: cgroup2, unified or pure; v1 pids, memory, freezer,
+//! and cpuacct when it is not co-mounted with cpu — never a cpu group,
+//! which would change scheduling), journaled before it is made, so that
+//! the next start after a SIGKILL kills what is left in it and removes it
+//! ([`recover_leftover`], called from `sys::knobs::recover_leftover`,
+//! which every start runs). [`TreeGroups::create`] makes one worker's
+//! groups; [`TreeGroup::attach_pid`] moves the just-spawned worker in,
+//! from the parent, while it is still blocked before its barrier;
+//! [`TreeGroup::wait_empty`] waits for the last process of the tree to
+//! exit; [`TreeGroup::kill_tree`] sends SIGTERM to all, frozen so none
+//! escapes by forking, then SIGKILL after the grace (v2 `cgroup.kill`);
+//! [`TreeGroup::stats`] reads the tree's figures ([`TreeStats`]).
+//!
+//! Run-queue wait, context switches and the number of tasks come from
+//! taskstats exit records (`taskstats.rs`), which carry no cgroup: how
+//! they are attributed to a tree, and the limits of that, is in
+//! `exits.rs`. Run-queue wait (`cpu_delay_total`) does not need
+//! `kernel.task_delayacct`: since Linux 5.14 every task has its delay
+//! record and the CPU delay is copied from the scheduler's own
+//! `sched_info` whatever the sysctl says (the sysctl switches the timing
+//! of block I/O, swap-in and the like); `tests/cgroup_tree.rs` checks it
+//! on this 6.18 kernel with the sysctl off. So nothing is changed for it;
+//! a kernel without delay records (booted `nodelayacct` before 5.14, or
+//! built without `CONFIG_TASK_DELAY_ACCT`) gives records without a run
+//! count, and the figure is None.
+//!
+//! Files, one job each: `mounts.rs` (mountinfo and /proc/PID/cgroup),
+//! `layout.rs` (which hierarchies), `files.rs` (parsing the groups'
+//! files), `kill.rs` (freeze, signal, cgroup.kill, wait for empty,
+//! remove), `journal.rs` (the session journals and their recovery),
+//! `taskstats.rs`, `exits.rs`, `session.rs`
+//! ([`TreeGroups`]), `group.rs` ([`TreeGroup`]), `stats.rs`.
+
+mod exits;
+mod files;
+mod group;
+mod journal;
+mod kill;
+mod layout;
+mod mounts;
+mod session;
+mod stats;
+mod taskstats;
+
+use std::path::Path;
+
+use anyhow::{Result, bail};
+
+pub use files::{CpuStat, parse_cpu_stat};
+pub use group::TreeGroup;
+pub use layout::{Hierarchy, Layout, plan_layout};
+pub use session::{TreeGroups, Versions};
+pub use stats::TreeStats;
+pub use taskstats::{ExitListener, ExitRecord};
+
+/// For every start of schedlab: kills and removes the worker groups left
+/// by a schedlab that died; a note per session recovered.
+pub fn recover_leftover() -> Result<Vec<String>> {
+    journal::recover_leftover_sessions()
+}
+
+/// The hierarchies a session would use here, and what it would leave out
+/// (for `schedlab env` and tests).
+pub fn layout() -> Layout {
+    plan_layout(&mounts::read_mounts(), &mounts::read_membership())
+}
+
+/// The journal's restore of [`crate::sys::knobs::Setting::CgroupParent`]:
+/// kills what is left in the parent's groups and removes them, after
+/// checking that the path is a cgroup schedlab named as its own.
+pub(crate) fn remove_leftover_parent(path: &Path) -> Result<Vec<String>> {
+    let named_ours = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with("schedlab.") && n.split('.').count() == 4);
+    if !named_ours {
+        bail!(
+            "the journal names {}, which is not a group schedlab makes; it is left alone",
+            path.display()
+        );
+    }
+    if !path.exists() {
+        return Ok(Vec::new());
+    }
+    if !mounts::on_cgroupfs(path) {
+        bail!(
+            "the journal names {}, which is not on a cgroup filesystem; it is left alone",
+            path.display()
+        );
+    }
+    kill::clear_parent(path)?;
+    Ok(vec![format!(
+        "cgroup {} emptied and removed",
+        path.display()
+    )])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Recovery never removes what schedlab did not provably make: a
+    /// journaled path whose name is not schedlab's, or that is not on a
+    /// cgroup filesystem, is refused and left as it is.
+    #[test]
+    fn leftover_parents_not_provably_ours_are_left_alone() {
+        let tmp = tempfile::tempdir().unwrap();
+        for name in ["user.slice", "schedlab", "schedlab.1.2", "schedlab.1.2.3.4"] {
+            let dir = tmp.path().join(name);
+            std::fs::create_dir(&dir).unwrap();
+            let err = remove_leftover_parent(&dir).unwrap_err();
+            assert!(
+                format!("{err:#}").contains("not a group schedlab makes"),
+                "{err:#}"
+            );
+            assert!(dir.exists());
+        }
+        let ours_by_name = tmp.path().join("schedlab.1.2.abcd1234");
+        std::fs::create_dir(&ours_by_name).unwrap();
+        std::fs::create_dir(ours_by_name.join("run.w0")).unwrap();
+        let err = remove_leftover_parent(&ours_by_name).unwrap_err();
+        assert!(
+            format!("{err:#}").contains("not on a cgroup filesystem"),
+            "{err:#}"
+        );
+        assert!(ours_by_name.join("run.w0").exists());
+        // One already gone is nothing to do.
+        assert!(
+            remove_leftover_parent(&tmp.path().join("schedlab.9.9.gone"))
+                .unwrap()
+                .is_empty()
+        );
+    }
+}

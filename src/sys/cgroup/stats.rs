@@ -1,0 +1,230 @@
+//! [`TreeStats`]: what one worker's whole process tree used, each figure
+//! from the kernel's accounting made for it, and None with the reason
+//! where this kernel or machine cannot give it (never the top process's
+//! own figure in the tree's place).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::time::Duration;
+
+use super::exits::attribute;
+use super::files::{parse_cpu_stat, parse_cpuacct_stat_ticks, parse_pressure_some_total_us};
+use super::session::Session;
+use super::taskstats::ExitRecord;
+
+/// The tree's figures; `missing` holds, for every figure that is None, its
+/// name and why.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TreeStats {
+    /// CPU time of every task of the tree, exited ones included.
+    pub cpu_usage_ns: Option<u64>,
+    pub cpu_user_ns: Option<u64>,
+    pub cpu_system_ns: Option<u64>,
+    /// The most memory the tree held at once (v1 `memory.max_usage_in_bytes`,
+    /// v2 `memory.peak`).
+    pub peak_memory_bytes: Option<u64>,
+    /// Microseconds in which some task of the tree waited for a CPU (v2
+    /// `cpu.pressure`, `some total`).
+    pub cpu_pressure_some_us: Option<u64>,
+    /// Tasks (processes and threads) of the tree, the top process
+    /// included: its exit records.
+    pub tasks: Option<u64>,
+    /// Run-queue wait summed over the tree's tasks (taskstats
+    /// `cpu_delay_total`).
+    pub run_queue_wait_ns: Option<u64>,
+    pub voluntary_switches: Option<u64>,
+    pub involuntary_switches: Option<u64>,
+    /// The top process's wait status, from its exit record.
+    pub top_exit_status: Option<u32>,
+    pub missing: BTreeMap<&'static str, String>,
+}
+
+impl TreeStats {
+    fn set<T>(&mut self, name: &'static str, value: Result<T, String>) -> Option<T> {
+        match value {
+            Ok(v) => Some(v),
+            Err(why) => {
+                self.missing.insert(name, why);
+                None
+            }
+        }
+    }
+}
+
+/// The figures of a tree whose groups are `v2`, `cpuacct` and `memory`,
+/// whose known tasks are `known` (top process first) and whose exit
+/// records start at `start_seq` in the session's log. `running` when the
+/// tree is not empty yet (exit records are then incomplete).
+pub(super) struct Sources<'a> {
+    pub v2: Option<&'a Path>,
+    pub cpuacct: Option<&'a Path>,
+    pub memory: Option<&'a Path>,
+    pub top: Option<i32>,
+    pub known: &'a BTreeSet<i32>,
+    pub start_seq: u64,
+    pub running: bool,
+}
+
+pub(super) fn gather(session: &Session, src: &Sources<'_>) -> TreeStats {
+    let mut s = TreeStats::default();
+    let cpu = cpu_figures(src);
+    let (usage, user, system) = match cpu {
+        Ok((a, b, c)) => (Ok(a), Ok(b), Ok(c)),
+        Err(why) => (Err(why.clone()), Err(why.clone()), Err(why)),
+    };
+    s.cpu_usage_ns = s.set("cpu_usage_ns", usage);
+    s.cpu_user_ns = s.set("cpu_user_ns", user);
+    s.cpu_system_ns = s.set("cpu_system_ns", system);
+    s.peak_memory_bytes = s.set("peak_memory_bytes", peak_memory(src));
+    s.cpu_pressure_some_us = s.set("cpu_pressure_some_us", pressure(src));
+    match exit_records(session, src) {
+        Ok(records) => {
+            let refs: Vec<&ExitRecord> = records.iter().collect();
+            s.tasks = Some(refs.len() as u64);
+            // A task that ran has a run count; none means the kernel kept
+            // no delay record for it.
+            let wait = match refs.iter().all(|r| r.cpu_count > 0) {
+                true => Ok(refs.iter().map(|r| r.cpu_delay_ns).sum()),
+                false => Err("this kernel keeps no delay records (built without \
+                              CONFIG_TASK_DELAY_ACCT, or booted with nodelayacct)"
+                    .to_string()),
+            };
+            s.run_queue_wait_ns = s.set("run_queue_wait_ns", wait);
+            let sum = |f: fn(&ExitRecord) -> Option<u64>| -> Result<u64, String> {
+                refs.iter()
+                    .map(|r| f(r))
+                    .sum::<Option<u64>>()
+                    .ok_or_else(|| "this kernel's taskstats have no context switches".into())
+            };
+            s.voluntary_switches = s.set("voluntary_switches", sum(|r| r.nvcsw));
+            s.involuntary_switches = s.set("involuntary_switches", sum(|r| r.nivcsw));
+            let top = refs
+                .iter()
+                .find(|r| Some(r.tid) == src.top)
+                .map(|r| r.exit_code);
+            s.top_exit_status = s.set(
+                "top_exit_status",
+                top.ok_or_else(|| "no exit record of the top process".to_string()),
+            );
+        }
+        Err(why) => {
+            for name in [
+                "tasks",
+                "run_queue_wait_ns",
+                "voluntary_switches",
+                "involuntary_switches",
+                "top_exit_status",
+            ] {
+                s.missing.insert(name, why.clone());
+            }
+        }
+    }
+    s
+}
+
+fn cpu_figures(src: &Sources<'_>) -> Result<(u64, u64, u64), String> {
+    if let Some(v2) = src.v2 {
+        let text = std::fs::read_to_string(v2.join("cpu.stat"))
+            .map_err(|e| format!("reading {}: {e}", v2.join("cpu.stat").display()))?;
+        let c = parse_cpu_stat(&text)
+            .ok_or_else(|| format!("{} lacks usage/user/system", v2.join("cpu.stat").display()))?;
+        return Ok((c.usage_ns, c.user_ns, c.system_ns));
+    }
+    let Some(acct) = src.cpuacct else {
+        return Err(
+            "no cgroup2 hierarchy, and v1 cpuacct is not mounted on its own (mounted with cpu, \
+             a group there would change scheduling)"
+                .into(),
+        );
+    };
+    let read = |name: &str| crate::sys::procfs::read_u64_file(&acct.join(name));
+    let usage = read("cpuacct.usage").ok_or("no cpuacct.usage")?;
+    let (user, system) = match (read("cpuacct.usage_user"), read("cpuacct.usage_sys")) {
+        (Some(u), Some(s)) => (u, s),
+        _ => {
+            let text = std::fs::read_to_string(acct.join("cpuacct.stat")).unwrap_or_default();
+            let (u, s) = parse_cpuacct_stat_ticks(&text).ok_or("no cpuacct.stat")?;
+            let ns_per_tick = crate::sys::activity::tick_ns();
+            (u * ns_per_tick, s * ns_per_tick)
+        }
+    };
+    Ok((usage, user, system))
+}
+
+fn peak_memory(src: &Sources<'_>) -> Result<u64, String> {
+    if let Some(v2) = src.v2
+        && let Some(p) = crate::sys::procfs::read_u64_file(&v2.join("memory.peak"))
+    {
+        return Ok(p);
+    }
+    if let Some(m) = src.memory
+        && let Some(p) = crate::sys::procfs::read_u64_file(&m.join("memory.max_usage_in_bytes"))
+    {
+        return Ok(p);
+    }
+    Err(
+        "neither v2 memory.peak (memory controller enabled, Linux 5.19+) nor a v1 memory \
+         group"
+            .into(),
+    )
+}
+
+fn pressure(src: &Sources<'_>) -> Result<u64, String> {
+    let v2 = src.v2.ok_or("no cgroup2 hierarchy")?;
+    let text = std::fs::read_to_string(v2.join("cpu.pressure"))
+        .map_err(|_| "no cpu.pressure (pressure stall information is off)".to_string())?;
+    parse_pressure_some_total_us(&text).ok_or_else(|| "cpu.pressure has no some total".into())
+}
+
+fn exit_records(session: &Session, src: &Sources<'_>) -> Result<Vec<ExitRecord>, String> {
+    if src.running {
+        return Err("the tree is still running (its exit records are not all in)".into());
+    }
+    let listener = session
+        .listener
+        .as_ref()
+        .map_err(|why| format!("no taskstats exit listener: {why}"))?;
+    if !listener.sync(Duration::from_secs(2)) {
+        return Err("the taskstats reader did not catch up within 2 s".into());
+    }
+    let log = listener
+        .log()
+        .lock()
+        .map_err(|_| "the taskstats log is poisoned".to_string())?;
+    if log.lost > 0 {
+        return Err(format!(
+            "the kernel dropped exit records {} time(s) (its socket buffer overflowed)",
+            log.lost
+        ));
+    }
+    let records: Vec<ExitRecord> = log
+        .records
+        .iter()
+        .filter(|(seq, _)| *seq >= src.start_seq)
+        .map(|(_, r)| r.clone())
+        .collect();
+    Ok(attribute(&records, src.known)
+        .into_iter()
+        .cloned()
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_missing_figure_says_why() {
+        let mut s = TreeStats::default();
+        assert_eq!(
+            s.set("cpu_usage_ns", Err::<u64, _>("no cgroup2".into())),
+            None
+        );
+        assert_eq!(s.set("tasks", Ok(3u64)), Some(3));
+        assert_eq!(
+            s.missing.get("cpu_usage_ns").map(String::as_str),
+            Some("no cgroup2")
+        );
+        assert!(!s.missing.contains_key("tasks"));
+    }
+}
