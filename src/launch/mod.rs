@@ -22,11 +22,13 @@ mod interference;
 mod members;
 pub mod outputs;
 mod prepare;
+mod program;
 mod record;
 mod release;
 pub mod rundir;
 mod spawn;
 mod spawned;
+mod trees;
 mod wait;
 
 use anyhow::Result;
@@ -95,6 +97,10 @@ pub struct Launcher {
     /// The soft RLIMIT_NOFILE the campaign was checked against; a run
     /// raises it by the descriptors of its workers' pipes.
     open_files_base: u64,
+    /// The cgroup session that accounts and kills programs' process trees
+    /// (`kind = "command"`), opened on the first run that needs it, or why
+    /// it cannot be.
+    trees: std::sync::OnceLock<Result<crate::sys::cgroup::TreeGroups, String>>,
 }
 
 /// Where a traced run records: the instance `name` under tracefs `root`
@@ -120,7 +126,23 @@ impl Launcher {
             wrr_mechanism: std::sync::OnceLock::new(),
             cpu_dma_latency_us: spec.cpu_dma_latency_us,
             open_files_base: probe::rlimit(libc::RLIMIT_NOFILE).0,
+            trees: std::sync::OnceLock::new(),
         }
+    }
+
+    /// The cgroup session for programs' trees, opened once.
+    fn trees(&self) -> Result<&crate::sys::cgroup::TreeGroups, String> {
+        self.trees
+            .get_or_init(|| {
+                crate::sys::cgroup::TreeGroups::open().map_err(|e| {
+                    format!(
+                        "a command's process tree is measured through a cgroup per worker, \
+                         which cannot be made here: {e:#}"
+                    )
+                })
+            })
+            .as_ref()
+            .map_err(Clone::clone)
     }
 
     /// Record every run's scheduling events in tracefs instance `name`
@@ -149,7 +171,7 @@ impl Launcher {
         let ended = prepare::Prepared::make(self, run, &cast, &start.env)
             .and_then(|p| spawned::Spawned::spawn(self, &cast, p))
             .and_then(|s| release::Released::release(self, &cast, s))
-            .and_then(|r| r.wait(self));
+            .and_then(|r| r.wait(self, &cast.members));
         match ended {
             Ok(ended) => {
                 let (rec, capture) = record::record(

@@ -5,6 +5,12 @@
 //! as they fill, so a worker never blocks for ever on a full pipe while the
 //! parent waits for it to exit. Of stderr it keeps the last bytes only.
 //!
+//! A worker that becomes another program (`kind = "command"`) has no
+//! result: its result pipe carries the program's standard output instead,
+//! and of both streams the last [`PROGRAM_KEPT`] bytes are kept, the rest
+//! counted and dropped, so a program that prints gigabytes fills neither
+//! memory nor disk.
+//!
 //! Nothing here touches the file system: the run directory (and its
 //! directory lock and inode allocation per file) is left to workloads that
 //! work on files.
@@ -20,6 +26,8 @@ use crate::worker::WorkerResult;
 /// Bytes of a worker's stderr kept (the record shows the last lines of
 /// these).
 pub const STDERR_KEPT: usize = 2048;
+/// Bytes of a program's stdout and of its stderr kept (`kind = "command"`).
+pub const PROGRAM_KEPT: usize = 64 << 10;
 /// A result longer than this is not read further and counts as missing.
 pub const RESULT_MAX: usize = 256 << 20;
 /// Descriptor numbers of the child's ends are moved at least this high in
@@ -44,6 +52,30 @@ struct Received {
     result: Vec<u8>,
     too_long: bool,
     stderr: Vec<u8>,
+    /// A program's output: the result pipe is its stdout, and both streams
+    /// keep their last [`PROGRAM_KEPT`] bytes.
+    program: bool,
+    /// Bytes dropped from the front of stdout and of stderr.
+    dropped: [u64; 2],
+}
+
+/// A program's captured output: the last bytes of each stream and how many
+/// came before them.
+pub struct ProgramOutput<'a> {
+    pub stdout: &'a [u8],
+    pub stdout_dropped: u64,
+    pub stderr: &'a [u8],
+    pub stderr_dropped: u64,
+}
+
+/// Keep the last `kept` bytes of `buf` (trimming when it holds twice as
+/// many, so that trimming stays rare); counts what was dropped.
+fn keep_tail(buf: &mut Vec<u8>, kept: usize, dropped: &mut u64) {
+    if buf.len() > 2 * kept {
+        let cut = buf.len() - kept;
+        buf.drain(..cut);
+        *dropped += cut as u64;
+    }
 }
 
 /// Every process's pipes and what came through them.
@@ -70,6 +102,12 @@ impl Outputs {
     /// returned write ends go to the child and are closed here once it is
     /// spawned.
     pub fn open(&mut self) -> io::Result<ChildEnds> {
+        self.open_for(false)
+    }
+
+    /// [`Outputs::open`]; `program`: the process becomes another program,
+    /// whose stdout goes through the result pipe.
+    pub fn open_for(&mut self, program: bool) -> io::Result<ChildEnds> {
         let token = FIRST_TOKEN + 2 * self.procs.len() as u64;
         let (result_r, result_w) = proc::pipe()?;
         let (stderr_r, stderr_w) = proc::pipe()?;
@@ -81,6 +119,7 @@ impl Outputs {
         self.procs.push(Received {
             result_pipe: Some(File::from(result_r)),
             stderr_pipe: Some(File::from(stderr_r)),
+            program,
             ..Received::default()
         });
         Ok(ChildEnds {
@@ -126,9 +165,12 @@ impl Outputs {
                 Ok(0) => break true,
                 Ok(n) if stderr => {
                     p.stderr.extend_from_slice(&buf[..n]);
-                    if p.stderr.len() > 2 * STDERR_KEPT {
-                        p.stderr.drain(..p.stderr.len() - STDERR_KEPT);
-                    }
+                    let kept = if p.program { PROGRAM_KEPT } else { STDERR_KEPT };
+                    keep_tail(&mut p.stderr, kept, &mut p.dropped[1]);
+                }
+                Ok(n) if p.program => {
+                    p.result.extend_from_slice(&buf[..n]);
+                    keep_tail(&mut p.result, PROGRAM_KEPT, &mut p.dropped[0]);
                 }
                 Ok(n) => {
                     if p.result.len() + n > RESULT_MAX {
@@ -161,6 +203,19 @@ impl Outputs {
             return None;
         }
         serde_json::from_slice(&p.result).ok()
+    }
+
+    /// What program `index` printed (its last bytes); None for a process
+    /// that did not become a program.
+    pub fn program_output(&self, index: usize) -> Option<ProgramOutput<'_>> {
+        let p = self.procs.get(index).filter(|p| p.program)?;
+        let last = |b: &'_ [u8]| b.len().saturating_sub(PROGRAM_KEPT);
+        Some(ProgramOutput {
+            stdout: &p.result[last(&p.result)..],
+            stdout_dropped: p.dropped[0] + last(&p.result) as u64,
+            stderr: &p.stderr[last(&p.stderr)..],
+            stderr_dropped: p.dropped[1] + last(&p.stderr) as u64,
+        })
     }
 
     /// The last lines process `index` wrote to stderr (at most 10 lines of
@@ -247,6 +302,37 @@ mod tests {
         assert!(t.ends_with("line 19999"), "{t}");
         assert!(o.procs[0].stderr.len() <= 2 * STDERR_KEPT);
         assert!(o.result(2).is_none());
+    }
+
+    #[test]
+    fn a_program_s_output_keeps_its_tail_and_counts_the_rest() {
+        let mut o = Outputs::new().unwrap();
+        let ends = o.open_for(true).unwrap();
+        let mut out = File::from(ends.result);
+        let mut err = File::from(ends.stderr);
+        let chunk = vec![b'x'; 40 << 10];
+        for i in 0..10u8 {
+            out.write_all(&chunk).unwrap();
+            err.write_all(&[b'a' + i]).unwrap();
+            o.drain_all();
+        }
+        out.write_all(b"\nTime: 1.5\n").unwrap();
+        drop((out, err));
+        o.drain_all();
+        let p = o.program_output(0).unwrap();
+        assert_eq!(p.stdout.len(), PROGRAM_KEPT);
+        assert!(p.stdout.ends_with(b"Time: 1.5\n"));
+        assert_eq!(
+            p.stdout_dropped + p.stdout.len() as u64,
+            10 * (40 << 10) + 11,
+            "every byte is kept or counted"
+        );
+        assert_eq!((p.stderr, p.stderr_dropped), (&b"abcdefghij"[..], 0));
+        let _plain = o.open().unwrap();
+        assert!(
+            o.program_output(1).is_none(),
+            "a worker's pipes are no program's"
+        );
     }
 
     #[test]

@@ -37,6 +37,21 @@ impl Prepared {
         cast: &Cast,
         env: &EnvSnapshot,
     ) -> Result<Prepared, Early> {
+        // What the workload needs of the machine (a command's program in
+        // PATH): a run without it is skipped, saying why.
+        if let Err(lack) = run.workload.workload.check_machine() {
+            return Err(Early::Ends(
+                RunStatus::Skipped,
+                format!(
+                    "workloads.{}.{}: {}",
+                    run.workload.name, lack.key, lack.message
+                ),
+            ));
+        }
+        if run.workload.workload.is_command() {
+            l.trees()
+                .map_err(|why| Early::Ends(RunStatus::Skipped, why))?;
+        }
         // The trace instance is made and configured before any worker
         // exists; it records nothing until just before release.
         let recorder = match &l.trace {
@@ -138,7 +153,9 @@ fn prepare_dir(l: &Launcher, run: &Run) -> Result<rundir::OwnedDir, Early> {
     }
     let until = std::time::Instant::now().checked_add(l.timeout);
     if let Err(e) = run.workload.workload.prepare(dir.path(), until) {
-        let status = if e.is::<crate::workload::copy::PrepareTimedOut>() {
+        let status = if e.is::<crate::workload::copy::PrepareTimedOut>()
+            || e.is::<crate::workload::command::setup::SetupTimedOut>()
+        {
             RunStatus::TimedOut
         } else {
             RunStatus::Failed

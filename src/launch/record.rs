@@ -7,21 +7,25 @@
 //! scheduler, the trace's counts).
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::time::Duration;
 
 use crate::plan::Run;
 use crate::record::{ProcessRecord, RunRecord, RunStatus, SliceRow};
+use crate::sys::cgroup::TreeGroup;
 use crate::sys::envinfo::EnvSnapshot;
 use crate::sys::proc::{self, Exit, Usage};
 use crate::sys::procfs;
 use crate::trace::Capture;
 use crate::worker::WorkerResult;
+use crate::workload::command::CommandParams;
 use crate::wrr::{DispatchReport, Mechanism};
 
 use super::guard::ParentPriority;
 use super::interference;
 use super::members::{Cast, Member, Role};
 use super::outputs::Outputs;
+use super::program;
 use super::wait::{Ended, Waited};
 
 /// When and against what machine state a run started.
@@ -81,6 +85,8 @@ pub fn record(
         release_ns: ended.release_ns,
         outputs: &ended.spawned.outputs,
         timeout,
+        trees: &ended.spawned.trees,
+        run_dir: ended.spawned.prepared.dir.as_ref().map(|d| d.path()),
     };
     let mut record = ctx.build(cast.cpus.clone(), start.started_unix_ms, start.env);
     for (p, g) in record.processes.iter_mut().zip(&ended.spawned.granted) {
@@ -217,25 +223,37 @@ struct RecordContext<'a> {
     release_ns: u64,
     outputs: &'a Outputs,
     timeout: Duration,
+    /// Per member: its program's process tree (`kind = "command"`).
+    trees: &'a [Option<TreeGroup>],
+    run_dir: Option<&'a Path>,
 }
 
 impl RecordContext<'_> {
     fn build(&self, cpu_list: Vec<usize>, started_unix_ms: i64, env: EnvSnapshot) -> RunRecord {
         let mut processes = Vec::with_capacity(self.pids.len());
         let mut failures = Vec::new();
+        let mut programs = Vec::new();
         for (index, (&pid, m)) in self.pids.iter().zip(self.members).enumerate() {
-            let p = match m.role {
-                Role::Worker => self.worker(index, pid, m),
-                Role::Hog => self.hog(index, pid, m),
+            let tree = self.trees.get(index).and_then(Option::as_ref);
+            let (p, why) = match (m.role, tree, m.workload.command()) {
+                (Role::Worker, Some(tree), Some(params)) => {
+                    let o = self.observed(index, pid, m, params, tree);
+                    programs.push(program::extra(&o, self.outputs));
+                    program::record(&o, self.outputs)
+                }
+                (Role::Worker, _, _) => (self.worker(index, pid, m), None),
+                (Role::Hog, _, _) => (self.hog(index, pid, m), None),
             };
             if !p.ok && m.role == Role::Worker && !self.waited.timed_out {
-                let what = if p.exit == "exit code 0" {
-                    "exited without a result".to_string()
-                } else {
-                    p.exit.clone()
+                let what = match why {
+                    Some(why) => why,
+                    None if p.exit == "exit code 0" => "exited without a result".to_string(),
+                    None => p.exit.clone(),
                 };
                 failures.push(match p.stderr_tail.lines().last() {
-                    Some(last) if !last.is_empty() => format!("worker {index}: {what}: {last}"),
+                    Some(last) if !last.is_empty() && !what.contains(last) => {
+                        format!("worker {index}: {what}: {last}")
+                    }
                     _ => format!("worker {index}: {what}"),
                 });
             }
@@ -278,8 +296,33 @@ impl RecordContext<'_> {
             env,
             processes,
             slices: Vec::new(),
-            extra: serde_json::json!({}),
+            extra: match programs.is_empty() {
+                true => serde_json::json!({}),
+                false => serde_json::json!({ "command": programs }),
+            },
             interference: Default::default(),
+        }
+    }
+
+    /// What was observed of member `index`'s program.
+    fn observed<'b>(
+        &'b self,
+        index: usize,
+        pid: i32,
+        member: &'b Member,
+        params: &'b CommandParams,
+        tree: &'b TreeGroup,
+    ) -> program::Observed<'b> {
+        program::Observed {
+            index,
+            pid,
+            member,
+            params,
+            tree,
+            exit: self.ended(pid).0,
+            end_ns: self.waited.tree_end.get(&index).map(|&t| self.since(t)),
+            stopped: self.waited.stopped.contains(&index),
+            run_dir: self.run_dir,
         }
     }
 

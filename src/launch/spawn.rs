@@ -45,11 +45,21 @@ pub fn spawn_worker(
     let json = serde_json::to_string(args).map_err(|e| fail(None, e.to_string()))?;
     let attr = sched.attr();
     let set = sched::cpu_set(cpus);
+    // A worker that becomes another program writes that program's stdout
+    // into its result pipe (it has no result of its own).
+    let stdout = match args.workload.is_command() {
+        true => ends
+            .result
+            .try_clone()
+            .map(Stdio::from)
+            .map_err(|e| fail(e.raw_os_error(), format!("cannot pass its stdout: {e}")))?,
+        false => Stdio::null(),
+    };
     let mut cmd = Command::new("/proc/self/exe");
     cmd.arg("__worker")
         .arg(json)
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
+        .stdout(stdout)
         .stderr(Stdio::from(ends.stderr));
     child::configure(
         &mut cmd,

@@ -11,6 +11,7 @@ use anyhow::Context;
 
 use crate::policy::Class;
 use crate::record::RunStatus;
+use crate::sys::cgroup::TreeGroup;
 use crate::sys::{fds, probe, proc, procfs};
 use crate::trace::Task as TraceTask;
 use crate::worker::WorkerArgs;
@@ -60,9 +61,13 @@ impl Drop for Workers {
 }
 
 /// A run whose processes wait at the barrier. Fields drop in order: the
-/// workers are killed before the dispatcher, trace and scheduler go.
+/// workers are killed before their trees (whatever a program started),
+/// then the dispatcher, trace and scheduler go.
 pub struct Spawned {
     pub workers: Workers,
+    /// Per member: the cgroup of a program's process tree (`kind =
+    /// "command"`), None for schedlab's own workers and hogs.
+    pub trees: Vec<Option<TreeGroup>>,
     pub dispatcher: Option<WrrRun>,
     pub outputs: Outputs,
     /// The write end of the barrier: closing it releases every worker.
@@ -92,6 +97,7 @@ impl Spawned {
             .context("watching the workers' pipes")
             .map_err(Early::Fatal)?;
         let mut workers = Workers::new(cast.members.len());
+        let mut trees: Vec<Option<TreeGroup>> = Vec::with_capacity(cast.members.len());
         for (index, m) in cast.members.iter().enumerate() {
             let args = WorkerArgs {
                 fds: match m.role {
@@ -108,7 +114,8 @@ impl Spawned {
                 barrier: &barrier_r,
                 release: &release,
             };
-            let spawned = match outputs.open() {
+            let program = m.role == Role::Worker && m.workload.is_command();
+            let spawned = match outputs.open_for(program) {
                 Ok(ends) => spawn::spawn_worker(&args, &m.sched, &m.cpus, &shared, ends),
                 Err(e) => Err(spawn::SpawnError {
                     index,
@@ -123,6 +130,12 @@ impl Spawned {
                 Ok(pid) => workers.pids.push(pid),
                 Err(e) => return Err(spawn_failure(m, &e)),
             }
+            // Into its own cgroup while it still waits at the barrier:
+            // nothing of the program can have forked yet.
+            trees.push(match program {
+                true => Some(tree_of(l, index, *workers.pids.last().unwrap_or(&0))?),
+                false => None,
+            });
         }
         // The granted slice is read while they wait (what the kernel
         // reports back, clamped to its range).
@@ -137,6 +150,7 @@ impl Spawned {
             .collect();
         let mut spawned = Spawned {
             workers,
+            trees,
             dispatcher: None,
             outputs,
             barrier_w: Some(barrier_w),
@@ -219,6 +233,20 @@ impl Spawned {
         }
         Ok(())
     }
+}
+
+/// Worker `index`'s cgroup, with its process `pid` in it.
+fn tree_of(l: &Launcher, index: usize, pid: i32) -> Result<TreeGroup, Early> {
+    let session = l
+        .trees()
+        .map_err(|why| Early::Ends(RunStatus::Skipped, why))?;
+    let tag = format!("run{}", std::process::id());
+    let mut tree = session
+        .create(&tag, index)
+        .map_err(|e| Early::failed(format!("worker {index}'s cgroup: {e:#}")))?;
+    tree.attach_pid(pid)
+        .map_err(|e| Early::failed(format!("worker {index}'s cgroup: {e:#}")))?;
+    Ok(tree)
 }
 
 /// The WRR tasks of a run: a run queue per CPU, slice = quantum × weight.

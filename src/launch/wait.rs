@@ -18,9 +18,11 @@ use crate::trace::Capture;
 use crate::trace::capture::Recorder;
 use crate::wrr::{DispatchReport, WrrRun};
 
+use super::members::Member;
 use super::outputs::Outputs;
 use super::release::Released;
 use super::spawned::{Spawned, Workers};
+use super::trees::TreeWatch;
 use super::{Early, Launcher, ext_scheduler, interference};
 
 /// A run whose processes are all gone, with what was observed.
@@ -40,7 +42,7 @@ pub struct Ended {
 
 impl Released {
     /// Wait for the run to end and stop what ran beside it.
-    pub fn wait(self, l: &Launcher) -> Result<Ended, Early> {
+    pub fn wait(self, l: &Launcher, members: &[Member]) -> Result<Ended, Early> {
         let Released {
             mut spawned,
             raised,
@@ -49,6 +51,7 @@ impl Released {
             before,
             release_ns,
         } = self;
+        let mut trees = TreeWatch::new(&spawned.trees, members, release_ns);
         let waited = wait_all(
             l,
             &mut spawned.workers,
@@ -56,7 +59,13 @@ impl Released {
             release_ns,
             spawned.dispatcher.as_ref(),
             &mut spawned.outputs,
-        );
+            &mut trees,
+        )
+        .map(|mut w| {
+            w.tree_end = std::mem::take(&mut trees.ended_ns);
+            w.stopped = std::mem::take(&mut trees.stopped);
+            w
+        });
         let ext_report = spawned.prepared.ext_sched.take().map(|mut x| {
             if let Ok(w) = &waited
                 && let Some((exit, usage)) = w.others.get(&x.pid())
@@ -104,6 +113,10 @@ pub struct Waited {
     /// Other children of schedlab that ended during the run (a sched_ext
     /// scheduler's program), reaped by the wait.
     pub others: HashMap<i32, (Exit, Usage)>,
+    /// Per member index: monotonic ns its program's tree was seen empty.
+    pub tree_end: HashMap<usize, u64>,
+    /// Members whose program's tree schedlab stopped (`duration_s`).
+    pub stopped: std::collections::HashSet<usize>,
 }
 
 /// Tokens of the wait's own descriptors in the poller (the pipes' are
@@ -122,6 +135,7 @@ fn wait_all(
     release_ns: u64,
     dispatcher: Option<&WrrRun>,
     outputs: &mut Outputs,
+    trees: &mut TreeWatch,
 ) -> Result<Waited> {
     let signals = proc::SignalFd::new(&l.signals).context("watching signals")?;
     let timer = AbsTimer::new().context("creating a timer")?;
@@ -138,6 +152,8 @@ fn wait_all(
         timed_out: false,
         interrupted: None,
         others: HashMap::new(),
+        tree_end: HashMap::new(),
+        stopped: Default::default(),
     };
     let deadline_ns = release_ns + l.timeout.as_nanos() as u64;
     let mut killed = false;
@@ -149,6 +165,7 @@ fn wait_all(
     let mut next_sample_ns = release_ns + period_ns;
     loop {
         let now = proc::monotonic_ns();
+        let tree_wake_ns = trees.tick(now);
         if !hog_pids.is_empty() && !killed && now >= next_sample_ns {
             for &p in &hog_pids {
                 if let Ok(s) = procfs::read_schedstat(p) {
@@ -169,17 +186,20 @@ fn wait_all(
             workers.reaped(pid);
             if live.remove(&pid) {
                 w.ended.insert(pid, (exit, usage, stat, seen_ns));
+                if let Some(index) = pids.iter().position(|&p| p == pid) {
+                    trees.top_reaped(index, seen_ns);
+                }
             } else {
                 w.others.insert(pid, (exit, usage));
             }
         }
-        if live.is_empty() {
+        if live.is_empty() && !trees.busy() {
             // Whatever the processes wrote before they exited is in
             // their pipes.
             outputs.drain_all();
             return Ok(w);
         }
-        if !killed && live.iter().all(|p| hog_pids.contains(p)) {
+        if !killed && live.iter().all(|p| hog_pids.contains(p)) && !trees.busy() {
             // Every worker is done: the hogs' window ends now.
             let now = proc::monotonic_ns();
             for &p in &live {
@@ -196,6 +216,7 @@ fn wait_all(
             w.timed_out = true;
             killed = true;
             live.iter().for_each(|&p| proc::kill(p, libc::SIGKILL));
+            trees.kill_all();
             continue;
         }
         let wake_ns = if killed {
@@ -205,6 +226,7 @@ fn wait_all(
         } else {
             deadline_ns
         };
+        let wake_ns = tree_wake_ns.map_or(wake_ns, |t| wake_ns.min(t));
         timer.arm_at(wake_ns).context("arming the timer")?;
         outputs
             .poller()
@@ -221,6 +243,7 @@ fn wait_all(
                         if !killed {
                             killed = true;
                             live.iter().for_each(|&p| proc::kill(p, libc::SIGKILL));
+                            trees.kill_all();
                         }
                     }
                 }

@@ -300,6 +300,19 @@ impl Workload {
         self.imp().min_wall_s()
     }
 
+    /// The program a worker becomes, when the workload is a command.
+    pub fn command(&self) -> Option<&CommandParams> {
+        match self {
+            Workload::Command(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// Whether a worker of this workload becomes another program.
+    pub fn is_command(&self) -> bool {
+        self.command().is_some()
+    }
+
     /// See [`Kind::check_machine`].
     pub fn check_machine(&self) -> Result<(), kind::Lacking> {
         self.imp().check_machine()

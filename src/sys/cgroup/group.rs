@@ -163,6 +163,20 @@ impl TreeGroup {
         )
     }
 
+    /// `sig` to every process of the tree now (frozen while signalled, so
+    /// none escapes by forking), without waiting for them to go.
+    pub fn signal_now(&self, sig: i32) {
+        let seen = self.dirs.signal_all(sig);
+        self.note(seen);
+    }
+
+    /// SIGKILL to every process of the tree now (cgroup2's `cgroup.kill`
+    /// where there is one), without waiting for them to go.
+    pub fn kill_now(&self) {
+        let seen = self.dirs.kill_all();
+        self.note(seen);
+    }
+
     fn note(&self, tids: Vec<i32>) {
         if let Ok(mut k) = self.known.lock() {
             k.extend(tids);

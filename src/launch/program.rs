@@ -1,0 +1,169 @@
+//! The record of a worker that became another program (`kind =
+//! "command"`): measured over its whole process tree through its cgroup
+//! and the tree's exit records, never through the top process alone. Its
+//! wall time runs from release to the exit of the tree's last process; its
+//! figures come from the program's own output (regex, JSON pointer or a
+//! standard benchmark's parser). A figure the kernel cannot give for a
+//! tree stays empty, with the reason in the run's `extra.command`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::record::ProcessRecord;
+use crate::sys::cgroup::{TreeGroup, TreeStats};
+use crate::sys::proc::{Exit, Usage};
+use crate::workload::command::CommandParams;
+use crate::workload::command::figures::{self, Captured};
+
+use super::members::Member;
+use super::outputs::{Outputs, ProgramOutput};
+
+/// What the launcher observed of one program.
+pub struct Observed<'a> {
+    pub index: usize,
+    pub pid: i32,
+    pub member: &'a Member,
+    pub params: &'a CommandParams,
+    pub tree: &'a TreeGroup,
+    /// How the top process ended.
+    pub exit: Exit,
+    /// ns after release the tree was seen empty (None: it never was).
+    pub end_ns: Option<u64>,
+    /// schedlab stopped it at the end of `duration_s`.
+    pub stopped: bool,
+    /// The run directory, the default working directory.
+    pub run_dir: Option<&'a Path>,
+}
+
+/// A program's process record, and why it failed when it did.
+pub fn record(o: &Observed, outputs: &Outputs) -> (ProcessRecord, Option<String>) {
+    let stats = o.tree.stats();
+    let out = outputs.program_output(o.index);
+    let exit_ok = match o.exit {
+        Exit::Code(c) => u8::try_from(c).is_ok_and(|c| o.params.ok_exit.contains(&c)),
+        Exit::Signal(_) => false,
+    };
+    let cwd = o
+        .params
+        .cwd
+        .as_deref()
+        .or(o.run_dir)
+        .unwrap_or(Path::new("."));
+    let mut failure = match (o.stopped || exit_ok, o.end_ns) {
+        (_, None) => Some("its process tree did not end".to_string()),
+        (false, _) => Some(format!(
+            "the program ended with {} (ok_exit: {:?})",
+            o.exit.describe(),
+            o.params.ok_exit
+        )),
+        (true, Some(_)) => None,
+    };
+    let extracted = match (&failure, &out) {
+        (None, Some(out)) => match figures::extract(o.params, captured(out, cwd)) {
+            Ok(x) => Some(x),
+            Err(e) => {
+                failure = Some(e.to_string());
+                None
+            }
+        },
+        _ => None,
+    };
+    let mut figs: BTreeMap<String, f64> =
+        extracted.as_ref().map(|x| x.values()).unwrap_or_default();
+    if let Some(t) = stats.tasks {
+        figs.insert("tree_tasks".into(), t as f64);
+    }
+    if let Some(us) = stats.cpu_pressure_some_us {
+        figs.insert("tree_cpu_pressure_some_us".into(), us as f64);
+    }
+    let tail = match (&failure, &out) {
+        (Some(_), Some(out)) => figures::tail_lines(out.stderr, figures::TAIL_LINES),
+        _ => String::new(),
+    };
+    let record = ProcessRecord {
+        index: o.index as u32,
+        role: o.member.role.as_str().to_string(),
+        pid: o.pid,
+        sched: o.member.sched,
+        start_ns: Some(0),
+        end_ns: o.end_ns,
+        wall_ns: o.end_ns.unwrap_or(0),
+        usage: tree_usage(&stats),
+        run_ns: stats.cpu_usage_ns,
+        wait_ns: stats.run_queue_wait_ns,
+        // The tree's time slices are not counted (schedstat is per task).
+        timeslices: None,
+        work: Some(u64::from(failure.is_none())),
+        work_unit: o.member.workload.work_unit().to_string(),
+        figures: figs,
+        latency: extracted
+            .as_ref()
+            .map(|x| x.latency_encoded())
+            .unwrap_or_default(),
+        slice_ns: None,
+        exit: o.exit.describe(),
+        ok: failure.is_none(),
+        stderr_tail: tail,
+    };
+    (record, failure)
+}
+
+/// The tree's usage: CPU, switches and peak memory of every process it
+/// had. Page faults are not counted for a tree (0; `extra.command.missing`
+/// says so).
+fn tree_usage(s: &TreeStats) -> Usage {
+    Usage {
+        utime_us: s.cpu_user_ns.unwrap_or(0) / 1000,
+        stime_us: s.cpu_system_ns.unwrap_or(0) / 1000,
+        nvcsw: s.voluntary_switches.unwrap_or(0),
+        nivcsw: s.involuntary_switches.unwrap_or(0),
+        minflt: 0,
+        majflt: 0,
+        maxrss_kb: s.peak_memory_bytes.unwrap_or(0) / 1024,
+    }
+}
+
+fn captured<'a>(out: &ProgramOutput<'a>, cwd: &'a Path) -> figures::Outputs<'a> {
+    figures::Outputs {
+        stdout: Captured {
+            bytes: out.stdout,
+            dropped_bytes: out.stdout_dropped,
+        },
+        stderr: Captured {
+            bytes: out.stderr,
+            dropped_bytes: out.stderr_dropped,
+        },
+        cwd,
+    }
+}
+
+/// What the run's `extra.command` says of each program: the figures the
+/// kernel could not give for its tree (and why), what was dropped of its
+/// output, whether schedlab stopped it.
+pub fn extra(o: &Observed, outputs: &Outputs) -> serde_json::Value {
+    let stats = o.tree.stats();
+    let mut missing: BTreeMap<String, String> = stats
+        .missing
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.clone()))
+        .collect();
+    for k in ["minflt", "majflt"] {
+        missing.insert(
+            k.into(),
+            "page faults are not counted over a process tree (0 here)".into(),
+        );
+    }
+    missing.insert(
+        "timeslices".into(),
+        "time slices are counted per task by schedstat, not over a tree".into(),
+    );
+    let out = outputs.program_output(o.index);
+    serde_json::json!({
+        "worker": o.index,
+        "stopped_by_schedlab": o.stopped,
+        "top_exit": o.exit.describe(),
+        "stdout_dropped_bytes": out.as_ref().map_or(0, |x| x.stdout_dropped),
+        "stderr_dropped_bytes": out.as_ref().map_or(0, |x| x.stderr_dropped),
+        "missing": missing,
+    })
+}

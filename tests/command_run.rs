@@ -1,0 +1,261 @@
+//! Any program as a workload, end to end with real processes (issue 19):
+//! the tree's CPU time against `perf stat`, a double-forked daemon and a
+//! program that ignores SIGTERM stopped at `duration_s` (nothing of them
+//! left), a failing exit code and a missing figure named, 100 MiB of
+//! output kept to its tail, and a schedlab killed mid-run whose program's
+//! tree the next start kills.
+
+mod common;
+use common::{bin, text};
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn schedlab(args: &[&str], dir: &Path) -> Output {
+    Command::new(bin())
+        .args(args)
+        .current_dir(dir)
+        .env("SCHEDLAB_JOURNAL", dir.join("journal.json"))
+        .env("TMPDIR", dir)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn root() -> bool {
+    schedlab::testing::require(
+        schedlab::sys::proc::euid() == 0,
+        "command workloads need root (a cgroup per worker)",
+    )
+}
+
+/// A spec of one OTHER worker running `argv` (TOML array text), `extra`
+/// workload keys, `reps` repetitions.
+fn spec(dir: &Path, argv: &str, extra: &str, reps: u32) {
+    std::fs::write(
+        dir.join("s.toml"),
+        format!(
+            "name = \"cmd\"\nrepetitions = {reps}\ncooldown_s = 0\ntimeout_s = 30\n[matrix]\n\
+             policy = [\"other\"]\nworkload = [\"w\"]\nprocesses = [1]\ncpus = [\"0\"]\n\
+             [workloads.w]\nkind = \"command\"\nargv = {argv}\n{extra}\n"
+        ),
+    )
+    .unwrap();
+}
+
+fn rows(dir: &Path) -> Vec<serde_json::Value> {
+    let o = schedlab(&["export", "--db", "t.db", "--format", "json"], dir);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    match v {
+        serde_json::Value::Array(a) => a,
+        other => other["rows"].as_array().cloned().unwrap_or_default(),
+    }
+}
+
+fn extra(dir: &Path) -> serde_json::Value {
+    let c = rusqlite::Connection::open(dir.join("t.db")).unwrap();
+    let s: String = c
+        .query_row("SELECT extra_json FROM runs ORDER BY id LIMIT 1", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    serde_json::from_str(&s).unwrap()
+}
+
+/// Processes whose command line contains `marker`.
+fn survivors(marker: &str) -> Vec<i32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        if String::from_utf8_lossy(&cmd).contains(marker) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+const FORK3: &str = r#"["sh", "-c", "for i in 1 2 3; do (i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done) & done; wait"]"#;
+
+#[test]
+fn a_forking_program_s_tree_cpu_matches_perf_stat() {
+    let perf = Command::new("perf")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !root()
+        || !schedlab::testing::require_tool(perf, "perf is missing (apt-get install linux-perf)")
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    spec(dir.path(), FORK3, "", 1);
+    let o = schedlab(&["run", "s.toml", "--db", "t.db", "--quiet"], dir.path());
+    assert!(o.status.success(), "{}", text(&o));
+    let r = &rows(dir.path())[0];
+    let tree_ms = (r["utime_us"].as_f64().unwrap() + r["stime_us"].as_f64().unwrap()) / 1e3;
+    assert_eq!(r["fig_tree_tasks"].as_f64(), Some(4.0), "{r}");
+    // The same command under perf stat, pinned as the worker was.
+    let args: Vec<String> = serde_json::from_str(FORK3).unwrap();
+    let perf = Command::new("taskset")
+        .args(["-c", "0", "perf", "stat", "-x,", "-e", "task-clock"])
+        .args(&args)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&perf.stderr);
+    let perf_ms: f64 = err
+        .lines()
+        .find(|l| l.contains("task-clock"))
+        .and_then(|l| l.split(',').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no task-clock in {err}"));
+    let ratio = tree_ms / perf_ms;
+    assert!(
+        (0.95..=1.05).contains(&ratio),
+        "tree {tree_ms:.1} ms vs perf {perf_ms:.1} ms (ratio {ratio:.3})"
+    );
+}
+
+#[test]
+fn a_double_forked_daemon_is_stopped_at_the_duration_and_nothing_is_left() {
+    if !root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let marker = "31.4159";
+    let argv = format!(r#"["sh", "-c", "(setsid sh -c 'sleep {marker}' &) ; sleep {marker}"]"#);
+    spec(dir.path(), &argv, "duration_s = 0.5\ngrace_s = 1", 1);
+    let o = schedlab(&["run", "s.toml", "--db", "t.db", "--quiet"], dir.path());
+    assert!(o.status.success(), "{}", text(&o));
+    let r = &rows(dir.path())[0];
+    assert_eq!(r["status"], "ok", "{r}");
+    let wall = r["wall_ns"].as_f64().unwrap() / 1e9;
+    assert!((0.45..3.0).contains(&wall), "wall {wall} s");
+    assert_eq!(extra(dir.path())["command"][0]["stopped_by_schedlab"], true);
+    assert!(
+        survivors(marker).is_empty(),
+        "left: {:?}",
+        survivors(marker)
+    );
+}
+
+#[test]
+fn a_program_ignoring_sigterm_is_killed_after_the_grace() {
+    if !root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let argv = r#"["sh", "-c", "trap '' TERM; sleep 27.18; sleep 27.18"]"#;
+    spec(dir.path(), argv, "duration_s = 0.3\ngrace_s = 0.7", 1);
+    let o = schedlab(&["run", "s.toml", "--db", "t.db", "--quiet"], dir.path());
+    assert!(o.status.success(), "{}", text(&o));
+    let r = &rows(dir.path())[0];
+    let wall = r["wall_ns"].as_f64().unwrap() / 1e9;
+    assert!(
+        (0.95..5.0).contains(&wall),
+        "killed after the grace: wall {wall} s"
+    );
+    assert!(survivors("27.18").is_empty());
+}
+
+#[test]
+fn a_bad_exit_and_a_missing_figure_fail_the_run_naming_why() {
+    if !root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    spec(
+        dir.path(),
+        r#"["sh", "-c", "echo oops >&2; exit 3"]"#,
+        "",
+        1,
+    );
+    let o = schedlab(&["run", "s.toml", "--db", "t.db"], dir.path());
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert!(text(&o).contains("exit code 3"), "{}", text(&o));
+    let dir = tempfile::tempdir().unwrap();
+    let figure = "[workloads.w.figures.elapsed]\nregex = 'Time: ([0-9.]+)'\nunit = \"s\"\nbetter = \"lower\"";
+    spec(
+        dir.path(),
+        r#"["sh", "-c", "echo no time here"]"#,
+        figure,
+        1,
+    );
+    let o = schedlab(&["run", "s.toml", "--db", "t.db"], dir.path());
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert!(text(&o).contains("figure `elapsed`"), "{}", text(&o));
+    assert!(
+        rows(dir.path())[0]
+            .get("fig_elapsed")
+            .is_none_or(|v| v.is_null())
+    );
+}
+
+#[test]
+fn a_hundred_mebibytes_of_output_keep_only_their_tail() {
+    if !root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let argv =
+        r#"["sh", "-c", "head -c 104857600 /dev/zero | tr '\\000' x; echo; echo 'Time: 2.5'"]"#;
+    let figure =
+        "[workloads.w.figures.t]\nregex = 'Time: ([0-9.]+)'\nunit = \"s\"\nbetter = \"lower\"";
+    spec(dir.path(), argv, figure, 1);
+    let o = schedlab(&["run", "s.toml", "--db", "t.db", "--quiet"], dir.path());
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(rows(dir.path())[0]["fig_t"].as_f64(), Some(2.5));
+    let dropped = extra(dir.path())["command"][0]["stdout_dropped_bytes"]
+        .as_u64()
+        .unwrap();
+    assert!(dropped > (100 << 20) - (64 << 10) - 1, "{dropped}");
+    let size = std::fs::metadata(dir.path().join("t.db")).unwrap().len();
+    assert!(
+        size < 20 << 20,
+        "the database holds the output: {size} bytes"
+    );
+}
+
+#[test]
+fn a_killed_schedlab_s_program_tree_is_killed_by_the_next_start() {
+    if !root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let marker = "41.42";
+    let argv = format!(r#"["sh", "-c", "(setsid sh -c 'sleep {marker}' &) ; sleep {marker}"]"#);
+    spec(dir.path(), &argv, "", 1);
+    let mut child = Command::new(bin())
+        .args(["run", "s.toml", "--db", "t.db", "--quiet"])
+        .current_dir(dir.path())
+        .env("SCHEDLAB_JOURNAL", dir.path().join("journal.json"))
+        .env("TMPDIR", dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while survivors(marker).len() < 2 && t0.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(survivors(marker).len() >= 2, "the program never started");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(!survivors(marker).is_empty(), "nothing was left to recover");
+    let o = schedlab(&["env"], dir.path());
+    assert!(o.status.success(), "{}", text(&o));
+    let t0 = Instant::now();
+    while !survivors(marker).is_empty() && t0.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        survivors(marker).is_empty(),
+        "left: {:?}",
+        survivors(marker)
+    );
+}
