@@ -77,6 +77,11 @@ pub struct TaskStats {
     pub nvcsw: u64,
     pub nivcsw: u64,
     pub first_run_ns: Option<u64>,
+    /// The counters when the program started (the worker's own first
+    /// reading: the real worker measures rusage and schedstat from the
+    /// start of its work, so the turn it starts in is not counted):
+    /// (run_ns, wait_ns, timeslices, nvcsw, nivcsw).
+    pub at_start: (u64, u64, u64, u64, u64),
     pub exit_ns: Option<u64>,
     /// Run time at the release and at the last RT period boundary after
     /// it (time, run_ns), for shares over whole periods.
@@ -563,7 +568,12 @@ impl<'m> Engine<'m> {
     /// Run the program of running task `i` until it asks for CPU, blocks
     /// or exits.
     fn drive(&mut self, c: usize, i: usize) {
-        self.tasks[i].stats.first_run_ns.get_or_insert(self.now);
+        let now = self.now;
+        let st = &mut self.tasks[i].stats;
+        if st.first_run_ns.is_none() {
+            st.first_run_ns = Some(now);
+            st.at_start = (st.run_ns, st.wait_ns, st.timeslices, st.nvcsw, st.nivcsw);
+        }
         for _ in 0..1_000_000 {
             let ctx = Ctx {
                 now: self.now,

@@ -171,11 +171,20 @@ fn pooled_p50(record: &RunRecord, name: &str) -> Result<u64, CalibrationError> {
 
 impl WakeCosts {
     /// The timer wake-up cost from a measured periodic run: the p50 of its
-    /// wake-up latency. Calibrate on a run whose CPUs were otherwise idle
-    /// (one periodic process per CPU), then predict the others.
-    pub fn from_periodic_run(mut self, record: &RunRecord) -> Result<Self, CalibrationError> {
-        self.timer_wakeup_ns = pooled_p50(record, "wakeup")?;
-        self.source = append_source(&self.source, &record.run.key, "timer wake-up = p50 wakeup");
+    /// wake-up latency less the context switch the model adds to every
+    /// wake-up. Calibrate on a run with one periodic process per CPU
+    /// (FIFO, so nothing else delays it), then predict the others.
+    pub fn from_periodic_run(
+        mut self,
+        record: &RunRecord,
+        context_switch_ns: u64,
+    ) -> Result<Self, CalibrationError> {
+        self.timer_wakeup_ns = pooled_p50(record, "wakeup")?.saturating_sub(context_switch_ns);
+        self.source = append_source(
+            &self.source,
+            &record.run.key,
+            "timer wake-up = p50 wakeup - switch",
+        );
         Ok(self)
     }
 
@@ -233,9 +242,98 @@ impl ModelParams {
     }
 }
 
+impl ModelParams {
+    /// Take the CPU speed of `record`'s workload from that measured run:
+    /// its workers' work over the CPU time they received (schedstat run
+    /// time), which is the rate the workload ran at on this machine under
+    /// that condition. Calibrate on one condition (say one process alone,
+    /// or FIFO), then predict the others; the source says which run.
+    pub fn rates_from_run(mut self, record: &RunRecord) -> Result<Self, CalibrationError> {
+        let key = record.run.key.clone();
+        let workers = record
+            .processes
+            .iter()
+            .filter(|p| p.role == "worker" && p.ok);
+        let (work, run_ns) = workers.fold((0u64, 0u64), |(w, r), p| {
+            (w + p.work.unwrap_or(0), r + p.run_ns.unwrap_or(0))
+        });
+        if work == 0 || run_ns == 0 {
+            return Err(CalibrationError::Bad {
+                key,
+                message: "no worker reported work and run time".into(),
+            });
+        }
+        let per_s = work as f64 / (run_ns as f64 / 1e9);
+        let w = &record.run.workload.workload;
+        let what = match w {
+            crate::workload::Workload::Pi(_) => {
+                self.rates.pi_iter_per_s = per_s;
+                "pi_iter_per_s"
+            }
+            crate::workload::Workload::Hash(h) => {
+                // The rate is kept at the calibration's 16 rounds.
+                let per_round = f64::from(h.rounds) + 1.0;
+                let at16 = f64::from(crate::workload::hash::CALIBRATION_ROUNDS) + 1.0;
+                self.rates.hash_per_s = per_s * per_round / at16;
+                "hash_per_s"
+            }
+            crate::workload::Workload::Matmul(m) => {
+                self.rates.flops_per_s = per_s * crate::workload::matmul::flops_per_multiply(m.n);
+                "flops_per_s"
+            }
+            other => {
+                return Err(CalibrationError::Bad {
+                    key,
+                    message: format!("a {} run does not calibrate a CPU speed", other.kind()),
+                });
+            }
+        };
+        self.rates_source = format!(
+            "{}; {what} = {per_s:.4e}/s from run {key}",
+            self.rates_source
+        );
+        Ok(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// 2 × 3e8 iterations in 0.8 s of CPU: 7.5e8 iterations/s.
+    #[test]
+    fn cpu_speed_from_a_measured_run() {
+        let spec = crate::spec::load(
+            "[matrix]\nworkload = [\"pi\"]\nprocesses = [2]\n[workloads.pi]\niterations = 300000000\n",
+            "t.toml",
+            &[],
+        )
+        .unwrap();
+        let run = crate::plan::expand(&spec, 1).remove(0);
+        let sched = crate::policy::ProcSched::fair(crate::policy::Policy::Other, 0);
+        let mut procs = vec![
+            crate::report::synth::synthetic_process(0, sched, 9, 3),
+            crate::report::synth::synthetic_process(1, sched, 9, 3),
+        ];
+        for p in &mut procs {
+            p.work = Some(300_000_000);
+            p.run_ns = Some(400_000_000);
+        }
+        let env = crate::report::synth::synthetic_env(2);
+        let record = crate::report::synth::synthetic_record(&run, &env, vec![0, 1], 0, None, procs);
+        let rates = Rates {
+            pi_iter_per_s: 1.0,
+            hash_per_s: 1.0,
+            flops_per_s: 1.0,
+            copy_bytes_per_s: 1.0,
+            wake_round_trip_s: 1e-5,
+        };
+        let p = ModelParams::new(Machine::from_env(&env, 1_000_000), rates, "test")
+            .rates_from_run(&record)
+            .unwrap();
+        assert!((p.rates.pi_iter_per_s / 7.5e8 - 1.0).abs() < 1e-12);
+        assert!(p.rates_source.contains(&run.key), "{}", p.rates_source);
+    }
 
     #[test]
     fn kernel_versions_compare() {

@@ -520,15 +520,18 @@ fn worker_record(
     p.start_ns = s.first_run_ns.map(since);
     p.end_ns = s.exit_ns.map(since);
     p.wall_ns = p.end_ns.unwrap_or(out.end_ns.saturating_sub(release_ns));
+    // Measured from the worker's own start, as the real worker does.
+    let (run0, wait0, slices0, nvcsw0, nivcsw0) = s.at_start;
+    let run_ns = s.run_ns - run0;
     p.usage = Usage {
-        utime_us: s.run_ns / 1000,
-        nvcsw: s.nvcsw,
-        nivcsw: s.nivcsw,
+        utime_us: run_ns / 1000,
+        nvcsw: s.nvcsw - nvcsw0,
+        nivcsw: s.nivcsw - nivcsw0,
         ..Usage::default()
     };
-    p.run_ns = Some(s.run_ns);
-    p.wait_ns = Some(s.wait_ns);
-    p.timeslices = Some(s.timeslices);
+    p.run_ns = Some(run_ns);
+    p.wait_ns = Some(s.wait_ns - wait0);
+    p.timeslices = Some(s.timeslices - slices0);
     p.work_unit = w.work_unit().into();
     p.ok = s.exit_ns.is_some();
     if !p.ok {
