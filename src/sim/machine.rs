@@ -14,7 +14,8 @@ use crate::workload::latency::Latency;
 /// The kernel and CPUs the model schedules on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Machine {
-    /// CPUs 0..cpus.
+    /// CPUs 0..cpus (the model numbers them from 0: a run's CPU list
+    /// names CPUs of that range).
     pub cpus: usize,
     /// CONFIG_HZ: the scheduler tick (`scheduler_tick()` → each class's
     /// `task_tick`) comes every 1 s / HZ.

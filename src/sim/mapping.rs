@@ -119,7 +119,25 @@ pub fn simulate(run: &Run, spec: &Spec, params: &ModelParams) -> SimRun {
         None
     };
     let outcome = Engine::new(&m, tasks, wrr, release_ns).run(release_ns + spec.timeout_ns);
-    build(run, spec, params, &m, &members, cpus, release_ns, outcome)
+    let ctx = BuildCtx {
+        run,
+        spec,
+        params,
+        m: &m,
+        members: &members,
+        release_ns,
+    };
+    ctx.build(cpus, outcome)
+}
+
+/// What turning an outcome into a record needs besides the outcome.
+struct BuildCtx<'a> {
+    run: &'a Run,
+    spec: &'a Spec,
+    params: &'a ModelParams,
+    m: &'a Machine,
+    members: &'a [Member],
+    release_ns: u64,
 }
 
 /// The run's processes: workers under the assigned policy, then the hogs.
@@ -418,67 +436,67 @@ fn empty_record(
     }
 }
 
-/// The engine's outcome as the launcher's record.
-#[allow(clippy::too_many_arguments)]
-fn build(
-    run: &Run,
-    spec: &Spec,
-    params: &ModelParams,
-    m: &Machine,
-    members: &[Member],
-    cpus: Vec<usize>,
-    release_ns: u64,
-    out: Outcome,
-) -> SimRun {
-    let mut record = empty_record(run, m, params, cpus, RunStatus::Ok, String::new());
-    let end = out.end_ns.saturating_sub(release_ns);
-    for (i, mem) in members.iter().enumerate() {
-        let p = if mem.hog {
-            hog_record(i, mem, &out, release_ns, end)
-        } else {
-            worker_record(i, mem, &run.workload.workload, &out, release_ns, params, m)
-        };
-        record.processes.push(p);
+impl BuildCtx<'_> {
+    /// The engine's outcome as the launcher's record.
+    fn build(&self, cpus: Vec<usize>, out: Outcome) -> SimRun {
+        let BuildCtx {
+            run,
+            spec,
+            params,
+            m,
+            members,
+            release_ns,
+        } = *self;
+        let mut record = empty_record(run, m, params, cpus, RunStatus::Ok, String::new());
+        let end = out.end_ns.saturating_sub(release_ns);
+        for (i, mem) in members.iter().enumerate() {
+            let p = if mem.hog {
+                hog_record(i, mem, &out, release_ns, end)
+            } else {
+                worker_record(i, mem, &run.workload.workload, &out, release_ns, params, m)
+            };
+            record.processes.push(p);
+        }
+        let workers = || record.processes.iter().filter(|p| p.role == "worker");
+        record.makespan_ns = workers().map(|p| p.wall_ns).max();
+        let cpu_us: u64 = workers().map(|p| p.usage.utime_us + p.usage.stime_us).sum();
+        record.cpu_util = record
+            .makespan_ns
+            .filter(|&ms| ms > 0)
+            .map(|ms| cpu_us as f64 * 1000.0 / (ms as f64 * record.cpu_list.len().max(1) as f64));
+        if out.stalled {
+            record.status = RunStatus::Failed;
+            record.reason = format!("the model stopped making progress at {} ns", end);
+        } else if out.timed_out {
+            let unfinished = workers().filter(|p| !p.ok).count();
+            record.status = RunStatus::TimedOut;
+            record.reason = format!(
+                "the run exceeded timeout_s = {} s; {unfinished} of {} workers were killed",
+                spec.timeout_ns as f64 / 1e9,
+                workers().count()
+            );
+        }
+        record.slices = out.wrr_rows.clone();
+        if run.policy == Policy::Wrr
+            && let Some(map) = record.extra.as_object_mut()
+        {
+            map.insert(
+                "wrr".into(),
+                serde_json::json!({ "mechanism": "model", "slices": out.wrr_rows.len() }),
+            );
+        }
+        let timeline = out
+            .timeline
+            .iter()
+            .filter(|s| s.end_ns > release_ns)
+            .map(|s| Segment {
+                start_ns: s.start_ns.saturating_sub(release_ns),
+                end_ns: s.end_ns - release_ns,
+                ..*s
+            })
+            .collect();
+        SimRun { record, timeline }
     }
-    let workers = || record.processes.iter().filter(|p| p.role == "worker");
-    record.makespan_ns = workers().map(|p| p.wall_ns).max();
-    let cpu_us: u64 = workers().map(|p| p.usage.utime_us + p.usage.stime_us).sum();
-    record.cpu_util = record
-        .makespan_ns
-        .filter(|&ms| ms > 0)
-        .map(|ms| cpu_us as f64 * 1000.0 / (ms as f64 * record.cpu_list.len().max(1) as f64));
-    if out.stalled {
-        record.status = RunStatus::Failed;
-        record.reason = format!("the model stopped making progress at {} ns", end);
-    } else if out.timed_out {
-        let unfinished = workers().filter(|p| !p.ok).count();
-        record.status = RunStatus::TimedOut;
-        record.reason = format!(
-            "the run exceeded timeout_s = {} s; {unfinished} of {} workers were killed",
-            spec.timeout_ns as f64 / 1e9,
-            workers().count()
-        );
-    }
-    record.slices = out.wrr_rows.clone();
-    if run.policy == Policy::Wrr
-        && let Some(map) = record.extra.as_object_mut()
-    {
-        map.insert(
-            "wrr".into(),
-            serde_json::json!({ "mechanism": "model", "slices": out.wrr_rows.len() }),
-        );
-    }
-    let timeline = out
-        .timeline
-        .iter()
-        .filter(|s| s.end_ns > release_ns)
-        .map(|s| Segment {
-            start_ns: s.start_ns.saturating_sub(release_ns),
-            end_ns: s.end_ns - release_ns,
-            ..*s
-        })
-        .collect();
-    SimRun { record, timeline }
 }
 
 fn base_process(i: usize, mem: &Member, role: &str) -> ProcessRecord {
