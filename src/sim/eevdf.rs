@@ -25,8 +25,9 @@ pub enum FairKind {
     /// SCHED_BATCH: never preempts on wake-up (`check_preempt_wakeup_fair`
     /// returns early for `p->policy != SCHED_NORMAL`).
     Batch,
-    /// SCHED_IDLE: weight 3, preempted by any non-idle task that wakes
-    /// (`check_preempt_wakeup_fair`: `cse_is_idle && !pse_is_idle`).
+    /// SCHED_IDLE: weight 3; any non-idle task that wakes makes the CPU
+    /// reschedule (`check_preempt_wakeup_fair`: `cse_is_idle &&
+    /// !pse_is_idle`), and `pick_eevdf` then runs it if it is eligible.
     Idle,
 }
 
