@@ -42,6 +42,8 @@ pub mod report;
 #[forbid(unsafe_code)]
 pub mod rng;
 #[forbid(unsafe_code)]
+pub mod sim;
+#[forbid(unsafe_code)]
 pub mod spec;
 #[forbid(unsafe_code)]
 pub mod stats;

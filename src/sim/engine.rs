@@ -1,0 +1,955 @@
+//! The event loop: virtual time in ns, a run queue per CPU holding each
+//! class, the tick at HZ, wake-ups, preemption and the choice of the next
+//! task in the kernel's class order (`for_each_class` in
+//! kernel/sched/sched.h: DEADLINE, RT, fair; the fair server on 6.12+ runs
+//! fair tasks above RT when they starve). Time advances from one event to
+//! the next: a running task's action ending, a timer, a tick, an RT
+//! period, a deadline task's runtime or a WRR turn running out, the fair
+//! server's zero-laxity time. Everything is deterministic: ties go to the
+//! lower CPU or task index.
+//!
+//! Placement (what is modelled of migration): a task starts on its
+//! allowed CPUs in turn (fork balancing spreads a run's workers); a waking
+//! task goes to its previous CPU if idle, else to an idle allowed CPU
+//! (`select_idle_sibling`), else — RT and DEADLINE — to the allowed CPU
+//! running the least important task if that is less important than it
+//! (`find_lowest_rq`, push), else stays; a CPU about to idle pulls the
+//! most important waiting task it may run from the busiest CPU
+//! (`newidle_balance`, `pull_rt_task`), and waiting RT and DEADLINE tasks
+//! are pushed to CPUs running less important work (`push_rt_task`).
+//! Periodic load balancing between busy CPUs, its imbalance thresholds
+//! and migration costs are not modelled.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use serde::{Deserialize, Serialize};
+
+use super::deadline::{DlEntity, DlRq, FairServer};
+use super::eevdf::{FairEntity, FairKind, FairRq};
+use super::machine::Machine;
+use super::rt::{RtEntity, RtRq};
+use super::task::{Action, Ctx, Program};
+use super::wrr::WrrSim;
+
+/// How a task is scheduled in the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SchedSpec {
+    Fair {
+        kind: FairKind,
+        nice: i32,
+        slice_ns: u64,
+    },
+    Rt {
+        prio: u32,
+        rr: bool,
+    },
+    Deadline {
+        runtime_ns: u64,
+        deadline_ns: u64,
+        period_ns: u64,
+    },
+    /// Driven by [`WrrSim`]; pinned to one CPU.
+    Wrr,
+}
+
+/// One task of a simulation.
+#[derive(Debug, Clone)]
+pub struct TaskSpec {
+    pub sched: SchedSpec,
+    /// CPUs it may run on (non-empty, within the machine).
+    pub cpus: Vec<usize>,
+    pub program: Program,
+    /// When it becomes runnable (a worker's barrier release).
+    pub start_ns: u64,
+    /// A measured worker: the simulation ends when every worker exited.
+    pub worker: bool,
+}
+
+/// What the model measured of one task (schedstat and rusage figures).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TaskStats {
+    pub run_ns: u64,
+    /// CPU spent in the program's own CPU actions (no switch costs).
+    pub work_cpu_ns: u64,
+    pub wait_ns: u64,
+    pub timeslices: u64,
+    pub nvcsw: u64,
+    pub nivcsw: u64,
+    pub first_run_ns: Option<u64>,
+    /// The counters when the program started (the worker's own first
+    /// reading: the real worker measures rusage and schedstat from the
+    /// start of its work, so the turn it starts in is not counted):
+    /// (run_ns, wait_ns, timeslices, nvcsw, nivcsw).
+    pub at_start: (u64, u64, u64, u64, u64),
+    pub exit_ns: Option<u64>,
+    /// Run time at the release and at the last RT period boundary after
+    /// it (time, run_ns), for shares over whole periods.
+    pub run_at_release: u64,
+    pub run_at_period: Option<(u64, u64)>,
+}
+
+/// One stretch of a task on a CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Segment {
+    pub cpu: u32,
+    pub task: u32,
+    pub start_ns: u64,
+    pub end_ns: u64,
+}
+
+/// What a simulation produced.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub stats: Vec<TaskStats>,
+    pub programs: Vec<Program>,
+    pub timeline: Vec<Segment>,
+    /// WRR turns, times after `release_ns`.
+    pub wrr_rows: Vec<crate::record::SliceRow>,
+    /// When the last worker exited, or when the limit stopped it.
+    pub end_ns: u64,
+    pub timed_out: bool,
+    /// The model stopped making progress (a bug in it, never a result).
+    pub stalled: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    NotStarted,
+    Runnable,
+    Running,
+    Blocked,
+    Exited,
+}
+
+/// The unfinished part of the running task's current action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Work {
+    Cpu(u64),
+    Until(u64),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum TimerKind {
+    Start,
+    Wake,
+    Replenish,
+}
+
+struct Task {
+    sched: SchedSpec,
+    cpus: Vec<usize>,
+    cpu: usize,
+    state: State,
+    work: Work,
+    program: Program,
+    stats: TaskStats,
+    tokens: u32,
+    closed: bool,
+    waiting: bool,
+    last_closed: bool,
+    runnable_since: u64,
+    worker: bool,
+}
+
+#[derive(Default)]
+struct Cpu {
+    curr: Option<usize>,
+    seg_start: u64,
+    switch_left: u64,
+    fair: FairRq,
+    rt: RtRq,
+    dl: DlRq,
+    server: Option<FairServer>,
+    resched: bool,
+}
+
+/// Class rank for preemption and placement: higher runs first.
+fn rank(s: &SchedSpec) -> u8 {
+    match s {
+        SchedSpec::Deadline { .. } => 4,
+        SchedSpec::Rt { .. } => 3,
+        SchedSpec::Wrr => 2,
+        SchedSpec::Fair { .. } => 1,
+    }
+}
+
+/// The simulation.
+pub struct Engine<'m> {
+    m: &'m Machine,
+    now: u64,
+    tasks: Vec<Task>,
+    cpus: Vec<Cpu>,
+    fair: Vec<FairEntity>,
+    rt: Vec<RtEntity>,
+    dl: Vec<Option<DlEntity>>,
+    wrr: Option<WrrSim>,
+    timers: BinaryHeap<Reverse<(u64, TimerKind, usize)>>,
+    timeline: Vec<Segment>,
+    release_ns: u64,
+    /// The last tick and RT period handled (two events at one instant
+    /// must not tick twice).
+    ticked_at: Option<u64>,
+    period_at: Option<u64>,
+}
+
+impl<'m> Engine<'m> {
+    /// A simulation of `specs` on `m`; `release_ns` is when the measured
+    /// window starts (WRR rows and period shares count from there).
+    pub fn new(m: &'m Machine, specs: Vec<TaskSpec>, wrr: Option<WrrSim>, release_ns: u64) -> Self {
+        let mut cpus: Vec<Cpu> = (0..m.cpus.max(1)).map(|_| Cpu::default()).collect();
+        if m.fair_server {
+            for c in &mut cpus {
+                c.server = Some(FairServer::new(
+                    m.fair_server_runtime_ns,
+                    m.fair_server_period_ns,
+                    0,
+                ));
+            }
+        }
+        let mut e = Engine {
+            m,
+            now: 0,
+            tasks: Vec::with_capacity(specs.len()),
+            cpus,
+            fair: Vec::new(),
+            rt: Vec::new(),
+            dl: Vec::new(),
+            wrr,
+            timers: BinaryHeap::new(),
+            timeline: Vec::new(),
+            release_ns,
+            ticked_at: None,
+            period_at: None,
+        };
+        for (i, s) in specs.into_iter().enumerate() {
+            let (kind, nice, slice) = match s.sched {
+                SchedSpec::Fair {
+                    kind,
+                    nice,
+                    slice_ns,
+                } => (kind, nice, slice_ns),
+                _ => (FairKind::Normal, 0, m.base_slice_ns),
+            };
+            e.fair.push(FairEntity::new(kind, nice, slice));
+            let (prio, rr) = match s.sched {
+                SchedSpec::Rt { prio, rr } => (prio, rr),
+                _ => (0, false),
+            };
+            e.rt.push(RtEntity {
+                prio,
+                rr,
+                ticks_left: m.rr_ticks(),
+            });
+            e.dl.push(match s.sched {
+                SchedSpec::Deadline {
+                    runtime_ns,
+                    deadline_ns,
+                    period_ns,
+                } => Some(DlEntity::new(runtime_ns, deadline_ns, period_ns)),
+                _ => None,
+            });
+            let cpus: Vec<usize> = s.cpus.into_iter().filter(|&c| c < m.cpus.max(1)).collect();
+            let cpus = if cpus.is_empty() { vec![0] } else { cpus };
+            e.timers.push(Reverse((s.start_ns, TimerKind::Start, i)));
+            e.tasks.push(Task {
+                sched: s.sched,
+                cpu: cpus[i % cpus.len()],
+                cpus,
+                state: State::NotStarted,
+                // The first run after release: the worker returns from the
+                // barrier before its program starts.
+                work: Work::Cpu(0),
+                program: s.program,
+                stats: TaskStats::default(),
+                tokens: 0,
+                closed: false,
+                waiting: false,
+                last_closed: false,
+                runnable_since: s.start_ns,
+                worker: s.worker,
+            });
+        }
+        e
+    }
+
+    /// Run until every worker has exited, or `limit_ns`.
+    pub fn run(mut self, limit_ns: u64) -> Outcome {
+        let mut timed_out = false;
+        let mut stalled = false;
+        let mut still = 0u32;
+        loop {
+            if self
+                .tasks
+                .iter()
+                .filter(|t| t.worker)
+                .all(|t| t.state == State::Exited)
+            {
+                break;
+            }
+            let t = self.next_event().min(limit_ns);
+            if t >= limit_ns && self.now >= limit_ns {
+                timed_out = true;
+                break;
+            }
+            // Events at one instant settle in a few rounds; a model that
+            // makes no progress for this many is a bug, reported as such.
+            still = if t == self.now { still + 1 } else { 0 };
+            if still > 100_000 {
+                stalled = true;
+                break;
+            }
+            self.advance(t);
+            self.handle_events();
+            self.settle();
+        }
+        self.finish(timed_out, stalled)
+    }
+
+    fn finish(mut self, timed_out: bool, stalled: bool) -> Outcome {
+        for c in 0..self.cpus.len() {
+            self.close_segment(c);
+        }
+        if let Some(w) = self.wrr.as_mut() {
+            for c in 0..self.cpus.len() {
+                w.end_turn(c, self.now, self.release_ns);
+            }
+        }
+        let (stats, programs) = self.tasks.into_iter().map(|t| (t.stats, t.program)).unzip();
+        Outcome {
+            stats,
+            programs,
+            timeline: self.timeline,
+            wrr_rows: self.wrr.map(|w| w.rows).unwrap_or_default(),
+            end_ns: self.now,
+            timed_out,
+            stalled,
+        }
+    }
+
+    fn tick_ns(&self) -> u64 {
+        self.m.tick_ns().max(1)
+    }
+
+    /// The earliest time something happens after now.
+    fn next_event(&self) -> u64 {
+        let now = self.now;
+        let tick = self.tick_ns();
+        let mut t = (now / tick + 1) * tick;
+        let p = self.m.rt_period_ns();
+        t = t.min((now / p + 1) * p);
+        if self.release_ns > now {
+            t = t.min(self.release_ns);
+        }
+        if let Some(Reverse((at, _, _))) = self.timers.peek() {
+            t = t.min((*at).max(now));
+        }
+        for (c, cpu) in self.cpus.iter().enumerate() {
+            if let Some(s) = &cpu.server {
+                t = t.min(s.period_end);
+                let fair_running = cpu.curr.is_some_and(|i| self.is_fair(i));
+                if s.boosted && fair_running {
+                    t = t.min(now + cpu.switch_left.max(s.remaining_ns));
+                } else if !s.boosted && !cpu.fair.is_empty() && !fair_running {
+                    t = t.min(s.zero_laxity().max(now));
+                }
+            }
+            let Some(i) = cpu.curr else { continue };
+            let busy = now + cpu.switch_left;
+            t = t.min(match self.tasks[i].work {
+                Work::Cpu(left) => busy + left,
+                Work::Until(until) => busy.max(until),
+            });
+            if let Some(d) = self.dl[i] {
+                t = t.min(now + d.remaining_ns.max(0) as u64);
+            }
+            if let (SchedSpec::Wrr, Some(w)) = (self.tasks[i].sched, &self.wrr)
+                && let Some(left) = w.left_ns(c)
+            {
+                t = t.min(now + left);
+            }
+        }
+        t.max(now)
+    }
+
+    fn is_fair(&self, i: usize) -> bool {
+        matches!(self.tasks[i].sched, SchedSpec::Fair { .. })
+    }
+
+    /// Let time pass to `t`: running tasks use the CPU.
+    fn advance(&mut self, t: u64) {
+        let delta = t.saturating_sub(self.now);
+        if delta > 0 {
+            for c in 0..self.cpus.len() {
+                if let Some(i) = self.cpus[c].curr {
+                    self.charge(c, i, delta);
+                }
+            }
+        }
+        self.now = t;
+    }
+
+    fn charge(&mut self, c: usize, i: usize, delta: u64) {
+        let switching = self.cpus[c].switch_left.min(delta);
+        self.cpus[c].switch_left -= switching;
+        let worked = delta - switching;
+        let task = &mut self.tasks[i];
+        task.stats.run_ns += delta;
+        task.stats.work_cpu_ns += worked;
+        if let Work::Cpu(left) = &mut task.work {
+            *left = left.saturating_sub(worked);
+        }
+        match task.sched {
+            SchedSpec::Fair { .. } => {
+                FairRq::charge(&mut self.fair[i], delta);
+                if let Some(s) = self.cpus[c].server.as_mut()
+                    && s.charge(delta)
+                {
+                    self.cpus[c].resched = true;
+                }
+            }
+            SchedSpec::Rt { .. } => self.cpus[c].rt.rt_time_ns += delta,
+            SchedSpec::Wrr => {
+                self.cpus[c].rt.rt_time_ns += delta;
+                if let Some(w) = self.wrr.as_mut()
+                    && w.charge(c, delta)
+                {
+                    w.end_turn(c, self.now + delta, self.release_ns);
+                    self.cpus[c].resched = true;
+                }
+            }
+            SchedSpec::Deadline { .. } => {
+                if let Some(d) = self.dl[i].as_mut()
+                    && d.charge(delta)
+                {
+                    let at = d.next_period();
+                    self.timers.push(Reverse((at, TimerKind::Replenish, i)));
+                    self.cpus[c].resched = true;
+                }
+            }
+        }
+    }
+
+    fn handle_events(&mut self) {
+        let now = self.now;
+        // Actions that ended.
+        for c in 0..self.cpus.len() {
+            self.drive_if_done(c);
+        }
+        while let Some(Reverse((at, kind, i))) = self.timers.peek().copied() {
+            if at > now {
+                break;
+            }
+            self.timers.pop();
+            match kind {
+                TimerKind::Start => {
+                    self.tasks[i].state = State::Blocked;
+                    self.wake(i);
+                }
+                TimerKind::Wake => self.wake(i),
+                TimerKind::Replenish => self.replenish(i),
+            }
+        }
+        if now.is_multiple_of(self.tick_ns()) && self.ticked_at != Some(now) {
+            self.ticked_at = Some(now);
+            for c in 0..self.cpus.len() {
+                self.tick(c);
+            }
+        }
+        let period = self.m.rt_period_ns();
+        if now.is_multiple_of(period) && self.period_at != Some(now) {
+            self.period_at = Some(now);
+            let runtime = self.m.rt_runtime_ns();
+            for c in 0..self.cpus.len() {
+                if self.cpus[c].rt.period(runtime) {
+                    self.cpus[c].resched = true;
+                }
+            }
+            if now > self.release_ns {
+                for t in &mut self.tasks {
+                    t.stats.run_at_period = Some((now, t.stats.run_ns));
+                }
+            }
+        }
+        if now == self.release_ns {
+            for t in &mut self.tasks {
+                t.stats.run_at_release = t.stats.run_ns;
+            }
+        }
+        for c in 0..self.cpus.len() {
+            let starved = !self.cpus[c].fair.is_empty()
+                && !self.cpus[c].curr.is_some_and(|i| self.is_fair(i));
+            if let Some(s) = self.cpus[c].server.as_mut()
+                && s.update(now, starved)
+            {
+                self.cpus[c].resched = true;
+            }
+        }
+    }
+
+    /// The tick on one CPU: the running task's class accounts it.
+    fn tick(&mut self, c: usize) {
+        let Some(i) = self.cpus[c].curr else { return };
+        match self.tasks[i].sched {
+            SchedSpec::Fair { .. } => {
+                if self.cpus[c].fair.tick(&mut self.fair, i) {
+                    self.cpus[c].resched = true;
+                }
+            }
+            SchedSpec::Rt { .. } => {
+                let ticks = self.m.rr_ticks();
+                if self.cpus[c].rt.tick(i, &mut self.rt[i], ticks) {
+                    self.cpus[c].resched = true;
+                }
+                if self.cpus[c].rt.check_throttle(self.m.rt_runtime_ns()) {
+                    self.cpus[c].resched = true;
+                }
+            }
+            SchedSpec::Wrr => {
+                if self.cpus[c].rt.check_throttle(self.m.rt_runtime_ns()) {
+                    self.cpus[c].resched = true;
+                }
+            }
+            SchedSpec::Deadline { .. } => {}
+        }
+    }
+
+    fn replenish(&mut self, i: usize) {
+        let now = self.now;
+        if let Some(d) = self.dl[i].as_mut() {
+            d.replenish(now);
+        }
+        if matches!(self.tasks[i].state, State::Runnable | State::Running) {
+            let c = self.tasks[i].cpu;
+            self.check_preempt(c, i);
+        }
+    }
+
+    /// Schedule every CPU that must, balance, and drive tasks whose
+    /// actions end at once, until nothing changes.
+    fn settle(&mut self) {
+        for _ in 0..10_000 {
+            for c in 0..self.cpus.len() {
+                if self.cpus[c].resched || self.cpus[c].curr.is_none() {
+                    self.schedule(c);
+                }
+            }
+            let moved = self.balance();
+            let mut drove = false;
+            for c in 0..self.cpus.len() {
+                drove |= self.drive_if_done(c);
+            }
+            if !moved && !drove && self.cpus.iter().all(|c| !c.resched) {
+                return;
+            }
+        }
+    }
+
+    /// Ask the running task's program for its next actions if the current
+    /// one is done. True: something changed.
+    fn drive_if_done(&mut self, c: usize) -> bool {
+        let Some(i) = self.cpus[c].curr else {
+            return false;
+        };
+        if self.cpus[c].switch_left > 0 {
+            return false;
+        }
+        let done = match self.tasks[i].work {
+            Work::Cpu(left) => left == 0,
+            Work::Until(until) => self.now >= until,
+        };
+        if !done {
+            return false;
+        }
+        self.drive(c, i);
+        true
+    }
+
+    /// Run the program of running task `i` until it asks for CPU, blocks
+    /// or exits.
+    fn drive(&mut self, c: usize, i: usize) {
+        let now = self.now;
+        let st = &mut self.tasks[i].stats;
+        if st.first_run_ns.is_none() {
+            st.first_run_ns = Some(now);
+            st.at_start = (st.run_ns, st.wait_ns, st.timeslices, st.nvcsw, st.nivcsw);
+        }
+        for _ in 0..1_000_000 {
+            let ctx = Ctx {
+                now: self.now,
+                work_cpu_ns: self.tasks[i].stats.work_cpu_ns,
+                closed: std::mem::take(&mut self.tasks[i].last_closed),
+            };
+            match self.tasks[i].program.next(ctx) {
+                Action::Cpu(0) => continue,
+                Action::Cpu(ns) => {
+                    self.tasks[i].work = Work::Cpu(ns);
+                    return;
+                }
+                Action::CpuUntil(t) if t <= self.now => continue,
+                Action::CpuUntil(t) => {
+                    self.tasks[i].work = Work::Until(t);
+                    return;
+                }
+                Action::Sleep(t) => {
+                    self.timers
+                        .push(Reverse((t.max(self.now), TimerKind::Wake, i)));
+                    self.block(c, i);
+                    return;
+                }
+                Action::Io(ns) => {
+                    self.timers
+                        .push(Reverse((self.now + ns, TimerKind::Wake, i)));
+                    self.block(c, i);
+                    return;
+                }
+                Action::Signal(p) => self.post(p, false),
+                Action::Close(p) => self.post(p, true),
+                Action::Wait => {
+                    let t = &mut self.tasks[i];
+                    if t.tokens > 0 {
+                        t.tokens -= 1;
+                    } else if t.closed {
+                        t.last_closed = true;
+                    } else {
+                        t.waiting = true;
+                        self.block(c, i);
+                        return;
+                    }
+                }
+                Action::Exit => {
+                    self.exit(c, i);
+                    return;
+                }
+            }
+        }
+        // A program that never yields: end it rather than loop forever.
+        self.exit(c, i);
+    }
+
+    /// Give task `p` a token (or close its channel), waking it if it waits.
+    fn post(&mut self, p: usize, close: bool) {
+        let Some(t) = self.tasks.get_mut(p) else {
+            return;
+        };
+        if close {
+            t.closed = true;
+        } else {
+            t.tokens += 1;
+        }
+        if t.waiting && t.state == State::Blocked {
+            t.waiting = false;
+            if t.tokens > 0 {
+                t.tokens -= 1;
+            } else {
+                t.last_closed = true;
+            }
+            self.wake(p);
+        }
+    }
+
+    /// The running task `i` leaves the CPU without being runnable.
+    fn leave(&mut self, c: usize, i: usize) {
+        self.close_segment(c);
+        self.cpus[c].curr = None;
+        self.cpus[c].switch_left = 0;
+        self.cpus[c].resched = true;
+        self.dequeue(c, i, true);
+        if let (SchedSpec::Wrr, Some(w)) = (self.tasks[i].sched, self.wrr.as_mut())
+            && w.turn_task(c) == Some(i)
+        {
+            w.end_turn(c, self.now, self.release_ns);
+        }
+    }
+
+    fn block(&mut self, c: usize, i: usize) {
+        self.leave(c, i);
+        self.tasks[i].state = State::Blocked;
+        self.tasks[i].stats.nvcsw += 1;
+        if let (SchedSpec::Wrr, Some(w)) = (self.tasks[i].sched, self.wrr.as_mut()) {
+            w.block(i);
+        }
+    }
+
+    fn exit(&mut self, c: usize, i: usize) {
+        self.leave(c, i);
+        self.tasks[i].state = State::Exited;
+        self.tasks[i].stats.exit_ns = Some(self.now);
+        if let (SchedSpec::Wrr, Some(w)) = (self.tasks[i].sched, self.wrr.as_mut()) {
+            w.finish(i);
+        }
+    }
+
+    fn close_segment(&mut self, c: usize) {
+        if let Some(i) = self.cpus[c].curr
+            && self.now > self.cpus[c].seg_start
+        {
+            self.timeline.push(Segment {
+                cpu: c as u32,
+                task: i as u32,
+                start_ns: self.cpus[c].seg_start,
+                end_ns: self.now,
+            });
+        }
+        self.cpus[c].seg_start = self.now;
+    }
+
+    /// A blocked task becomes runnable on the CPU chosen for it.
+    fn wake(&mut self, i: usize) {
+        if self.tasks[i].state != State::Blocked {
+            return;
+        }
+        let c = self.select_cpu(i);
+        self.tasks[i].cpu = c;
+        self.tasks[i].state = State::Runnable;
+        self.tasks[i].runnable_since = self.now;
+        if let (SchedSpec::Wrr, Some(w)) = (self.tasks[i].sched, self.wrr.as_mut()) {
+            w.wake(i);
+        }
+        if let Some(d) = self.dl[i].as_mut() {
+            d.wake(self.now);
+        }
+        self.enqueue(c, i, false);
+        self.check_preempt(c, i);
+    }
+
+    fn enqueue(&mut self, c: usize, i: usize, initial: bool) {
+        match self.tasks[i].sched {
+            SchedSpec::Fair { .. } => self.cpus[c].fair.enqueue(&mut self.fair, i, c, initial),
+            SchedSpec::Rt { .. } => self.cpus[c].rt.enqueue(i, &self.rt[i]),
+            SchedSpec::Deadline { .. } => self.cpus[c].dl.queued.push(i),
+            SchedSpec::Wrr => {}
+        }
+    }
+
+    fn dequeue(&mut self, c: usize, i: usize, sleep: bool) {
+        match self.tasks[i].sched {
+            SchedSpec::Fair { .. } => {
+                let delay = sleep && self.m.delay_dequeue;
+                let tick = self.tick_ns();
+                self.cpus[c].fair.dequeue(&mut self.fair, i, c, tick, delay);
+            }
+            SchedSpec::Rt { .. } => self.cpus[c].rt.dequeue(i, &self.rt[i]),
+            SchedSpec::Deadline { .. } => self.cpus[c].dl.queued.retain(|&j| j != i),
+            SchedSpec::Wrr => {}
+        }
+    }
+
+    /// Whether runnable task `i` should preempt what runs on CPU `c`.
+    fn check_preempt(&mut self, c: usize, i: usize) {
+        let Some(curr) = self.cpus[c].curr else {
+            self.cpus[c].resched = true;
+            return;
+        };
+        if curr == i {
+            return;
+        }
+        let (a, b) = (rank(&self.tasks[i].sched), rank(&self.tasks[curr].sched));
+        let preempt = if a != b {
+            a > b
+        } else {
+            match self.tasks[i].sched {
+                SchedSpec::Rt { .. } => self.rt[i].prio > self.rt[curr].prio,
+                SchedSpec::Deadline { .. } => match (self.dl[i], self.dl[curr]) {
+                    (Some(x), Some(y)) => !x.throttled && x.abs_deadline < y.abs_deadline,
+                    _ => false,
+                },
+                SchedSpec::Fair { .. } => {
+                    let fair = &self.cpus[c].fair;
+                    fair.wakeup_preempt(&mut self.fair, curr, i)
+                }
+                SchedSpec::Wrr => false,
+            }
+        };
+        if preempt {
+            self.cpus[c].resched = true;
+        }
+    }
+
+    /// The next task of CPU `c`, in class order.
+    fn pick(&mut self, c: usize) -> Option<usize> {
+        let curr = self.cpus[c].curr;
+        if let Some(i) = self.cpus[c].dl.pick(&self.dl) {
+            return Some(i);
+        }
+        let cpu = &self.cpus[c];
+        let fair_curr = curr.filter(|&i| self.is_fair(i));
+        if cpu.server.as_ref().is_some_and(|s| s.boosted)
+            && let Some(i) = cpu.fair.pick(&self.fair, fair_curr)
+        {
+            return Some(i);
+        }
+        if let Some(i) = cpu.rt.pick() {
+            return Some(i);
+        }
+        if !cpu.rt.throttled
+            && let Some(w) = self.wrr.as_mut()
+            && let Some(i) = w.pick(c, self.now)
+        {
+            return Some(i);
+        }
+        self.cpus[c].fair.pick(&self.fair, fair_curr)
+    }
+
+    /// Switch CPU `c` to its next task.
+    fn schedule(&mut self, c: usize) {
+        self.cpus[c].resched = false;
+        let prev = self.cpus[c].curr;
+        let next = self.pick(c);
+        if let Some(n) = next
+            && self.is_fair(n)
+        {
+            // set_next_entity: RUN_TO_PARITY protects its slice.
+            self.fair[n].protected = true;
+        }
+        if next == prev {
+            return;
+        }
+        if let Some(p) = prev {
+            self.close_segment(c);
+            let t = &mut self.tasks[p];
+            t.state = State::Runnable;
+            t.runnable_since = self.now;
+            t.stats.nivcsw += 1;
+        }
+        self.cpus[c].curr = next;
+        self.cpus[c].seg_start = self.now;
+        self.cpus[c].switch_left = 0;
+        if let Some(n) = next {
+            let t = &mut self.tasks[n];
+            t.state = State::Running;
+            t.stats.wait_ns += self.now - t.runnable_since;
+            t.stats.timeslices += 1;
+            self.cpus[c].switch_left = self.m.context_switch_ns;
+        }
+    }
+
+    /// A waking task's CPU (see the module docs).
+    fn select_cpu(&self, i: usize) -> usize {
+        let t = &self.tasks[i];
+        if matches!(t.sched, SchedSpec::Wrr) {
+            return t.cpu;
+        }
+        let idle = |c: usize| self.cpus[c].curr.is_none() && !self.has_waiting(c);
+        if idle(t.cpu) {
+            return t.cpu;
+        }
+        if let Some(&c) = t.cpus.iter().find(|&&c| idle(c)) {
+            return c;
+        }
+        if rank(&t.sched) >= 3
+            && let Some(c) = self.lowest_cpu_for(i)
+        {
+            return c;
+        }
+        t.cpu
+    }
+
+    fn has_waiting(&self, c: usize) -> bool {
+        let cpu = &self.cpus[c];
+        cpu.fair.len() > usize::from(cpu.curr.is_some_and(|i| self.is_fair(i)))
+            || cpu.rt.tasks().any(|i| Some(i) != cpu.curr)
+            || cpu.dl.queued.iter().any(|&i| Some(i) != cpu.curr)
+    }
+
+    /// How important task `i` is against others, for pushing: (rank,
+    /// RT priority or the negated deadline).
+    fn importance(&self, i: usize) -> (u8, i64) {
+        let s = &self.tasks[i].sched;
+        let within = match s {
+            SchedSpec::Rt { prio, .. } => i64::from(*prio),
+            SchedSpec::Deadline { .. } => -(self.dl[i].map_or(0, |d| d.abs_deadline) as i64),
+            _ => 0,
+        };
+        (rank(s), within)
+    }
+
+    /// `find_lowest_rq`: the allowed CPU running the least important task,
+    /// if that is less important than `i` (and not throttled for it).
+    fn lowest_cpu_for(&self, i: usize) -> Option<usize> {
+        let me = self.importance(i);
+        let rt_like = matches!(self.tasks[i].sched, SchedSpec::Rt { .. });
+        self.tasks[i]
+            .cpus
+            .iter()
+            .copied()
+            .filter(|&c| !(rt_like && self.cpus[c].rt.throttled))
+            .filter_map(|c| {
+                let theirs = self.cpus[c].curr.map_or((0, 0), |j| self.importance(j));
+                (theirs < me).then_some((theirs, c))
+            })
+            .min()
+            .map(|(_, c)| c)
+    }
+
+    /// Pull waiting tasks to idle CPUs and push waiting RT/DEADLINE tasks
+    /// to CPUs running less important work. True: a task moved.
+    fn balance(&mut self) -> bool {
+        let mut moved = false;
+        // Push.
+        for c in 0..self.cpus.len() {
+            if self.cpus[c].rt.throttled {
+                // A throttled run queue's RT tasks are off the CPU lists
+                // push and pull look at.
+                continue;
+            }
+            let waiting: Vec<usize> = self.cpus[c]
+                .dl
+                .queued
+                .iter()
+                .chain(self.cpus[c].rt.tasks().collect::<Vec<_>>().iter())
+                .copied()
+                .filter(|&i| self.tasks[i].state == State::Runnable)
+                .filter(|&i| self.dl[i].is_none_or(|d| !d.throttled))
+                .collect();
+            for i in waiting {
+                if let Some(to) = self.lowest_cpu_for(i)
+                    && to != c
+                {
+                    self.migrate(i, c, to);
+                    moved = true;
+                }
+            }
+        }
+        // Pull to idle CPUs.
+        for to in 0..self.cpus.len() {
+            if self.cpus[to].curr.is_some() {
+                continue;
+            }
+            let waiting: Vec<usize> = (0..self.cpus.len()).map(|c| self.waiting_on(c)).collect();
+            let candidate = (0..self.tasks.len())
+                .filter(|&i| {
+                    let t = &self.tasks[i];
+                    t.state == State::Runnable
+                        && t.cpu != to
+                        && t.cpus.contains(&to)
+                        && !matches!(t.sched, SchedSpec::Wrr)
+                        && self.dl[i].is_none_or(|d| !d.throttled)
+                        && !(matches!(t.sched, SchedSpec::Rt { .. })
+                            && (self.cpus[to].rt.throttled || self.cpus[t.cpu].rt.throttled))
+                })
+                .max_by_key(|&i| (self.importance(i), waiting[self.tasks[i].cpu], Reverse(i)));
+            if let Some(i) = candidate {
+                let from = self.tasks[i].cpu;
+                self.migrate(i, from, to);
+                self.schedule(to);
+                moved = true;
+            }
+        }
+        moved
+    }
+
+    fn waiting_on(&self, c: usize) -> usize {
+        self.tasks
+            .iter()
+            .filter(|t| t.state == State::Runnable && t.cpu == c)
+            .count()
+    }
+
+    fn migrate(&mut self, i: usize, from: usize, to: usize) {
+        self.dequeue(from, i, false);
+        self.tasks[i].cpu = to;
+        self.enqueue(to, i, false);
+        self.check_preempt(to, i);
+    }
+}

@@ -1,0 +1,361 @@
+//! The machine the model runs on and the parameters it is given: CPUs, HZ,
+//! the kernel's scheduling knobs ([`Machine`]), the calibrated speeds of
+//! the workloads and the calibrated wake-up costs ([`ModelParams`]), and
+//! where each parameter came from, so a report can say which condition the
+//! model was calibrated on and which it predicts.
+
+use serde::{Deserialize, Serialize};
+
+use crate::record::RunRecord;
+use crate::sys::envinfo::EnvSnapshot;
+use crate::workload::Rates;
+use crate::workload::latency::Latency;
+
+/// The kernel and CPUs the model schedules on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Machine {
+    /// CPUs 0..cpus (the model numbers them from 0: a run's CPU list
+    /// names CPUs of that range).
+    pub cpus: usize,
+    /// CONFIG_HZ: the scheduler tick (`scheduler_tick()` → each class's
+    /// `task_tick`) comes every 1 s / HZ.
+    pub hz: u32,
+    /// EEVDF's `sysctl_sched_base_slice` as the kernel reports it (the
+    /// figure `schedlab env` shows).
+    pub base_slice_ns: u64,
+    /// `sched_rr_timeslice_ms` (Documentation/scheduler/sched-rt-group.rst,
+    /// `RR_TIMESLICE` in include/linux/sched/rt.h).
+    pub rr_timeslice_ms: u64,
+    /// `sched_rt_runtime_us`; -1 disables RT throttling.
+    pub rt_runtime_us: i64,
+    /// `sched_rt_period_us`.
+    pub rt_period_us: u64,
+    /// Linux 6.12+: the fair class's deadline server (`rq->fair_server`,
+    /// kernel/sched/deadline.c `dl_server_*`, commit "sched/fair: Fair
+    /// server interface"), 50 ms every 1 s per CPU by default.
+    pub fair_server: bool,
+    pub fair_server_runtime_ns: u64,
+    pub fair_server_period_ns: u64,
+    /// Linux 6.12+: EEVDF's delayed dequeue of sleeping tasks with negative
+    /// lag (`DELAY_DEQUEUE`, `DELAY_ZERO` in kernel/sched/features.h).
+    pub delay_dequeue: bool,
+    /// CPU time a context switch costs the CPU (charged to the incoming
+    /// task's run time, not to its work).
+    pub context_switch_ns: u64,
+}
+
+/// The fair server's defaults (kernel/sched/deadline.c
+/// `dl_server_apply_params` via `fair_server_init`: 50 ms / 1000 ms).
+pub const FAIR_SERVER_RUNTIME_NS: u64 = 50_000_000;
+pub const FAIR_SERVER_PERIOD_NS: u64 = 1_000_000_000;
+
+impl Machine {
+    /// The machine an environment snapshot describes; `base_slice_ns` is
+    /// the fair class's base slice as the kernel reported it
+    /// (`envinfo::fair_base_slice_ns`), since the snapshot does not carry
+    /// it. Knobs the snapshot lacks take the kernel's defaults.
+    pub fn from_env(env: &EnvSnapshot, base_slice_ns: u64) -> Machine {
+        let new_kernel = kernel_at_least(&env.kernel_release, 6, 12);
+        Machine {
+            cpus: env.cpus_allowed.len().max(1),
+            hz: env.hz.unwrap_or(250).max(1),
+            base_slice_ns,
+            rr_timeslice_ms: env.sched_rr_timeslice_ms.unwrap_or(100).max(1) as u64,
+            rt_runtime_us: env.sched_rt_runtime_us.unwrap_or(950_000),
+            rt_period_us: env.sched_rt_period_us.unwrap_or(1_000_000).max(1) as u64,
+            fair_server: new_kernel,
+            fair_server_runtime_ns: FAIR_SERVER_RUNTIME_NS,
+            fair_server_period_ns: FAIR_SERVER_PERIOD_NS,
+            delay_dequeue: new_kernel,
+            context_switch_ns: 0,
+        }
+    }
+
+    pub fn tick_ns(&self) -> u64 {
+        1_000_000_000 / u64::from(self.hz.max(1))
+    }
+
+    /// RR's time slice in ticks: the kernel keeps it in jiffies
+    /// (`sched_rr_timeslice = RR_TIMESLICE`, `msecs_to_jiffies` in
+    /// kernel/sched/rt.c `sched_rr_handler`), at least one.
+    pub fn rr_ticks(&self) -> u64 {
+        (self.rr_timeslice_ms * u64::from(self.hz) / 1000).max(1)
+    }
+
+    /// The RT runtime per period in ns; None when throttling is off.
+    pub fn rt_runtime_ns(&self) -> Option<u64> {
+        (self.rt_runtime_us >= 0).then(|| self.rt_runtime_us as u64 * 1000)
+    }
+
+    pub fn rt_period_ns(&self) -> u64 {
+        self.rt_period_us.max(1) * 1000
+    }
+
+    /// Fraction of each CPU RT and DEADLINE may use (sched-rt-group.rst:
+    /// runtime / period; 1 with throttling off).
+    pub fn rt_fraction(&self) -> f64 {
+        match self.rt_runtime_ns() {
+            Some(r) => r as f64 / self.rt_period_ns() as f64,
+            None => 1.0,
+        }
+    }
+}
+
+/// Whether a `uname -r` release is at least major.minor.
+pub fn kernel_at_least(release: &str, major: u32, minor: u32) -> bool {
+    let mut parts = release
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse::<u32>().unwrap_or(0));
+    match (parts.next(), parts.next()) {
+        (Some(a), Some(b)) => (a, b) >= (major, minor),
+        _ => false,
+    }
+}
+
+/// The wake-up costs the model cannot derive from first principles,
+/// calibrated from a measured run ([`WakeCosts::from_periodic_run`],
+/// [`WakeCosts::from_pingpong_run`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WakeCosts {
+    /// From a timer's expiry to the woken task running on an idle CPU
+    /// (timer interrupt, idle exit, the switch): added to every timed
+    /// wake-up of a periodic task.
+    pub timer_wakeup_ns: u64,
+    /// CPU one end of a pingpong pair spends per round trip (its write,
+    /// its read, waking its peer).
+    pub handoff_ns: u64,
+    /// Where these came from ("run <key>: p50 wake-up", or "not
+    /// calibrated").
+    pub source: String,
+}
+
+impl Default for WakeCosts {
+    fn default() -> Self {
+        WakeCosts {
+            timer_wakeup_ns: 0,
+            handoff_ns: 0,
+            source: "not calibrated (0 ns)".into(),
+        }
+    }
+}
+
+/// Why a run cannot calibrate a cost.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CalibrationError {
+    #[error("run {key} has no \"{histogram}\" latency histogram in its workers")]
+    NoHistogram { key: String, histogram: String },
+    #[error("run {key}: {message}")]
+    Bad { key: String, message: String },
+}
+
+/// The p50 of histogram `name` pooled over a run's workers.
+fn pooled_p50(record: &RunRecord, name: &str) -> Result<u64, CalibrationError> {
+    let mut pooled = Latency::new();
+    for p in record.processes.iter().filter(|p| p.role == "worker") {
+        if let Some(bytes) = p.latency.get(name) {
+            let h = Latency::decode(bytes).map_err(|e| CalibrationError::Bad {
+                key: record.run.key.clone(),
+                message: format!("{e:#}"),
+            })?;
+            pooled.add(&h);
+        }
+    }
+    if pooled.count() == 0 {
+        return Err(CalibrationError::NoHistogram {
+            key: record.run.key.clone(),
+            histogram: name.into(),
+        });
+    }
+    Ok(pooled.quantile_ns(0.5))
+}
+
+impl WakeCosts {
+    /// The timer wake-up cost from a measured periodic run: the p50 of its
+    /// wake-up latency less the context switch the model adds to every
+    /// wake-up. Calibrate on a run with one periodic process per CPU
+    /// (FIFO, so nothing else delays it), then predict the others.
+    pub fn from_periodic_run(
+        mut self,
+        record: &RunRecord,
+        context_switch_ns: u64,
+    ) -> Result<Self, CalibrationError> {
+        self.timer_wakeup_ns = pooled_p50(record, "wakeup")?.saturating_sub(context_switch_ns);
+        self.source = append_source(
+            &self.source,
+            &record.run.key,
+            "timer wake-up = p50 wakeup - switch",
+        );
+        Ok(self)
+    }
+
+    /// The pingpong hand-off from a measured pingpong run: half the p50
+    /// round trip less one context switch per end (both ends sharing one
+    /// CPU do a round trip in 2 × (hand-off + switch)).
+    pub fn from_pingpong_run(
+        mut self,
+        record: &RunRecord,
+        context_switch_ns: u64,
+    ) -> Result<Self, CalibrationError> {
+        let p50 = pooled_p50(record, "round_trip")?;
+        self.handoff_ns = (p50 / 2).saturating_sub(context_switch_ns);
+        self.source = append_source(
+            &self.source,
+            &record.run.key,
+            "hand-off = p50 round_trip / 2 - switch",
+        );
+        Ok(self)
+    }
+}
+
+fn append_source(old: &str, key: &str, what: &str) -> String {
+    let new = format!("{what} of run {key}");
+    if old.starts_with("not calibrated") {
+        new
+    } else {
+        format!("{old}; {new}")
+    }
+}
+
+/// Everything the model is given besides the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelParams {
+    pub machine: Machine,
+    /// Workload speeds measured on the machine (`workload::calibrate`).
+    pub rates: Rates,
+    /// Where `rates` came from ("schedlab calibrate on host …").
+    pub rates_source: String,
+    pub wake: WakeCosts,
+    /// Bytes per second the storage device serves blocking writes at
+    /// (copy with fsync or O_DIRECT); None: those runs are not modelled.
+    pub io_bytes_per_s: Option<f64>,
+}
+
+impl ModelParams {
+    pub fn new(machine: Machine, rates: Rates, rates_source: &str) -> ModelParams {
+        ModelParams {
+            machine,
+            rates,
+            rates_source: rates_source.to_string(),
+            wake: WakeCosts::default(),
+            io_bytes_per_s: None,
+        }
+    }
+}
+
+impl ModelParams {
+    /// Take the CPU speed of `record`'s workload from that measured run:
+    /// its workers' work over the CPU time they received (schedstat run
+    /// time), which is the rate the workload ran at on this machine under
+    /// that condition. Calibrate on one condition (say one process alone,
+    /// or FIFO), then predict the others; the source says which run.
+    pub fn rates_from_run(mut self, record: &RunRecord) -> Result<Self, CalibrationError> {
+        let key = record.run.key.clone();
+        let workers = record
+            .processes
+            .iter()
+            .filter(|p| p.role == "worker" && p.ok);
+        let (work, run_ns) = workers.fold((0u64, 0u64), |(w, r), p| {
+            (w + p.work.unwrap_or(0), r + p.run_ns.unwrap_or(0))
+        });
+        if work == 0 || run_ns == 0 {
+            return Err(CalibrationError::Bad {
+                key,
+                message: "no worker reported work and run time".into(),
+            });
+        }
+        let per_s = work as f64 / (run_ns as f64 / 1e9);
+        let w = &record.run.workload.workload;
+        let what = match w {
+            crate::workload::Workload::Pi(_) => {
+                self.rates.pi_iter_per_s = per_s;
+                "pi_iter_per_s"
+            }
+            crate::workload::Workload::Hash(h) => {
+                // The rate is kept at the calibration's 16 rounds.
+                let per_round = f64::from(h.rounds) + 1.0;
+                let at16 = f64::from(crate::workload::hash::CALIBRATION_ROUNDS) + 1.0;
+                self.rates.hash_per_s = per_s * per_round / at16;
+                "hash_per_s"
+            }
+            crate::workload::Workload::Matmul(m) => {
+                self.rates.flops_per_s = per_s * crate::workload::matmul::flops_per_multiply(m.n);
+                "flops_per_s"
+            }
+            other => {
+                return Err(CalibrationError::Bad {
+                    key,
+                    message: format!("a {} run does not calibrate a CPU speed", other.kind()),
+                });
+            }
+        };
+        self.rates_source = format!(
+            "{}; {what} = {per_s:.4e}/s from run {key}",
+            self.rates_source
+        );
+        Ok(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 2 × 3e8 iterations in 0.8 s of CPU: 7.5e8 iterations/s.
+    #[test]
+    fn cpu_speed_from_a_measured_run() {
+        let spec = crate::spec::load(
+            "[matrix]\nworkload = [\"pi\"]\nprocesses = [2]\n[workloads.pi]\niterations = 300000000\n",
+            "t.toml",
+            &[],
+        )
+        .unwrap();
+        let run = crate::plan::expand(&spec, 1).remove(0);
+        let sched = crate::policy::ProcSched::fair(crate::policy::Policy::Other, 0);
+        let mut procs = vec![
+            crate::report::synth::synthetic_process(0, sched, 9, 3),
+            crate::report::synth::synthetic_process(1, sched, 9, 3),
+        ];
+        for p in &mut procs {
+            p.work = Some(300_000_000);
+            p.run_ns = Some(400_000_000);
+        }
+        let env = crate::report::synth::synthetic_env(2);
+        let record = crate::report::synth::synthetic_record(&run, &env, vec![0, 1], 0, None, procs);
+        let rates = Rates {
+            pi_iter_per_s: 1.0,
+            hash_per_s: 1.0,
+            flops_per_s: 1.0,
+            copy_bytes_per_s: 1.0,
+            wake_round_trip_s: 1e-5,
+        };
+        let p = ModelParams::new(Machine::from_env(&env, 1_000_000), rates, "test")
+            .rates_from_run(&record)
+            .unwrap();
+        assert!((p.rates.pi_iter_per_s / 7.5e8 - 1.0).abs() < 1e-12);
+        assert!(p.rates_source.contains(&run.key), "{}", p.rates_source);
+    }
+
+    #[test]
+    fn kernel_versions_compare() {
+        assert!(kernel_at_least("6.18.44-fc-v669", 6, 12));
+        assert!(kernel_at_least("6.12.0", 6, 12));
+        assert!(!kernel_at_least("6.6.30-generic", 6, 12));
+        assert!(!kernel_at_least("schedlab-model 1", 6, 12));
+        assert!(kernel_at_least("7.0", 6, 12));
+    }
+
+    #[test]
+    fn machine_from_an_environment() {
+        let env = crate::report::synth::synthetic_env(2);
+        let m = Machine::from_env(&env, 3_000_000);
+        assert_eq!((m.cpus, m.hz, m.base_slice_ns), (2, 250, 3_000_000));
+        assert_eq!(m.tick_ns(), 4_000_000);
+        // 100 ms at HZ 250: 25 ticks.
+        assert_eq!(m.rr_ticks(), 25);
+        assert_eq!(m.rt_runtime_ns(), Some(950_000_000));
+        assert!((m.rt_fraction() - 0.95).abs() < 1e-12);
+        // 6.1: no fair server, no delayed dequeue.
+        assert!(!m.fair_server && !m.delay_dequeue);
+    }
+}

@@ -1,0 +1,69 @@
+//! The model: a discrete-event simulation of the kernel's scheduling
+//! classes that carries out a planned run in virtual time and returns the
+//! same [`RunRecord`](crate::record::RunRecord) the launcher builds from
+//! real processes, plus the predicted per-CPU timeline. Pure: no I/O, no
+//! clock, no libc; deterministic for its inputs.
+//!
+//! Files: [`machine`] (the CPUs, HZ and knobs; the calibrated parameters
+//! and where they came from), [`task`] (what a task does: CPU bursts,
+//! blocking I/O, periodic activations, wake-ups by a peer), [`eevdf`],
+//! [`rt`], [`deadline`] (with the fair server and admission) and [`wrr`]
+//! (driving `crate::wrr::policy` itself), one class each, [`engine`] (the
+//! event loop), [`mapping`] (run → tasks → record) and [`describe`] (the
+//! model's environment, parameters and each workload's figures).
+//!
+//! # What is modelled
+//!
+//! - EEVDF (Documentation/scheduler/sched-eevdf.rst, kernel/sched/fair.c):
+//!   weights from `sched_prio_to_weight`, eligibility by lag, virtual
+//!   deadline = vruntime + slice / weight, the base slice the kernel
+//!   reports, custom slices (clamped to 0.1–100 ms), slices ending at the
+//!   tick, RUN_TO_PARITY, PLACE_LAG, wake-up preemption (with
+//!   PREEMPT_SHORT), BATCH (no wake-up preemption) and IDLE (weight 3,
+//!   preempted by any other waker), DELAY_DEQUEUE/DELAY_ZERO on 6.12+.
+//! - FIFO and RR (sched-rt-group.rst, kernel/sched/rt.c): priorities, RR's
+//!   `sched_rr_timeslice_ms` in ticks, throttling by `sched_rt_runtime_us`
+//!   / `sched_rt_period_us` per CPU checked at the tick, and on 6.12+ the
+//!   fair server's deferred 50 ms / 1 s reservation.
+//! - DEADLINE (sched-deadline.rst, kernel/sched/deadline.c): EDF with CBS,
+//!   exact runtime enforcement, admission control in the kernel's fixed
+//!   point (a refused run is Skipped, as EBUSY skips it).
+//! - schedlab's WRR through the same `WrrPolicy` the dispatchers use,
+//!   ranked as its FIFO mechanism runs it.
+//! - CPU affinity: one run queue per CPU; pinned tasks stay on theirs.
+//!   Tasks free to migrate are placed at start and at each wake-up
+//!   (previous CPU if idle, else an idle one, else for RT/DEADLINE the CPU
+//!   running the least important task), idle CPUs pull waiting tasks, and
+//!   waiting RT/DEADLINE tasks are pushed to CPUs running less important
+//!   work.
+//! - Workloads: CPU demand from the calibrated rates (pi, hash, matmul,
+//!   page-cache copy, mixed), blocking device I/O as a service time at a
+//!   given rate (`ModelParams::io_bytes_per_s`), periodic wake-ups after a
+//!   calibrated timer cost, pingpong hand-offs of a calibrated cost.
+//!
+//! # What is not
+//!
+//! Periodic load balancing between busy CPUs (so several free tasks on
+//! fewer CPUs keep the placement they got, where the kernel would move
+//! them now and then), migration and cache costs, memory-bandwidth
+//! contention, device queueing, interrupts and other programs, the WRR
+//! dispatcher's own cost, sched_ext schedulers, and the request, aio and
+//! messaging workloads (their runs come back Skipped saying so). The list
+//! travels with every simulated run in `extra.model.not_modelled`.
+
+pub mod deadline;
+pub mod describe;
+pub mod eevdf;
+pub mod engine;
+pub mod machine;
+pub mod mapping;
+pub mod rt;
+pub mod task;
+pub mod wrr;
+
+pub use engine::Segment;
+pub use machine::{CalibrationError, Machine, ModelParams, WakeCosts};
+pub use mapping::{MODEL_RELEASE, SimRun, simulate};
+
+#[cfg(test)]
+mod tests;
