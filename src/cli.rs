@@ -55,6 +55,19 @@ enum Command {
         #[arg(long)]
         allow_concurrent: bool,
     },
+    /// Run a campaign in the model of this machine's scheduler instead of on
+    /// it (EEVDF, RT with throttling, DEADLINE, WRR as documented) and store
+    /// it like a measured one: `compare --db measured.db --vs simulated.db`
+    /// is then the prediction error.
+    Simulate {
+        #[command(flatten)]
+        source: SpecSource,
+        #[command(flatten)]
+        db: DbArg,
+        /// No progress output.
+        #[arg(long, short)]
+        quiet: bool,
+    },
     /// Show the runs a spec expands to, how many are stored, and a time estimate,
     /// without running anything.
     Plan {
@@ -421,6 +434,7 @@ fn dispatch(command: Command) -> Result<i32> {
                 allow_concurrent,
             },
         ),
+        Command::Simulate { source, db, quiet } => cmd_simulate(&source, &db.db, quiet),
         Command::Plan {
             source,
             db,
@@ -619,8 +633,26 @@ fn dispatch(command: Command) -> Result<i32> {
 
 fn cmd_run(source: &SpecSource, db: &Path, opts: campaign::Options) -> Result<i32> {
     let l = source.load()?;
-    let quiet = opts.quiet;
     let s = campaign::run(&l.spec, &l.origin, &l.text, &l.overrides, &opts)?;
+    summarise(&s, db, opts.quiet)
+}
+
+/// `schedlab simulate`: the campaign in the model, stored in `db`.
+fn cmd_simulate(source: &SpecSource, db: &Path, quiet: bool) -> Result<i32> {
+    let l = source.load()?;
+    let opts = campaign::Options {
+        db: db.to_path_buf(),
+        quiet,
+        retry_failed: false,
+        force: false,
+        allow_concurrent: true,
+    };
+    let s = campaign::simulate(&l.spec, &l.text, &l.overrides, &opts)?;
+    summarise(&s, db, quiet)
+}
+
+/// What a campaign invocation did, and its exit code.
+fn summarise(s: &campaign::Summary, db: &Path, quiet: bool) -> Result<i32> {
     let [ok, failed, timed_out, skipped] = s.by_status;
     if !quiet {
         note!(

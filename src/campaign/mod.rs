@@ -10,6 +10,7 @@
 mod check;
 mod execute;
 mod machine;
+mod model;
 mod preview;
 
 use anyhow::{Context, Result};
@@ -24,6 +25,7 @@ use crate::sys::{envinfo, proc};
 pub use check::{check_machine, run_need};
 pub use execute::{Executor, Opened};
 pub use machine::MachineExecutor;
+pub use model::ModelExecutor;
 pub use preview::{Preview, preview};
 
 pub struct Options {
@@ -129,6 +131,47 @@ pub fn run(
     let summary = opened.execute(&mut exec, &mut progress, &signals)?;
     exec.finish()?;
     Ok(summary)
+}
+
+/// Run a campaign in the model of this machine instead of on it: the
+/// model's parameters come from this machine's settings (CPUs, HZ, base
+/// slice, RT bandwidth, RR time slice) and a calibration of its work rates
+/// (which waits for the measurement lock); the runs are stored as a
+/// campaign of the model (`kernel_release` "schedlab-model N", its own
+/// host id), so report, export, merge and compare take it as they take a
+/// measured one.
+pub fn simulate(
+    spec: &Spec,
+    spec_toml: &str,
+    overrides: &[String],
+    opts: &Options,
+) -> Result<Summary> {
+    let here = envinfo::capture();
+    let rates = {
+        let _measuring = crate::locks::wait_quietly_for_machine("schedlab simulate")?;
+        let dir = tempfile::tempdir().context("creating a calibration directory")?;
+        crate::workload::calibrate(dir.path())?
+    };
+    let base_slice_ns = envinfo::fair_base_slice_ns(here.cpus_online).0;
+    let machine = crate::sim::Machine::from_env(&here, base_slice_ns);
+    let source = format!(
+        "schedlab calibration on {} at {} (Unix ms)",
+        here.hostname,
+        crate::store::unix_ms()
+    );
+    let params = crate::sim::ModelParams::new(machine, rates, &source);
+    let model_env = crate::sim::describe::env(&params.machine);
+    let what = format!(
+        "schedlab simulate of \"{}\" into {}",
+        spec.name,
+        opts.db.display()
+    );
+    let mut opened = Opened::open(spec, spec_toml, overrides, opts, &model_env, &what)?;
+    let signals = proc::control_signals();
+    proc::block(&signals).context("blocking signals")?;
+    let mut progress = announce(spec, &opened, &model_env, &params.rates, opts);
+    let mut exec = ModelExecutor { spec, params };
+    opened.execute(&mut exec, &mut progress, &signals)
 }
 
 /// Say what the campaign holds and what is left, with warnings about the

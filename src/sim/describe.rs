@@ -24,6 +24,17 @@ pub const NOT_MODELLED: &[&str] = &[
     "SCHED_DEADLINE's GRUB reclaiming and global EDF across CPUs beyond push/pull",
 ];
 
+/// The model as a host: one per set of machine parameters, so a simulated
+/// campaign never resumes a measured one (or one simulated for another
+/// machine) of the same spec.
+pub fn model_host_id(m: &Machine) -> String {
+    use sha2::{Digest, Sha256};
+    let text = serde_json::to_string(m).unwrap_or_default();
+    let digest = Sha256::digest(format!("{MODEL_RELEASE}\n{text}").as_bytes());
+    let hex: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    format!("model-{hex}")
+}
+
 /// The environment a simulated run reports.
 pub fn env(m: &Machine) -> EnvSnapshot {
     EnvSnapshot {
@@ -38,7 +49,7 @@ pub fn env(m: &Machine) -> EnvSnapshot {
         ),
         machine: "model".into(),
         hostname: "model".into(),
-        host_id: None,
+        host_id: Some(model_host_id(m)),
         cpu_model: "schedlab model".into(),
         cpus_online: m.cpus,
         cpus_allowed: (0..m.cpus).collect(),

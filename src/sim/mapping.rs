@@ -307,6 +307,13 @@ fn program(
                 end,
             ))
         }
+        Workload::Command(_) => {
+            return Err(
+                "the model cannot represent another program (kind = \"command\"): its CPU \
+                 demand and blocking are unknown to it"
+                    .into(),
+            );
+        }
         Workload::Request(_) | Workload::Aio(_) | Workload::Messaging(_) => {
             return Err(format!(
                 "the model does not represent the {} workload yet (only pi, hash, matmul, copy, \

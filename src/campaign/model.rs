@@ -1,0 +1,79 @@
+//! The model as a campaign's [`Executor`]: each run is simulated
+//! ([`crate::sim::simulate`]) instead of carried out on processes, and
+//! stored like a measured one, with the model as its machine (its release,
+//! parameters and host id). Nothing on the machine changes: no lock, no
+//! kernel setting, no process.
+
+use anyhow::Result;
+
+use crate::launch::Outcome;
+use crate::plan::Run;
+use crate::sim::{self, ModelParams};
+use crate::spec::Spec;
+
+use super::execute::Executor;
+
+/// The discrete-event model of this machine's scheduler.
+pub struct ModelExecutor<'a> {
+    pub spec: &'a Spec,
+    pub params: ModelParams,
+}
+
+impl Executor for ModelExecutor<'_> {
+    fn execute(&mut self, run: &Run) -> Result<Outcome> {
+        let mut sim = sim::simulate(run, self.spec, &self.params);
+        // The model has no clock: when it was asked is the run's start.
+        sim.record.started_unix_ms = crate::store::unix_ms();
+        Ok(Outcome::Done(Box::new(sim.record), None))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::RunStatus;
+
+    #[test]
+    fn a_simulated_run_is_a_record_of_the_model_s_machine() {
+        let text = "name = \"m\"\n[matrix]\npolicy = [\"fifo\"]\nworkload = [\"w\"]\nprocesses = [2]\n\
+                    cpus = [\"0\"]\n[workloads.w]\nkind = \"pi\"\niterations = 1000000\n";
+        let spec = crate::spec::load(text, "m.toml", &[]).unwrap();
+        let env = crate::report::synth::synthetic_env(2);
+        let machine = sim::Machine::from_env(&env, 3_000_000);
+        let mut rates = crate::workload::Rates {
+            pi_iter_per_s: 1e9,
+            hash_per_s: 1e5,
+            flops_per_s: 1e9,
+            copy_bytes_per_s: 1e9,
+            wake_round_trip_s: 1e-5,
+        };
+        rates.pi_iter_per_s = 1e9;
+        let params = ModelParams::new(machine, rates, "test");
+        let mut exec = ModelExecutor {
+            spec: &spec,
+            params,
+        };
+        let run = crate::plan::expand(&spec, 1).remove(0);
+        let Outcome::Done(rec, trace) = exec.execute(&run).unwrap() else {
+            panic!("interrupted")
+        };
+        assert!(trace.is_none());
+        assert_eq!(rec.status, RunStatus::Ok, "{}", rec.reason);
+        assert_eq!(rec.env.kernel_release, sim::MODEL_RELEASE);
+        assert!(
+            rec.env
+                .host_id
+                .as_deref()
+                .is_some_and(|h| h.starts_with("model-"))
+        );
+        // FIFO on one CPU: one after the other, 1 ms of pi each.
+        let mut ends: Vec<u64> = rec.processes.iter().filter_map(|p| p.end_ns).collect();
+        ends.sort_unstable();
+        assert_eq!(ends.len(), 2);
+        assert!(
+            (ends[1] as f64 / ends[0] as f64 - 2.0).abs() < 0.05,
+            "{ends:?}"
+        );
+        assert!(rec.started_unix_ms > 0);
+    }
+}
