@@ -30,9 +30,19 @@ pub fn close_on_exec(fd: i32) -> io::Result<()> {
 
 /// Replace the calling process with `cmd` (its program, arguments,
 /// environment, directory and standard input; the process keeps its pid,
-/// policy, priority, affinity and cgroup). Returns only on failure.
+/// policy, priority, affinity and cgroup). Returns only on failure, with
+/// the process as it was: the standard library resets SIGPIPE to its
+/// default just before exec (Rust programs ignore it) and does not put it
+/// back when exec fails, which would let a later write to a closed pipe
+/// kill the process instead of returning EPIPE.
 pub fn exec(cmd: &mut Command) -> io::Error {
-    cmd.exec()
+    let e = cmd.exec();
+    // SAFETY: signal() with a constant disposition for a valid signal
+    // number; SIGPIPE ignored is how every Rust program starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
+    e
 }
 
 /// Ask the kernel again to SIGKILL the calling process when its parent
@@ -44,6 +54,7 @@ pub fn die_with_parent() -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
     use std::os::fd::AsRawFd;
 
     #[test]
@@ -66,8 +77,13 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_exec_returns_the_error() {
+    fn a_failed_exec_returns_the_error_and_leaves_sigpipe_ignored() {
         let e = exec(&mut Command::new("/nonexistent/schedlab-no-such-program"));
         assert_eq!(e.kind(), io::ErrorKind::NotFound);
+        // A write to a pipe without a reader is EPIPE, not death.
+        let (r, w) = crate::sys::proc::pipe().unwrap();
+        drop(r);
+        let err = std::fs::File::from(w).write_all(b"x").unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::BrokenPipe);
     }
 }
