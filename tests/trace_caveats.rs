@@ -113,7 +113,7 @@ fn a_report_of_an_unusable_run_prints_the_caveat_beside_its_timeline_and_cpu_tab
     let db_s = db.to_str().unwrap();
     let run = bad.to_string();
     let caveat = format!(
-        "Run {bad}'s trace is unusable: 1 sched_switch the kernel never emitted leave 12.000 ms \
+        "Run {bad}'s trace is unusable: 1 sched_switch the kernel never emitted leaves 12.000 ms \
          of CPU time unattributed"
     );
     // Markdown: the CPU table (the timeline is drawn in HTML only), with the

@@ -243,7 +243,8 @@ fn print_disagreements(off: &[Disagreement]) -> Result<()> {
         .filter(|d| !d.explanation.contains("not explained"))
         .count();
     outln!(
-        "  {} off by more than 1 % ({} explained by switches the kernel never emitted):",
+        "  {} off by more than 1 % ({} explained by switches the kernel never emitted; steal: the \
+         run's CPUs' steal time, which schedstat's run time leaves out and the trace's clock counts):",
         off.len(),
         explained
     )?;

@@ -85,9 +85,14 @@ impl Verdict {
         }
         if self.unattributed_share() > UNATTRIBUTED_MAX_SHARE {
             why.push(format!(
-                "{} the kernel never emitted leave {} of CPU time unattributed, {} % of the \
+                "{} the kernel never emitted {} {} of CPU time unattributed, {} % of the \
                  run's {} on CPU (more than {} %)",
                 plural(self.repaired, "sched_switch"),
+                if self.repaired == 1 {
+                    "leaves"
+                } else {
+                    "leave"
+                },
                 ms(self.unattributed_ns),
                 pct(self.unattributed_share()),
                 ms(self.oncpu_ns),
