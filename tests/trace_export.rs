@@ -479,7 +479,9 @@ fn trace_export_warns_of_lost_events_and_still_exports() {
     ]);
     assert!(ok, "{err}");
     assert!(
-        err.contains("warning") && err.contains(&format!("run {run} lost 42 events")),
+        err.contains(&format!(
+            "warning: Run {run}'s trace is unusable: the kernel dropped 42 events"
+        )) && err.contains("Perfetto flags the trace as having lost data"),
         "{err}"
     );
     let Some(decoded) = decode_with_perfetto_schema(&out) else {

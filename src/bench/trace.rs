@@ -15,8 +15,9 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 
 use crate::campaign::{self, Options};
+use crate::report::analyse::trace::{AGREEMENT_TOLERANCE, explain};
 use crate::stats::summary::percentile;
-use crate::store::{ExportRow, Store};
+use crate::store::{ExportRow, ExportTrace, Store};
 use crate::trace::derive::Slice;
 
 pub struct TraceBenchOptions {
@@ -146,24 +147,28 @@ pub fn run(o: TraceBenchOptions) -> Result<()> {
     let mut cpu_err = Vec::new();
     let mut sw_err = Vec::new();
     let mut lost = 0;
+    let mut off: Vec<Disagreement> = Vec::new();
     for r in &workers {
         let (Some(t), Some(run_ns), Some(u)) = (&r.trace, r.run_ns, &r.usage) else {
             continue;
         };
         lost += t.lost_events;
+        let rusage = u.nvcsw + u.nivcsw;
         if let Some(on) = t.work_oncpu_ns.filter(|_| run_ns > 0) {
             cpu_err.push(on as f64 / run_ns as f64 - 1.0);
         }
-        let rusage = (u.nvcsw + u.nivcsw) as f64;
         if let Some(switches) = t.work_switches
-            && rusage > 0.0
+            && rusage > 0
         {
-            sw_err.push(switches as f64 / rusage - 1.0);
+            sw_err.push(switches as f64 / rusage as f64 - 1.0);
+        }
+        if let Some(d) = Disagreement::of(r, t, run_ns, rusage) {
+            off.push(d);
         }
     }
     let show = |name: &str, v: &mut Vec<f64>| -> Result<()> {
         v.sort_by(f64::total_cmp);
-        let within = v.iter().filter(|e| e.abs() <= 0.01).count();
+        let within = v.iter().filter(|e| e.abs() <= AGREEMENT_TOLERANCE).count();
         outln!(
             "  {name:<44} n={:<3} p50 {:+.2}%  p90 {:+.2}%  max |{:.2}|%  within 1%: {}/{}",
             v.len(),
@@ -178,7 +183,90 @@ pub fn run(o: TraceBenchOptions) -> Result<()> {
     show("trace on-CPU time / schedstat run time − 1", &mut cpu_err)?;
     show("trace switches / rusage (nvcsw + nivcsw) − 1", &mut sw_err)?;
     outln!("  events lost over all traced runs: {lost}")?;
+    print_disagreements(&off)?;
     wrr_boundaries(&db, o.cpu)
+}
+
+/// One traced worker off its kernel counters by more than the tolerance.
+struct Disagreement {
+    run: i64,
+    process_index: i64,
+    trace_oncpu_ns: i64,
+    schedstat_run_ns: i64,
+    trace_switches: i64,
+    rusage_switches: u64,
+    /// The run's CPUs' steal time over the run, %.
+    steal_pct: Option<f64>,
+    /// Why its trace is unusable, if it is.
+    unusable: Option<String>,
+    /// Whether missing switches explain it ([`explain`]).
+    explanation: String,
+}
+
+impl Disagreement {
+    fn of(r: &ExportRow, t: &ExportTrace, run_ns: i64, rusage: u64) -> Option<Disagreement> {
+        let (on, switches) = (t.work_oncpu_ns?, t.work_switches?);
+        let u = |v: i64| u64::try_from(v).unwrap_or(0);
+        let explanation = explain(
+            u(on),
+            Some(u(run_ns)),
+            u(t.work_unattributed_ns.unwrap_or(0)),
+            u(switches),
+            rusage,
+            u(t.work_missing_switches.unwrap_or(0)),
+        );
+        (!explanation.is_empty()).then(|| Disagreement {
+            run: r.run,
+            process_index: r.process_index.unwrap_or(-1),
+            trace_oncpu_ns: on,
+            schedstat_run_ns: run_ns,
+            trace_switches: switches,
+            rusage_switches: rusage,
+            steal_pct: r.steal_pct,
+            unusable: t
+                .unusable
+                .then(|| t.unusable_reason.clone().unwrap_or_default()),
+            explanation,
+        })
+    }
+}
+
+/// Which workers disagree, by how much, and whether a missing event
+/// explains it (the run's steal time beside it: schedstat's run time
+/// leaves out time stolen by the hypervisor, the trace's clock does not).
+fn print_disagreements(off: &[Disagreement]) -> Result<()> {
+    if off.is_empty() {
+        return Ok(());
+    }
+    let explained = off
+        .iter()
+        .filter(|d| !d.explanation.contains("not explained"))
+        .count();
+    outln!(
+        "  {} off by more than 1 % ({} explained by switches the kernel never emitted; steal: the \
+         run's CPUs' steal time, which schedstat's run time leaves out and the trace's clock counts):",
+        off.len(),
+        explained
+    )?;
+    for d in off {
+        outln!(
+            "    run {} worker {}: on-CPU {:.3} / {:.3} ms ({:+.2}%), switches {} / {}, steal {}: {}{}",
+            d.run,
+            d.process_index,
+            d.trace_oncpu_ns as f64 / 1e6,
+            d.schedstat_run_ns as f64 / 1e6,
+            100.0 * (d.trace_oncpu_ns as f64 / d.schedstat_run_ns.max(1) as f64 - 1.0),
+            d.trace_switches,
+            d.rusage_switches,
+            d.steal_pct
+                .map_or_else(|| "–".to_string(), |s| format!("{s:.2}%")),
+            d.explanation,
+            d.unusable
+                .as_ref()
+                .map_or_else(String::new, |why| format!(" [trace unusable: {why}]"))
+        )?;
+    }
+    Ok(())
 }
 
 /// A traced WRR run (user-space FIFO dispatcher): three hash workers of
@@ -306,6 +394,8 @@ mod tests {
             end_ns,
             end: Some(crate::trace::SwitchEnd::Preempted),
             start_clipped: false,
+            start_repaired: false,
+            end_repaired: false,
         };
         // Pid 1 is given 0..10 ms (interrupted once by a kernel thread) and
         // switched out 0.2 ms late; pid 2 is given 10..30 ms and switched out

@@ -109,6 +109,11 @@ pub const TABLES: &[Table] = &[
         how: How::OfRun,
         refs: &[("run_id", "runs")],
     },
+    Table {
+        name: "trace_repairs",
+        how: How::OfRun,
+        refs: &[("run_id", "runs")],
+    },
 ];
 
 /// What one source added to the destination.

@@ -194,6 +194,12 @@ pub struct ExportTrace {
     /// window (the window of its schedstat and rusage figures).
     pub work_oncpu_ns: Option<i64>,
     pub work_switches: Option<i64>,
+    /// Why the trace is unusable (None: usable, or stored before reasons).
+    pub unusable_reason: Option<String>,
+    /// Inside the work window: CPU time of repaired gaps next to the
+    /// process, and its switch-outs the kernel never emitted.
+    pub work_unattributed_ns: Option<i64>,
+    pub work_missing_switches: Option<i64>,
 }
 
 /// Percentiles of one process's primary latency histogram.
@@ -221,7 +227,8 @@ const EXPORT_SQL: &str = "SELECT c.id, c.name, r.id, r.run_key, r.seq, r.policy,
         c.uuid, e.hostname, e.host_id, e.kernel_release,
         tc.lost_events, tc.unusable, tp.slices, tp.slice_p50_ns, tp.slice_p99_ns, tp.slice_max_ns,
         tp.oncpu_ns, tp.preempted, tp.yielded, tp.voluntary, tp.migrations, tp.wake_p50_ns, tp.wake_p99_ns,
-        tp.work_oncpu_ns, tp.work_switches, r.ext_scheduler
+        tp.work_oncpu_ns, tp.work_switches, r.ext_scheduler, tc.unusable_reason, tp.work_unattributed_ns,
+        tp.work_missing_switches
      FROM runs r JOIN campaigns c ON c.id = r.campaign_id
      JOIN environments e ON e.id = r.environment_id
      LEFT JOIN processes p ON p.run_id = r.id
@@ -937,6 +944,9 @@ impl Store {
                         wake_p99_ns: r.get(79)?,
                         work_oncpu_ns: r.get(80)?,
                         work_switches: r.get(81)?,
+                        unusable_reason: r.get(83)?,
+                        work_unattributed_ns: r.get(84)?,
+                        work_missing_switches: r.get(85)?,
                     }),
                 },
                 ext_scheduler: r.get(82)?,

@@ -289,6 +289,33 @@ pub const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE runs ADD COLUMN ext_scheduler TEXT;
     "#,
+    // 8: switches the kernel never emitted, repaired from the events around
+    // them (trace::derive::Repair) or refused, and the judgement made of
+    // them (trace::verdict). NULL in a capture stored before: its
+    // mismatched switches were neither.
+    r#"
+    ALTER TABLE trace_captures ADD COLUMN repaired_switches INTEGER;
+    ALTER TABLE trace_captures ADD COLUMN refused_switches INTEGER;
+    ALTER TABLE trace_captures ADD COLUMN unattributed_ns INTEGER;  -- between the repaired gaps' events
+    ALTER TABLE trace_captures ADD COLUMN oncpu_ns INTEGER;         -- the run's tasks on CPU in the trace
+    ALTER TABLE trace_captures ADD COLUMN unusable_reason TEXT;     -- NULL: usable
+    ALTER TABLE trace_slices ADD COLUMN start_repaired INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE trace_slices ADD COLUMN end_repaired INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE trace_processes ADD COLUMN unattributed_ns INTEGER;
+    ALTER TABLE trace_processes ADD COLUMN missing_switches INTEGER;
+    ALTER TABLE trace_processes ADD COLUMN work_unattributed_ns INTEGER;
+    ALTER TABLE trace_processes ADD COLUMN work_missing_switches INTEGER;
+    ALTER TABLE trace_cpus ADD COLUMN unattributed_ns INTEGER;
+    CREATE TABLE trace_repairs (
+        run_id     INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        cpu        INTEGER NOT NULL,
+        before_pid INTEGER NOT NULL,   -- the task the trace had on the CPU, last seen at from_ns
+        after_pid  INTEGER NOT NULL,   -- the next switch's prev, first seen at to_ns
+        from_ns    INTEGER NOT NULL,
+        to_ns      INTEGER NOT NULL
+    );
+    CREATE INDEX trace_repairs_by_run ON trace_repairs (run_id, cpu, from_ns);
+    "#,
 ];
 
 #[cfg(test)]

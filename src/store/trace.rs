@@ -9,8 +9,9 @@ use rusqlite::types::Value;
 use rusqlite::{OptionalExtension, Transaction, params};
 
 use super::{RunRecord, Store, i};
-use crate::trace::derive::{Derived, Slice, WakeUp, derive};
+use crate::trace::derive::{Derived, Repair, Slice, WakeUp, derive};
 use crate::trace::summary::{CpuTrace, ProcessTrace, WithinWindow};
+use crate::trace::verdict::Verdict;
 use crate::trace::{Capture, SwitchEnd, Task, blob, summary};
 use crate::workload::latency::Latency;
 
@@ -23,9 +24,19 @@ pub struct TraceInfo {
     pub cpus: Vec<u32>,
     pub lost_events: u64,
     pub mismatched_switches: u64,
-    /// Lost events or mismatched switches: its figures are not to be used.
+    /// Its figures are not to be used ([`Verdict::unusable`]).
     pub unusable: bool,
     pub event_count: u64,
+    /// What the trace is judged by (repairs, refusals, unattributed time).
+    pub verdict: Verdict,
+}
+
+impl TraceInfo {
+    /// The sentence to print beside anything shown from this trace: why it
+    /// is unusable, or what its repairs cost (see [`Verdict::caveat`]).
+    pub fn caveat(&self) -> Option<String> {
+        self.verdict.caveat(self.run_id)
+    }
 }
 
 /// A traced run's derived figures, for the report.
@@ -160,6 +171,7 @@ impl Store {
     ) -> Result<()> {
         let ctx = || format!("storing the trace of run {run_id}");
         let d: Derived = derive(cap);
+        let verdict = Verdict::of(cap, &d);
         for table in [
             "trace_captures",
             "trace_tasks",
@@ -167,14 +179,16 @@ impl Store {
             "trace_wakeups",
             "trace_processes",
             "trace_cpus",
+            "trace_repairs",
         ] {
             tx.execute(&format!("DELETE FROM {table} WHERE run_id = ?1"), [run_id])
                 .with_context(ctx)?;
         }
         tx.execute(
             "INSERT INTO trace_captures (run_id, start_ns, end_ns, cpus, lost_events, mismatched_switches,
-                 unusable, event_count, events, release_ns)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                 unusable, event_count, events, release_ns, repaired_switches, refused_switches,
+                 unattributed_ns, oncpu_ns, unusable_reason)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
             params![
                 run_id,
                 i(cap.start_ns),
@@ -182,10 +196,15 @@ impl Store {
                 serde_json::to_string(&cap.cpus)?,
                 i(cap.lost_events),
                 i(d.mismatched_switches),
-                cap.lost_events > 0 || d.mismatched_switches > 0,
+                verdict.unusable(),
                 cap.events.len() as i64,
                 blob::encode(&cap.events),
                 cap.release_ns.map(i),
+                i(verdict.repaired),
+                i(verdict.refused),
+                i(verdict.unattributed_ns),
+                i(verdict.oncpu_ns),
+                verdict.reason(),
             ],
         )
         .with_context(ctx)?;
@@ -200,7 +219,8 @@ impl Store {
         }
         insert_chunked(
             tx,
-            "INSERT INTO trace_slices (run_id, pid, cpu, start_ns, end_ns, end_reason, start_clipped)",
+            "INSERT INTO trace_slices (run_id, pid, cpu, start_ns, end_ns, end_reason, start_clipped,
+                 start_repaired, end_repaired)",
             &d.slices,
             |s| {
                 [
@@ -212,6 +232,24 @@ impl Store {
                     s.end
                         .map_or(Value::Null, |e| Value::Text(end_name(e).to_string())),
                     Value::Integer(s.start_clipped.into()),
+                    Value::Integer(s.start_repaired.into()),
+                    Value::Integer(s.end_repaired.into()),
+                ]
+            },
+        )
+        .with_context(ctx)?;
+        insert_chunked(
+            tx,
+            "INSERT INTO trace_repairs (run_id, cpu, before_pid, after_pid, from_ns, to_ns)",
+            &d.repairs,
+            |r| {
+                [
+                    Value::Integer(run_id),
+                    Value::Integer(r.cpu.into()),
+                    Value::Integer(r.before_pid.into()),
+                    Value::Integer(r.after_pid.into()),
+                    Value::Integer(i(r.from_ns)),
+                    Value::Integer(i(r.to_ns)),
                 ]
             },
         )
@@ -241,9 +279,10 @@ impl Store {
             let mut stmt = tx.prepare_cached(
                 "INSERT INTO trace_processes (run_id, tgid, slices, slice_p50_ns, slice_p99_ns, slice_max_ns,
                      slice_histogram, oncpu_ns, preempted, yielded, voluntary, migrations, wakeups,
-                     wake_p50_ns, wake_p99_ns, wake_max_ns, wake_histogram, work_oncpu_ns, work_switches)
+                     wake_p50_ns, wake_p99_ns, wake_max_ns, wake_histogram, work_oncpu_ns, work_switches,
+                     unattributed_ns, missing_switches, work_unattributed_ns, work_missing_switches)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
-                     ?18, ?19)",
+                     ?18, ?19, ?20, ?21, ?22, ?23)",
             )?;
             for p in summary::processes(cap, &d) {
                 let work = windows
@@ -272,14 +311,18 @@ impl Store {
                     p.wake_ns.encode(),
                     work.map(|w| i(w.oncpu_ns)),
                     work.map(|w| i(w.switches)),
+                    i(p.unattributed_ns),
+                    i(p.missing_switches),
+                    work.map(|w| i(w.unattributed_ns)),
+                    work.map(|w| i(w.missing_switches)),
                 ])?;
             }
         }
         {
             let mut stmt = tx.prepare_cached(
                 "INSERT INTO trace_cpus (run_id, cpu, window_ns, busy_ns, gaps, gap_p50_ns, gap_max_ns,
-                     gap_histogram)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                     gap_histogram, unattributed_ns)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             )?;
             for c in summary::cpus(cap, &d) {
                 let (n, g50, _, gmax) = quantiles(&c.gap_ns);
@@ -292,6 +335,7 @@ impl Store {
                     g50,
                     gmax,
                     c.gap_ns.encode(),
+                    i(c.unattributed_ns),
                 ])?;
             }
         }
@@ -353,22 +397,38 @@ impl Store {
     fn trace_infos(&self, sql_filter: &str, arg: i64) -> Result<Vec<TraceInfo>> {
         let mut stmt = self.conn.prepare(&format!(
             "SELECT t.run_id, t.start_ns, t.end_ns, t.cpus, t.lost_events, t.mismatched_switches, t.unusable,
-                    t.event_count
+                    t.event_count, t.repaired_switches, t.refused_switches, t.unattributed_ns, t.oncpu_ns
              FROM trace_captures t JOIN runs r ON r.id = t.run_id
              WHERE {sql_filter} ORDER BY r.seq, r.id"
         ))?;
         let rows = stmt
             .query_map([arg], |r| {
+                let (lost_events, mismatched_switches) = (u(r.get(4)?), u(r.get(5)?));
+                let repaired: Option<i64> = r.get(8)?;
+                let verdict = Verdict {
+                    lost_events,
+                    repaired: repaired.map_or(0, u),
+                    refused: r.get::<_, Option<i64>>(9)?.map_or(0, u),
+                    // Stored before repairs: its mismatches were neither.
+                    unsettled: if repaired.is_none() {
+                        mismatched_switches
+                    } else {
+                        0
+                    },
+                    unattributed_ns: r.get::<_, Option<i64>>(10)?.map_or(0, u),
+                    oncpu_ns: r.get::<_, Option<i64>>(11)?.map_or(0, u),
+                };
                 Ok((
                     TraceInfo {
                         run_id: r.get(0)?,
                         start_ns: u(r.get(1)?),
                         end_ns: u(r.get(2)?),
                         cpus: Vec::new(),
-                        lost_events: u(r.get(4)?),
-                        mismatched_switches: u(r.get(5)?),
-                        unusable: r.get(6)?,
+                        lost_events,
+                        mismatched_switches,
+                        unusable: r.get::<_, bool>(6)? || verdict.unusable(),
                         event_count: u(r.get(7)?),
+                        verdict,
                     },
                     r.get::<_, String>(3)?,
                 ))
@@ -396,7 +456,8 @@ impl Store {
     pub fn trace_slices(&self, run_id: i64, window: Option<(u64, u64)>) -> Result<Vec<Slice>> {
         let (from, to) = window.map_or((i64::MIN, i64::MAX), |(a, b)| (i(a), i(b)));
         let mut stmt = self.conn.prepare(
-            "SELECT pid, cpu, start_ns, end_ns, end_reason, start_clipped FROM trace_slices
+            "SELECT pid, cpu, start_ns, end_ns, end_reason, start_clipped, start_repaired, end_repaired
+             FROM trace_slices
              WHERE run_id = ?1 AND start_ns < ?3 AND end_ns > ?2 ORDER BY cpu, start_ns, end_ns",
         )?;
         let rows = stmt
@@ -411,8 +472,33 @@ impl Store {
                         .as_deref()
                         .and_then(end_from_name),
                     start_clipped: r.get(5)?,
+                    start_repaired: r.get(6)?,
+                    end_repaired: r.get(7)?,
                 })
             })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
+    /// A run's repaired gaps, by CPU then start; with a window (ns,
+    /// CLOCK_MONOTONIC), only those overlapping it.
+    pub fn trace_repairs(&self, run_id: i64, window: Option<(u64, u64)>) -> Result<Vec<Repair>> {
+        let (from, to) = window.map_or((i64::MIN, i64::MAX), |(a, b)| (i(a), i(b)));
+        let mut stmt = self.conn.prepare(
+            "SELECT cpu, before_pid, after_pid, from_ns, to_ns FROM trace_repairs
+             WHERE run_id = ?1 AND from_ns <= ?3 AND to_ns >= ?2 ORDER BY cpu, from_ns",
+        )?;
+        let rows = stmt
+            .query_map(params![run_id, from, to], |r| {
+                Ok(Repair {
+                    cpu: r.get(0)?,
+                    before_pid: r.get(1)?,
+                    after_pid: r.get(2)?,
+                    from_ns: u(r.get(3)?),
+                    to_ns: u(r.get(4)?),
+                })
+            })
+            .with_context(|| format!("reading the repaired gaps of run {run_id}"))?
             .collect::<rusqlite::Result<Vec<_>>>()?;
         Ok(rows)
     }
@@ -461,7 +547,8 @@ impl Store {
     fn trace_processes(&self, run_id: i64) -> Result<Vec<ProcessTrace>> {
         let mut stmt = self.conn.prepare(
             "SELECT tgid, slices, slice_histogram, oncpu_ns, preempted, yielded, voluntary, migrations,
-                    wake_histogram, work_oncpu_ns, work_switches
+                    wake_histogram, work_oncpu_ns, work_switches, unattributed_ns, missing_switches,
+                    work_unattributed_ns, work_missing_switches
              FROM trace_processes WHERE run_id = ?1 ORDER BY tgid",
         )?;
         let mut rows = stmt.query([run_id])?;
@@ -483,9 +570,13 @@ impl Store {
                     (Some(oncpu), Some(switches)) => Some(WithinWindow {
                         oncpu_ns: u(oncpu),
                         switches: u(switches),
+                        unattributed_ns: r.get::<_, Option<i64>>(13)?.map_or(0, u),
+                        missing_switches: r.get::<_, Option<i64>>(14)?.map_or(0, u),
                     }),
                     _ => None,
                 },
+                unattributed_ns: r.get::<_, Option<i64>>(11)?.map_or(0, u),
+                missing_switches: r.get::<_, Option<i64>>(12)?.map_or(0, u),
             });
         }
         Ok(out)
@@ -494,7 +585,8 @@ impl Store {
     /// Per-CPU figures of a run's trace.
     fn trace_cpus(&self, run_id: i64) -> Result<Vec<CpuTrace>> {
         let mut stmt = self.conn.prepare(
-            "SELECT cpu, window_ns, busy_ns, gap_histogram FROM trace_cpus WHERE run_id = ?1 ORDER BY cpu",
+            "SELECT cpu, window_ns, busy_ns, gap_histogram, unattributed_ns FROM trace_cpus
+             WHERE run_id = ?1 ORDER BY cpu",
         )?;
         let mut rows = stmt.query([run_id])?;
         let mut out = Vec::new();
@@ -505,6 +597,7 @@ impl Store {
                 window_ns: u(r.get(1)?),
                 busy_ns: u(r.get(2)?),
                 gap_ns: decode_hist(r.get_ref(3)?.as_blob()?, &format!("run {run_id} CPU {cpu}"))?,
+                unattributed_ns: r.get::<_, Option<i64>>(4)?.map_or(0, u),
             });
         }
         Ok(out)
@@ -619,6 +712,66 @@ mod tests {
         let info = store.trace_info(run).unwrap().unwrap();
         assert!(info.unusable);
         assert_eq!(info.lost_events, 3);
+    }
+
+    #[test]
+    fn repairs_are_stored_with_the_slices_they_cut_and_judge_the_trace() {
+        let (_dir, mut store, run) = store_with_run();
+        // 10 runs on CPU 0 from 1.1 ms; the switch 10 → 11 was never
+        // emitted: 10 last seen at 1.15 ms, 11 first at 1.25 ms.
+        let mut cap = capture(
+            1_000_000,
+            2_000_000,
+            &[10, 11],
+            vec![
+                sw(1_100_000, 0, 0, 0, 10),
+                waking(1_150_000, 0, 10, 99, 0),
+                waking(1_250_000, 0, 11, 99, 0),
+                sw(1_300_000, 0, 11, SLEEPING, 0),
+            ],
+        );
+        store.save_trace(run, &cap).unwrap();
+        let d = derive(&cap);
+        assert_eq!(store.trace_repairs(run, None).unwrap(), d.repairs);
+        assert_eq!(d.repairs.len(), 1);
+        assert_eq!(store.trace_slices(run, None).unwrap(), d.slices);
+        assert!(
+            d.slices.iter().any(|s| s.end_repaired) && d.slices.iter().any(|s| s.start_repaired)
+        );
+        // 100 µs unattributed against 100 µs on CPU: unusable, and says so.
+        let info = store.trace_info(run).unwrap().unwrap();
+        assert_eq!(info.verdict, Verdict::of(&cap, &d));
+        assert!(info.unusable);
+        assert!(info.caveat().unwrap().contains("never emitted"));
+        let reason: Option<String> = store
+            .conn
+            .query_row(
+                "SELECT unusable_reason FROM trace_captures WHERE run_id = ?1",
+                [run],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(reason, info.verdict.reason());
+        assert_eq!(
+            store
+                .trace_repairs(run, Some((1_400_000, 1_500_000)))
+                .unwrap(),
+            vec![]
+        );
+        // Within 1 % it is usable: a long stretch of 10 after the gap.
+        cap.events.push(sw(1_400_000, 0, 0, 0, 10));
+        cap.events.push(sw(1_990_000, 0, 10, SLEEPING, 0));
+        cap.end_ns = 20_000_000;
+        cap.events.push(sw(2_000_000, 1, 0, 0, 11));
+        cap.events.push(sw(19_000_000, 1, 11, SLEEPING, 0));
+        store.save_trace(run, &cap).unwrap();
+        let info = store.trace_info(run).unwrap().unwrap();
+        assert!(!info.unusable, "{:?}", info.verdict);
+        assert!(
+            info.caveat()
+                .unwrap()
+                .starts_with(&format!("Run {run}'s trace: 1 sched_switch"))
+        );
     }
 
     #[test]

@@ -85,8 +85,13 @@ pub fn buffer_kb(events_per_s: f64, cpus: usize) -> u64 {
 }
 
 /// Whether `e` is about one of `tids`: a switch from or to one, a wake-up,
-/// migration or exit of one.
+/// migration or exit of one, or any event fired while one held the CPU
+/// (`common_pid`): that one is the evidence a switch the kernel never
+/// emitted is repaired from (see [`super::derive::Repair`]).
 pub fn concerns(e: &Event, tids: &HashSet<i32>) -> bool {
+    if tids.contains(&e.common_pid) {
+        return true;
+    }
     match e.kind {
         EventKind::Switch {
             prev_pid, next_pid, ..
@@ -360,7 +365,7 @@ mod tests {
         assert!(concerns(&switch(10, 0), &tids));
         assert!(concerns(&switch(0, 11), &tids));
         assert!(!concerns(&switch(0, 12), &tids));
-        // Woken by one of ours, but not ours: dropped.
+        // Not ours, woken by another not ours (7): dropped.
         let waking = |pid| {
             ev(EventKind::Waking {
                 pid,
@@ -369,6 +374,14 @@ mod tests {
             })
         };
         assert!(!concerns(&waking(99), &tids));
+        // Woken by one of ours: kept, as evidence that it held the CPU.
+        assert!(concerns(
+            &Event {
+                common_pid: 10,
+                ..waking(99)
+            },
+            &tids
+        ));
         assert!(concerns(&waking(10), &tids));
         assert!(concerns(&ev(EventKind::Exit { pid: 11, prio: 120 }), &tids));
         assert!(!concerns(

@@ -124,7 +124,9 @@ fn named<'a>(name: impl Into<Cow<'a, str>>) -> MetaArgs<'a> {
 /// The capture as Chrome trace-event JSON.
 pub fn encode(capture: &Capture) -> Vec<u8> {
     let by_tid: HashMap<i32, &Task> = capture.tasks.iter().map(|t| (t.tid, t)).collect();
-    let slices = derive(capture).slices;
+    let derived = derive(capture);
+    let repaired = derived.repairs.len();
+    let slices = derived.slices;
     let mut events = Vec::with_capacity(2 * slices.len() + 2 * capture.tasks.len() + 8);
     events.push(meta("process_name", CPUS_PID, 0, named("CPUs")));
     events.push(meta(
@@ -193,8 +195,16 @@ pub fn encode(capture: &Capture) -> Vec<u8> {
             tid: s.pid,
             pid,
             cpu: s.cpu,
-            end: end_name(s.end),
-            start: s.start_clipped.then_some("window start"),
+            end: if s.end_repaired {
+                "switch never emitted"
+            } else {
+                end_name(s.end)
+            },
+            start: if s.start_clipped {
+                Some("window start")
+            } else {
+                s.start_repaired.then_some("switch never emitted")
+            },
         };
         let ts = us(s.start_ns);
         let dur = us(s.end_ns) - ts;
@@ -229,6 +239,7 @@ pub fn encode(capture: &Capture) -> Vec<u8> {
             "window_end_ns": capture.end_ns,
             "lost_events": capture.lost_events,
             "slices": slices.len(),
+            "repaired_switches": repaired,
         }),
     };
     let mut bytes = serde_json::to_vec(&doc).expect("plain structs serialise");

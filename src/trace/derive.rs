@@ -5,12 +5,24 @@
 //! Nothing is invented at the window's edges: a slice under way when the
 //! window opened starts at the window's start and is marked
 //! (`start_clipped`); one still under way when it closed ends at the
-//! window's end with no end reason (`end: None`). A `sched_switch` whose
-//! `prev` is not the task the trace put on that CPU (only possible when
-//! events were lost) drops the slice it would have closed and is counted in
-//! [`Derived::mismatched_switches`], unless neither is a task of the run:
-//! the capture keeps only the events about the run's tasks, so switches
-//! between two other tasks are missing by design.
+//! window's end with no end reason (`end: None`).
+//!
+//! A `sched_switch` whose `prev` is not the task the trace put on that CPU
+//! means a switch the trace does not hold. Lost events are one cause; the
+//! other is the kernel itself: on the 2-CPU VM (a patched 6.18) some
+//! switches are never emitted at all, by ftrace or by `perf sched record`
+//! on the same load (README, "Kernel traces"). Such a gap is repaired from
+//! the events around it ([`Repair`]): every event carries the task current
+//! when it fired (`common_pid`), so the task the trace had on the CPU was
+//! still there at its last event, and the switch's `prev` already ran at its
+//! first. The slice of the one ends at the first, the slice of the other
+//! starts at the second, both marked, and the stretch between is
+//! unattributed, counted and stored, never given to anyone. When the events
+//! contradict that (the `prev` was seen on the CPU before the other's last
+//! event, with no switch between), the gap is refused ([`Refusal`]): its
+//! slices are dropped and the trace is unusable. Switches between two tasks
+//! outside the run are not in the capture by design, and a gap among them
+//! contradicts nothing.
 
 use std::collections::{HashMap, HashSet};
 
@@ -30,6 +42,14 @@ pub struct Slice {
     /// The task already held the CPU when the window opened (`start_ns` is
     /// then the window's start).
     pub start_clipped: bool,
+    /// Its switch-in is missing: `start_ns` is the task's first event on the
+    /// CPU after the gap ([`Repair`]); it may have started up to the
+    /// repair's unattributed stretch earlier.
+    pub start_repaired: bool,
+    /// Its switch-out is missing: `end_ns` is the task's last event on the
+    /// CPU before the gap (`end` is None); it may have run up to the
+    /// repair's unattributed stretch longer.
+    pub end_repaired: bool,
 }
 
 impl Slice {
@@ -37,10 +57,43 @@ impl Slice {
         self.end_ns - self.start_ns
     }
 
-    /// Seen from its switch-in to its switch-out, neither edge clipped.
+    /// Seen from its switch-in to its switch-out, neither edge clipped or
+    /// repaired.
     pub fn complete(&self) -> bool {
-        !self.start_clipped && self.end.is_some()
+        !self.start_clipped && !self.start_repaired && !self.end_repaired && self.end.is_some()
     }
+}
+
+/// A switch the trace does not hold, repaired from the events around it: on
+/// `cpu`, `before_pid` (the task the trace had there) was last seen at
+/// `from_ns` and `after_pid` (the `prev` of the next switch) first seen at
+/// `to_ns`; who held the CPU between is unknown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Repair {
+    pub cpu: u32,
+    pub before_pid: i32,
+    pub after_pid: i32,
+    pub from_ns: u64,
+    pub to_ns: u64,
+}
+
+impl Repair {
+    /// The stretch no task of the trace can be given, ns.
+    pub fn unattributed_ns(&self) -> u64 {
+        self.to_ns - self.from_ns
+    }
+}
+
+/// A switch the trace does not hold that its events cannot repair: on
+/// `cpu`, at the switch at `ts_ns` out of `after_pid`, the trace had
+/// `before_pid` there, and `after_pid` had already been seen on the CPU
+/// before `before_pid`'s last event there, with no switch between.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Refusal {
+    pub cpu: u32,
+    pub ts_ns: u64,
+    pub before_pid: i32,
+    pub after_pid: i32,
 }
 
 /// One wake-up of a sleeping task of the run.
@@ -99,8 +152,13 @@ pub struct Derived {
     /// In order of their first stamp.
     pub wakeups: Vec<WakeUp>,
     pub migrations: Vec<Migration>,
-    /// Switches whose `prev` was not the task the trace had on that CPU.
+    /// Switches whose `prev` was not the task the trace had on that CPU
+    /// (repaired and refused).
     pub mismatched_switches: u64,
+    /// The gaps repaired, in time order (inside the window).
+    pub repairs: Vec<Repair>,
+    /// The gaps refused, in time order (inside the window).
+    pub refusals: Vec<Refusal>,
 }
 
 /// What the trace knows of a task between events.
@@ -137,9 +195,53 @@ impl RunTasks {
 struct Open {
     pid: i32,
     start_ns: Option<u64>,
+    /// Since the switch that opened it, the stamp and `common_pid` of each
+    /// other event on the CPU: the evidence a repair is made from.
+    seen: Vec<(u64, i32)>,
 }
 
-/// Derive slices, wake-ups and migrations of the run's tasks.
+/// How the events since the last switch on a CPU settle a switch whose
+/// `prev` is not the task the trace had there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Settled {
+    /// `open` was last seen at `from_ns`, `prev` first at `to_ns` after it.
+    Repaired { from_ns: u64, to_ns: u64 },
+    /// `prev` ran on the CPU before `open`'s last event there.
+    Refused,
+}
+
+/// Settle a switch at `ts_ns` out of `prev` while the trace had `open` on
+/// the CPU: `open` held it at least until its last event there (its
+/// switch-in when it has none; the window's start, `w0`, when that is
+/// before the trace), `prev` from its first event there after that (at
+/// the latest, the switch itself).
+fn settle(open: &Open, prev: i32, ts_ns: u64, w0: u64) -> Settled {
+    let last_open = open
+        .seen
+        .iter()
+        .filter(|(_, pid)| *pid == open.pid)
+        .map(|(ts, _)| *ts)
+        .max();
+    let from_ns = last_open.or(open.start_ns).unwrap_or(w0).min(ts_ns);
+    if open
+        .seen
+        .iter()
+        .any(|&(ts, pid)| pid == prev && last_open.is_some_and(|l| ts < l))
+    {
+        return Settled::Refused;
+    }
+    let to_ns = open
+        .seen
+        .iter()
+        .filter(|&&(ts, pid)| pid == prev && ts >= from_ns)
+        .map(|(ts, _)| *ts)
+        .min()
+        .unwrap_or(ts_ns);
+    Settled::Repaired { from_ns, to_ns }
+}
+
+/// Derive slices, wake-ups and migrations of the run's tasks, repairing
+/// or refusing the switches the trace does not hold (see the module docs).
 pub fn derive(cap: &Capture) -> Derived {
     let run = RunTasks::of(cap);
     let (w0, w1) = (cap.start_ns, cap.end_ns.max(cap.start_ns));
@@ -147,11 +249,14 @@ pub fn derive(cap: &Capture) -> Derived {
     let mut on_cpu: HashMap<u32, Open> = HashMap::new();
     let mut state: HashMap<i32, State> = HashMap::new();
     let mut pending: HashMap<i32, WakeUp> = HashMap::new();
+    // `end`: the stamp and how it ended (None: a repaired end); None for a
+    // slice still running after the last event.
     let push_slice = |out: &mut Derived,
                       pid: i32,
                       cpu: u32,
                       start: Option<u64>,
-                      end: Option<(u64, SwitchEnd)>| {
+                      end: Option<(u64, Option<SwitchEnd>)>,
+                      (start_repaired, end_repaired): (bool, bool)| {
         if !run.contains(pid) {
             return;
         }
@@ -160,9 +265,9 @@ pub fn derive(cap: &Capture) -> Derived {
         }
         let start_clipped = start.is_none_or(|s| s < w0);
         let start_ns = start.map_or(w0, |s| s.max(w0));
-        let (end_ns, end) = match end {
-            Some((e, how)) if e <= w1 => (e, Some(how)),
-            _ => (w1, None),
+        let (end_ns, end, end_repaired) = match end {
+            Some((e, how)) if e <= w1 => (e, how, end_repaired),
+            _ => (w1, None, false),
         };
         if end_ns == start_ns && (start_clipped || end.is_none()) {
             return;
@@ -174,6 +279,8 @@ pub fn derive(cap: &Capture) -> Derived {
             end_ns,
             end,
             start_clipped,
+            start_repaired: start_repaired && !start_clipped,
+            end_repaired,
         });
     };
     for ev in &cap.events {
@@ -186,18 +293,76 @@ pub fn derive(cap: &Capture) -> Derived {
                 ..
             } => {
                 let how = SwitchEnd::from_prev_state(prev_state);
-                match on_cpu.remove(&ev.cpu) {
-                    Some(open) if open.pid == prev_pid => {
-                        push_slice(&mut out, prev_pid, ev.cpu, open.start_ns, Some((ts, how)))
-                    }
+                let cpu = ev.cpu;
+                match on_cpu.remove(&cpu) {
+                    Some(open) if open.pid == prev_pid => push_slice(
+                        &mut out,
+                        prev_pid,
+                        cpu,
+                        open.start_ns,
+                        Some((ts, Some(how))),
+                        (false, false),
+                    ),
                     // The capture keeps only events about the run's tasks,
                     // so a switch between two others is not in it: a gap
                     // among other tasks contradicts nothing of the run's.
                     Some(open) if !run.contains(open.pid) && !run.contains(prev_pid) => {}
-                    Some(_) => out.mismatched_switches += 1,
+                    Some(open) => {
+                        // How `open` left the CPU is unknown: whether a
+                        // waking of it wakes it is not to be judged.
+                        state.remove(&open.pid);
+                        match settle(&open, prev_pid, ts, w0) {
+                            Settled::Repaired { from_ns, to_ns } => {
+                                push_slice(
+                                    &mut out,
+                                    open.pid,
+                                    cpu,
+                                    open.start_ns,
+                                    Some((from_ns, None)),
+                                    (false, true),
+                                );
+                                push_slice(
+                                    &mut out,
+                                    prev_pid,
+                                    cpu,
+                                    Some(to_ns),
+                                    Some((ts, Some(how))),
+                                    (true, false),
+                                );
+                                if to_ns >= w0 && from_ns <= w1 {
+                                    out.mismatched_switches += 1;
+                                    out.repairs.push(Repair {
+                                        cpu,
+                                        before_pid: open.pid,
+                                        after_pid: prev_pid,
+                                        from_ns: from_ns.max(w0),
+                                        to_ns: to_ns.min(w1),
+                                    });
+                                }
+                            }
+                            Settled::Refused => {
+                                if (w0..=w1).contains(&ts) {
+                                    out.mismatched_switches += 1;
+                                    out.refusals.push(Refusal {
+                                        cpu,
+                                        ts_ns: ts,
+                                        before_pid: open.pid,
+                                        after_pid: prev_pid,
+                                    });
+                                }
+                            }
+                        }
+                    }
                     // The first switch seen on this CPU: prev held it since
                     // before the trace began.
-                    None => push_slice(&mut out, prev_pid, ev.cpu, None, Some((ts, how))),
+                    None => push_slice(
+                        &mut out,
+                        prev_pid,
+                        cpu,
+                        None,
+                        Some((ts, Some(how))),
+                        (false, false),
+                    ),
                 }
                 state.insert(
                     prev_pid,
@@ -209,10 +374,11 @@ pub fn derive(cap: &Capture) -> Derived {
                 // A waking seen while the task still ran woke nothing.
                 pending.remove(&prev_pid);
                 on_cpu.insert(
-                    ev.cpu,
+                    cpu,
                     Open {
                         pid: next_pid,
                         start_ns: Some(ts),
+                        seen: Vec::new(),
                     },
                 );
                 state.insert(next_pid, State::Running);
@@ -221,7 +387,17 @@ pub fn derive(cap: &Capture) -> Derived {
                     w.cpu = Some(ev.cpu);
                     out.wakeups.push(w);
                 }
+                continue;
             }
+            _ => {
+                // Evidence of who held the CPU when it fired.
+                if let Some(open) = on_cpu.get_mut(&ev.cpu) {
+                    open.seen.push((ts, ev.common_pid));
+                }
+            }
+        }
+        match ev.kind {
+            EventKind::Switch { .. } => {}
             EventKind::Waking {
                 pid, target_cpu, ..
             } => {
@@ -304,7 +480,7 @@ pub fn derive(cap: &Capture) -> Derived {
     let mut open: Vec<(u32, Open)> = on_cpu.into_iter().collect();
     open.sort_by_key(|(cpu, _)| *cpu);
     for (cpu, o) in open {
-        push_slice(&mut out, o.pid, cpu, o.start_ns, None);
+        push_slice(&mut out, o.pid, cpu, o.start_ns, None, (false, false));
     }
     out.wakeups.extend(pending.into_values());
     out.wakeups.retain(|w| (w0..=w1).contains(&w.first_ns()));
@@ -407,6 +583,8 @@ pub(crate) mod tests {
             end_ns,
             end,
             start_clipped: false,
+            start_repaired: false,
+            end_repaired: false,
         }
     }
 
@@ -641,21 +819,177 @@ pub(crate) mod tests {
         assert_eq!(d.slices[0].pid, 10);
     }
 
+    fn repaired(mut s: Slice, start: bool, end: bool) -> Slice {
+        s.start_repaired = start;
+        s.end_repaired = end;
+        s
+    }
+
     #[test]
-    fn a_switch_out_of_a_task_not_on_the_cpu_drops_both_slices_and_is_counted() {
+    fn a_missing_switch_in_from_idle_is_repaired_from_the_wakers_and_the_tasks_events() {
+        // 10 sleeps on CPU 0 (idle runs). An interrupt on the idle CPU wakes
+        // 11 there at 20 (common_pid 0: idle still held it); 11 wakes 10 at
+        // 25 (11 held it by then); the kernel never emitted idle → 11.
+        let cap = capture(
+            0,
+            100,
+            &[10, 11],
+            vec![
+                sw(5, 0, 0, 0, 10),
+                sw(10, 0, 10, SLEEPING, 0),
+                waking(20, 0, 0, 11, 0),
+                waking(25, 0, 11, 10, 0),
+                sw(40, 0, 11, PREEMPTED, 10),
+            ],
+        );
+        let d = derive(&cap);
+        assert_eq!(d.mismatched_switches, 1);
+        assert_eq!(
+            d.repairs,
+            vec![Repair {
+                cpu: 0,
+                before_pid: 0,
+                after_pid: 11,
+                from_ns: 20,
+                to_ns: 25
+            }]
+        );
+        assert_eq!(d.repairs[0].unattributed_ns(), 5);
+        assert!(d.refusals.is_empty());
+        assert_eq!(
+            d.slices,
+            vec![
+                slice(10, 0, 5, 10, Some(SwitchEnd::Blocked)),
+                repaired(
+                    slice(11, 0, 25, 40, Some(SwitchEnd::Preempted)),
+                    true,
+                    false
+                ),
+                slice(10, 0, 40, 100, None),
+            ]
+        );
+        assert!(!d.slices[1].complete());
+    }
+
+    #[test]
+    fn a_missing_switch_out_of_a_task_of_the_run_ends_its_slice_at_its_last_event() {
+        // 10 runs from 10, wakes a task outside the run (99) at 15; the
+        // switch 10 → 68 was never emitted; 68 → 11 at 50 was.
         let cap = capture(
             0,
             100,
             &[10, 11],
             vec![
                 sw(10, 0, 0, 0, 10),
-                // The switch that took 10 off and put 11 on was lost.
-                sw(30, 0, 11, PREEMPTED, 0),
+                waking(15, 0, 10, 99, 0),
+                sw(50, 0, 68, SLEEPING, 11),
+                sw(60, 0, 11, SLEEPING, 0),
+            ],
+        );
+        let d = derive(&cap);
+        assert_eq!(
+            d.repairs,
+            vec![Repair {
+                cpu: 0,
+                before_pid: 10,
+                after_pid: 68,
+                from_ns: 15,
+                to_ns: 50
+            }]
+        );
+        assert_eq!(
+            d.slices,
+            vec![
+                repaired(slice(10, 0, 10, 15, None), false, true),
+                slice(11, 0, 50, 60, Some(SwitchEnd::Blocked)),
+            ]
+        );
+    }
+
+    #[test]
+    fn without_events_between_the_whole_stretch_is_unattributed_and_the_switch_still_counts() {
+        // 68 (outside the run) gets CPU 0 at 10; 68 → 10 was never
+        // emitted; 10 is switched out at 60. Nothing between says when 10
+        // began: all 50 ns are unattributed, and 10's switch-out is kept as
+        // a slice of no length (rusage counts that switch too).
+        let cap = capture(
+            0,
+            100,
+            &[10, 11],
+            vec![sw(10, 0, 11, PREEMPTED, 68), sw(60, 0, 10, PREEMPTED, 0)],
+        );
+        let d = derive(&cap);
+        assert_eq!(d.repairs.len(), 1);
+        assert_eq!(d.repairs[0].unattributed_ns(), 50);
+        let ten: Vec<&Slice> = d.slices.iter().filter(|s| s.pid == 10).collect();
+        assert_eq!(
+            ten,
+            vec![&repaired(
+                slice(10, 0, 60, 60, Some(SwitchEnd::Preempted)),
+                true,
+                false
+            )]
+        );
+    }
+
+    #[test]
+    fn events_that_interleave_the_two_tasks_are_refused_and_drop_their_slices() {
+        // The trace has 10 on CPU 0 from 10; 11 fires an event there at 20,
+        // 10 again at 30, and 11 is switched out at 40: no single missing
+        // switch explains that.
+        let cap = capture(
+            0,
+            100,
+            &[10, 11],
+            vec![
+                sw(10, 0, 0, 0, 10),
+                waking(20, 0, 11, 99, 0),
+                waking(30, 0, 10, 99, 0),
+                sw(40, 0, 11, PREEMPTED, 0),
             ],
         );
         let d = derive(&cap);
         assert!(d.slices.is_empty(), "{:?}", d.slices);
+        assert!(d.repairs.is_empty());
+        assert_eq!(
+            d.refusals,
+            vec![Refusal {
+                cpu: 0,
+                ts_ns: 40,
+                before_pid: 10,
+                after_pid: 11
+            }]
+        );
         assert_eq!(d.mismatched_switches, 1);
+    }
+
+    #[test]
+    fn a_repair_is_clipped_to_the_window_and_one_before_it_is_not_counted() {
+        let cap = capture(
+            100,
+            200,
+            &[10, 11],
+            vec![
+                // Before the window: 0 → 10 missing between 20 and 60.
+                sw(20, 0, 11, SLEEPING, 0),
+                sw(60, 0, 10, SLEEPING, 0),
+                // Across its start: 0 → 11 missing between 90 and 150.
+                sw(90, 0, 0, 0, 50),
+                sw(150, 0, 11, SLEEPING, 0),
+            ],
+        );
+        let d = derive(&cap);
+        assert_eq!(d.mismatched_switches, 1);
+        assert_eq!(
+            d.repairs,
+            vec![Repair {
+                cpu: 0,
+                before_pid: 50,
+                after_pid: 11,
+                from_ns: 100,
+                to_ns: 150
+            }]
+        );
     }
 
     #[test]

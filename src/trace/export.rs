@@ -73,15 +73,26 @@ pub fn run(opts: &ExportOptions) -> Result<i32> {
     let capture = store
         .load_trace(opts.run_id)
         .with_context(|| format!("--run {}", opts.run_id))?;
-    if capture.lost_events > 0 {
+    let format = Format::resolve(opts.format, &opts.output);
+    if let Some(caveat) = store.trace_info(opts.run_id)?.and_then(|i| i.caveat()) {
+        note!("warning: {caveat}");
+        if capture.lost_events > 0 {
+            note!("  Perfetto flags the trace as having lost data.");
+        }
         note!(
-            "warning: run {} lost {} events while it was traced: the export has gaps (Perfetto flags the \
-             trace as having lost data)",
-            opts.run_id,
-            capture.lost_events
+            "  {}",
+            match format {
+                Format::Perfetto => {
+                    "The file holds the events as recorded: where the kernel never emitted a \
+                     switch, Perfetto's slice runs on to the next switch it did emit."
+                }
+                Format::Json => {
+                    "A slice cut by a switch never emitted ends at its task's last event or starts \
+                     at its first (args.end / args.start \"switch never emitted\")."
+                }
+            }
         );
     }
-    let format = Format::resolve(opts.format, &opts.output);
     let bytes = encode(&capture, &kernel_release, format);
     output::write_all(&target, &bytes)?;
     note!(

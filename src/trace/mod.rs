@@ -14,6 +14,7 @@ pub mod event;
 pub mod export;
 pub mod perfetto;
 pub mod summary;
+pub mod verdict;
 
 pub use event::{Capture, Event, EventKind, SwitchEnd, Task};
 pub mod capture;

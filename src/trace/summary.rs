@@ -34,6 +34,12 @@ pub struct ProcessTrace {
     /// The same process inside its own work window, when that window is
     /// known (stored runs; see [`within`]).
     pub work: Option<WithinWindow>,
+    /// CPU time of repaired gaps next to one of its threads (see
+    /// [`super::derive::Repair`]): its on-CPU time may be this much more.
+    pub unattributed_ns: u64,
+    /// Its threads' switches out the kernel never emitted (repaired gaps
+    /// after one of them): its switch count may be this much more.
+    pub missing_switches: u64,
 }
 
 impl ProcessTrace {
@@ -49,6 +55,8 @@ impl ProcessTrace {
             migrations: 0,
             wake_ns: Latency::new(),
             work: None,
+            unattributed_ns: 0,
+            missing_switches: 0,
         }
     }
 
@@ -67,8 +75,11 @@ pub struct CpuTrace {
     /// Time the run's tasks held the CPU, ns.
     pub busy_ns: u64,
     /// Stretches in the window when none of the run's tasks held the CPU
-    /// (idle, or other programs), ns.
+    /// (idle, or other programs), ns; the unattributed stretches of
+    /// repaired gaps are not among them.
     pub gap_ns: Latency,
+    /// Time of repaired gaps no task can be given, ns.
+    pub unattributed_ns: u64,
 }
 
 impl CpuTrace {
@@ -112,6 +123,20 @@ pub fn processes(cap: &Capture, d: &Derived) -> Vec<ProcessTrace> {
             .or_insert_with(|| ProcessTrace::new(of(m.pid)))
             .migrations += 1;
     }
+    for r in &d.repairs {
+        let (before, after) = (of(r.before_pid), of(r.after_pid));
+        for tgid in [before, after] {
+            if let Some(p) = by.get_mut(&tgid) {
+                p.unattributed_ns += r.unattributed_ns();
+            }
+            if before == after {
+                break;
+            }
+        }
+        if let Some(p) = by.get_mut(&before) {
+            p.missing_switches += 1;
+        }
+    }
     for w in &d.wakeups {
         if let Some(ns) = w.latency_ns() {
             by.entry(of(w.pid))
@@ -140,6 +165,12 @@ pub struct WithinWindow {
     /// Its threads' switches out of a CPU inside the window (as rusage's
     /// nvcsw + nivcsw count them).
     pub switches: u64,
+    /// Unattributed time of repaired gaps next to its threads inside the
+    /// window, ns: its on-CPU time there may be this much more.
+    pub unattributed_ns: u64,
+    /// Switches out of its threads inside the window the kernel never
+    /// emitted (repaired gaps).
+    pub missing_switches: u64,
 }
 
 /// The process's on-CPU time and switches inside its work window: the same
@@ -150,7 +181,19 @@ pub fn within(cap: &Capture, d: &Derived, w: &WorkWindow) -> WithinWindow {
     let mut out = WithinWindow {
         oncpu_ns: 0,
         switches: 0,
+        unattributed_ns: 0,
+        missing_switches: 0,
     };
+    let of = |pid: i32| tgid.get(&pid).copied().unwrap_or(pid);
+    for r in &d.repairs {
+        let (a, b) = (r.from_ns.max(w.from_ns), r.to_ns.min(w.to_ns));
+        if of(r.before_pid) == w.tgid || of(r.after_pid) == w.tgid {
+            out.unattributed_ns += b.saturating_sub(a);
+        }
+        if of(r.before_pid) == w.tgid && r.from_ns >= w.from_ns && r.from_ns < w.to_ns {
+            out.missing_switches += 1;
+        }
+    }
     for s in d
         .slices
         .iter()
@@ -168,24 +211,38 @@ pub fn within(cap: &Capture, d: &Derived, w: &WorkWindow) -> WithinWindow {
 /// Per-CPU figures for every traced CPU (and any other a slice was on).
 pub fn cpus(cap: &Capture, d: &Derived) -> Vec<CpuTrace> {
     let (w0, w1) = (cap.start_ns, cap.end_ns.max(cap.start_ns));
-    let mut by: BTreeMap<u32, Vec<(u64, u64)>> =
+    // (start, end, held by the run): unattributed stretches of repaired
+    // gaps are neither busy nor gaps.
+    let mut by: BTreeMap<u32, Vec<(u64, u64, bool)>> =
         cap.cpus.iter().map(|&c| (c, Vec::new())).collect();
     for s in &d.slices {
-        by.entry(s.cpu).or_default().push((s.start_ns, s.end_ns));
+        by.entry(s.cpu)
+            .or_default()
+            .push((s.start_ns, s.end_ns, true));
+    }
+    for r in &d.repairs {
+        by.entry(r.cpu)
+            .or_default()
+            .push((r.from_ns, r.to_ns, false));
     }
     by.into_iter()
         .map(|(cpu, mut spans)| {
             spans.sort_unstable();
             let mut busy_ns = 0;
+            let mut unattributed_ns = 0;
             let mut gap_ns = Latency::new();
             let mut at = w0;
-            for (s, e) in spans {
+            for (s, e, held) in spans {
                 if s > at {
                     gap_ns.record_ns(s - at);
                 }
                 let from = s.max(at);
                 if e > from {
-                    busy_ns += e - from;
+                    if held {
+                        busy_ns += e - from;
+                    } else {
+                        unattributed_ns += e - from;
+                    }
                     at = e;
                 }
             }
@@ -197,6 +254,7 @@ pub fn cpus(cap: &Capture, d: &Derived) -> Vec<CpuTrace> {
                 window_ns: w1 - w0,
                 busy_ns,
                 gap_ns,
+                unattributed_ns,
             }
         })
         .collect()
@@ -237,14 +295,18 @@ mod tests {
             within(&cap, &d, &w(150, 450)),
             WithinWindow {
                 oncpu_ns: 50 + 50 + 30,
-                switches: 2
+                switches: 2,
+                unattributed_ns: 0,
+                missing_switches: 0,
             }
         );
         assert_eq!(
             within(&cap, &d, &w(0, 1_000)),
             WithinWindow {
                 oncpu_ns: 100 + 50 + 80,
-                switches: 3
+                switches: 3,
+                unattributed_ns: 0,
+                missing_switches: 0,
             }
         );
         // A switch exactly at the window's start belongs before it.
@@ -314,5 +376,51 @@ mod tests {
         // CPU 1 saw nothing of the run: one gap, the whole window.
         assert_eq!(c[1].busy_ns, 0);
         assert_eq!(c[1].gap_ns.count(), 1);
+    }
+
+    #[test]
+    fn a_repaired_gap_is_neither_held_nor_a_gap_and_is_charged_to_both_sides() {
+        // 10 runs 0..100 on CPU 0, last seen at 100 (a waking it fired);
+        // the switch 10 → 11 was never emitted; 11 is first seen at 150
+        // and switched out at 200; idle to the window's end at 1000.
+        let cap = capture(
+            0,
+            1_000,
+            &[10, 11],
+            vec![
+                sw(0, 0, 0, 0, 10),
+                waking(100, 0, 10, 99, 0),
+                waking(150, 0, 11, 99, 0),
+                sw(200, 0, 11, SLEEPING, 0),
+            ],
+        );
+        let d = derive(&cap);
+        let c = cpus(&cap, &d);
+        assert_eq!(c[0].busy_ns, 100 + 50);
+        assert_eq!(c[0].unattributed_ns, 50);
+        // One gap, 200..1000: the unattributed 100..150 is not one.
+        assert_eq!(c[0].gap_ns.count(), 1);
+        let p = processes(&cap, &d);
+        assert_eq!(
+            (p[0].tgid, p[0].unattributed_ns, p[0].missing_switches),
+            (10, 50, 1)
+        );
+        assert_eq!(
+            (p[1].tgid, p[1].unattributed_ns, p[1].missing_switches),
+            (11, 50, 0)
+        );
+        let w = within(
+            &cap,
+            &d,
+            &WorkWindow {
+                tgid: 10,
+                from_ns: 0,
+                to_ns: 120,
+            },
+        );
+        assert_eq!(
+            (w.oncpu_ns, w.unattributed_ns, w.missing_switches),
+            (100, 20, 1)
+        );
     }
 }

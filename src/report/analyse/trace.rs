@@ -21,12 +21,15 @@ use crate::workload::latency::Latency;
 /// flagged.
 pub const AGREEMENT_TOLERANCE: f64 = 0.01;
 
-/// A traced run left out: its trace lost events or contradicts itself.
+/// A traced run left out: its trace lost events, or switches the kernel
+/// never emitted cannot be repaired or leave too much time unattributed.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ExcludedRun {
     pub run_id: i64,
     pub lost_events: u64,
     pub mismatched_switches: u64,
+    /// Exactly why ([`crate::trace::verdict::Verdict::reason`]).
+    pub reason: String,
 }
 
 /// One bin of a slice-length histogram: [lo_ns, hi_ns).
@@ -108,6 +111,60 @@ pub struct Agreement {
     /// A ratio beyond [`AGREEMENT_TOLERANCE`] of 1 (or a count where the
     /// other side has none).
     pub flagged: bool,
+    /// Unattributed time of repaired gaps next to the process in the
+    /// window (switches the kernel never emitted), ns.
+    pub unattributed_ns: u64,
+    /// Its switch-outs the kernel never emitted in the window.
+    pub missing_switches: u64,
+    /// For a flagged process: whether missing events explain it.
+    pub explanation: Option<String>,
+}
+
+/// Whether missing switches explain a disagreement: the trace's on-CPU
+/// time is short of schedstat's by no more than the unattributed time next
+/// to the process (its true time lies in `[trace, trace + unattributed]`),
+/// and its switches by no more than the switch-outs never emitted. Nothing
+/// else is claimed: a disagreement they cannot cover is "not explained".
+pub fn explain(
+    trace_oncpu_ns: u64,
+    schedstat_run_ns: Option<u64>,
+    unattributed_ns: u64,
+    trace_switches: u64,
+    rusage_switches: u64,
+    missing_switches: u64,
+) -> String {
+    let mut parts = Vec::new();
+    if let Some(run) = schedstat_run_ns {
+        let (_, off) = ratio(trace_oncpu_ns, run);
+        if off {
+            let covered = run >= trace_oncpu_ns && run - trace_oncpu_ns <= unattributed_ns;
+            parts.push(if covered {
+                format!(
+                    "on-CPU: explained by switches never emitted ({:.3} ms unattributed)",
+                    unattributed_ns as f64 / 1e6
+                )
+            } else if unattributed_ns > 0 {
+                format!(
+                    "on-CPU: not explained ({:.3} ms unattributed, off by {:+.3} ms)",
+                    unattributed_ns as f64 / 1e6,
+                    (trace_oncpu_ns as f64 - run as f64) / 1e6
+                )
+            } else {
+                "on-CPU: not explained by a missing event (none next to it)".to_string()
+            });
+        }
+    }
+    let (_, off) = ratio(trace_switches, rusage_switches);
+    if off {
+        let covered = rusage_switches >= trace_switches
+            && rusage_switches - trace_switches <= missing_switches;
+        parts.push(if covered {
+            format!("switches: explained by {missing_switches} never emitted")
+        } else {
+            format!("switches: not explained ({missing_switches} never emitted)")
+        });
+    }
+    parts.join("; ")
 }
 
 /// The trace part of a report.
@@ -180,6 +237,11 @@ pub fn analyse(
                 run_id: t.info.run_id,
                 lost_events: t.info.lost_events,
                 mismatched_switches: t.info.mismatched_switches,
+                reason: t
+                    .info
+                    .verdict
+                    .reason()
+                    .unwrap_or_else(|| "marked unusable when stored".to_string()),
             });
         } else {
             usable.insert(t.info.run_id, t);
@@ -242,13 +304,24 @@ pub fn analyse(
                 // Inside the process's own work window when it is known
                 // (the window rusage and schedstat cover), else the whole
                 // traced window.
-                let (trace_oncpu_ns, trace_switches) = match p.work {
-                    Some(w) => (w.oncpu_ns, w.switches),
-                    None => {
-                        let (vol, invol) = p.rusage_switches();
-                        (p.oncpu_ns, vol + invol)
-                    }
-                };
+                let (trace_oncpu_ns, trace_switches, unattributed_ns, missing_switches) =
+                    match p.work {
+                        Some(w) => (
+                            w.oncpu_ns,
+                            w.switches,
+                            w.unattributed_ns,
+                            w.missing_switches,
+                        ),
+                        None => {
+                            let (vol, invol) = p.rusage_switches();
+                            (
+                                p.oncpu_ns,
+                                vol + invol,
+                                p.unattributed_ns,
+                                p.missing_switches,
+                            )
+                        }
+                    };
                 let rusage_switches = rec.usage.nvcsw + rec.usage.nivcsw;
                 let (oncpu_ratio, oncpu_off) = match rec.run_ns {
                     Some(run) => ratio(trace_oncpu_ns, run),
@@ -270,6 +343,18 @@ pub fn analyse(
                     rusage_switches,
                     switch_ratio,
                     flagged,
+                    unattributed_ns,
+                    missing_switches,
+                    explanation: flagged.then(|| {
+                        explain(
+                            trace_oncpu_ns,
+                            rec.run_ns,
+                            unattributed_ns,
+                            trace_switches,
+                            rusage_switches,
+                            missing_switches,
+                        )
+                    }),
                 });
             }
             for l in lat_by_run.get(id).into_iter().flatten() {
@@ -325,6 +410,33 @@ pub fn analyse(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn missing_switches_explain_only_what_they_can_cover() {
+        // 10 ms short of schedstat's 1 s with 12 ms unattributed: explained.
+        assert_eq!(
+            explain(990_000_000, Some(1_000_000_000), 12_000_000, 10, 10, 0),
+            "on-CPU: explained by switches never emitted (12.000 ms unattributed)"
+        );
+        // More than schedstat (the trace cannot gain time from a gap): not.
+        assert_eq!(
+            explain(1_020_000_000, Some(1_000_000_000), 12_000_000, 10, 10, 0),
+            "on-CPU: not explained (12.000 ms unattributed, off by +20.000 ms)"
+        );
+        assert_eq!(
+            explain(1_020_000_000, Some(1_000_000_000), 0, 10, 10, 0),
+            "on-CPU: not explained by a missing event (none next to it)"
+        );
+        // Two switches short, two never emitted: explained; three short: not.
+        assert_eq!(
+            explain(1_000, Some(1_000), 0, 98, 100, 2),
+            "switches: explained by 2 never emitted"
+        );
+        assert_eq!(
+            explain(1_000, Some(1_000), 0, 97, 100, 2),
+            "switches: not explained (2 never emitted)"
+        );
+    }
 
     #[test]
     fn edges_bracket_the_values_on_the_125_series() {

@@ -43,6 +43,8 @@ pub struct Timeline {
     /// Slices overlapping the window in all.
     pub slices_total: usize,
     pub tasks: Vec<Task>,
+    /// The repaired gaps overlapping the window (unattributed stretches).
+    pub repairs: Vec<crate::trace::derive::Repair>,
 }
 
 /// Runs whose stored details a section reads, by kind of detail.
@@ -201,10 +203,9 @@ fn timeline(
             to_ns: DEFAULT_WINDOW_NS.min(len_ns.max(1)),
         },
     };
-    let mut slices = store.trace_slices(
-        info.run_id,
-        Some((info.start_ns + window.from_ns, info.start_ns + window.to_ns)),
-    )?;
+    let span = (info.start_ns + window.from_ns, info.start_ns + window.to_ns);
+    let mut slices = store.trace_slices(info.run_id, Some(span))?;
+    let repairs = store.trace_repairs(info.run_id, Some(span))?;
     let slices_total = slices.len();
     // Cut in time order, so that what is drawn is the start of the window.
     slices.sort_by_key(|s| (s.start_ns, s.cpu));
@@ -216,6 +217,7 @@ fn timeline(
         window,
         slices,
         slices_total,
+        repairs,
     }))
 }
 

@@ -41,6 +41,9 @@ struct CpuRow {
     gaps: u64,
     gap_p50_us: Option<f64>,
     gap_max_us: Option<f64>,
+    /// Time of repaired gaps no task can be given (switches the kernel
+    /// never emitted), µs: neither held nor a gap.
+    unattributed_us: f64,
 }
 
 fn cpu_rows(c: &[crate::trace::summary::CpuTrace]) -> Vec<CpuRow> {
@@ -54,6 +57,7 @@ fn cpu_rows(c: &[crate::trace::summary::CpuTrace]) -> Vec<CpuRow> {
                 gaps: p.count,
                 gap_p50_us: us(p.p50_ns),
                 gap_max_us: us(p.max_ns),
+                unattributed_us: c.unattributed_ns as f64 / 1e3,
             }
         })
         .collect()
@@ -140,6 +144,7 @@ fn agreement_row(a: &Analysis, g: &Agreement) -> Vec<String> {
         g.trace_switches.to_string(),
         g.rusage_switches.to_string(),
         ratio(g.switch_ratio),
+        g.explanation.clone().unwrap_or_default(),
     ]
 }
 
@@ -249,20 +254,23 @@ impl Section for TraceSection {
             if d.traced_runs == 1 { "was" } else { "were" },
         ))];
         if !d.excluded.is_empty() {
-            b.push(Block::Notes(vec![format!(
-                "{} left out: the kernel dropped events, or a switch contradicted the trace, so its slices cannot \
-                 be trusted ({}). Give the trace a larger buffer or trace fewer events.",
+            let mut notes = vec![format!(
+                "{} left out, each for the reason given. A larger buffer helps only where events were lost: \
+                 a sched_switch the kernel never emitted (0 lost; see README, \"Kernel traces\") is repaired \
+                 from the events around it when they allow, and the run is left out only when they contradict \
+                 it or the time it leaves unattributed is over 1 % of the run's on-CPU time.",
                 plural(d.excluded.len(), "traced run is", "traced runs are"),
+            )];
+            notes.extend(
                 d.excluded
                     .iter()
                     .take(MAX_LISTED)
-                    .map(|e| format!(
-                        "run {}: {} lost, {} mismatched",
-                        e.run_id, e.lost_events, e.mismatched_switches
-                    ))
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            )]));
+                    .map(|e| format!("Run {}: {}.", e.run_id, e.reason)),
+            );
+            if let Some(line) = more_line(d.excluded.len()) {
+                notes.push(line);
+            }
+            b.push(Block::Notes(notes));
         }
         if d.conditions.is_empty() {
             return b;
@@ -329,10 +337,13 @@ impl Section for TraceSection {
                         "trace switches",
                         "rusage switches",
                         "ratio",
+                        "missing events",
                     ]
                     .map(String::from)
                     .to_vec(),
-                    numeric: vec![true, false, false, true, true, true, true, true, true],
+                    numeric: vec![
+                        true, false, false, true, true, true, true, true, true, false,
+                    ],
                     rows: flagged
                         .iter()
                         .take(MAX_LISTED)
@@ -354,17 +365,16 @@ impl Section for TraceSection {
                     if s.chosen { " (chosen)" } else { ", the first traced run" },
                     super::details::window_text(&s.window),
                     crate::policyctl::format_ns(s.trace_ns),
-                    if s.unusable {
-                        " Its trace lost events: what is drawn may miss slices."
-                    } else {
-                        ""
-                    }
+                    s.caveat.as_ref().map_or(String::new(), |c| format!(" {c}"))
                 ),
             })]));
         }
         if let Some((s, _)) = &self.timeline
             && !self.cpus.is_empty()
         {
+            if let Some(c) = &s.caveat {
+                b.push(Block::Notes(vec![c.clone()]));
+            }
             b.push(Block::Table {
                 row_class: Vec::new(),
                 table: Table {
@@ -379,10 +389,11 @@ impl Section for TraceSection {
                         "gaps (idle or other programs)",
                         "gap p50 µs",
                         "gap max µs",
+                        "unattributed µs",
                     ]
                     .map(String::from)
                     .to_vec(),
-                    numeric: vec![true; 5],
+                    numeric: vec![true; 6],
                     rows: self
                         .cpus
                         .iter()
@@ -393,6 +404,7 @@ impl Section for TraceSection {
                                 c.gaps.to_string(),
                                 us(c.gap_p50_us),
                                 us(c.gap_max_us),
+                                fmt::sig(c.unattributed_us, 3),
                             ]
                         })
                         .collect(),

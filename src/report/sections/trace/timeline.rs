@@ -21,6 +21,10 @@ pub struct TimelineSummary {
     pub slices_total: usize,
     pub slices_shown: usize,
     pub unusable: bool,
+    /// Why the trace is unusable, or what its repairs cost (None: neither).
+    pub caveat: Option<String>,
+    /// Repaired gaps overlapping the window.
+    pub repairs_shown: usize,
 }
 
 pub fn summary(t: &Timeline) -> TimelineSummary {
@@ -32,8 +36,13 @@ pub fn summary(t: &Timeline) -> TimelineSummary {
         slices_total: t.slices_total,
         slices_shown: t.slices.len(),
         unusable: t.info.unusable,
+        caveat: t.info.caveat(),
+        repairs_shown: t.repairs.len(),
     }
 }
+
+/// The colour of an unattributed stretch: a grey no process is given.
+const UNATTRIBUTED_COLOUR: &str = "#b0b0b0";
 
 fn end_text(end: Option<SwitchEnd>) -> &'static str {
     match end {
@@ -111,9 +120,15 @@ pub fn chart(t: &Timeline) -> GanttChart {
                     fmt::sig(start, 6),
                     fmt::sig(end, 6),
                     fmt::sig(s.len_ns() as f64 / 1e3, 4),
-                    end_text(s.end),
+                    if s.end_repaired {
+                        "switch-out never emitted by the kernel: ends at its last event"
+                    } else {
+                        end_text(s.end)
+                    },
                     if s.start_clipped {
                         "; running when the trace began"
+                    } else if s.start_repaired {
+                        "; switch-in never emitted by the kernel: starts at its first event"
                     } else {
                         ""
                     }
@@ -121,6 +136,28 @@ pub fn chart(t: &Timeline) -> GanttChart {
                 colour: colour.get(&tgid).map(|c| c.to_string()),
             })
         })
+        .chain(t.repairs.iter().filter_map(|r| {
+            let row = cpus.iter().position(|&c| c == r.cpu)?;
+            let start = r.from_ns.saturating_sub(origin) as f64 / 1e6;
+            let end = r.to_ns.saturating_sub(origin) as f64 / 1e6;
+            Some(GanttBar {
+                row,
+                start,
+                end,
+                inner_end: None,
+                tooltip: format!(
+                    "unattributed on CPU {}: {}–{} ms ({} µs): the kernel never emitted the switch \
+                     from pid {} (last seen) to pid {} (first seen)",
+                    r.cpu,
+                    fmt::sig(start, 6),
+                    fmt::sig(end, 6),
+                    fmt::sig(r.unattributed_ns() as f64 / 1e3, 4),
+                    r.before_pid,
+                    r.after_pid
+                ),
+                colour: Some(UNATTRIBUTED_COLOUR.to_string()),
+            })
+        }))
         .collect();
     let cut = t.slices.len() < t.slices_total;
     GanttChart {
@@ -149,8 +186,15 @@ pub fn chart(t: &Timeline) -> GanttChart {
         bars,
         x_max: len_ms,
         note: format!(
-            "One bar per slice from sched_switch in to sched_switch out; gaps: the CPU idle or running other \
-             programs.{}",
+            "{}One bar per slice from sched_switch in to sched_switch out; gaps: the CPU idle or running other \
+             programs.{}{}",
+            t.info.caveat().map_or(String::new(), |c| format!("{c} ")),
+            if t.repairs.is_empty() {
+                ""
+            } else {
+                " Grey: unattributed, between the last event of one task and the first of the next where the \
+                 kernel never emitted the switch."
+            },
             if cut {
                 format!(
                     " Only the first {} of the window's {} slices are drawn: narrow --window.",
@@ -167,6 +211,10 @@ pub fn chart(t: &Timeline) -> GanttChart {
                 name: name(p),
                 colour: colour[&p].to_string(),
             })
+            .chain((!t.repairs.is_empty()).then(|| Series {
+                name: "unattributed (switch never emitted)".to_string(),
+                colour: UNATTRIBUTED_COLOUR.to_string(),
+            }))
             .collect(),
     }
 }
@@ -176,7 +224,8 @@ mod tests {
     use super::*;
     use crate::store::TraceInfo;
     use crate::trace::Task;
-    use crate::trace::derive::Slice;
+    use crate::trace::derive::{Repair, Slice};
+    use crate::trace::verdict::Verdict;
 
     fn timeline() -> Timeline {
         let slice = |pid, cpu, start_ns, end_ns, end| Slice {
@@ -186,6 +235,8 @@ mod tests {
             end_ns,
             end,
             start_clipped: false,
+            start_repaired: false,
+            end_repaired: false,
         };
         Timeline {
             info: TraceInfo {
@@ -197,6 +248,7 @@ mod tests {
                 mismatched_switches: 0,
                 unusable: false,
                 event_count: 10,
+                verdict: Verdict::default(),
             },
             chosen: true,
             window: TimeWindow {
@@ -221,6 +273,7 @@ mod tests {
                 slice(12, 1, 1_590_000_000, 1_700_000_000, None),
             ],
             slices_total: 3,
+            repairs: Vec::new(),
             tasks: vec![
                 Task {
                     tid: 10,
@@ -257,6 +310,50 @@ mod tests {
         let svg = g.render();
         assert_eq!(svg.matches("<g class=\"mark\">").count(), 3);
         assert!(svg.contains(">CPU 1</text>"));
+    }
+
+    #[test]
+    fn an_unusable_trace_says_why_in_the_note_and_repairs_are_drawn_grey() {
+        let mut t = timeline();
+        t.info.verdict = Verdict {
+            repaired: 1,
+            unattributed_ns: 12_042_000,
+            oncpu_ns: 200_000_000,
+            ..Verdict::default()
+        };
+        t.info.unusable = true;
+        t.repairs = vec![Repair {
+            cpu: 1,
+            before_pid: 68,
+            after_pid: 12,
+            from_ns: 1_560_000_000,
+            to_ns: 1_572_042_000,
+        }];
+        let g = chart(&t);
+        assert!(
+            g.note
+                .starts_with("Run 7's trace is unusable: 1 sched_switch the kernel never emitted"),
+            "{}",
+            g.note
+        );
+        assert_eq!(g.bars.len(), 4);
+        assert_eq!(g.bars[3].row, 1);
+        assert_eq!(g.bars[3].colour.as_deref(), Some(UNATTRIBUTED_COLOUR));
+        let len = format!("({} µs)", fmt::sig(12_042.0, 4));
+        assert!(g.bars[3].tooltip.contains(&len), "{}", g.bars[3].tooltip);
+        assert!(
+            g.bars[3]
+                .tooltip
+                .contains("from pid 68 (last seen) to pid 12")
+        );
+        assert_eq!(
+            g.legend.last().unwrap().name,
+            "unattributed (switch never emitted)"
+        );
+        let s = summary(&t);
+        assert!(s.unusable && s.caveat.is_some() && s.repairs_shown == 1);
+        // A clean trace says nothing of the kind.
+        assert!(!chart(&timeline()).note.contains("Run 7"));
     }
 
     #[test]
