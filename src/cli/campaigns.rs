@@ -1,4 +1,6 @@
-//! `schedlab campaigns`: the campaigns in a database with their progress.
+//! `schedlab campaigns`: the campaigns in a database with their progress,
+//! as a table or, with `--json`, as an array of
+//! [`crate::store::CampaignSummary`].
 
 use anyhow::Result;
 use clap::Args;
@@ -11,10 +13,19 @@ use crate::store::Store;
 pub(super) struct CampaignsArgs {
     #[command(flatten)]
     db: DbArg,
+    /// Print JSON instead of a table: one object per campaign with its
+    /// stored row and its runs by status.
+    #[arg(long)]
+    json: bool,
 }
 
 pub(super) fn run(a: CampaignsArgs) -> Result<i32> {
     let store = Store::open_existing(&a.db.db)?;
+    let campaigns = store.campaigns()?;
+    if a.json {
+        outln!("{}", serde_json::to_string_pretty(&campaigns)?)?;
+        return Ok(0);
+    }
     outln!(
         "{:>4}  {:<20} {:<16} {:>8} {:>6} {:>6} {:>7} {:>9} {:>8}",
         "id",
@@ -27,7 +38,7 @@ pub(super) fn run(a: CampaignsArgs) -> Result<i32> {
         "skipped",
         "scale"
     )?;
-    for c in store.campaigns()? {
+    for c in campaigns {
         outln!(
             "{:>4}  {:<20} {:<16} {:>8} {:>6} {:>6} {:>7} {:>9} {:>8}",
             c.campaign.id,

@@ -16,8 +16,10 @@ use crate::spec::SpecError;
 mod bench;
 mod campaigns;
 mod compare;
+mod completions;
 mod env;
 mod export;
+mod man;
 mod merge;
 mod plan;
 mod policy;
@@ -91,9 +93,38 @@ enum Command {
         #[command(subcommand)]
         which: bench::BenchCommand,
     },
+    /// A completion script for a shell (bash, zsh, fish), on standard output.
+    Completions(completions::CompletionsArgs),
+    /// The manual page (roff) on standard output, or with --dir a page per
+    /// command written into a directory.
+    Man(man::ManArgs),
     /// Internal: a worker process (started by `run`).
     #[command(name = "__worker", hide = true)]
     Worker { json: String },
+}
+
+/// The command line as people use it, for completions and manual pages:
+/// [`Cli`]'s, without the hidden worker mode (clap_complete's bash script
+/// would offer it).
+fn visible_command() -> clap::Command {
+    use clap::CommandFactory;
+    let full = Cli::command();
+    let visible: Vec<clap::Command> = full
+        .get_subcommands()
+        .filter(|c| !c.is_hide_set())
+        .cloned()
+        .collect();
+    let mut cmd = clap::Command::new("schedlab")
+        .version(env!("CARGO_PKG_VERSION"))
+        .subcommand_required(true)
+        .subcommands(visible);
+    if let Some(about) = full.get_about() {
+        cmd = cmd.about(about.clone());
+    }
+    if let Some(after) = full.get_after_help() {
+        cmd = cmd.after_help(after.clone());
+    }
+    cmd
 }
 
 /// Parse the command line, run it, and return the process exit code.
@@ -181,6 +212,8 @@ fn dispatch(command: Command) -> Result<i32> {
         Command::Report(a) => report::run(a),
         Command::Compare(a) => compare::run(a),
         Command::Bench { which } => bench::run(which),
+        Command::Completions(a) => completions::run(a),
+        Command::Man(a) => man::run(a),
         Command::Worker { .. } => unreachable!("handled before dispatch"),
     }
 }
@@ -193,5 +226,26 @@ mod tests {
     fn the_command_line_is_well_formed() {
         use clap::CommandFactory;
         Cli::command().debug_assert();
+        visible_command().debug_assert();
+    }
+
+    #[test]
+    fn the_visible_command_is_the_cli_without_the_worker() {
+        use clap::CommandFactory;
+        let names = |c: &clap::Command| -> Vec<String> {
+            c.get_subcommands()
+                .map(|s| s.get_name().to_string())
+                .collect()
+        };
+        let full = Cli::command();
+        let visible = visible_command();
+        let mut expected = names(&full);
+        expected.retain(|n| n != "__worker");
+        assert_eq!(names(&visible), expected);
+        assert!(expected.len() > 10);
+        assert_eq!(
+            visible.get_about().map(|a| a.to_string()),
+            full.get_about().map(|a| a.to_string())
+        );
     }
 }

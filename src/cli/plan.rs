@@ -1,8 +1,10 @@
 //! `schedlab plan`: the runs a spec expands to, how many are stored, and a
-//! time estimate, without running anything ([`crate::campaign::preview`]).
+//! time estimate, without running anything ([`crate::campaign::preview`]);
+//! as text, or as JSON with `--json`.
 
 use anyhow::Result;
 use clap::Args;
+use serde_json::{Value, json};
 use std::path::Path;
 
 use super::source::{DbArg, Loaded, SpecSource};
@@ -24,18 +26,26 @@ pub(super) struct PlanArgs {
     /// hog on every CPU); without it plan refuses what run refuses.
     #[arg(long)]
     force: bool,
+    /// Print JSON instead of text (the runs under "list" with --list).
+    #[arg(long)]
+    json: bool,
 }
 
 pub(super) fn run(a: PlanArgs) -> Result<i32> {
     let l = a.source.load()?;
     let p = campaign::preview(&l.spec, &l.origin, &a.db.db, a.force)?;
+    if a.json {
+        let value = json(&l, &p, &a.db.db, a.list);
+        outln!("{}", serde_json::to_string_pretty(&value)?)?;
+        return Ok(0);
+    }
     print_spec(&l)?;
     print_runs(&l.spec, &p, &a.db.db)?;
     if a.list {
         print_list(&l.spec, &p)?;
     }
     for w in warnings(&l.spec, &p) {
-        outln!("warning      {w}")?;
+        outln!("warning      {}", out::esc(&w))?;
     }
     Ok(0)
 }
@@ -96,13 +106,8 @@ fn print_spec(l: &Loaded) -> Result<()> {
             joined(ext_levels(s))
         )?;
     }
-    if let Some(h) = &s.hog {
-        let who = if h.is_rt() {
-            format!("1 {} at RT priority {}", h.policy.name(), h.rt_priority)
-        } else {
-            format!("{} {} at nice {}", h.count, h.policy.name(), h.nice)
-        };
-        outln!("hogs         {who} on cpus {}", h.cpus.label())?;
+    if let Some(hogs) = hogs(s) {
+        outln!("hogs         {hogs}")?;
     }
     if s.trace {
         outln!(
@@ -128,17 +133,35 @@ fn ext_levels(s: &Spec) -> Vec<String> {
         .collect()
 }
 
+/// The hogs beside the workers, when the spec has them.
+fn hogs(s: &Spec) -> Option<String> {
+    let h = s.hog.as_ref()?;
+    let who = if h.is_rt() {
+        format!("1 {} at RT priority {}", h.policy.name(), h.rt_priority)
+    } else {
+        format!("{} {} at nice {}", h.count, h.policy.name(), h.nice)
+    };
+    Some(format!("{who} on cpus {}", h.cpus.label()))
+}
+
+/// The run order in words.
+fn order(s: &Spec, p: &Preview) -> String {
+    match (s.order, p.seed) {
+        (Order::Sequential, _) => "sequential".to_string(),
+        (Order::Shuffled, Some(seed)) => format!("shuffled, seed {seed}"),
+        (Order::Shuffled, None) => "shuffled, seed drawn when the campaign starts".to_string(),
+    }
+}
+
+/// Runs not stored yet.
+fn pending(p: &Preview) -> usize {
+    p.runs.iter().filter(|r| !p.done.contains(&r.key)).count()
+}
+
 /// The order, the runs stored and left, and the estimate.
 fn print_runs(s: &Spec, p: &Preview, db: &Path) -> Result<()> {
-    let pending = p.runs.iter().filter(|r| !p.done.contains(&r.key)).count();
-    outln!(
-        "order        {}",
-        match (s.order, p.seed) {
-            (Order::Sequential, _) => "sequential".to_string(),
-            (Order::Shuffled, Some(seed)) => format!("shuffled, seed {seed}"),
-            (Order::Shuffled, None) => "shuffled, seed drawn when the campaign starts".to_string(),
-        }
-    )?;
+    let pending = pending(p);
+    outln!("order        {}", order(s, p))?;
     outln!(
         "runs         {} ({} stored in {}, {} to run)",
         p.runs.len(),
@@ -201,10 +224,58 @@ fn warnings(s: &Spec, p: &Preview) -> Vec<String> {
         .map(|pp| format!("{} runs will be skipped: {}", pp.policy, pp.detail))
         .collect();
     let all: Vec<&plan::Run> = p.runs.iter().collect();
-    warnings.extend(
-        plan::short_work_warnings(&all, &p.rates, campaign::slices_of(&p.env))
-            .iter()
-            .map(|w| out::esc(w).into_owned()),
-    );
+    warnings.extend(plan::short_work_warnings(
+        &all,
+        &p.rates,
+        campaign::slices_of(&p.env),
+    ));
     warnings
+}
+
+/// What the text says, as one JSON object: the spec's factors as lists,
+/// the run counts, the estimate and the calibration it comes from, the
+/// warnings, and with `list` every run in campaign order.
+fn json(l: &Loaded, p: &Preview, db: &Path, list: bool) -> Value {
+    let s = &l.spec;
+    let pending = pending(p);
+    let mut v = json!({
+        "campaign": s.name,
+        "origin": l.origin,
+        "description": s.description,
+        "policies": s.policies.iter().map(|p| p.name()).collect::<Vec<_>>(),
+        "workloads": s.workloads.iter().map(|w| &w.name).collect::<Vec<_>>(),
+        "processes": s.processes,
+        "priorities": s.priorities.iter().map(|p| &p.name).collect::<Vec<_>>(),
+        "cpus": s.cpus.iter().map(|c| c.label()).collect::<Vec<_>>(),
+        "rt_runtime_us": s.rt_runtime_us,
+        "slice_us": s.slice_us,
+        "sched_ext": ext_levels(s),
+        "hogs": hogs(s),
+        "trace": s.trace,
+        "repetitions": s.repetitions,
+        "scale": s.scale,
+        "order": order(s, p),
+        "seed": p.seed,
+        "db": db,
+        "runs": p.runs.len(),
+        "stored": p.runs.len() - pending,
+        "to_run": pending,
+        "estimate_s": p.estimate_s,
+        "pi_iter_per_s": p.rates.pi_iter_per_s,
+        "warnings": warnings(s, p),
+    });
+    if list {
+        v["list"] = listed_runs(s, p)
+            .iter()
+            .map(|r| {
+                json!({
+                    "seq": r.seq,
+                    "key": r.key,
+                    "label": r.label(),
+                    "stored": p.done.contains(&r.key),
+                })
+            })
+            .collect();
+    }
+    v
 }

@@ -1,4 +1,5 @@
-//! `schedlab preset list / show`: the built-in experiment specs.
+//! `schedlab preset list / show`: the built-in experiment specs (the list
+//! as text or, with `--json`, as JSON).
 
 use anyhow::Result;
 use std::io::Write;
@@ -9,14 +10,25 @@ use crate::spec::{SpecError, presets};
 #[derive(clap::Subcommand)]
 pub(super) enum PresetCommand {
     /// List the built-in presets.
-    List,
+    List {
+        /// Print JSON instead of text: an array of {name, summary}.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print a preset as TOML, to start a spec from.
     Show { name: String },
 }
 
 pub(super) fn run(command: PresetCommand) -> Result<i32> {
     match command {
-        PresetCommand::List => {
+        PresetCommand::List { json: true } => {
+            let list: Vec<_> = presets::PRESETS
+                .iter()
+                .map(|p| serde_json::json!({ "name": p.name, "summary": p.summary }))
+                .collect();
+            outln!("{}", serde_json::to_string_pretty(&list)?)?;
+        }
+        PresetCommand::List { json: false } => {
             for p in presets::PRESETS {
                 outln!("{:<12} {}", p.name, p.summary)?;
             }
