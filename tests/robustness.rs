@@ -74,6 +74,10 @@ fn a_closed_stdout_ends_every_command_quietly_with_success() {
     let pid = std::process::id().to_string();
     let cases: &[&[&str]] = &[
         &["campaigns", "--db", "t.db"],
+        &["campaigns", "--db", "t.db", "--json"],
+        &["preset", "list", "--json"],
+        &["completions", "bash"],
+        &["man"],
         &["env"],
         &["env", "--json"],
         &["preset", "list"],

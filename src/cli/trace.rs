@@ -1,11 +1,17 @@
-//! The command line of `schedlab trace export` (clap), turned into the
-//! plain [`ExportOptions`] that [`crate::trace::export`] runs.
+//! `schedlab trace export`: its arguments, and the command itself: one
+//! stored run's kernel trace read from the store, encoded by
+//! [`crate::trace::export`] and written through [`crate::output`] (a file
+//! appears whole or not at all, a device or FIFO is written through, `-`
+//! is standard output).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{Context, Result, bail};
 
-use crate::trace::export::{self, ExportOptions, Format};
+use crate::out;
+use crate::output::{self, Target};
+use crate::store::Store;
+use crate::trace::export::{Format, encode};
 
 #[derive(clap::Subcommand)]
 pub(super) enum TraceCommand {
@@ -37,27 +43,111 @@ pub(super) struct ExportArgs {
     output: PathBuf,
     /// File format (default: json for a .json file, else perfetto).
     #[arg(long, value_enum)]
-    format: Option<FormatArg>,
-}
-
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum FormatArg {
-    /// Perfetto's protobuf trace.
-    Perfetto,
-    /// Chrome trace-event JSON.
-    Json,
+    format: Option<Format>,
 }
 
 pub(super) fn run(command: TraceCommand) -> Result<i32> {
     match command {
-        TraceCommand::Export(a) => export::run(&ExportOptions {
-            db: a.db,
-            run_id: a.run,
-            output: a.output,
-            format: a.format.map(|f| match f {
-                FormatArg::Perfetto => Format::Perfetto,
-                FormatArg::Json => Format::Json,
-            }),
-        }),
+        TraceCommand::Export(a) => export(&a),
+    }
+}
+
+/// Load the run's trace, write it, say what was written.
+fn export(a: &ExportArgs) -> Result<i32> {
+    let store = Store::open_existing(&a.db)?;
+    if same_file(&a.db, &a.output) {
+        bail!(
+            "-o {} is the database (--db): choose another file",
+            out::path(&a.output)
+        );
+    }
+    let target = Target::parse(&a.output)?;
+    let Some(kernel_release) = store.run_kernel_release(a.run)? else {
+        bail!(
+            "--run {}: no such run in {} (the `run` column of `schedlab export` lists them)",
+            a.run,
+            out::path(&a.db)
+        );
+    };
+    let capture = store
+        .load_trace(a.run)
+        .with_context(|| format!("--run {}", a.run))?;
+    let format = Format::resolve(a.format, &a.output);
+    if let Some(caveat) = store.trace_info(a.run)?.and_then(|i| i.caveat()) {
+        note!("warning: {caveat}");
+        if capture.lost_events > 0 {
+            note!("  Perfetto flags the trace as having lost data.");
+        }
+        note!(
+            "  {}",
+            match format {
+                Format::Perfetto => {
+                    "The file holds the events as recorded: where the kernel never emitted a \
+                     switch, Perfetto's slice runs on to the next switch it did emit."
+                }
+                Format::Json => {
+                    "A slice cut by a switch never emitted ends at its task's last event or starts \
+                     at its first (args.end / args.start \"switch never emitted\")."
+                }
+            }
+        );
+    }
+    let bytes = encode(&capture, &kernel_release, format);
+    output::write_all(&target, &bytes)?;
+    note!(
+        "wrote {}: run {}, {} events on {} over {:.3} s, {}{}",
+        target.shown(),
+        a.run,
+        capture.events.len(),
+        cpu_label(&capture.cpus),
+        capture.end_ns.saturating_sub(capture.start_ns) as f64 / 1e9,
+        format.name(),
+        match format {
+            Format::Perfetto => " (open it at https://ui.perfetto.dev: Open trace file)",
+            Format::Json => "",
+        }
+    );
+    Ok(0)
+}
+
+/// Whether two paths name one existing file (the rename would replace it).
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
+/// "CPU 0", "CPUs 0,1".
+fn cpu_label(cpus: &[u32]) -> String {
+    let list: Vec<String> = cpus.iter().map(u32::to_string).collect();
+    match cpus.len() {
+        1 => format!("CPU {}", list[0]),
+        _ => format!("CPUs {}", list.join(",")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpus_are_listed_in_the_note() {
+        assert_eq!(cpu_label(&[0]), "CPU 0");
+        assert_eq!(cpu_label(&[0, 1]), "CPUs 0,1");
+        assert_eq!(cpu_label(&[]), "CPUs ");
+    }
+
+    #[test]
+    fn a_path_is_the_same_file_as_itself_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a.db");
+        let b = dir.path().join("b.db");
+        std::fs::write(&a, "a").unwrap();
+        std::fs::write(&b, "b").unwrap();
+        assert!(same_file(&a, &dir.path().join(".").join("a.db")));
+        assert!(!same_file(&a, &b));
+        assert!(!same_file(&a, &dir.path().join("missing")));
     }
 }

@@ -1,18 +1,21 @@
-//! Exports of stored runs for other tools: CSV (one row per process per run),
-//! JSON (the same rows as an array of objects with the same keys, one
-//! object per line) and Parquet (the same rows and columns, typed:
+//! Exports of stored runs for other tools: one row per process per run,
+//! the columns [`COLUMNS`] followed by one `fig_<name>` column per workload
+//! figure found in the exported rows (README's "Using the data" lists them
+//! with their units), in one of three formats behind one trait,
+//! [`Exporter`], as hyperfine's exporters: CSV (`csv.rs`), JSON (the same
+//! rows as an array of objects with the same keys, one object per line;
+//! `json.rs`) and Parquet (the same rows and columns, typed:
 //! [`COLUMN_TYPES`]; `parquet.rs`).
 //!
 //! Rows are written one at a time as the store reads them
-//! ([`Exporter::row`]), so an export never holds a campaign in memory. The
-//! columns are [`COLUMNS`] followed by one `fig_<name>` column per workload
-//! figure found in the exported rows; README's "Using the data" lists them
-//! with their units.
+//! ([`Exporter::row`]), so an export never holds a campaign in memory.
 
 use anyhow::Result;
 use serde_json::Value;
 use std::io::Write;
 
+mod csv;
+mod json;
 pub mod parquet;
 
 use crate::record::Usage;
@@ -210,12 +213,57 @@ pub const COLUMN_TYPES: &[(&str, Kind, bool)] = &[
 /// The prefix of a workload figure's column.
 pub const FIGURE_PREFIX: &str = "fig_";
 
-/// The output format of the row-by-row text exports (Parquet is written
-/// by [`parquet::ParquetExporter`]).
+/// An export's file format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     Csv,
     Json,
+    /// Typed columns in a binary file.
+    Parquet,
+}
+
+impl Format {
+    pub const ALL: [Format; 3] = [Format::Csv, Format::Json, Format::Parquet];
+
+    /// The name on the command line (`--format csv`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Csv => "csv",
+            Format::Json => "json",
+            Format::Parquet => "parquet",
+        }
+    }
+
+    /// Whether the format is binary (no use on a terminal).
+    pub fn binary(self) -> bool {
+        self == Format::Parquet
+    }
+
+    /// Start an export in this format whose rows carry these figures (the
+    /// union over the rows to come): writes what comes before the first
+    /// row (CSV's header, JSON's opening bracket).
+    pub fn begin<'a>(
+        self,
+        out: &'a mut (dyn Write + Send),
+        figure_names: Vec<String>,
+    ) -> Result<Box<dyn Exporter + 'a>> {
+        Ok(match self {
+            Format::Csv => Box::new(csv::CsvExporter::begin(out, figure_names)?),
+            Format::Json => Box::new(json::JsonExporter::begin(out, figure_names)?),
+            Format::Parquet => Box::new(parquet::ParquetExporter::begin(out, figure_names)?),
+        })
+    }
+}
+
+/// One format's writer of an export: [`Format::begin`], then
+/// [`Exporter::row`] for each row as the store reads it, then
+/// [`Exporter::finish`].
+pub trait Exporter {
+    /// Write one row (a format may buffer it).
+    fn row(&mut self, r: &ExportRow) -> Result<()>;
+    /// Write what is buffered and what closes the file; returns the rows
+    /// written.
+    fn finish(self: Box<Self>) -> Result<u64>;
 }
 
 /// Every column of an export whose rows have these figures.
@@ -354,93 +402,6 @@ pub fn values(r: &ExportRow, figure_names: &[String]) -> Vec<Value> {
     v
 }
 
-/// RFC 4180 quoting: fields with a comma, quote or line break are quoted.
-fn quote(field: &str) -> String {
-    if field.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", field.replace('"', "\"\""))
-    } else {
-        field.to_string()
-    }
-}
-
-/// A value as a CSV cell: empty for null, text quoted when needed.
-fn csv_cell(v: &Value) -> String {
-    match v {
-        Value::Null => String::new(),
-        Value::String(s) => quote(s),
-        other => other.to_string(),
-    }
-}
-
-/// Writes an export row by row: [`Exporter::begin`], [`Exporter::row`] for
-/// each row, [`Exporter::finish`].
-pub struct Exporter<'a> {
-    out: &'a mut dyn Write,
-    format: Format,
-    columns: Vec<String>,
-    figure_names: Vec<String>,
-    rows: u64,
-}
-
-impl<'a> Exporter<'a> {
-    /// Start an export whose rows carry these figures (the union over the
-    /// rows to come): writes the CSV header or JSON's opening bracket.
-    pub fn begin(
-        out: &'a mut dyn Write,
-        format: Format,
-        figure_names: Vec<String>,
-    ) -> Result<Exporter<'a>> {
-        let columns = header(&figure_names);
-        match format {
-            Format::Csv => {
-                let cells: Vec<String> = columns.iter().map(|c| quote(c)).collect();
-                writeln!(out, "{}", cells.join(","))?;
-            }
-            Format::Json => write!(out, "[")?,
-        }
-        Ok(Exporter {
-            out,
-            format,
-            columns,
-            figure_names,
-            rows: 0,
-        })
-    }
-
-    pub fn row(&mut self, r: &ExportRow) -> Result<()> {
-        let values = values(r, &self.figure_names);
-        match self.format {
-            Format::Csv => {
-                let cells: Vec<String> = values.iter().map(csv_cell).collect();
-                writeln!(self.out, "{}", cells.join(","))?;
-            }
-            Format::Json => {
-                // One object per line, keys in column order.
-                let sep = if self.rows == 0 { "\n" } else { ",\n" };
-                write!(self.out, "{sep}{{")?;
-                for (i, (k, v)) in self.columns.iter().zip(&values).enumerate() {
-                    let comma = if i == 0 { "" } else { "," };
-                    write!(self.out, "{comma}{}:{v}", Value::from(k.as_str()))?;
-                }
-                write!(self.out, "}}")?;
-            }
-        }
-        self.rows += 1;
-        Ok(())
-    }
-
-    /// Close the export (JSON's closing bracket); returns the rows written.
-    pub fn finish(self) -> Result<u64> {
-        if self.format == Format::Json {
-            if self.rows > 0 {
-                writeln!(self.out)?;
-            }
-            writeln!(self.out, "]")?;
-        }
-        Ok(self.rows)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -519,7 +480,7 @@ mod tests {
     fn export(format: Format, rows: &[ExportRow], figures: &[&str]) -> String {
         let mut out = Vec::new();
         let names = figures.iter().map(|f| f.to_string()).collect();
-        let mut e = Exporter::begin(&mut out, format, names).unwrap();
+        let mut e = format.begin(&mut out, names).unwrap();
         for r in rows {
             e.row(r).unwrap();
         }
@@ -548,13 +509,6 @@ mod tests {
                 assert!(fits, "{name}: {v:?} is not {kind:?} (nullable {nullable})");
             }
         }
-    }
-
-    #[test]
-    fn quoting_follows_rfc4180() {
-        assert_eq!(quote("plain"), "plain");
-        assert_eq!(quote("a,b"), "\"a,b\"");
-        assert_eq!(quote("say \"hi\""), "\"say \"\"hi\"\"\"");
     }
 
     #[test]

@@ -17,7 +17,7 @@ use serde_json::Value;
 use std::io::Write;
 use std::sync::Arc;
 
-use super::{COLUMN_TYPES, FIGURE_PREFIX, Kind, NULLABLE, values};
+use super::{COLUMN_TYPES, Exporter, FIGURE_PREFIX, Kind, NULLABLE, values};
 use crate::store::ExportRow;
 
 /// Rows per row group.
@@ -216,6 +216,16 @@ impl<W: Write + Send> ParquetExporter<W> {
             .context("finishing the Parquet file")?;
         out.flush()?;
         Ok(self.rows)
+    }
+}
+
+impl<W: Write + Send> Exporter for ParquetExporter<W> {
+    fn row(&mut self, r: &ExportRow) -> Result<()> {
+        ParquetExporter::row(self, r)
+    }
+
+    fn finish(self: Box<Self>) -> Result<u64> {
+        ParquetExporter::finish(*self)
     }
 }
 

@@ -102,6 +102,23 @@ impl Metric {
         }
     }
 
+    /// What the metric is, with its unit: for help texts (`--metric`).
+    pub fn description(self) -> &'static str {
+        match self {
+            Metric::Wall => "Wall time of a process, s",
+            Metric::Utime => "User CPU time, s",
+            Metric::Stime => "System CPU time, s",
+            Metric::CpuPct => "(user + system CPU) / wall time, %",
+            Metric::Nvcsw => "Voluntary context switches",
+            Metric::Nivcsw => "Involuntary context switches (preemptions)",
+            Metric::Wait => "Run-queue wait (schedstat), ms",
+            Metric::Run => "On-CPU time (schedstat), s",
+            Metric::Timeslices => "Time slices (schedstat)",
+            Metric::Work => "Work done, in the workload's unit",
+            Metric::Makespan => "Run makespan: barrier release to the last worker's end, s",
+        }
+    }
+
     /// Words for sentences and titles.
     pub fn label(self) -> &'static str {
         match self {

@@ -43,6 +43,17 @@ pub enum Format {
 }
 
 impl Format {
+    pub const ALL: [Format; 3] = [Format::Html, Format::Md, Format::Json];
+
+    /// The name on the command line (`--format md`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Html => "html",
+            Format::Md => "md",
+            Format::Json => "json",
+        }
+    }
+
     /// The format to write: `format` when given, else from the extension of
     /// `output` (.md or .markdown, .json), else HTML.
     pub fn resolve(format: Option<Format>, output: Option<&Path>) -> Format {

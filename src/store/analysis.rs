@@ -89,6 +89,8 @@ pub enum RunFactor {
 }
 
 impl RunFactor {
+    pub const ALL: [RunFactor; 2] = [RunFactor::Host, RunFactor::Kernel];
+
     pub fn name(self) -> &'static str {
         match self {
             RunFactor::Host => "host",

@@ -1,17 +1,11 @@
-//! `schedlab trace export`: one stored run's kernel trace written to a file
-//! as a Perfetto protobuf trace ([`super::perfetto`]) or Chrome trace-event
-//! JSON ([`super::chrome_json`]), through [`crate::output`]: a file
-//! appears whole or not at all, a device or FIFO is written through, `-` is
-//! standard output.
+//! A stored run's kernel trace encoded for other tools: a Perfetto
+//! protobuf trace ([`super::perfetto`]) or Chrome trace-event JSON
+//! ([`super::chrome_json`]), the format from the flag or the file's
+//! extension. Pure: `cli/trace.rs` reads the store and writes the file.
 
-use std::path::{Path, PathBuf};
-
-use anyhow::{Context, Result, bail};
+use std::path::Path;
 
 use super::{Capture, chrome_json, perfetto};
-use crate::out;
-use crate::output::{self, Target};
-use crate::store::Store;
 
 /// The file format of an export.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,6 +17,8 @@ pub enum Format {
 }
 
 impl Format {
+    pub const ALL: [Format; 2] = [Format::Perfetto, Format::Json];
+
     /// The format asked for, else the output's extension's (`.json` is
     /// JSON), else Perfetto.
     pub fn resolve(asked: Option<Format>, output: &Path) -> Format {
@@ -42,93 +38,6 @@ impl Format {
     }
 }
 
-/// What `schedlab trace export` was asked.
-#[derive(Debug, Clone)]
-pub struct ExportOptions {
-    pub db: PathBuf,
-    pub run_id: i64,
-    pub output: PathBuf,
-    /// None: from the output's extension ([`Format::resolve`]).
-    pub format: Option<Format>,
-}
-
-/// `schedlab trace export`: load the run's trace, write it, say what was
-/// written. Returns the exit code.
-pub fn run(opts: &ExportOptions) -> Result<i32> {
-    let store = Store::open_existing(&opts.db)?;
-    if same_file(&opts.db, &opts.output) {
-        bail!(
-            "-o {} is the database (--db): choose another file",
-            out::path(&opts.output)
-        );
-    }
-    let target = Target::parse(&opts.output)?;
-    let Some(kernel_release) = store.run_kernel_release(opts.run_id)? else {
-        bail!(
-            "--run {}: no such run in {} (the `run` column of `schedlab export` lists them)",
-            opts.run_id,
-            out::path(&opts.db)
-        );
-    };
-    let capture = store
-        .load_trace(opts.run_id)
-        .with_context(|| format!("--run {}", opts.run_id))?;
-    let format = Format::resolve(opts.format, &opts.output);
-    if let Some(caveat) = store.trace_info(opts.run_id)?.and_then(|i| i.caveat()) {
-        note!("warning: {caveat}");
-        if capture.lost_events > 0 {
-            note!("  Perfetto flags the trace as having lost data.");
-        }
-        note!(
-            "  {}",
-            match format {
-                Format::Perfetto => {
-                    "The file holds the events as recorded: where the kernel never emitted a \
-                     switch, Perfetto's slice runs on to the next switch it did emit."
-                }
-                Format::Json => {
-                    "A slice cut by a switch never emitted ends at its task's last event or starts \
-                     at its first (args.end / args.start \"switch never emitted\")."
-                }
-            }
-        );
-    }
-    let bytes = encode(&capture, &kernel_release, format);
-    output::write_all(&target, &bytes)?;
-    note!(
-        "wrote {}: run {}, {} events on {} over {:.3} s, {}{}",
-        target.shown(),
-        opts.run_id,
-        capture.events.len(),
-        cpu_label(&capture.cpus),
-        capture.end_ns.saturating_sub(capture.start_ns) as f64 / 1e9,
-        format.name(),
-        match format {
-            Format::Perfetto => " (open it at https://ui.perfetto.dev: Open trace file)",
-            Format::Json => "",
-        }
-    );
-    Ok(0)
-}
-
-/// Whether two paths name one existing file (the rename would replace it).
-fn same_file(a: &Path, b: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    match (std::fs::metadata(a), std::fs::metadata(b)) {
-        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
-        _ => false,
-    }
-}
-
-/// "CPU 0", "CPUs 0,1".
-fn cpu_label(cpus: &[u32]) -> String {
-    let list: Vec<String> = cpus.iter().map(u32::to_string).collect();
-    match cpus.len() {
-        1 => format!("CPU {}", list[0]),
-        _ => format!("CPUs {}", list.join(",")),
-    }
-}
-
 /// The capture in a format (`kernel_release`: the traced kernel's, which
 /// Perfetto needs to read `prev_state`).
 pub fn encode(capture: &Capture, kernel_release: &str, format: Format) -> Vec<u8> {
@@ -141,13 +50,6 @@ pub fn encode(capture: &Capture, kernel_release: &str, format: Format) -> Vec<u8
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cpus_are_listed_in_the_note() {
-        assert_eq!(cpu_label(&[0]), "CPU 0");
-        assert_eq!(cpu_label(&[0, 1]), "CPUs 0,1");
-        assert_eq!(cpu_label(&[]), "CPUs ");
-    }
 
     #[test]
     fn the_format_follows_the_flag_then_the_extension() {

@@ -58,6 +58,24 @@ impl EnvField {
         }
     }
 
+    /// What the field is, for help texts (`--expect`).
+    pub fn description(self) -> &'static str {
+        match self {
+            EnvField::Host => "The machine (hostname)",
+            EnvField::Kernel => "Kernel release",
+            EnvField::Cpu => "CPU model",
+            EnvField::Cpus => "CPUs online",
+            EnvField::Hz => "Timer frequency",
+            EnvField::Preemption => "Preemption model",
+            EnvField::RtLimits => "sched_rt_runtime_us / sched_rt_period_us",
+            EnvField::RrTimeslice => "sched_rr_timeslice_ms",
+            EnvField::SchedExt => "sched_ext state",
+            EnvField::Cgroup => "cgroup version",
+            EnvField::Virtualisation => "Virtualisation",
+            EnvField::Schedlab => "schedlab version",
+        }
+    }
+
     /// Words for tables.
     pub fn label(self) -> &'static str {
         match self {
