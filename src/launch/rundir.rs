@@ -139,28 +139,11 @@ pub fn remove_leftovers_named(workdir: &Path, prefix: &str) -> Vec<PathBuf> {
             continue;
         }
         let path = e.path();
-        let name = e.file_name().to_string_lossy().into_owned();
-        if judge(&path) == Verdict::Removed || unmarked_of_dead(&path, &name[prefix.len()..]) {
+        if judge(&path) == Verdict::Removed {
             removed.push(path);
         }
     }
     removed
-}
-
-/// A directory a schedlab was killed in making before its marker existed:
-/// empty, named `<prefix><pid>-<random>` by a pid that no longer runs.
-/// Removed with `rmdir`, which removes only an empty directory, so nothing
-/// anybody keeps there can be lost (a name alone never removes content).
-fn unmarked_of_dead(path: &Path, after_prefix: &str) -> bool {
-    let Some((pid, rest)) = after_prefix.split_once('-') else {
-        return false;
-    };
-    let Ok(pid) = pid.parse::<u32>() else {
-        return false;
-    };
-    let plain_dir = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_dir());
-    let dead = !Path::new(&format!("/proc/{pid}")).exists();
-    plain_dir && dead && !rest.is_empty() && std::fs::remove_dir(path).is_ok()
 }
 
 /// Decide about one directory, removing it when it is a free leftover.
@@ -210,29 +193,6 @@ pub fn judge(path: &Path) -> Verdict {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn an_empty_unmarked_directory_of_a_dead_pid_is_removed_and_nothing_else() {
-        let d = tempfile::tempdir().unwrap();
-        // pid_max is at most 4194304: this pid never runs.
-        let dead = d.path().join("schedlab-999999999-abc123");
-        let live = d
-            .path()
-            .join(format!("schedlab-{}-abc123", std::process::id()));
-        let full = d.path().join("schedlab-999999998-abc123");
-        let odd = d.path().join("schedlab-notapid-abc123");
-        for p in [&dead, &live, &full, &odd] {
-            std::fs::create_dir(p).unwrap();
-        }
-        std::fs::write(full.join("keep.txt"), "mine").unwrap();
-        let removed = remove_leftovers(d.path());
-        assert_eq!(removed, vec![dead.clone()]);
-        assert!(!dead.exists() && live.exists() && odd.exists());
-        assert_eq!(
-            std::fs::read_to_string(full.join("keep.txt")).unwrap(),
-            "mine"
-        );
-    }
 
     #[test]
     fn a_marker_names_its_own_directory_only() {
