@@ -105,7 +105,7 @@ impl Detectable {
     /// runs a side".
     pub fn sentence(&self) -> String {
         match self.relative {
-            Some(r) if r == 0.0 => format!(
+            Some(0.0) => format!(
                 "the runs do not vary, so any change would have been seen with {}",
                 self.runs()
             ),
