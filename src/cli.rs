@@ -1037,7 +1037,8 @@ impl From<EnvFieldArg> for crate::report::compare::EnvField {
                   Examples:\n  schedlab compare --db base.db --vs cand.db\n  \
                   schedlab compare --db all.db --campaign 3 --vs-campaign 7 -o cmp.html\n  \
                   schedlab compare --db base.db --vs cand.db --format md --expect kernel\n  \
-                  schedlab compare --db base.db --vs cand.db --format json > cmp.json"
+                  schedlab compare --db base.db --vs cand.db --format json > cmp.json\n  \
+                  schedlab compare --db base.db --vs cand.db --margin 2% --fail-on regression"
 )]
 pub struct CompareArgs {
     /// The baseline's database.
@@ -1073,6 +1074,12 @@ pub struct CompareArgs {
     /// Most bootstrap resamples per interval (recorded).
     #[arg(long, default_value_t = 2000, value_name = "N", value_parser = clap::value_parser!(u64).range(100..=1_000_000))]
     pub resamples: u64,
+    /// Equivalence margin (e.g. 2%): each row is equivalent within it, different, or neither shown (default: the spec's compare_margin_pct).
+    #[arg(long, value_name = "PCT", value_parser = crate::report::compare::parse_margin_pct)]
+    pub margin: Option<f64>,
+    /// Exit with code 4 when a metric is worse beyond the margin with significance (CI use).
+    #[arg(long, value_name = "WHAT", value_parser = ["regression"])]
+    pub fail_on: Option<String>,
 }
 
 impl CompareArgs {
@@ -1111,7 +1118,9 @@ impl CompareArgs {
                 },
                 force: self.force,
                 expect: self.expect.iter().map(|&f| f.into()).collect(),
+                margin_pct: self.margin,
             },
+            fail_on_regression: self.fail_on.is_some(),
         }
     }
 }

@@ -38,6 +38,8 @@ pub struct ConditionLatency {
     /// The histogram's name ("wakeup", "round_trip", "request").
     pub name: String,
     pub runs: usize,
+    /// The runs with a histogram, in run order (the per-run values' order).
+    pub run_ids: Vec<i64>,
     pub events: u64,
     pub p50: Pct,
     pub p90: Pct,
@@ -138,8 +140,10 @@ pub fn analyse(a: &Analysis, processes: &[ProcessLatency], seed: u64) -> Latency
             .collect();
         run_ids.sort_unstable();
         run_ids.dedup();
-        let runs: Vec<&Vec<&ProcessLatency>> =
-            run_ids.iter().filter_map(|id| by_run.get(id)).collect();
+        let (run_ids, runs): (Vec<i64>, Vec<&Vec<&ProcessLatency>>) = run_ids
+            .iter()
+            .filter_map(|id| by_run.get(id).map(|r| (*id, r)))
+            .unzip();
         if runs.is_empty() {
             continue;
         }
@@ -170,6 +174,7 @@ pub fn analyse(a: &Analysis, processes: &[ProcessLatency], seed: u64) -> Latency
             group: c.group,
             name: all[0].name.clone(),
             runs: per_run.len(),
+            run_ids,
             events: pooled.count(),
             p50: pct(0),
             p90: pct(1),
