@@ -437,3 +437,129 @@ fn end_to_end_two_real_campaigns_compared_in_every_format() {
         std::fs::copy(&html_path, format!("{keep}.html")).unwrap();
     }
 }
+
+/// An A/A pair and a planted 10 % slowdown, both with 2 % run-to-run noise
+/// (system time's included).
+fn margin_pair(wall_factor: f64) -> Planted {
+    let mut cfg = Planted::new(10);
+    cfg.wall_factor = wall_factor;
+    cfg.stime_factor = 1.0;
+    cfg.stime_noise = 0.02;
+    cfg
+}
+
+#[test]
+fn an_a_a_pair_is_equivalent_and_a_planted_slowdown_fails_on_regression() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let same = margin_pair(1.0);
+    database(d, "a1.db", &same, false);
+    database(d, "a2.db", &same, true);
+    let args = |vs: &str, extra: &[&str]| -> Vec<String> {
+        let mut a: Vec<String> = [
+            "compare",
+            "--db",
+            "a1.db",
+            "--vs",
+            vs,
+            "--metric",
+            "wall,utime,stime,nivcsw",
+        ]
+        .map(String::from)
+        .to_vec();
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    };
+    let run = |a: Vec<String>| {
+        let refs: Vec<&str> = a.iter().map(String::as_str).collect();
+        schedlab(&refs, d)
+    };
+    // A/A: every row equivalent within ±5 %, and --fail-on regression
+    // passes.
+    let o = run(args(
+        "a2.db",
+        &[
+            "--margin",
+            "5%",
+            "--fail-on",
+            "regression",
+            "--format",
+            "json",
+        ],
+    ));
+    let v = json_of(&o);
+    assert_eq!(v["margin_pct"], 5.0);
+    assert_eq!(v["regressions"], 0);
+    let rows = v["comparisons"].as_array().unwrap();
+    assert_eq!(rows.len(), 16);
+    for r in rows {
+        assert_eq!(r["margin_verdict"], "equivalent", "{r}");
+        assert_eq!(r["verdict"], "not separated");
+        assert!(r["detectable"]["relative"].as_f64().unwrap() > 0.0, "{r}");
+    }
+    let o = run(args("a2.db", &["--margin", "5%", "--format", "md"]));
+    assert!(o.status.success(), "{}", text(&o));
+    let md = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        md.contains("16 equivalent within ±5 %, 0 different, 0 neither shown"),
+        "{md}"
+    );
+    assert!(
+        md.contains(
+            "for the 16 comparisons not separated, the smallest change these runs could have seen"
+        ),
+        "{md}"
+    );
+    assert_eq!(md.matches("% unseen").count(), 16, "{md}");
+
+    // The candidate 10 % slower: different, a regression, exit code 4 with
+    // --fail-on regression (the output still written), 0 without.
+    database(d, "slow.db", &margin_pair(1.10), true);
+    let o = run(args(
+        "slow.db",
+        &[
+            "--margin",
+            "2%",
+            "--fail-on",
+            "regression",
+            "-o",
+            "cmp.json",
+        ],
+    ));
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--fail-on regression: 4 of 16 comparisons worse beyond the ±2 % margin"),
+        "{err}"
+    );
+    assert!(
+        err.contains("regression: pi, 2 processes, OTHER: wall time is 1.1"),
+        "{err}"
+    );
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.join("cmp.json")).unwrap()).unwrap();
+    for r in v["comparisons"].as_array().unwrap() {
+        if r["metric"] == "wall" {
+            assert_eq!(r["margin_verdict"], "different");
+            assert_eq!(r["regression"], true);
+        } else {
+            assert_eq!(r["regression"], false);
+        }
+    }
+    let o = run(args("slow.db", &["--margin", "2%", "--format", "json"]));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    // HTML says it too.
+    let o = run(args("slow.db", &["--margin", "2%", "-o", "cmp.html"]));
+    assert!(o.status.success(), "{}", text(&o));
+    let html = std::fs::read_to_string(d.join("cmp.html")).unwrap();
+    assert!(html.contains("different (regression)") && html.contains("equivalent within ±2 %"));
+
+    // A margin that is no percentage is refused, naming the flag.
+    let o = run(args("slow.db", &["--margin", "200%"]));
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--margin") && err.contains("less than 100 %"),
+        "{err}"
+    );
+}

@@ -20,7 +20,8 @@ use crate::report::{Format, Metric, Options};
                   Examples:\n  schedlab compare --db base.db --vs cand.db\n  \
                   schedlab compare --db all.db --campaign 3 --vs-campaign 7 -o cmp.html\n  \
                   schedlab compare --db base.db --vs cand.db --format md --expect kernel\n  \
-                  schedlab compare --db base.db --vs cand.db --format json > cmp.json"
+                  schedlab compare --db base.db --vs cand.db --format json > cmp.json\n  \
+                  schedlab compare --db base.db --vs cand.db --margin 2% --fail-on regression"
 )]
 pub(super) struct CompareArgs {
     /// The baseline's database.
@@ -56,6 +57,12 @@ pub(super) struct CompareArgs {
     /// Most bootstrap resamples per interval (recorded).
     #[arg(long, default_value_t = 2000, value_name = "N", value_parser = clap::value_parser!(u64).range(100..=1_000_000))]
     resamples: u64,
+    /// Equivalence margin (e.g. 2%): each row is equivalent within it, different, or neither shown (default: the spec's compare_margin_pct).
+    #[arg(long, value_name = "PCT", value_parser = crate::report::compare::parse_margin_pct)]
+    margin: Option<f64>,
+    /// Exit with code 4 when a metric is worse beyond the margin with significance (CI use).
+    #[arg(long, value_name = "WHAT", value_parser = ["regression"])]
+    fail_on: Option<String>,
 }
 
 impl CompareArgs {
@@ -88,7 +95,9 @@ impl CompareArgs {
                 },
                 force: self.force,
                 expect: self.expect.clone(),
+                margin_pct: self.margin,
             },
+            fail_on_regression: self.fail_on.is_some(),
         }
     }
 }

@@ -33,6 +33,12 @@ pub enum Metric {
     Work,
     /// Run makespan: barrier release to the last worker's end, s.
     Makespan,
+    /// Median latency of a run (its workers' primary histograms pooled),
+    /// µs. A metric of `compare` only, for campaigns that store latency;
+    /// the report shows latency in its own section.
+    LatencyP50,
+    /// 99th-percentile latency of a run, µs (as [`Metric::LatencyP50`]).
+    LatencyP99,
 }
 
 /// Which way a metric improves: what `schedlab compare` calls better.
@@ -99,6 +105,8 @@ impl Metric {
             Metric::Timeslices => "timeslices",
             Metric::Work => "work",
             Metric::Makespan => "makespan",
+            Metric::LatencyP50 => "latency_p50",
+            Metric::LatencyP99 => "latency_p99",
         }
     }
 
@@ -116,6 +124,8 @@ impl Metric {
             Metric::Timeslices => "Time slices (schedstat)",
             Metric::Work => "Work done, in the workload's unit",
             Metric::Makespan => "Run makespan: barrier release to the last worker's end, s",
+            Metric::LatencyP50 => "Median latency of a run (its primary latency histogram), µs",
+            Metric::LatencyP99 => "99th-percentile latency of a run, µs",
         }
     }
 
@@ -133,6 +143,8 @@ impl Metric {
             Metric::Timeslices => "time slices",
             Metric::Work => "work done",
             Metric::Makespan => "makespan",
+            Metric::LatencyP50 => "per-run p50 latency",
+            Metric::LatencyP99 => "per-run p99 latency",
         }
     }
 
@@ -143,6 +155,7 @@ impl Metric {
             Metric::Wall | Metric::Utime | Metric::Stime | Metric::Run | Metric::Makespan => "s",
             Metric::CpuPct => "%",
             Metric::Wait => "ms",
+            Metric::LatencyP50 | Metric::LatencyP99 => "µs",
             Metric::Nvcsw | Metric::Nivcsw | Metric::Timeslices | Metric::Work => "",
         }
     }
@@ -163,7 +176,9 @@ impl Metric {
             | Metric::Wait
             | Metric::Run
             | Metric::Timeslices
-            | Metric::Makespan => Direction::LowerIsBetter,
+            | Metric::Makespan
+            | Metric::LatencyP50
+            | Metric::LatencyP99 => Direction::LowerIsBetter,
             Metric::CpuPct | Metric::Work => Direction::HigherIsBetter,
         }
     }
@@ -173,18 +188,23 @@ impl Metric {
         matches!(self, Metric::Nvcsw | Metric::Nivcsw | Metric::Timeslices)
     }
 
-    /// Whether the metric is measured per process (all but makespan).
+    /// Whether the metric is measured per process (all but makespan and
+    /// the latency percentiles).
     pub fn per_process(self) -> bool {
-        self != Metric::Makespan
+        self.process_slot().is_some()
     }
 
-    /// Index among the per-process metrics (`None` for makespan).
+    /// Index among the per-process metrics (`None` for the run's own).
     pub fn process_slot(self) -> Option<usize> {
         match self {
-            Metric::Makespan => None,
+            Metric::Makespan | Metric::LatencyP50 | Metric::LatencyP99 => None,
             m => Some(m as usize),
         }
     }
+
+    /// The latency percentiles `compare` adds for campaigns that store
+    /// latency histograms (not in [`Metric::ALL`], which a report analyses).
+    pub const LATENCY: [Metric; 2] = [Metric::LatencyP50, Metric::LatencyP99];
 
     /// The comma-separated list of names, for messages.
     pub fn names() -> String {
@@ -232,6 +252,13 @@ mod tests {
             assert!(m.per_process());
         }
         assert_eq!(Metric::Makespan.process_slot(), None);
+        for m in Metric::LATENCY {
+            assert_eq!(m.process_slot(), None);
+            assert!(!Metric::ALL.contains(&m), "a report never analyses {m:?}");
+            assert_eq!(m.direction(), Direction::LowerIsBetter);
+            assert_eq!(m.unit(), "µs");
+            assert_eq!(serde_json::to_value(m).unwrap(), m.name());
+        }
         assert_eq!(Metric::parse("cpu_pct"), Some(Metric::CpuPct));
         assert_eq!(Metric::parse("bogus"), None);
         assert!(Metric::names().starts_with("wall, utime"));

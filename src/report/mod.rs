@@ -11,6 +11,7 @@ pub mod analyse;
 pub mod blocks;
 pub mod charts;
 pub mod compare;
+pub mod detectable;
 pub mod fmt;
 pub mod html;
 pub mod metric;

@@ -187,6 +187,11 @@ pub struct Spec {
     pub workdir: Option<PathBuf>,
     /// Work per process is multiplied by this (recorded with the campaign).
     pub scale: f64,
+    /// The default equivalence margin of `schedlab compare` against this
+    /// campaign, % (`--margin` overrides it); analysis only, not compared
+    /// between specs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compare_margin_pct: Option<f64>,
     pub policies: Vec<Policy>,
     pub workloads: Vec<NamedWorkload>,
     pub processes: Vec<u32>,
@@ -405,6 +410,37 @@ mod tests {
         assert_eq!(set, on);
         let e = load(&format!("trace = \"yes\"\n{base}"), "t.toml", &[]).unwrap_err();
         assert!(e.to_string().contains("trace"), "{e}");
+    }
+
+    /// `compare_margin_pct`: a percentage in (0, 100), absent by default
+    /// (a spec without it keeps its identity); a bad value names the key.
+    #[test]
+    fn compare_margin_pct_key() {
+        let base = "[matrix]\nworkload = [\"pi\"]\n";
+        let off = load(base, "t.toml", &[]).unwrap();
+        assert_eq!(off.compare_margin_pct, None);
+        assert!(
+            !serde_json::to_string(&off)
+                .unwrap()
+                .contains("compare_margin")
+        );
+        let on = load(&format!("compare_margin_pct = 2.5\n{base}"), "t.toml", &[]).unwrap();
+        assert_eq!(on.compare_margin_pct, Some(2.5));
+        let json = serde_json::to_string(&on).unwrap();
+        assert_eq!(
+            crate::report::compare::analyse::spec_margin_pct(&json),
+            Some(2.5)
+        );
+        for bad in ["0", "100", "-1", "\"2%\""] {
+            let e = load(
+                &format!("compare_margin_pct = {bad}\n{base}"),
+                "t.toml",
+                &[],
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(e.contains("compare_margin_pct"), "{bad}: {e}");
+        }
     }
 
     /// `matrix.ext_scheduler`: "none", a command line, or a name of

@@ -19,6 +19,7 @@ pub struct RawSpec {
     pub trace: Option<bool>,
     pub workdir: Option<String>,
     pub scale: Option<f64>,
+    pub compare_margin_pct: Option<f64>,
     pub matrix: Option<RawMatrix>,
     #[serde(default)]
     pub workloads: BTreeMap<String, RawWorkload>,

@@ -109,6 +109,16 @@ pub fn validate(raw: RawSpec, origin: &str) -> Result<Spec, SpecError> {
     };
     let scale = raw.scale.unwrap_or(1.0);
     check_scale(scale).map_err(|m| cx.err("scale", m))?;
+    let compare_margin_pct = match raw.compare_margin_pct {
+        None => None,
+        Some(v) if v > 0.0 && v < 100.0 => Some(v),
+        Some(v) => {
+            return Err(cx.err(
+                "compare_margin_pct",
+                format!("must be more than 0 and less than 100 (a percentage), got {v}"),
+            ));
+        }
+    };
     let workdir = match raw.workdir.as_deref() {
         None => None,
         Some("") => return Err(cx.err("workdir", "must not be empty")),
@@ -451,6 +461,7 @@ pub fn validate(raw: RawSpec, origin: &str) -> Result<Spec, SpecError> {
         trace: raw.trace.unwrap_or(false),
         workdir,
         scale,
+        compare_margin_pct,
         policies,
         workloads,
         processes,

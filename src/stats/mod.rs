@@ -14,15 +14,20 @@
 //!   geometric mean of ratios.
 //! - [`outliers`]: modified z-score and Tukey IQR flags.
 //! - [`hypothesis`]: Welch's t-test, Mann–Whitney U, Holm–Bonferroni.
+//! - [`equivalence`]: two one-sided tests (TOST), on differences or ratios.
+//! - [`power`]: the noncentral t, the t-test's power, the smallest effect
+//!   the t and Mann–Whitney tests detect.
 //! - [`fairness`]: Jain's index, the kernel nice-to-weight table, predicted
 //!   vs observed CPU shares.
 //! - [`regression`]: OLS and log–log slope.
 
 pub mod bootstrap;
 pub mod dist;
+pub mod equivalence;
 pub mod fairness;
 pub mod hypothesis;
 pub mod outliers;
+pub mod power;
 pub mod regression;
 pub mod summary;
 
@@ -30,6 +35,7 @@ pub use bootstrap::{
     bootstrap_geomean_ratio_ci, bootstrap_mean_ci, bootstrap_ratio_ci, geometric_mean,
 };
 pub use dist::{normal_cdf, normal_quantile, normal_sf, t_cdf, t_quantile, t_sf, t_two_sided_p};
+pub use equivalence::{Tost, tost_log_ratio, tost_welch};
 pub use fairness::{
     SCHED_PRIO_TO_WEIGHT, jain_index, nearest_nice_for_ratio, nice_weight, normalize_shares,
     predicted_shares, share_error,
@@ -38,5 +44,8 @@ pub use hypothesis::{
     MannWhitney, MannWhitneyMethod, WelchTest, holm, mann_whitney_u, welch_t_test,
 };
 pub use outliers::{iqr_fences, iqr_outliers, modified_z_outliers, modified_z_scores};
+pub use power::{
+    POWER, mann_whitney_detectable_d, nct_cdf, ttest_ind_detectable_d, ttest_ind_power,
+};
 pub use regression::{Fit, loglog_slope, ols};
 pub use summary::{Summary, percentile, summarize};

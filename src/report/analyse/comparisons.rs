@@ -3,6 +3,7 @@
 
 use super::conditions::{Cell, resamples_for, seed_for};
 use super::{ALPHA, Analysis, MIN_PER_SIDE, Options, par_map, policy_label};
+use crate::report::detectable::{Detectable, detectable};
 use crate::report::fmt;
 use crate::report::metric::Metric;
 use crate::stats::{self, MannWhitney, MannWhitneyMethod, WelchTest};
@@ -48,6 +49,9 @@ pub struct Comparison {
     pub outliers_a: usize,
     pub outliers_b: usize,
     pub verdict: Verdict,
+    /// For a comparison not separated: the smallest change (of B's mean)
+    /// these runs could have seen with 80 % power.
+    pub detectable: Option<Detectable>,
     /// The finding in words, without the group ("OTHER wall time is …").
     pub statement: String,
     /// The statement prefixed with its group ("copy, 200 processes: …").
@@ -137,6 +141,7 @@ pub(super) fn compare(a: &Analysis, job: &Job, opts: &Options) -> Comparison {
         outliers_a: xa.flagged.iter().filter(|&&f| f).count(),
         outliers_b: xb.flagged.iter().filter(|&&f| f).count(),
         verdict: Verdict::TooFewRuns,
+        detectable: None,
         statement: String::new(),
         sentence: String::new(),
     }
@@ -199,7 +204,13 @@ pub(super) fn statement(c: &Comparison) -> String {
             let ci = c.ratio_ci.map_or_else(String::new, |(lo, hi)| {
                 format!(", CI {}–{}", fmt::ratio(lo), fmt::ratio(hi))
             });
-            format!("the data do not separate {pa} and {pb} on {what} ({r}{ci}, {p}, {n}{note})")
+            let seen = c
+                .detectable
+                .as_ref()
+                .map_or_else(String::new, |d| format!("; {}", d.sentence()));
+            format!(
+                "the data do not separate {pa} and {pb} on {what} ({r}{ci}, {p}, {n}{note}){seen}"
+            )
         }
     }
 }
@@ -246,6 +257,27 @@ pub(super) fn all_comparisons(a: &Analysis, opts: &Options) -> Vec<Comparison> {
             Some(p) if p < ALPHA => Verdict::Different,
             Some(_) => Verdict::NotSeparated,
         };
+    }
+    // What a "not separated" could have seen: the test over this family.
+    let tested = ps.len();
+    for (c, j) in comparisons.iter_mut().zip(&jobs) {
+        if c.verdict != Verdict::NotSeparated {
+            continue;
+        }
+        let (xa, xb) = (
+            &a.conditions[j.ca].cells[j.slot],
+            &a.conditions[j.cb].cells[j.slot],
+        );
+        c.detectable = c.mean_b.and_then(|reference| {
+            detectable(
+                &xa.values,
+                &xb.values,
+                reference,
+                a.settings.alpha,
+                tested,
+                c.min_attainable_p,
+            )
+        });
     }
     for c in &mut comparisons {
         c.statement = statement(c);

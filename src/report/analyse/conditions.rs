@@ -98,7 +98,7 @@ pub(crate) fn resamples_for(max: usize, n: usize) -> usize {
 }
 
 /// Statistics of one metric in one condition.
-pub(super) fn cell(
+pub(crate) fn cell(
     metric: Metric,
     run_ids: Vec<i64>,
     values: Vec<f64>,

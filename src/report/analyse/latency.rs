@@ -11,7 +11,8 @@
 use serde::Serialize;
 use std::collections::HashMap;
 
-use super::Analysis;
+use super::{Analysis, min_exact_p};
+use crate::report::detectable::{Detectable, detectable};
 use crate::rng::SplitMix64;
 use crate::stats::hypothesis::{holm, mann_whitney_u};
 use crate::store::ProcessLatency;
@@ -37,6 +38,8 @@ pub struct ConditionLatency {
     /// The histogram's name ("wakeup", "round_trip", "request").
     pub name: String,
     pub runs: usize,
+    /// The runs with a histogram, in run order (the per-run values' order).
+    pub run_ids: Vec<i64>,
     pub events: u64,
     pub p50: Pct,
     pub p90: Pct,
@@ -45,6 +48,8 @@ pub struct ConditionLatency {
     pub max_us: f64,
     /// Per-run p99 (µs), in run order: what the comparisons test.
     pub run_p99_us: Vec<f64>,
+    /// Per-run p50 (µs), in run order (a metric of `compare`).
+    pub run_p50_us: Vec<f64>,
     /// Σ misses / Σ activations over the condition's processes, where the
     /// workload counts them (periodic).
     pub misses: Option<u64>,
@@ -66,6 +71,9 @@ pub struct LatencyComparison {
     pub p_adjusted: f64,
     /// Holm-adjusted p below the report's alpha.
     pub separated: bool,
+    /// Not separated: the smallest change of a's per-run p99 these runs
+    /// could have seen with 80 % power.
+    pub detectable: Option<Detectable>,
 }
 
 /// The latency part of a report.
@@ -132,8 +140,10 @@ pub fn analyse(a: &Analysis, processes: &[ProcessLatency], seed: u64) -> Latency
             .collect();
         run_ids.sort_unstable();
         run_ids.dedup();
-        let runs: Vec<&Vec<&ProcessLatency>> =
-            run_ids.iter().filter_map(|id| by_run.get(id)).collect();
+        let (run_ids, runs): (Vec<i64>, Vec<&Vec<&ProcessLatency>>) = run_ids
+            .iter()
+            .filter_map(|id| by_run.get(id).map(|r| (*id, r)))
+            .unzip();
         if runs.is_empty() {
             continue;
         }
@@ -164,6 +174,7 @@ pub fn analyse(a: &Analysis, processes: &[ProcessLatency], seed: u64) -> Latency
             group: c.group,
             name: all[0].name.clone(),
             runs: per_run.len(),
+            run_ids,
             events: pooled.count(),
             p50: pct(0),
             p90: pct(1),
@@ -171,6 +182,7 @@ pub fn analyse(a: &Analysis, processes: &[ProcessLatency], seed: u64) -> Latency
             p999: pct(3),
             max_us: us(pooled.percentiles().max_ns),
             run_p99_us: per_run.iter().map(|h| us(h.quantile_ns(0.99))).collect(),
+            run_p50_us: per_run.iter().map(|h| us(h.quantile_ns(0.5))).collect(),
             misses: sum(|p| p.misses),
             activations: sum(|p| p.activations),
             rq_wait_per_slice_us: (!waits.is_empty())
@@ -191,17 +203,38 @@ pub fn analyse(a: &Analysis, processes: &[ProcessLatency], seed: u64) -> Latency
         }
     }
     let adjusted = holm(&pairs.iter().map(|p| p.3).collect::<Vec<_>>());
+    let tests = pairs.len();
     out.comparisons = pairs
         .into_iter()
         .zip(adjusted)
-        .map(|((i, j, ratio, p), p_adjusted)| LatencyComparison {
-            group: out.conditions[i].group,
-            a: i,
-            b: j,
-            ratio,
-            p,
-            p_adjusted,
-            separated: p_adjusted < a.settings.alpha,
+        .map(|((i, j, ratio, p), p_adjusted)| {
+            let separated = p_adjusted < a.settings.alpha;
+            let (x, y) = (&out.conditions[i].run_p99_us, &out.conditions[j].run_p99_us);
+            let exact = x.len() <= crate::stats::hypothesis::MANN_WHITNEY_EXACT_MAX_N
+                && y.len() <= crate::stats::hypothesis::MANN_WHITNEY_EXACT_MAX_N;
+            let detectable = (!separated)
+                .then(|| {
+                    let reference = x.iter().sum::<f64>() / x.len() as f64;
+                    detectable(
+                        x,
+                        y,
+                        reference,
+                        a.settings.alpha,
+                        tests,
+                        exact.then(|| min_exact_p(x.len(), y.len())),
+                    )
+                })
+                .flatten();
+            LatencyComparison {
+                group: out.conditions[i].group,
+                a: i,
+                b: j,
+                ratio,
+                p,
+                p_adjusted,
+                separated,
+                detectable,
+            }
         })
         .collect();
     out

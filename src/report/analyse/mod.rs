@@ -35,7 +35,7 @@ use crate::store::{
 pub(crate) use comparisons::min_exact_p;
 pub use comparisons::{Comparison, Verdict, mw_method, unreachable};
 pub use conditions::{Cell, CiMethod, Condition, Interval, mean_interval, ratio_interval};
-pub(crate) use conditions::{resamples_for, seed_for};
+pub(crate) use conditions::{cell, resamples_for, seed_for};
 pub use fairness::{Fairness, ShareCheck, ShareRow};
 pub use groups::{ByLevels, Factors, Group, GroupKey, WorkloadInfo, group_label};
 pub use outliers::Outlier;

@@ -181,6 +181,47 @@ fn identical_samples_are_not_separated() {
 }
 
 #[test]
+fn not_separated_says_the_smallest_change_that_could_have_been_seen() {
+    // 6 runs a side with a CV of about 4 %, one test (wall time only):
+    // d = mann_whitney_detectable_d(6, 6, 0.05, 0.8) pooled sds of the mean.
+    let v = vec![3.1, 2.9, 3.0, 3.2, 2.8, 3.05];
+    let w: Vec<f64> = v.iter().map(|x| x * 1.01).collect();
+    let a = analysed(&[("other", v.clone()), ("rr", w.clone())]);
+    let c = &a.comparisons[0];
+    assert_eq!(c.verdict, Verdict::NotSeparated);
+    let d = c.detectable.as_ref().unwrap();
+    let (sv, sw) = (
+        crate::stats::summarize(&v).unwrap(),
+        crate::stats::summarize(&w).unwrap(),
+    );
+    let pooled = ((sv.sd * sv.sd + sw.sd * sw.sd) / 2.0).sqrt();
+    let want = crate::stats::mann_whitney_detectable_d(6, 6, 0.05, 0.8).unwrap() * pooled
+        / c.mean_b.unwrap();
+    assert!((d.relative.unwrap() - want).abs() < 1e-9, "{d:?} vs {want}");
+    assert!(want > 0.05 && want < 0.2, "{want}");
+    let pct = format!("{} %", crate::report::fmt::sig(100.0 * want, 2));
+    assert!(
+        c.sentence.ends_with(&format!(
+            "; a change smaller than {pct} could not be seen with 6 runs a side"
+        )),
+        "{}",
+        c.sentence
+    );
+    // The table says it too.
+    let md = crate::report::sections::ComparisonsSection.blocks(&a);
+    let text = crate::report::blocks::markdown(&md);
+    assert!(
+        text.contains(&format!("not separated (changes < {pct} unseen)")),
+        "{text}"
+    );
+    // Separated comparisons carry none.
+    let far: Vec<f64> = v.iter().map(|x| x * 2.0).collect();
+    let a = analysed(&[("other", v), ("rr", far)]);
+    assert_eq!(a.comparisons[0].verdict, Verdict::Different);
+    assert!(a.comparisons[0].detectable.is_none());
+}
+
+#[test]
 fn one_run_per_side_is_too_few_to_compare() {
     let a = analysed(&[("other", vec![1.0]), ("fifo", vec![2.0])]);
     let c = &a.comparisons[0];

@@ -2,20 +2,27 @@
 //! conditions matched by their factor values, per condition and metric the
 //! ratio candidate / baseline with a bootstrap interval, Mann–Whitney p,
 //! Holm's correction over the whole comparison, a verdict in the metric's
-//! direction, each side's coefficient of variation; a geometric-mean
-//! summary per metric; the spec and environment differences.
+//! direction, each side's coefficient of variation; with a margin, the
+//! equivalence test (TOST on the log ratio) and its verdict, and which rows
+//! are regressions beyond the margin; for a row not separated, the smallest
+//! change its runs could have seen; the latency percentiles of campaigns
+//! that store them; a geometric-mean summary per metric; the spec and
+//! environment differences.
 
 use serde::Serialize;
 use thiserror::Error;
 
 use super::environment::{EnvField, EnvRow, SideEnvironments, environment_rows};
 use super::spec_diff::{SpecDifference, spec_differences};
+use crate::report::analyse::latency::LatencyAnalysis;
 use crate::report::analyse::{
-    ALPHA, Analysis, BOOTSTRAP_MIN_N, Cell, Factors, GroupKey, MIN_PER_SIDE, Options, group_label,
-    min_exact_p, policy_label, resamples_for, seed_for,
+    ALPHA, Analysis, BOOTSTRAP_MIN_N, Cell, Factors, GroupKey, MIN_PER_SIDE, Options, cell,
+    group_label, min_exact_p, policy_label, resamples_for, seed_for,
 };
+use crate::report::detectable::{Detectable, detectable};
+use crate::report::fmt;
 use crate::report::metric::{Direction, Metric};
-use crate::stats;
+use crate::stats::{self, Tost};
 use crate::store::ReportCampaign;
 
 /// Why two campaigns are not compared.
@@ -76,6 +83,66 @@ impl Verdict {
     }
 }
 
+/// With a margin: whether a change is within it, beyond it, or neither.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum MarginVerdict {
+    /// The equivalence test (TOST, Holm-adjusted) puts the ratio within
+    /// 1 ± margin (even when the difference test also separates the sides:
+    /// a real change smaller than the margin).
+    #[serde(rename = "equivalent")]
+    Equivalent,
+    /// Not shown equivalent, and the difference test separates the sides
+    /// (better or worse).
+    #[serde(rename = "different")]
+    Different,
+    /// Neither: too few runs or too much noise to say.
+    #[serde(rename = "neither shown")]
+    NeitherShown,
+}
+
+impl MarginVerdict {
+    /// "equivalent within ±2 %", "different", "neither shown".
+    pub fn text(self, margin_pct: f64) -> String {
+        match self {
+            MarginVerdict::Equivalent => format!("equivalent within {}", margin_label(margin_pct)),
+            MarginVerdict::Different => "different".into(),
+            MarginVerdict::NeitherShown => "neither shown".into(),
+        }
+    }
+}
+
+/// "±2 %".
+pub fn margin_label(margin_pct: f64) -> String {
+    format!("±{} %", fmt::sig(margin_pct, 3))
+}
+
+/// The spec key that sets the default margin of `compare`.
+pub const MARGIN_KEY: &str = "compare_margin_pct";
+
+/// The baseline spec's default margin (%), if it sets one.
+pub fn spec_margin_pct(spec_json: &str) -> Option<f64> {
+    serde_json::from_str::<serde_json::Value>(spec_json)
+        .ok()?
+        .get(MARGIN_KEY)?
+        .as_f64()
+}
+
+/// A margin as given to `--margin`: "2%", "2 %", "2" (percent), more than 0
+/// and less than 100.
+pub fn parse_margin_pct(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let t = t.strip_suffix('%').unwrap_or(t).trim_end();
+    match t.parse::<f64>() {
+        Ok(v) if v > 0.0 && v < 100.0 => Ok(v),
+        Ok(v) => Err(format!(
+            "the margin must be more than 0 % and less than 100 %, got {v}"
+        )),
+        Err(_) => Err(format!(
+            "\"{s}\" is not a margin: give a percentage such as 2% or 0.5%"
+        )),
+    }
+}
+
 /// The factor values that identify a condition in either campaign.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 pub struct ConditionKey {
@@ -113,6 +180,25 @@ pub struct Row {
     /// (None for the normal approximation, from 11 runs a side).
     pub min_attainable_p: Option<f64>,
     pub verdict: Verdict,
+    /// Not separated: the smallest change (of the baseline's mean) these
+    /// runs could have seen with 80 % power.
+    pub detectable: Option<Detectable>,
+    /// With a margin: the TOST of the log ratio within ln(1 ± margin)
+    /// (candidate − baseline; None with fewer than 3 runs a side or a value
+    /// that is not positive).
+    pub equivalence: Option<Tost>,
+    /// The TOST p, Holm-adjusted over every row with one.
+    pub equivalence_p_adjusted: Option<f64>,
+    /// p of the one-sided test that the change is worse than the margin
+    /// (in the metric's direction), Holm-adjusted over every row with one.
+    pub beyond_margin_p_adjusted: Option<f64>,
+    /// The margin (%) of the comparison, if it has one.
+    pub margin_pct: Option<f64>,
+    /// With a margin: equivalent, different or neither shown.
+    pub margin_verdict: Option<MarginVerdict>,
+    /// Worse beyond the margin with significance (what `--fail-on
+    /// regression` fails on); without a margin, worse.
+    pub regression: bool,
     /// Run-to-run noise larger than the change: the larger CV of the two
     /// sides exceeds |ratio − 1|.
     pub noise_exceeds_change: bool,
@@ -161,6 +247,11 @@ pub struct Comparison {
     pub environment: Vec<EnvRow>,
     pub metrics: Vec<Metric>,
     pub alpha: f64,
+    /// The equivalence margin (%), from --margin or the baseline spec's
+    /// `compare_margin_pct`; None: no equivalence test.
+    pub margin_pct: Option<f64>,
+    /// Where the margin came from ("--margin", "compare_margin_pct").
+    pub margin_from: Option<String>,
     pub bootstrap_seed: u64,
     pub max_resamples: usize,
     /// Condition × metric, conditions in the baseline's order, metrics in
@@ -191,6 +282,19 @@ impl Comparison {
             .count()
     }
 
+    /// Rows whose margin verdict is `v`.
+    pub fn count_margin(&self, v: MarginVerdict) -> usize {
+        self.comparisons
+            .iter()
+            .filter(|r| r.margin_verdict == Some(v))
+            .count()
+    }
+
+    /// The regressions: worse beyond the margin with significance.
+    pub fn regressions(&self) -> Vec<&Row> {
+        self.comparisons.iter().filter(|r| r.regression).collect()
+    }
+
     /// Environment differences nobody said they meant.
     pub fn unexpected_environment(&self) -> Vec<&EnvRow> {
         self.environment.iter().filter(|r| r.unexpected()).collect()
@@ -209,6 +313,9 @@ pub struct Input<'a> {
     pub analysis: &'a Analysis,
     /// The sched_ext state of each of the analysis's environments.
     pub sched_ext: &'a [Option<String>],
+    /// The campaign's latency, when it stored histograms: its per-run
+    /// p50 and p99 become metrics.
+    pub latency: Option<&'a LatencyAnalysis>,
 }
 
 /// How to compare.
@@ -220,6 +327,9 @@ pub struct CompareOptions {
     pub force: bool,
     /// Environment fields meant to differ.
     pub expect: Vec<EnvField>,
+    /// The equivalence margin (%), overriding the baseline spec's
+    /// `compare_margin_pct`.
+    pub margin_pct: Option<f64>,
 }
 
 /// The levels of both campaigns' factors, for labels that name every
@@ -292,7 +402,9 @@ fn row(
     base: &Cell,
     cand: &Cell,
     opts: &Options,
+    margin_pct: Option<f64>,
 ) -> Row {
+    let margin = margin_pct.map(|m| m / 100.0);
     let metric = base.metric;
     let mean = |c: &Cell| c.summary.as_ref().map(|s| s.mean);
     let cv = |c: &Cell| c.summary.as_ref().and_then(|s| s.cv);
@@ -314,6 +426,9 @@ fn row(
     } else {
         None
     };
+    let equivalence = margin
+        .filter(|_| enough)
+        .and_then(|m| stats::tost_log_ratio(&cand.values, &base.values, m));
     let (baseline_cv, candidate_cv) = (cv(base), cv(cand));
     let noise = baseline_cv
         .into_iter()
@@ -342,9 +457,116 @@ fn row(
             && cand.n <= stats::hypothesis::MANN_WHITNEY_EXACT_MAX_N)
             .then(|| min_exact_p(base.n, cand.n)),
         verdict: Verdict::NotSeparated,
+        detectable: None,
+        equivalence,
+        equivalence_p_adjusted: None,
+        beyond_margin_p_adjusted: None,
+        margin_pct,
+        margin_verdict: None,
+        regression: false,
         noise_exceeds_change,
         resamples,
         seed,
+    }
+}
+
+/// The cells of one condition's latency percentiles (runs with a
+/// histogram), or None when the campaign stored none for it.
+fn latency_cell(
+    l: Option<&LatencyAnalysis>,
+    condition: usize,
+    m: Metric,
+    label: &str,
+    opts: &Options,
+) -> Option<Cell> {
+    let c = l?.conditions.iter().find(|c| c.condition == condition)?;
+    let values = match m {
+        Metric::LatencyP50 => c.run_p50_us.clone(),
+        Metric::LatencyP99 => c.run_p99_us.clone(),
+        _ => return None,
+    };
+    Some(cell(m, c.run_ids.clone(), values, label, opts))
+}
+
+/// Holm-adjust `p(row)` over the rows that have one, writing each
+/// adjusted value with `set`.
+fn holm_over(
+    jobs: &mut [(Row, &Cell, &Cell)],
+    p: impl Fn(&Row) -> Option<f64>,
+    set: impl Fn(&mut Row, f64),
+) {
+    let ps: Vec<f64> = jobs.iter().filter_map(|(r, _, _)| p(r)).collect();
+    let adjusted = stats::holm(&ps);
+    let mut k = 0;
+    for (r, _, _) in jobs.iter_mut() {
+        if p(r).is_some() {
+            set(r, adjusted[k]);
+            k += 1;
+        }
+    }
+}
+
+/// p of the one-sided test that the change is worse than the margin, in
+/// the metric's direction.
+fn beyond_margin_p(r: &Row) -> Option<f64> {
+    let t = r.equivalence.as_ref()?;
+    Some(match r.direction {
+        Direction::LowerIsBetter => t.p_above_upp,
+        Direction::HigherIsBetter => t.p_below_low,
+    })
+}
+
+/// Verdicts, margin verdicts, regressions and detectable changes of every
+/// row, once each row has its raw p-values.
+fn decide(jobs: &mut [(Row, &Cell, &Cell)], margin: Option<f64>) {
+    holm_over(jobs, |r| r.p, |r, p| r.p_adjusted = Some(p));
+    holm_over(
+        jobs,
+        |r| r.equivalence.as_ref().map(|t| t.p),
+        |r, p| r.equivalence_p_adjusted = Some(p),
+    );
+    holm_over(jobs, beyond_margin_p, |r, p| {
+        r.beyond_margin_p_adjusted = Some(p)
+    });
+    let tested = jobs.iter().filter(|(r, _, _)| r.p.is_some()).count();
+    for (r, b, c) in jobs.iter_mut() {
+        let significant = r.p_adjusted.is_some_and(|p| p < ALPHA);
+        r.verdict = match (significant, r.baseline_mean, r.candidate_mean) {
+            (true, Some(b), Some(c)) => match r.direction.improved(b, c) {
+                Some(true) => Verdict::Better,
+                Some(false) => Verdict::Worse,
+                None => Verdict::NotSeparated,
+            },
+            _ => Verdict::NotSeparated,
+        };
+        if r.verdict == Verdict::NotSeparated && r.p.is_some() {
+            r.detectable = r.baseline_mean.and_then(|m| {
+                detectable(&c.values, &b.values, m, ALPHA, tested, r.min_attainable_p)
+            });
+        }
+        let Some(m) = margin else {
+            r.regression = r.verdict == Verdict::Worse;
+            continue;
+        };
+        r.margin_verdict = Some(if r.equivalence_p_adjusted.is_some_and(|p| p < ALPHA) {
+            MarginVerdict::Equivalent
+        } else if r.verdict != Verdict::NotSeparated {
+            MarginVerdict::Different
+        } else {
+            MarginVerdict::NeitherShown
+        });
+        // Worse, and worse than the margin with significance; where the log
+        // test cannot run (a value not positive), the ratio's interval
+        // must lie wholly beyond the margin.
+        let beyond = match r.beyond_margin_p_adjusted {
+            Some(p) => p < ALPHA,
+            None => match (r.direction, r.ci_low, r.ci_high) {
+                (Direction::LowerIsBetter, Some(lo), _) => lo > 1.0 + m,
+                (Direction::HigherIsBetter, _, Some(hi)) => hi < 1.0 - m,
+                _ => false,
+            },
+        };
+        r.regression = r.verdict == Verdict::Worse && beyond;
     }
 }
 
@@ -436,49 +658,72 @@ pub fn compare(
             .map(|(k, _)| label(k, &factors))
             .collect()
     };
-    let metrics = ba.settings.metrics.clone();
+    let (margin_pct, margin_from) = match opts.margin_pct {
+        Some(m) => (Some(m), Some("--margin".to_string())),
+        None => match spec_margin_pct(&ba.campaign.spec_json) {
+            Some(m) => (Some(m), Some(MARGIN_KEY.to_string())),
+            None => (None, None),
+        },
+    };
+    let margin = margin_pct.map(|m| m / 100.0);
+    let mut metrics = ba.settings.metrics.clone();
+    // Latency percentiles, per condition where both sides stored them.
+    let latency: Vec<(usize, Metric, Cell, Cell)> = matched
+        .iter()
+        .enumerate()
+        .flat_map(|(i, &(key, bi, ci))| {
+            let condition = label(key, &factors);
+            Metric::LATENCY.into_iter().filter_map(move |m| {
+                let b = latency_cell(baseline.latency, bi, m, &condition, &opts.analysis)?;
+                let c = latency_cell(candidate.latency, ci, m, &condition, &opts.analysis)?;
+                Some((i, m, b, c))
+            })
+        })
+        .collect();
+    for m in Metric::LATENCY {
+        if latency.iter().any(|(_, x, _, _)| *x == m) {
+            metrics.push(m);
+        }
+    }
     let mut jobs: Vec<(Row, &Cell, &Cell)> = Vec::new();
-    for &(key, bi, ci) in &matched {
+    for (i, &(key, bi, ci)) in matched.iter().enumerate() {
         let condition = label(key, &factors);
-        for (slot, &m) in metrics.iter().enumerate() {
+        let mut cells: Vec<(Metric, &Cell, &Cell)> = Vec::new();
+        for (slot, &m) in ba.settings.metrics.iter().enumerate() {
             let Some(cslot) = ca.metric_index(m) else {
                 continue;
             };
-            let (b, c) = (
+            cells.push((
+                m,
                 &ba.conditions[bi].cells[slot],
                 &ca.conditions[ci].cells[cslot],
-            );
+            ));
+        }
+        for (_, m, b, c) in latency.iter().filter(|(j, _, _, _)| *j == i) {
+            cells.push((*m, b, c));
+        }
+        for (m, b, c) in cells {
             // A metric neither side measured (no schedstat) is no comparison.
             if b.n == 0 && c.n == 0 {
                 continue;
             }
             let unit = ba.unit(m, &key.group.workload);
             jobs.push((
-                row(key, condition.clone(), unit, b, c, &opts.analysis),
+                row(
+                    key,
+                    condition.clone(),
+                    unit,
+                    b,
+                    c,
+                    &opts.analysis,
+                    margin_pct,
+                ),
                 b,
                 c,
             ));
         }
     }
-    // Holm over every tested row of the comparison.
-    let ps: Vec<f64> = jobs.iter().filter_map(|(r, _, _)| r.p).collect();
-    let adjusted = stats::holm(&ps);
-    let mut k = 0;
-    for (r, _, _) in &mut jobs {
-        if r.p.is_some() {
-            r.p_adjusted = Some(adjusted[k]);
-            k += 1;
-        }
-        let significant = r.p_adjusted.is_some_and(|p| p < ALPHA);
-        r.verdict = match (significant, r.baseline_mean, r.candidate_mean) {
-            (true, Some(b), Some(c)) => match r.direction.improved(b, c) {
-                Some(true) => Verdict::Better,
-                Some(false) => Verdict::Worse,
-                None => Verdict::NotSeparated,
-            },
-            _ => Verdict::NotSeparated,
-        };
-    }
+    decide(&mut jobs, margin);
     let summary = metrics
         .iter()
         .map(|&m| {
@@ -505,6 +750,8 @@ pub fn compare(
         environment: environment_rows(side_env(&baseline), side_env(&candidate), &opts.expect),
         metrics,
         alpha: ALPHA,
+        margin_pct,
+        margin_from,
         bootstrap_seed: opts.analysis.bootstrap_seed,
         max_resamples: opts.analysis.resamples,
         comparisons: jobs.into_iter().map(|(r, _, _)| r).collect(),

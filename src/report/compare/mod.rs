@@ -9,6 +9,8 @@
 //! report's blocks and renders it to HTML, Markdown or JSON.
 //! `environment` and `spec_diff` say what differs besides the thing under
 //! test; `planted` makes synthetic pairs with known effects for the tests.
+//! [`run`] returns [`EXIT_REGRESSION`] for `--fail-on regression` when a
+//! metric is worse beyond the margin with significance.
 
 pub mod analyse;
 pub mod charts;
@@ -25,7 +27,10 @@ use std::path::PathBuf;
 use super::{Analysis, Format};
 use crate::store::Store;
 
-pub use analyse::{CompareError, CompareOptions, Comparison, Input, Row, Verdict, compare};
+pub use analyse::{
+    CompareError, CompareOptions, Comparison, Input, MarginVerdict, Row, Verdict, compare,
+    parse_margin_pct,
+};
 pub use environment::EnvField;
 
 /// What `schedlab compare` does, from the command line's arguments.
@@ -43,13 +48,22 @@ pub struct RunOptions {
     /// Output file, or None for standard output.
     pub destination: Option<PathBuf>,
     pub compare: CompareOptions,
+    /// `--fail-on regression`: exit with [`EXIT_REGRESSION`] when a metric
+    /// is worse beyond the margin with significance.
+    pub fail_on_regression: bool,
 }
+
+/// Exit code of `compare --fail-on regression` when it found a regression
+/// (the comparison is still written).
+pub const EXIT_REGRESSION: i32 = 4;
 
 /// One side loaded and analysed.
 struct Loaded {
     db: String,
     analysis: Analysis,
     sched_ext: Vec<Option<String>>,
+    /// None when the campaign stored no latency histograms.
+    latency: Option<super::analyse::latency::LatencyAnalysis>,
 }
 
 fn load(store: &Store, db: String, campaign: Option<i64>, opts: &CompareOptions) -> Result<Loaded> {
@@ -72,10 +86,17 @@ fn load(store: &Store, db: String, campaign: Option<i64>, opts: &CompareOptions)
                 .and_then(|(_, s)| s.clone())
         })
         .collect();
+    let histograms = store
+        .campaign_latency(&analysis.campaign_ids())
+        .with_context(|| format!("reading the latency histograms of {db}"))?;
+    let latency = (!histograms.is_empty()).then(|| {
+        super::analyse::latency::analyse(&analysis, &histograms, opts.analysis.bootstrap_seed)
+    });
     Ok(Loaded {
         db,
         analysis,
         sched_ext,
+        latency,
     })
 }
 
@@ -84,6 +105,7 @@ fn input(l: &Loaded) -> Input<'_> {
         db: &l.db,
         analysis: &l.analysis,
         sched_ext: &l.sched_ext,
+        latency: l.latency.as_ref(),
     }
 }
 
@@ -140,7 +162,8 @@ pub fn build(opts: &RunOptions) -> Result<Comparison> {
 }
 
 /// `schedlab compare`: compare two campaigns and write the result. Returns
-/// the process exit code.
+/// the process exit code: 0, or [`EXIT_REGRESSION`] with
+/// `--fail-on regression` when a row is a regression.
 pub fn run(opts: RunOptions) -> Result<i32> {
     // Checked before both analyses: a refused -o costs nothing.
     let target = crate::output::target_of(opts.destination.as_deref())?;
@@ -168,13 +191,36 @@ pub fn run(opts: RunOptions) -> Result<i32> {
     crate::output::write_all(&target, text.as_bytes())?;
     if !target.is_stdout() {
         note!(
-            "wrote {}: {} comparisons (condition × metric): {} better, {} worse, {} not separated",
+            "wrote {}: {} comparisons (condition × metric): {} better, {} worse, {} not separated{}",
             target.shown(),
             c.comparisons.len(),
             c.count(Verdict::Better),
             c.count(Verdict::Worse),
-            c.count(Verdict::NotSeparated)
+            c.count(Verdict::NotSeparated),
+            c.margin_pct.map_or_else(String::new, |m| format!(
+                "; {} {}, {} different, {} neither shown",
+                c.count_margin(MarginVerdict::Equivalent),
+                MarginVerdict::Equivalent.text(m),
+                c.count_margin(MarginVerdict::Different),
+                c.count_margin(MarginVerdict::NeitherShown)
+            ))
         );
+    }
+    let regressions = c.regressions();
+    if opts.fail_on_regression && !regressions.is_empty() {
+        for r in &regressions {
+            note!("regression: {}", crate::out::esc(&render::sentence(r)));
+        }
+        note!(
+            "--fail-on regression: {} of {} comparisons worse {}with significance (exit code {EXIT_REGRESSION})",
+            regressions.len(),
+            c.comparisons.len(),
+            c.margin_pct.map_or_else(String::new, |m| format!(
+                "beyond the {} margin ",
+                analyse::margin_label(m)
+            ))
+        );
+        return Ok(EXIT_REGRESSION);
     }
     Ok(0)
 }

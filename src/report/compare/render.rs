@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 use std::fmt::Write as _;
 
-use super::analyse::{Comparison, MetricSummary, Row, Verdict};
+use super::analyse::{Comparison, MarginVerdict, MetricSummary, Row, Verdict, margin_label};
 use super::charts::{forest, ratio_chart};
 use crate::report::blocks::{self, Block, Figure};
 use crate::report::fmt;
@@ -64,12 +64,37 @@ pub fn sentence(r: &Row) -> String {
         },
         r.n_baseline,
         r.n_candidate,
-        match r.verdict {
-            Verdict::Better => " — better",
-            Verdict::Worse => " — worse",
-            Verdict::NotSeparated => "",
-        }
+        verdict_words(r)
     )
+}
+
+/// " — worse; different (±2 % margin)", " — not separated; a change smaller
+/// than …", " — equivalent within ±2 %".
+fn verdict_words(r: &Row) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    match r.verdict {
+        Verdict::Better => parts.push("better".into()),
+        Verdict::Worse => parts.push("worse".into()),
+        Verdict::NotSeparated if r.p.is_some() => parts.push(match &r.detectable {
+            Some(d) => format!("not separated; {}", d.sentence()),
+            None => "not separated".into(),
+        }),
+        Verdict::NotSeparated => {}
+    }
+    if let (Some(v), Some(m)) = (r.margin_verdict, r.margin_pct) {
+        match v {
+            MarginVerdict::Equivalent => parts.push(v.text(m)),
+            _ => parts.push(format!("{} at the {} margin", v.text(m), margin_label(m))),
+        }
+    }
+    if r.regression && r.margin_verdict.is_some() {
+        parts.push("a regression beyond the margin".into());
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" — {}", parts.join("; "))
+    }
 }
 
 fn differences(c: &Comparison) -> Part {
@@ -215,22 +240,111 @@ fn summary_table(c: &Comparison) -> Table {
     }
 }
 
+/// What the comparisons not separated could have seen: the smallest and
+/// largest of their smallest detectable changes, in a sentence.
+fn detectable_range(c: &Comparison) -> Option<String> {
+    let ns: Vec<&Row> = c
+        .comparisons
+        .iter()
+        .filter(|r| r.verdict == Verdict::NotSeparated && r.p.is_some())
+        .collect();
+    if ns.is_empty() {
+        return None;
+    }
+    let with: Vec<(&Row, f64)> = ns
+        .iter()
+        .filter_map(|r| r.detectable.as_ref()?.relative.map(|x| (*r, x)))
+        .collect();
+    let blind = ns.len() - with.len();
+    let blind_note = if blind > 0 {
+        format!(
+            " {blind} of them could not have seen any change (too few runs for the test to reach p < {} over the \
+             comparison's tests).",
+            c.alpha
+        )
+    } else {
+        String::new()
+    };
+    let lo = with.iter().min_by(|a, b| a.1.total_cmp(&b.1));
+    let hi = with.iter().max_by(|a, b| a.1.total_cmp(&b.1));
+    let pct = |x: f64| format!("{} %", fmt::sig(100.0 * x, 2));
+    Some(match (lo, hi) {
+        (Some(lo), Some(hi)) if with.len() > 1 => format!(
+            "Not separated is not the same as unchanged: for the {} comparisons not separated, the smallest change \
+             these runs could have seen (80% power) ranges from {} ({} on {}) to {} ({} on {}).{blind_note}",
+            ns.len(),
+            pct(lo.1),
+            lo.0.condition,
+            lo.0.metric.name(),
+            pct(hi.1),
+            hi.0.condition,
+            hi.0.metric.name()
+        ),
+        (Some(one), _) => format!(
+            "Not separated is not the same as unchanged: {} on {}: {}.{blind_note}",
+            one.0.condition,
+            one.0.metric.name(),
+            one.0
+                .detectable
+                .as_ref()
+                .map(|d| d.sentence())
+                .unwrap_or_default()
+        ),
+        _ => format!("Not separated is not the same as unchanged.{blind_note}"),
+    })
+}
+
 fn summary(c: &Comparison) -> Part {
     let n = c.comparisons.len();
     let (better, worse) = (c.count(Verdict::Better), c.count(Verdict::Worse));
     let tested = c.comparisons.iter().filter(|r| r.p.is_some()).count();
-    let mut b = vec![
-        Block::Facts(vec![
-            (better.to_string(), "better".into()),
-            (worse.to_string(), "worse".into()),
-            ((n - better - worse).to_string(), "not separated".into()),
-            (n.to_string(), "condition × metric".into()),
-        ]),
-        Block::md_only(vec![Block::p(format!(
-            "{better} better, {worse} worse, {} not separated of {n} comparisons (condition × metric).",
-            n - better - worse
-        ))]),
+    let mut facts = vec![
+        (better.to_string(), "better".into()),
+        (worse.to_string(), "worse".into()),
+        ((n - better - worse).to_string(), "not separated".into()),
+        (n.to_string(), "condition × metric".into()),
     ];
+    let mut line = format!(
+        "{better} better, {worse} worse, {} not separated of {n} comparisons (condition × metric).",
+        n - better - worse
+    );
+    if let Some(m) = c.margin_pct {
+        let counts = [
+            MarginVerdict::Equivalent,
+            MarginVerdict::Different,
+            MarginVerdict::NeitherShown,
+        ]
+        .map(|v| (c.count_margin(v), v.text(m)));
+        for (k, t) in &counts {
+            facts.push((k.to_string(), t.clone()));
+        }
+        let _ = write!(
+            line,
+            " Against the {} margin: {}.",
+            margin_label(m),
+            counts
+                .iter()
+                .map(|(k, t)| format!("{k} {t}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let mut b = vec![Block::Facts(facts), Block::md_only(vec![Block::p(line)])];
+    let regressions = c.regressions();
+    if let (Some(m), false) = (c.margin_pct, regressions.is_empty()) {
+        b.push(Block::Notes(vec![format!(
+            "{} comparison{} worse beyond the {} margin with significance (what --fail-on regression fails \
+             on): {}.",
+            regressions.len(),
+            if regressions.len() == 1 { " is" } else { "s are" },
+            margin_label(m),
+            regressions
+                .iter()
+                .map(|r| format!("{} on {}", r.condition, r.metric.name()))
+                .collect::<Vec<_>>()
+                .join("; ")
+        )]));
+    }
     let unreachable = c.unreachable();
     if unreachable > 0 {
         b.push(Block::Notes(vec![format!(
@@ -258,6 +372,9 @@ fn summary(c: &Comparison) -> Part {
         .filter(|r| r.verdict != Verdict::NotSeparated)
         .map(sentence)
         .collect();
+    if let Some(range) = detectable_range(c) {
+        b.push(Block::p(range));
+    }
     if found.is_empty() {
         b.push(Block::p(
             "No difference survives Holm's correction: the data do not separate the candidate from the baseline \
@@ -288,7 +405,7 @@ fn summary(c: &Comparison) -> Part {
     }
 }
 
-const ROW_HEADERS: [&str; 12] = [
+const ROW_HEADERS: [&str; 13] = [
     "condition",
     "n",
     "baseline",
@@ -301,6 +418,7 @@ const ROW_HEADERS: [&str; 12] = [
     "Holm p",
     "verdict",
     "noise > change",
+    "smallest change seen",
 ];
 
 fn metric_rows(c: &Comparison, m: crate::report::Metric) -> (Table, Vec<Option<&'static str>>) {
@@ -328,7 +446,21 @@ fn metric_rows(c: &Comparison, m: crate::report::Metric) -> (Table, Vec<Option<&
                 } else {
                     String::new()
                 },
+                match (&r.detectable, r.verdict) {
+                    (Some(d), Verdict::NotSeparated) => d.cell(),
+                    _ => String::new(),
+                },
             ]
+            .into_iter()
+            .chain(c.margin_pct.map(|m| {
+                let v = r.margin_verdict.map_or_else(|| "–".into(), |v| v.text(m));
+                if r.regression {
+                    format!("{v} (regression)")
+                } else {
+                    v
+                }
+            }))
+            .collect()
         })
         .collect();
     let mut classes: Vec<Option<&'static str>> = rows
@@ -336,6 +468,9 @@ fn metric_rows(c: &Comparison, m: crate::report::Metric) -> (Table, Vec<Option<&
         .map(|r| match r.verdict {
             Verdict::Better => Some("different"),
             Verdict::Worse => Some("flag"),
+            Verdict::NotSeparated if r.margin_verdict == Some(MarginVerdict::Equivalent) => {
+                Some("different")
+            }
             Verdict::NotSeparated => None,
         })
         .collect();
@@ -354,16 +489,26 @@ fn metric_rows(c: &Comparison, m: crate::report::Metric) -> (Table, Vec<Option<&
         row.extend(["", "", "", ""].map(String::from));
         row.push(s.verdict.name().to_string());
         row.push(String::new());
+        row.push(String::new());
+        if c.margin_pct.is_some() {
+            row.push(String::new());
+        }
         table_rows.push(row);
         classes.push(None);
+    }
+    let mut headers = ROW_HEADERS.map(String::from).to_vec();
+    let mut numeric = vec![
+        false, true, true, true, true, true, true, true, true, true, false, false, false,
+    ];
+    if let Some(m) = c.margin_pct {
+        headers.push(format!("{} verdict", margin_label(m)));
+        numeric.push(false);
     }
     (
         Table {
             title: String::new(),
-            headers: ROW_HEADERS.map(String::from).to_vec(),
-            numeric: vec![
-                false, true, true, true, true, true, true, true, true, true, false, false,
-            ],
+            headers,
+            numeric,
             rows: table_rows,
         },
         classes,
@@ -376,7 +521,8 @@ fn per_metric(c: &Comparison) -> Part {
          the ratio candidate / baseline with its 95% percentile-bootstrap interval, each side's coefficient of \
          variation over runs, the two-sided Mann–Whitney U p and the p adjusted by Holm over every comparison \
          of this page. “noise > change”: the larger CV exceeds |ratio − 1|, so single runs cannot show the \
-         change.",
+         change. “smallest change seen”: for a row not separated, the smallest change (share of the baseline's \
+         mean) its runs could have seen with 80% power.",
     )];
     for &m in &c.metrics {
         if c.rows_of(m).next().is_none() {
@@ -412,8 +558,9 @@ fn method(c: &Comparison) -> Part {
     Part {
         id: "method",
         title: "Method",
-        blocks: vec![Block::p(format!(
-            "Conditions are matched by their factor values (workload, processes, priorities, CPUs, RT runtime, \
+        blocks: vec![
+            Block::p(format!(
+                "Conditions are matched by their factor values (workload, processes, priorities, CPUs, RT runtime, \
              slice, policy). A verdict is better or worse only when the Mann–Whitney p, Holm-adjusted over all \
              {} tested comparisons, is below {}; better means lower for times, switches and waits and higher for \
              CPU % and work done. With fewer than 3 runs a side nothing is tested. The geometric mean's interval \
@@ -421,11 +568,47 @@ fn method(c: &Comparison) -> Part {
              on which side of 1 the interval lies, and is given only when every condition has at least 10 runs \
              a side. \
              Bootstrap seed {}, at most {} resamples per interval.",
-            c.comparisons.iter().filter(|r| r.p.is_some()).count(),
-            c.alpha,
-            c.bootstrap_seed,
-            c.max_resamples
-        ))],
+                c.comparisons.iter().filter(|r| r.p.is_some()).count(),
+                c.alpha,
+                c.bootstrap_seed,
+                c.max_resamples
+            )),
+            Block::p(format!(
+                "Smallest change seen: for a comparison not separated, the smallest change of the mean the \
+             Mann–Whitney test of these runs detects with 80% power at α = {} divided by the {} tests of Holm's \
+             correction (what a single real change must reach), as a share of the baseline's mean. Mann–Whitney's \
+             power is taken as the t-test's with 3/π of the runs on each side (its efficiency for normal data), \
+             the runs as normal with the sides' pooled standard deviation; where the exact test's smallest \
+             attainable p is above that level, no change could have been seen.",
+                c.alpha,
+                c.comparisons.iter().filter(|r| r.p.is_some()).count()
+            )),
+            Block::p(match c.margin_pct {
+                Some(m) => format!(
+                    "Margin {} (from {}): two one-sided Welch t-tests (TOST) on the logs of the runs' values test \
+                 whether the ratio of geometric means lies within {}–{}; their p, Holm-adjusted over every row \
+                 with one, below {} makes a row “{}”. Otherwise a row is “different” when the difference test \
+                 separates it (better or worse) and “neither shown” when not. A row is a regression \
+                 (--fail-on regression, exit code {}) when it is worse and the one-sided Welch test on logs that \
+                 the change is worse than the margin, Holm-adjusted, is below {} (where a value is not positive, \
+                 when its ratio interval lies wholly beyond the margin).",
+                    margin_label(m),
+                    c.margin_from.as_deref().unwrap_or("--margin"),
+                    fmt::ratio(1.0 - m / 100.0),
+                    fmt::ratio(1.0 + m / 100.0),
+                    c.alpha,
+                    MarginVerdict::Equivalent.text(m),
+                    super::EXIT_REGRESSION,
+                    c.alpha
+                ),
+                None => format!(
+                    "No equivalence margin (--margin, or compare_margin_pct in the baseline's spec): no row is \
+                 called equivalent. With --fail-on regression, any row worse with significance fails (exit code \
+                 {}).",
+                    super::EXIT_REGRESSION
+                ),
+            }),
+        ],
     }
 }
 
@@ -489,6 +672,7 @@ pub fn json(c: &Comparison) -> Value {
     let mut v = serde_json::to_value(c).expect("a comparison serialises");
     v["schedlab_compare"] = json!(1);
     v["schedlab_version"] = json!(env!("CARGO_PKG_VERSION"));
+    v["regressions"] = json!(c.regressions().len());
     v["unexpected_environment_differences"] = json!(
         c.unexpected_environment()
             .iter()

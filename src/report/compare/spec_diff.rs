@@ -5,8 +5,9 @@
 use serde::Serialize;
 use serde_json::Value;
 
-/// Keys of a spec that name or describe it without changing what is run.
-pub const IGNORED_KEYS: [&str; 2] = ["name", "description"];
+/// Keys of a spec that name or describe it, or say how to analyse it,
+/// without changing what is run.
+pub const IGNORED_KEYS: [&str; 3] = ["name", "description", "compare_margin_pct"];
 
 /// One key whose value differs (None: the key is absent on that side).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -1,10 +1,15 @@
 //! The comparison on plain data (no database): the planted pair's effects
 //! are found and nothing else, spec differences refuse without --force and
-//! are listed with it, the environment and the renderings.
+//! are listed with it, the environment and the renderings; with a margin,
+//! an A/A pair is equivalent and a planted slowdown a regression; the
+//! latency percentiles as metrics.
 
-use super::analyse::{CompareError, CompareOptions, Comparison, Input, Verdict, compare};
+use super::analyse::{
+    CompareError, CompareOptions, Comparison, Input, MarginVerdict, Verdict, compare,
+    parse_margin_pct,
+};
 use super::environment::EnvField;
-use super::planted::{Planted, report_data};
+use super::planted::{Planted, latency, report_data};
 use super::render;
 use crate::report::analyse::{Analysis, Options, analyse_data};
 use crate::report::{Format, Metric};
@@ -19,6 +24,7 @@ fn options(force: bool, expect: Vec<EnvField>) -> CompareOptions {
         },
         force,
         expect,
+        margin_pct: None,
     }
 }
 
@@ -37,11 +43,13 @@ fn run(cfg: &Planted, opts: &CompareOptions) -> Result<Comparison, CompareError>
             db: "base.db",
             analysis: &b,
             sched_ext: &none,
+            latency: None,
         },
         Input {
             db: "cand.db",
             analysis: &c,
             sched_ext: &none,
+            latency: None,
         },
         opts,
     )
@@ -84,6 +92,12 @@ fn finds_exactly_the_planted_effects() {
     assert_eq!(c.count(Verdict::Worse), 4);
     assert_eq!(c.count(Verdict::Better), 0);
     assert_eq!(c.unreachable(), 0);
+    // Without a margin a regression is a worse row; every row not separated
+    // says what its runs could have seen.
+    assert_eq!(c.regressions().len(), 4);
+    for r in &c.comparisons {
+        assert_eq!(r.detectable.is_some(), r.verdict == Verdict::NotSeparated);
+    }
     // The geometric-mean row: wall worse overall, near 1.2.
     let wall = c.summary.iter().find(|s| s.metric == Metric::Wall).unwrap();
     assert_eq!((wall.conditions, wall.worse), (4, 4));
@@ -162,11 +176,13 @@ fn specs_that_differ_are_refused_without_force_and_listed_with_it() {
         db: "base.db",
         analysis: &b,
         sched_ext: &none,
+        latency: None,
     };
     let cand = Input {
         db: "cand.db",
         analysis: &c,
         sched_ext: &none,
+        latency: None,
     };
     let err = compare(base, cand, &opts).unwrap_err();
     let CompareError::SpecsDiffer(d) = &err else {
@@ -213,6 +229,7 @@ fn specs_that_differ_are_refused_without_force_and_listed_with_it() {
             db: "cand.db",
             analysis: &o,
             sched_ext: &none,
+            latency: None,
         },
         &options(true, Vec::new()),
     )
@@ -332,4 +349,239 @@ fn the_geometric_mean_decides_only_from_ten_runs_a_side() {
     let c = run(&Planted::new(10), &options(false, Vec::new())).unwrap();
     let wall = c.summary.iter().find(|s| s.metric == Metric::Wall).unwrap();
     assert_eq!(wall.verdict, Verdict::Worse);
+}
+
+/// The pair compared with a margin (%) and each side's planted latency.
+fn run_margin(cfg: &Planted, margin_pct: Option<f64>) -> Comparison {
+    let mut opts = options(false, Vec::new());
+    opts.margin_pct = margin_pct;
+    let (bd, cd) = (
+        report_data(cfg, false, 1).unwrap(),
+        report_data(cfg, true, 2).unwrap(),
+    );
+    let (bl, cl) = (latency(cfg, &bd, false), latency(cfg, &cd, true));
+    let (b, c) = (
+        analyse_data(bd, &opts.analysis),
+        analyse_data(cd, &opts.analysis),
+    );
+    let (bla, cla) = (
+        crate::report::analyse::latency::analyse(&b, &bl, 1),
+        crate::report::analyse::latency::analyse(&c, &cl, 1),
+    );
+    let none = [None];
+    compare(
+        Input {
+            db: "base.db",
+            analysis: &b,
+            sched_ext: &none,
+            latency: Some(&bla),
+        },
+        Input {
+            db: "cand.db",
+            analysis: &c,
+            sched_ext: &none,
+            latency: Some(&cla),
+        },
+        &opts,
+    )
+    .unwrap()
+}
+
+fn margin_verdicts(c: &Comparison, m: Metric) -> Vec<Option<MarginVerdict>> {
+    c.rows_of(m).map(|r| r.margin_verdict).collect()
+}
+
+/// An A/A pair: nothing planted.
+fn a_a() -> Planted {
+    let mut cfg = Planted::new(10);
+    cfg.wall_factor = 1.0;
+    cfg.stime_factor = 1.0;
+    cfg
+}
+
+#[test]
+fn an_a_a_pair_is_equivalent_within_five_percent() {
+    // Every quantity with 2–3 % run-to-run noise: all equivalent.
+    let mut cfg = a_a();
+    cfg.stime_noise = 0.02;
+    let c = run_margin(&cfg, Some(5.0));
+    assert_eq!(c.margin_pct, Some(5.0));
+    assert_eq!(c.margin_from.as_deref(), Some("--margin"));
+    // 4 metrics and the 2 latency percentiles, 4 conditions each.
+    assert_eq!(c.comparisons.len(), 24);
+    let not: Vec<String> = c
+        .comparisons
+        .iter()
+        .filter(|r| r.margin_verdict != Some(MarginVerdict::Equivalent))
+        .map(|r| {
+            format!(
+                "{} {} {:?} {:?}",
+                r.condition,
+                r.metric.name(),
+                r.equivalence_p_adjusted,
+                r.baseline_cv
+            )
+        })
+        .collect();
+    assert!(not.is_empty(), "not equivalent: {not:#?}");
+    assert_eq!(c.count_margin(MarginVerdict::Equivalent), 24);
+    assert!(c.regressions().is_empty());
+    assert_eq!(c.count(Verdict::NotSeparated), 24);
+    for r in &c.comparisons {
+        let t = r.equivalence.as_ref().unwrap();
+        assert!(r.equivalence_p_adjusted.unwrap() >= t.p);
+        assert!(r.equivalence_p_adjusted.unwrap() < 0.05);
+        // Not separated, so it says what could have been seen.
+        let d = r.detectable.as_ref().unwrap();
+        assert!(
+            d.relative.unwrap() > 0.0 && d.relative.unwrap() < 0.1,
+            "{d:?}"
+        );
+    }
+    let md = render::markdown(&c);
+    assert!(
+        md.contains("24 equivalent within ±5 %, 0 different, 0 neither shown"),
+        "{md}"
+    );
+    assert!(md.contains("| ±5 % verdict"), "{md}");
+    // The default 15 % noise of system time: equivalence within ±5 % is
+    // not shown with 10 runs, nor a difference.
+    let c = run_margin(&a_a(), Some(5.0));
+    assert_eq!(
+        margin_verdicts(&c, Metric::Stime),
+        [Some(MarginVerdict::NeitherShown); 4]
+    );
+    assert_eq!(
+        margin_verdicts(&c, Metric::Wall),
+        [Some(MarginVerdict::Equivalent); 4]
+    );
+    let stime = c.rows_of(Metric::Stime).next().unwrap();
+    let seen = stime.detectable.as_ref().unwrap();
+    // A 15 % spread: only changes of well over 15 % could have been seen.
+    assert!(seen.relative.unwrap() > 0.15, "{seen:?}");
+    assert!(render::sentence(stime).contains(&format!(
+        "not separated; a change smaller than {} could not be seen with 10 runs a side; neither shown at the ±5 % margin",
+        seen.percent().unwrap()
+    )));
+}
+
+#[test]
+fn a_planted_ten_percent_slowdown_is_different_and_a_regression() {
+    let mut cfg = a_a();
+    cfg.wall_factor = 1.10;
+    let c = run_margin(&cfg, Some(2.0));
+    assert_eq!(verdicts(&c, Metric::Wall), [Verdict::Worse; 4]);
+    assert_eq!(
+        margin_verdicts(&c, Metric::Wall),
+        [Some(MarginVerdict::Different); 4]
+    );
+    assert!(c.rows_of(Metric::Wall).all(|r| r.regression));
+    assert_eq!(c.regressions().len(), 4);
+    // CPU % falls with it (better higher: worse), beyond the margin too.
+    // Unchanged quantities with 2–3 % noise are equivalent within ±2 %
+    // only for the least noisy; none is a regression.
+    assert!(c.rows_of(Metric::Utime).all(|r| !r.regression));
+    let md = render::markdown(&c);
+    assert!(
+        md.contains("wall time is 1.1")
+            && md.contains("— worse; different at the ±2 % margin; a regression beyond the margin"),
+        "{md}"
+    );
+    assert!(
+        md.contains("worse beyond the ±2 % margin with significance"),
+        "{md}"
+    );
+    let html = render::html(&c);
+    assert!(html.contains("different (regression)"));
+    let j = render::json(&c);
+    assert_eq!(j["margin_pct"], 2.0);
+    assert_eq!(j["regressions"], 4);
+    let wall = &j["comparisons"][0];
+    assert_eq!(wall["metric"], "wall");
+    assert_eq!(wall["margin_verdict"], "different");
+    assert_eq!(wall["regression"], true);
+    assert!(wall["equivalence"]["p_above_upp"].as_f64().unwrap() < 1e-6);
+
+    // A 15 % margin: the same 10 % slowdown is worse, yet within the
+    // margin: equivalent, no regression.
+    let c = run_margin(&cfg, Some(15.0));
+    assert_eq!(verdicts(&c, Metric::Wall), [Verdict::Worse; 4]);
+    assert_eq!(
+        margin_verdicts(&c, Metric::Wall),
+        [Some(MarginVerdict::Equivalent); 4]
+    );
+    assert!(c.regressions().is_empty());
+    // No margin: every worse row is a regression, and no margin verdicts.
+    let c = run_margin(&cfg, None);
+    assert_eq!(c.regressions().len(), 4);
+    assert!(c.comparisons.iter().all(|r| r.margin_verdict.is_none()));
+    assert!(!render::markdown(&c).contains("% verdict"));
+}
+
+#[test]
+fn the_margin_comes_from_the_spec_unless_given() {
+    let mut cfg = a_a();
+    cfg.spec_extra = "compare_margin_pct = 5".into();
+    let c = run_margin(&cfg, None);
+    assert_eq!(c.margin_pct, Some(5.0));
+    assert_eq!(c.margin_from.as_deref(), Some("compare_margin_pct"));
+    assert!(c.spec_differences.is_empty());
+    assert!(render::markdown(&c).contains("Margin ±5 % (from compare_margin_pct)"));
+    let c = run_margin(&cfg, Some(2.0));
+    assert_eq!(c.margin_pct, Some(2.0));
+    assert_eq!(c.margin_from.as_deref(), Some("--margin"));
+    // A margin only in the candidate's spec is no spec difference, and not
+    // used (the baseline's spec decides).
+    let mut cfg = a_a();
+    cfg.candidate_spec_extra = "compare_margin_pct = 5".into();
+    let c = run_margin(&cfg, None);
+    assert!(c.spec_differences.is_empty());
+    assert_eq!(c.margin_pct, None);
+}
+
+#[test]
+fn margins_parse_as_percentages() {
+    assert_eq!(parse_margin_pct("2%"), Ok(2.0));
+    assert_eq!(parse_margin_pct(" 0.5 % "), Ok(0.5));
+    assert_eq!(parse_margin_pct("5"), Ok(5.0));
+    for bad in ["0%", "100", "-2%", "two", ""] {
+        assert!(parse_margin_pct(bad).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn latency_percentiles_are_metrics() {
+    // The tail 30 % longer, the median unchanged.
+    let mut cfg = a_a();
+    cfg.latency_p99_factor = 1.3;
+    let c = run_margin(&cfg, Some(5.0));
+    assert!(
+        c.metrics
+            .ends_with(&[Metric::LatencyP50, Metric::LatencyP99])
+    );
+    assert_eq!(verdicts(&c, Metric::LatencyP99), [Verdict::Worse; 4]);
+    for r in c.rows_of(Metric::LatencyP99) {
+        assert_eq!(r.unit, "µs");
+        assert!((r.ratio.unwrap() - 1.3).abs() < 0.05, "{:?}", r.ratio);
+        assert!(r.regression);
+    }
+    assert_eq!(
+        margin_verdicts(&c, Metric::LatencyP50),
+        [Some(MarginVerdict::Equivalent); 4]
+    );
+    let p50 = c.rows_of(Metric::LatencyP50).next().unwrap();
+    assert!((p50.baseline_mean.unwrap() - 75.0).abs() < 5.0, "{p50:?}");
+    let md = render::markdown(&c);
+    assert!(
+        md.contains("### latency_p99 (per-run p99 latency; lower is better)"),
+        "{md}"
+    );
+    assert_eq!(
+        c.summary
+            .iter()
+            .find(|s| s.metric == Metric::LatencyP99)
+            .unwrap()
+            .verdict,
+        Verdict::Worse
+    );
 }

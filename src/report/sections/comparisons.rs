@@ -8,12 +8,17 @@ use crate::report::analyse::{Analysis, Comparison, Verdict, mw_method, policy_la
 use crate::report::blocks::Block;
 use crate::report::fmt;
 
-fn verdict_text(a: &Analysis, c: &Comparison) -> &'static str {
+fn verdict_text(a: &Analysis, c: &Comparison) -> String {
     match c.verdict {
-        Verdict::Different => "different",
-        Verdict::NotSeparated if unreachable(a, c) => "not separated (too few runs for p < 0.05)",
-        Verdict::NotSeparated => "not separated",
-        Verdict::TooFewRuns => "too few runs",
+        Verdict::Different => "different".into(),
+        Verdict::NotSeparated if unreachable(a, c) => {
+            "not separated (too few runs for p < 0.05)".into()
+        }
+        Verdict::NotSeparated => match &c.detectable {
+            Some(d) => format!("not separated ({})", d.cell()),
+            None => "not separated".into(),
+        },
+        Verdict::TooFewRuns => "too few runs".into(),
     }
 }
 
@@ -50,7 +55,7 @@ fn comparison_row(a: &Analysis, c: &Comparison) -> Vec<String> {
         ),
         c.welch.as_ref().map_or_else(|| "–".into(), |w| fmt::p(w.p)),
         c.p_adjusted.map_or_else(|| "–".into(), fmt::p),
-        verdict_text(a, c).to_string(),
+        verdict_text(a, c),
     ]
 }
 
@@ -75,12 +80,16 @@ impl Section for ComparisonsSection {
                  interval. MW p: two-sided Mann–Whitney U (exact or normal approximation); Welch p: Welch's t-test \
                  as a second opinion; Holm p: Mann–Whitney p adjusted over every comparison of this report. \
                  Highlighted rows are significant. The ratio intervals are not adjusted for the number of \
-                 comparisons: one that excludes 1 without a significant Holm p is a hint, not a finding.",
+                 comparisons: one that excludes 1 without a significant Holm p is a hint, not a finding. A \
+                 verdict of not separated gives the smallest change (as a share of B's mean) these runs could \
+                 have seen with 80% power, for Mann–Whitney at α over the number of tests (its power taken as \
+                 the t-test's with 3/π of the runs).",
             )]),
             Block::md_only(vec![Block::p(
                 "A: the policy with the lower mean. A/B: ratio of means, 95% CI by bootstrap. MW p: Mann–Whitney \
                  U; Welch p: Welch's t-test; Holm p: Mann–Whitney p adjusted over every comparison of the report. \
-                 Ratio intervals are not adjusted for the number of comparisons.",
+                 Ratio intervals are not adjusted for the number of comparisons. Not separated: changes smaller \
+                 than the share of B's mean given could not be seen (80% power, α over the number of tests).",
             )]),
         ];
         for (gi, g) in a.groups.iter().enumerate() {
