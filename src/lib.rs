@@ -54,6 +54,8 @@ pub mod testing;
 #[forbid(unsafe_code)]
 pub mod trace;
 #[forbid(unsafe_code)]
+pub mod units;
+#[forbid(unsafe_code)]
 pub mod worker;
 #[forbid(unsafe_code)]
 pub mod workload;

@@ -7,6 +7,7 @@
 //! capture produces it (events in time order, clock CLOCK_MONOTONIC), the
 //! store, the derived figures, the report and the exporters consume it.
 
+pub mod analysed;
 pub mod blob;
 pub mod chrome_json;
 pub mod derive;
@@ -15,6 +16,7 @@ pub mod export;
 pub mod perfetto;
 pub mod summary;
 
+pub use analysed::Analysed;
 pub use event::{Capture, Event, EventKind, SwitchEnd, Task};
 pub mod capture;
 pub mod format;
