@@ -56,6 +56,8 @@ pub mod testing;
 #[forbid(unsafe_code)]
 pub mod trace;
 #[forbid(unsafe_code)]
+pub mod units;
+#[forbid(unsafe_code)]
 pub mod worker;
 #[forbid(unsafe_code)]
 pub mod workload;

@@ -343,7 +343,9 @@ fn output_db(dir: &Path, name: &str) -> (PathBuf, i64) {
         release_ns: None,
         lost_events: 0,
     };
-    store.save_trace(run, &capture).unwrap();
+    store
+        .save_trace(run, &schedlab::trace::Analysed::new(&capture, &[]))
+        .unwrap();
     (db, run)
 }
 

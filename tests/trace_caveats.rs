@@ -89,8 +89,14 @@ fn db() -> (tempfile::TempDir, std::path::PathBuf, [i64; 2]) {
         .unwrap()
         .collect::<rusqlite::Result<_>>()
         .unwrap();
-    store.save_trace(ids[0], &capture(112)).unwrap();
-    store.save_trace(ids[1], &capture(101)).unwrap();
+    let c = capture(112);
+    store
+        .save_trace(ids[0], &schedlab::trace::Analysed::new(&c, &[]))
+        .unwrap();
+    let c = capture(101);
+    store
+        .save_trace(ids[1], &schedlab::trace::Analysed::new(&c, &[]))
+        .unwrap();
     (dir, db, [ids[0], ids[1]])
 }
 

@@ -349,8 +349,18 @@ fn traced_db() -> (tempfile::TempDir, std::path::PathBuf, [i64; 3]) {
         .collect::<rusqlite::Result<_>>()
         .unwrap();
     let runs = [ids[0], ids[1], ids[2]];
-    store.save_trace(runs[0], &synthetic_capture(0)).unwrap();
-    store.save_trace(runs[2], &synthetic_capture(42)).unwrap();
+    store
+        .save_trace(
+            runs[0],
+            &schedlab::trace::Analysed::new(&synthetic_capture(0), &[]),
+        )
+        .unwrap();
+    store
+        .save_trace(
+            runs[2],
+            &schedlab::trace::Analysed::new(&synthetic_capture(42), &[]),
+        )
+        .unwrap();
     (dir, db, runs)
 }
 

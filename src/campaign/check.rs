@@ -190,8 +190,8 @@ fn check_workdir(spec: &Spec, err: &dyn Fn(&str, String) -> SpecError) -> Result
                 "a run of {} processes writes up to {} in {shown} (the input and one copy per process), \
                  which has {} free",
                 r.processes,
-                crate::progress::human_bytes(need),
-                crate::progress::human_bytes(free)
+                crate::units::human_bytes(need),
+                crate::units::human_bytes(free)
             ),
         ));
     }

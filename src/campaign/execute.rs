@@ -18,6 +18,7 @@ use crate::record::{RunRecord, RunStatus};
 use crate::spec::Spec;
 use crate::store::{Campaign, Store};
 use crate::sys::{envinfo, proc};
+use crate::trace::Analysed;
 
 use super::{Options, Summary, open_campaign};
 
@@ -143,8 +144,10 @@ impl Opened {
                     break;
                 }
                 Outcome::Done(rec, trace) => {
+                    // Derived before the store's transaction: it only persists.
+                    let trace = trace.as_deref().map(|cap| Analysed::of_run(cap, &rec));
                     self.store
-                        .insert_run_traced(self.campaign.id, &rec, trace.as_deref())?;
+                        .insert_run_traced(self.campaign.id, &rec, trace.as_ref())?;
                     summary.ran += 1;
                     summary.by_status[status_index(rec.status)] += 1;
                     progress.finish(i, run, &describe(&rec));

@@ -198,7 +198,7 @@ pub fn announce(
             opened.runs.len(),
             opened.runs.len() - pending.len(),
             pending.len(),
-            crate::progress::human_duration(estimates.iter().sum())
+            crate::units::human_duration(estimates.iter().sum())
         );
         warn_rt_everywhere(spec, env.cpus_allowed.len());
         for w in plan::short_work_warnings(&pending, rates, slices_of(env)) {

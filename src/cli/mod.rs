@@ -221,7 +221,8 @@ fn dispatch(command: Command) -> Result<i32> {
         Command::Bench { which } => bench::run(which),
         Command::Completions(a) => completions::run(a),
         Command::Man(a) => man::run(a),
-        Command::Worker { .. } => unreachable!("handled before dispatch"),
+        // `main` starts a worker before anything else; here for completeness.
+        Command::Worker { json } => Ok(crate::worker::main(&json)),
     }
 }
 

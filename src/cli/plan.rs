@@ -175,7 +175,7 @@ fn print_runs(s: &Spec, p: &Preview, db: &Path) -> Result<()> {
         outln!(
             "estimate     {} for the runs left (from a {:.0} M iterations/s pi calibration on this machine; \
              I/O and contention make real runs longer)",
-            crate::progress::human_duration(p.estimate_s),
+            crate::units::human_duration(p.estimate_s),
             p.rates.pi_iter_per_s / 1e6
         )?;
     }

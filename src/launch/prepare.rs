@@ -146,9 +146,9 @@ fn prepare_dir(l: &Launcher, run: &Run) -> Result<rundir::OwnedDir, Early> {
     {
         return Err(Early::failed(format!(
             "the run writes up to {} in {} (the input and one copy per process), which has {} free",
-            crate::progress::human_bytes(need),
+            crate::units::human_bytes(need),
             l.workdir.display(),
-            crate::progress::human_bytes(free)
+            crate::units::human_bytes(free)
         )));
     }
     let until = std::time::Instant::now().checked_add(l.timeout);

@@ -7,10 +7,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::duration::format_ns;
 use crate::policy::{Class, Policy};
 use crate::spec::Cpus;
 use crate::sys::sched;
+use crate::units::format_ns;
 
 // ---------------------------------------------------------------------------
 // As given on the command line

@@ -8,13 +8,13 @@ use std::io;
 use std::path::Path;
 
 use super::args::Request;
-use super::duration::format_ns;
 use super::validate::{online_cpus, period_limits};
 use crate::policy::{Class, Policy};
 use crate::sys::envinfo::format_cpu_list;
 use crate::sys::probe::{self, errno_explanation, permission_hint};
 use crate::sys::procstat::{self, parse_limit, parse_status_uids};
 use crate::sys::{procfs, sched};
+use crate::units::format_ns;
 
 pub use crate::sys::child::Step;
 

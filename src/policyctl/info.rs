@@ -9,12 +9,12 @@ use std::path::Path;
 use anyhow::{Result, anyhow};
 use serde::{Deserialize, Serialize};
 
-use super::duration::format_ns;
 use super::explain::strerror;
 use crate::policy::{Class, NICE_MAX, NICE_MIN, Policy, RT_MAX, RT_MIN};
 use crate::sys::envinfo::format_cpu_list;
 use crate::sys::procstat::list_threads;
 use crate::sys::{procfs, sched};
+use crate::units::format_ns;
 
 const RR_TIMESLICE_SYSCTL: &str = "/proc/sys/kernel/sched_rr_timeslice_ms";
 

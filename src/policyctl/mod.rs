@@ -12,10 +12,9 @@
 //! rlimits, affinity, admitted DEADLINE bandwidth), again by a pure function
 //! ([`explain`]).
 //!
-//! Files, one job each:
+//! Files, one job each (durations with a unit are [`crate::units`]'s):
 //! - `args.rs`: the argument types, as given ([`PolicyArgs`],
 //!   [`SchedArgs`]) and checked ([`Action`], [`Request`], [`DlParams`]);
-//! - `duration.rs`: durations with a unit, parsed and formatted;
 //! - `validate.rs`: request validation ([`validate_command`], [`validate`],
 //!   [`resolve_cpus`], [`check_period_limits`]);
 //! - `info.rs`: a process's scheduling as the kernel reports it
@@ -27,7 +26,6 @@
 
 mod args;
 mod commands;
-mod duration;
 mod explain;
 mod info;
 mod validate;
@@ -36,7 +34,6 @@ pub use args::{
     Action, Change, DlParams, ExecOptions, GetOptions, PolicyArgs, Request, SchedArgs, SetOptions,
 };
 pub use commands::run;
-pub use duration::{format_ns, parse_duration_ns};
 pub use explain::{Admission, RefusalContext, Step, admission_text, explain};
 pub use info::{SchedInfo, policy_names, read_info, render_text};
 pub use validate::{

@@ -10,11 +10,11 @@ use std::path::Path;
 use super::args::{
     Action, Change, DlParams, ExecOptions, GetOptions, PolicyArgs, Request, SchedArgs, SetOptions,
 };
-use super::duration::{format_ns, parse_duration_ns};
 use crate::policy::{Class, NICE_MAX, NICE_MIN, Policy, RT_MAX, RT_MIN};
 use crate::spec::{Cpus, SpecError};
 use crate::sys::envinfo::format_cpu_list;
 use crate::sys::{procfs, sched};
+use crate::units::{format_ns, parse_duration_ns};
 
 /// The `origin` of every argument error of this command.
 const ORIGIN: &str = "schedlab policy";

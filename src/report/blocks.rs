@@ -6,14 +6,94 @@
 //! HTML concatenates the rendered blocks; Markdown separates them by a blank
 //! line. Figures and key-figure tiles are drawn in HTML only (Markdown has
 //! no charts), and [`Block::Only`] holds what one format says and the other
-//! does not.
+//! does not. The base types live here too: [`Format`] and [`Table`].
 
 use std::fmt::Write;
+use std::path::Path;
 
-use super::Format;
 use super::fmt::{Align, esc, md_table};
 use super::html;
-use super::sections::Table;
+
+/// Output format of a report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// One self-contained HTML file with charts (no network, no scripts).
+    Html,
+    /// Markdown: findings and tables, for the terminal or a lab report.
+    Md,
+    /// JSON: every statistic, for scripts.
+    Json,
+}
+
+impl Format {
+    pub const ALL: [Format; 3] = [Format::Html, Format::Md, Format::Json];
+
+    /// The name on the command line (`--format md`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Html => "html",
+            Format::Md => "md",
+            Format::Json => "json",
+        }
+    }
+
+    /// The format to write: `format` when given, else from the extension of
+    /// `output` (.md or .markdown, .json), else HTML.
+    pub fn resolve(format: Option<Format>, output: Option<&Path>) -> Format {
+        if let Some(f) = format {
+            return f;
+        }
+        let ext = output
+            .and_then(Path::extension)
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase);
+        match ext.as_deref() {
+            Some("md" | "markdown") => Format::Md,
+            Some("json") => Format::Json,
+            _ => Format::Html,
+        }
+    }
+}
+
+/// Markdown column alignment from "is numeric" flags.
+fn aligns(numeric: &[bool]) -> Vec<Align> {
+    numeric
+        .iter()
+        .map(|&n| if n { Align::Right } else { Align::Left })
+        .collect()
+}
+
+/// A table in HTML and Markdown at once: a title (may be empty), headers,
+/// which columns are numeric, rows.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Table {
+    pub title: String,
+    pub headers: Vec<String>,
+    pub numeric: Vec<bool>,
+    pub rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    pub fn html(&self) -> String {
+        let h: Vec<&str> = self.headers.iter().map(String::as_str).collect();
+        let mut o = String::new();
+        if !self.title.is_empty() {
+            o.push_str(&format!("<h4>{}</h4>\n", esc(&self.title)));
+        }
+        o.push_str(&html::table(&h, &self.numeric, &self.rows, &[]));
+        o
+    }
+
+    pub fn markdown(&self) -> String {
+        let h: Vec<&str> = self.headers.iter().map(String::as_str).collect();
+        let mut o = String::new();
+        if !self.title.is_empty() {
+            o.push_str(&format!("**{}**\n\n", self.title));
+        }
+        o.push_str(&md_table(&h, &aligns(&self.numeric), &self.rows));
+        o
+    }
+}
 
 /// A chart with its caption.
 #[derive(Debug, Clone, PartialEq)]

@@ -29,49 +29,9 @@ use std::path::{Path, PathBuf};
 use crate::store::Store;
 
 pub use analyse::{Analysis, Options, analyse};
+pub use blocks::Format;
 pub use metric::Metric;
 pub use sections::{Section, default_sections, sections_for};
-
-/// Output format of a report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    /// One self-contained HTML file with charts (no network, no scripts).
-    Html,
-    /// Markdown: findings and tables, for the terminal or a lab report.
-    Md,
-    /// JSON: every statistic, for scripts.
-    Json,
-}
-
-impl Format {
-    pub const ALL: [Format; 3] = [Format::Html, Format::Md, Format::Json];
-
-    /// The name on the command line (`--format md`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Format::Html => "html",
-            Format::Md => "md",
-            Format::Json => "json",
-        }
-    }
-
-    /// The format to write: `format` when given, else from the extension of
-    /// `output` (.md or .markdown, .json), else HTML.
-    pub fn resolve(format: Option<Format>, output: Option<&Path>) -> Format {
-        if let Some(f) = format {
-            return f;
-        }
-        let ext = output
-            .and_then(Path::extension)
-            .and_then(|e| e.to_str())
-            .map(str::to_ascii_lowercase);
-        match ext.as_deref() {
-            Some("md" | "markdown") => Format::Md,
-            Some("json") => Format::Json,
-            _ => Format::Html,
-        }
-    }
-}
 
 /// What `schedlab report` does, from the command line's arguments.
 #[derive(Debug, Clone, PartialEq)]

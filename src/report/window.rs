@@ -1,7 +1,7 @@
 //! A stretch of a traced run to draw, as `--window 0.5s..1.5s` gives it:
 //! offsets from the start of the run's trace.
 
-use crate::policyctl::parse_duration_ns;
+use crate::units::parse_duration_ns;
 
 /// From `from_ns` to `to_ns` after the start of a trace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

@@ -1,18 +1,19 @@
 //! Kernel scheduling traces in the store: a run's capture (window, CPUs,
 //! lost events, the raw events as a [`crate::trace::blob`], the tasks'
-//! names) and what is derived from it (slices, wake-ups, per-process and
-//! per-CPU figures), written in one transaction; read back as the capture,
-//! or as the derived tables for the report and the export.
+//! names) and what was derived from it before ([`crate::trace::Analysed`]:
+//! slices, wake-ups, per-process and per-CPU figures), written in one
+//! transaction that only persists; read back as the capture, or as the
+//! derived tables for the report and the export.
 
 use anyhow::{Context, Result, bail};
 use rusqlite::types::Value;
 use rusqlite::{OptionalExtension, Transaction, params};
 
 use super::{RunRecord, Store, i};
-use crate::trace::derive::{Derived, Repair, Slice, WakeUp, derive};
+use crate::trace::derive::{Repair, Slice, WakeUp};
 use crate::trace::summary::{CpuTrace, ProcessTrace, WithinWindow};
 use crate::trace::verdict::Verdict;
-use crate::trace::{Capture, SwitchEnd, Task, blob, summary};
+use crate::trace::{Analysed, Capture, SwitchEnd, Task, blob};
 use crate::workload::latency::Latency;
 
 /// A stored capture's facts, without its events.
@@ -119,11 +120,11 @@ fn insert_chunked<T, const N: usize>(
 }
 
 impl Store {
-    /// Store a run's capture and everything derived from it in one
+    /// Store a run's capture and what was derived from it in one
     /// transaction, replacing any trace stored for the run before.
-    pub fn save_trace(&mut self, run_id: i64, cap: &Capture) -> Result<()> {
+    pub fn save_trace(&mut self, run_id: i64, trace: &Analysed) -> Result<()> {
         let tx = self.conn.transaction()?;
-        Self::save_trace_in(&tx, run_id, cap, &[])?;
+        Self::save_trace_in(&tx, run_id, trace)?;
         tx.commit()
             .with_context(|| format!("committing the trace of run {run_id}"))?;
         Ok(())
@@ -135,43 +136,22 @@ impl Store {
         &mut self,
         campaign_id: i64,
         rec: &RunRecord,
-        trace: Option<&Capture>,
+        trace: Option<&Analysed>,
     ) -> Result<i64> {
         let tx = self.conn.transaction()?;
         let run_id = Self::insert_run_in(&tx, campaign_id, rec)?;
-        if let Some(cap) = trace {
-            // Each worker's own window (rusage's and schedstat's), on the
-            // trace's clock.
-            let windows: Vec<summary::WorkWindow> = match cap.release_ns {
-                Some(release) => rec
-                    .processes
-                    .iter()
-                    .filter_map(|p| {
-                        Some(summary::WorkWindow {
-                            tgid: p.pid,
-                            from_ns: release + p.start_ns?,
-                            to_ns: release + p.end_ns?,
-                        })
-                    })
-                    .collect(),
-                None => Vec::new(),
-            };
-            Self::save_trace_in(&tx, run_id, cap, &windows)?;
+        if let Some(trace) = trace {
+            Self::save_trace_in(&tx, run_id, trace)?;
         }
         tx.commit()
             .with_context(|| format!("committing run {}", rec.run.key))?;
         Ok(run_id)
     }
 
-    fn save_trace_in(
-        tx: &Transaction,
-        run_id: i64,
-        cap: &Capture,
-        windows: &[summary::WorkWindow],
-    ) -> Result<()> {
+    fn save_trace_in(tx: &Transaction, run_id: i64, trace: &Analysed) -> Result<()> {
+        let (cap, d) = (trace.capture, &trace.derived);
         let ctx = || format!("storing the trace of run {run_id}");
-        let d: Derived = derive(cap);
-        let verdict = Verdict::of(cap, &d);
+        let verdict = &trace.verdict;
         for table in [
             "trace_captures",
             "trace_tasks",
@@ -284,11 +264,7 @@ impl Store {
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
                      ?18, ?19, ?20, ?21, ?22, ?23)",
             )?;
-            for p in summary::processes(cap, &d) {
-                let work = windows
-                    .iter()
-                    .find(|w| w.tgid == p.tgid)
-                    .map(|w| summary::within(cap, &d, w));
+            for (p, work) in &trace.processes {
                 let (_, s50, s99, smax) = quantiles(&p.slice_ns);
                 let (wn, w50, w99, wmax) = quantiles(&p.wake_ns);
                 stmt.execute(params![
@@ -324,7 +300,7 @@ impl Store {
                      gap_histogram, unattributed_ns)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             )?;
-            for c in summary::cpus(cap, &d) {
+            for c in &trace.cpus {
                 let (n, g50, _, gmax) = quantiles(&c.gap_ns);
                 stmt.execute(params![
                     run_id,
@@ -635,7 +611,9 @@ impl Store {
 mod tests {
     use super::*;
     use crate::report::synth;
+    use crate::trace::derive::derive;
     use crate::trace::derive::tests::*;
+    use crate::trace::summary;
 
     /// A database with a synthetic campaign, and the id of one of its runs.
     fn store_with_run() -> (tempfile::TempDir, Store, i64) {
@@ -675,10 +653,10 @@ mod tests {
     fn a_saved_trace_loads_back_equal() {
         let (_dir, mut store, run) = store_with_run();
         let cap = sample();
-        store.save_trace(run, &cap).unwrap();
+        store.save_trace(run, &Analysed::new(&cap, &[])).unwrap();
         assert_eq!(store.load_trace(run).unwrap(), cap);
         // Saving again replaces it.
-        store.save_trace(run, &cap).unwrap();
+        store.save_trace(run, &Analysed::new(&cap, &[])).unwrap();
         assert_eq!(store.load_trace(run).unwrap(), cap);
         let d = derive(&cap);
         assert_eq!(store.trace_slices(run, None).unwrap(), d.slices);
@@ -694,7 +672,9 @@ mod tests {
     #[test]
     fn a_window_selects_the_slices_overlapping_it() {
         let (_dir, mut store, run) = store_with_run();
-        store.save_trace(run, &sample()).unwrap();
+        store
+            .save_trace(run, &Analysed::new(&sample(), &[]))
+            .unwrap();
         let s = store
             .trace_slices(run, Some((1_250_000, 1_420_000)))
             .unwrap();
@@ -708,7 +688,7 @@ mod tests {
         let (_dir, mut store, run) = store_with_run();
         let mut cap = sample();
         cap.lost_events = 3;
-        store.save_trace(run, &cap).unwrap();
+        store.save_trace(run, &Analysed::new(&cap, &[])).unwrap();
         let info = store.trace_info(run).unwrap().unwrap();
         assert!(info.unusable);
         assert_eq!(info.lost_events, 3);
@@ -730,7 +710,9 @@ mod tests {
                 sw(1_300_000, 0, 11, SLEEPING, 0),
             ],
         );
-        store.save_trace(run, &cap).unwrap();
+        store
+            .save_trace(run, &crate::trace::Analysed::new(&cap, &[]))
+            .unwrap();
         let d = derive(&cap);
         assert_eq!(store.trace_repairs(run, None).unwrap(), d.repairs);
         assert_eq!(d.repairs.len(), 1);
@@ -764,7 +746,9 @@ mod tests {
         cap.end_ns = 20_000_000;
         cap.events.push(sw(2_000_000, 1, 0, 0, 11));
         cap.events.push(sw(19_000_000, 1, 11, SLEEPING, 0));
-        store.save_trace(run, &cap).unwrap();
+        store
+            .save_trace(run, &crate::trace::Analysed::new(&cap, &[]))
+            .unwrap();
         let info = store.trace_info(run).unwrap().unwrap();
         assert!(!info.unusable, "{:?}", info.verdict);
         assert!(
@@ -805,7 +789,7 @@ mod tests {
                 sw(5_000_000, 0, pid, SLEEPING, 0),
             ],
         );
-        store.save_trace(run, &cap).unwrap();
+        store.save_trace(run, &Analysed::new(&cap, &[])).unwrap();
         let rows = store.export_rows(None).unwrap();
         let traced: Vec<_> = rows.iter().filter(|r| r.run == run).collect();
         let mine = traced
@@ -855,14 +839,15 @@ mod tests {
             )
         };
         let cap = sample();
-        let id = store.insert_run_traced(1, &rec(), Some(&cap)).unwrap();
+        let traced = Analysed::of_run(&cap, &rec());
+        let id = store.insert_run_traced(1, &rec(), Some(&traced)).unwrap();
         assert_eq!(store.load_trace(id).unwrap(), cap);
         // The same key again fails: neither the run nor its trace is kept.
         let before: i64 = store
             .conn
             .query_row("SELECT COUNT(*) FROM trace_captures", [], |r| r.get(0))
             .unwrap();
-        assert!(store.insert_run_traced(1, &rec(), Some(&cap)).is_err());
+        assert!(store.insert_run_traced(1, &rec(), Some(&traced)).is_err());
         let after: i64 = store
             .conn
             .query_row("SELECT COUNT(*) FROM trace_captures", [], |r| r.get(0))
@@ -874,7 +859,7 @@ mod tests {
     fn a_merged_store_carries_the_trace_with_its_run() {
         let (_dir, mut src, run) = store_with_run();
         let cap = sample();
-        src.save_trace(run, &cap).unwrap();
+        src.save_trace(run, &Analysed::new(&cap, &[])).unwrap();
         let key: String = src
             .conn
             .query_row("SELECT run_key FROM runs WHERE id = ?1", [run], |r| {
@@ -901,7 +886,9 @@ mod tests {
     #[test]
     fn forgetting_a_run_forgets_its_trace() {
         let (_dir, mut store, run) = store_with_run();
-        store.save_trace(run, &sample()).unwrap();
+        store
+            .save_trace(run, &Analysed::new(&sample(), &[]))
+            .unwrap();
         store
             .forget_runs(1, &[crate::record::RunStatus::Ok])
             .unwrap();

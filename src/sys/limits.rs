@@ -98,8 +98,8 @@ impl Limits {
         {
             return Some(format!(
                 "its processes need about {} of memory, and {} is available (MemAvailable)",
-                crate::progress::human_bytes(need.memory_bytes),
-                crate::progress::human_bytes(avail)
+                crate::units::human_bytes(need.memory_bytes),
+                crate::units::human_bytes(avail)
             ));
         }
         None

@@ -7,6 +7,7 @@
 //! capture produces it (events in time order, clock CLOCK_MONOTONIC), the
 //! store, the derived figures, the report and the exporters consume it.
 
+pub mod analysed;
 pub mod blob;
 pub mod chrome_json;
 pub mod derive;
@@ -16,6 +17,7 @@ pub mod perfetto;
 pub mod summary;
 pub mod verdict;
 
+pub use analysed::Analysed;
 pub use event::{Capture, Event, EventKind, SwitchEnd, Task};
 pub mod capture;
 pub mod format;

@@ -7,10 +7,10 @@ use std::fmt::Write as _;
 
 use super::analyse::{Comparison, MarginVerdict, MetricSummary, Row, Verdict, margin_label};
 use super::charts::{forest, ratio_chart};
+use crate::report::blocks::Table;
 use crate::report::blocks::{self, Block, Figure};
 use crate::report::fmt;
 use crate::report::html;
-use crate::report::sections::Table;
 
 /// A part of the page: anchor, heading, body.
 pub struct Part {

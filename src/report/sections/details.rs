@@ -192,7 +192,7 @@ fn timeline(
             "--window {}: run {}'s trace is only {} long",
             window_text(&w),
             info.run_id,
-            crate::policyctl::format_ns(len_ns)
+            crate::units::format_ns(len_ns)
         ),
         Some(w) => TimeWindow {
             from_ns: w.from_ns,
@@ -225,7 +225,7 @@ fn timeline(
 pub fn window_text(w: &TimeWindow) -> String {
     format!(
         "{}..{}",
-        crate::policyctl::format_ns(w.from_ns),
-        crate::policyctl::format_ns(w.to_ns)
+        crate::units::format_ns(w.from_ns),
+        crate::units::format_ns(w.to_ns)
     )
 }

@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use super::analyse::{Analysis, Options, Settings};
 use super::blocks::Block;
+pub use super::blocks::Table;
 
 mod charts;
 mod comparisons;
@@ -198,56 +199,6 @@ impl Estimate {
             super::fmt::num(self.min),
             super::fmt::num(self.max)
         )
-    }
-}
-
-/// Markdown column alignment from "is numeric" flags.
-fn aligns(numeric: &[bool]) -> Vec<super::fmt::Align> {
-    numeric
-        .iter()
-        .map(|&n| {
-            if n {
-                super::fmt::Align::Right
-            } else {
-                super::fmt::Align::Left
-            }
-        })
-        .collect()
-}
-
-/// A table in HTML and Markdown at once: a title (may be empty), headers,
-/// which columns are numeric, rows.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Table {
-    pub title: String,
-    pub headers: Vec<String>,
-    pub numeric: Vec<bool>,
-    pub rows: Vec<Vec<String>>,
-}
-
-impl Table {
-    pub fn html(&self) -> String {
-        let h: Vec<&str> = self.headers.iter().map(String::as_str).collect();
-        let mut o = String::new();
-        if !self.title.is_empty() {
-            o.push_str(&format!("<h4>{}</h4>\n", super::fmt::esc(&self.title)));
-        }
-        o.push_str(&super::html::table(&h, &self.numeric, &self.rows, &[]));
-        o
-    }
-
-    pub fn markdown(&self) -> String {
-        let h: Vec<&str> = self.headers.iter().map(String::as_str).collect();
-        let mut o = String::new();
-        if !self.title.is_empty() {
-            o.push_str(&format!("**{}**\n\n", self.title));
-        }
-        o.push_str(&super::fmt::md_table(
-            &h,
-            &aligns(&self.numeric),
-            &self.rows,
-        ));
-        o
     }
 }
 

@@ -151,7 +151,7 @@ fn agreement_row(a: &Analysis, g: &Agreement) -> Vec<String> {
 /// Share of slices per bin, one chart per group, a bar per condition.
 fn histogram(a: &Analysis, group: usize, conds: &[&ConditionTrace]) -> Option<BarChart> {
     let edges = &conds.iter().find(|c| !c.bins.is_empty())?.bins;
-    let label = |ns: u64| crate::policyctl::format_ns(ns);
+    let label = |ns: u64| crate::units::format_ns(ns);
     Some(BarChart {
         meta: Meta {
             kind: "trace-slices",
@@ -364,7 +364,7 @@ impl Section for TraceSection {
                     s.run_id,
                     if s.chosen { " (chosen)" } else { ", the first traced run" },
                     super::details::window_text(&s.window),
-                    crate::policyctl::format_ns(s.trace_ns),
+                    crate::units::format_ns(s.trace_ns),
                     s.caveat.as_ref().map_or(String::new(), |c| format!(" {c}"))
                 ),
             })]));
@@ -381,7 +381,7 @@ impl Section for TraceSection {
                     title: format!(
                         "Run {}'s CPUs over its whole trace ({})",
                         s.run_id,
-                        crate::policyctl::format_ns(s.trace_ns)
+                        crate::units::format_ns(s.trace_ns)
                     ),
                     headers: [
                         "CPU",
@@ -473,7 +473,9 @@ mod tests {
             }
             let mut cap = capture(1_000_000_000, 1_300_000_000, &[a, b], events);
             cap.lost_events = if k == 2 { 5 } else { 0 };
-            store.save_trace(run, &cap).unwrap();
+            store
+                .save_trace(run, &crate::trace::Analysed::new(&cap, &[]))
+                .unwrap();
         }
         let opts = crate::report::Options {
             campaign: Some(1),

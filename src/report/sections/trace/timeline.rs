@@ -173,7 +173,7 @@ pub fn chart(t: &Timeline) -> GanttChart {
             y_label: String::new(),
             x_label: format!(
                 "ms after {} into the trace",
-                crate::policyctl::format_ns(t.window.from_ns)
+                crate::units::format_ns(t.window.from_ns)
             ),
         },
         rows: cpus

@@ -1,6 +1,9 @@
-//! Durations on the command line and in messages: [`parse_duration_ns`]
-//! reads "5ms", "1.5s", "250us" exactly into nanoseconds, [`format_ns`]
-//! writes nanoseconds for people ("2.8 ms").
+//! Units and their formats, in one leaf module (it uses nothing of
+//! schedlab): durations on the command line and in messages
+//! ([`parse_duration_ns`] reads "5ms", "1.5s", "250us" exactly into
+//! nanoseconds, [`format_ns`] writes nanoseconds for people: "2.8 ms"),
+//! estimates in seconds ([`human_duration`]: "3 min 20 s") and sizes
+//! ([`human_bytes`]: "1.5 GB").
 
 /// Parses a duration with a unit into nanoseconds: "5ms", "500us" (or
 /// "500µs"), "1s", "2000000ns", "1.5s", "0.25 ms". Exact (no floating
@@ -65,6 +68,44 @@ pub fn format_ns(ns: u64) -> String {
     let width = unit.ilog10() as usize;
     let frac = format!("{rem:0width$}");
     format!("{int}.{} {name}", frac.trim_end_matches('0'))
+}
+
+/// "1 h 02 min", "3 min 20 s", "4.2 s".
+pub fn human_duration(s: f64) -> String {
+    if !s.is_finite() {
+        return "unknown".into();
+    }
+    if s < 0.05 {
+        // Nothing (an empty sum of f64 is -0.0), or less than shows.
+        return "0 s".into();
+    }
+    if s < 60.0 {
+        format!("{s:.1} s")
+    } else if s < 3600.0 {
+        format!("{} min {:02} s", (s / 60.0) as u64, (s % 60.0) as u64)
+    } else {
+        format!(
+            "{} h {:02} min",
+            (s / 3600.0) as u64,
+            ((s % 3600.0) / 60.0) as u64
+        )
+    }
+}
+
+/// "1.5 GB": bytes with a decimal prefix, for messages.
+pub fn human_bytes(b: u64) -> String {
+    const UNITS: [&str; 7] = ["B", "kB", "MB", "GB", "TB", "PB", "EB"];
+    let mut v = b as f64;
+    let mut i = 0;
+    while v >= 1000.0 && i + 1 < UNITS.len() {
+        v /= 1000.0;
+        i += 1;
+    }
+    if i == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.1} {}", UNITS[i])
+    }
 }
 
 #[cfg(test)]
@@ -135,5 +176,23 @@ mod tests {
             let s = format_ns(ns).replace(' ', "").replace('µ', "u");
             assert_eq!(parse_duration_ns(&s), Ok(ns), "{s}");
         }
+    }
+
+    #[test]
+    fn durations_read_naturally() {
+        assert_eq!(human_duration(4.24), "4.2 s");
+        assert_eq!(human_duration(200.0), "3 min 20 s");
+        assert_eq!(human_duration(3720.0), "1 h 02 min");
+        // A finished campaign has nothing left: the sum of no estimates is -0.0.
+        assert_eq!(human_duration([].iter().sum()), "0 s");
+        assert_eq!(human_duration(0.0), "0 s");
+        assert_eq!(human_duration(f64::NAN), "unknown");
+    }
+
+    #[test]
+    fn sizes_take_a_decimal_prefix() {
+        assert_eq!(human_bytes(999), "999 B");
+        assert_eq!(human_bytes(1_500_000_000), "1.5 GB");
+        assert_eq!(human_bytes(u64::MAX), "18.4 EB");
     }
 }
