@@ -268,6 +268,29 @@ mod tests {
     }
 
     #[test]
+    fn p99_comparisons_not_separated_say_what_could_have_been_seen() {
+        // The planted pair's baseline: OTHER and BATCH with the same latency
+        // (1.5 % run-to-run noise), 10 runs each, in 2 groups.
+        use crate::report::compare::planted::{Planted, latency, report_data};
+        let cfg = Planted::new(10);
+        let data = report_data(&cfg, false, 1).unwrap();
+        let hist = latency(&cfg, &data, false);
+        let a = super::super::analyse_data(data, &super::super::Options::default());
+        let l = analyse(&a, &hist, 1);
+        assert_eq!(l.conditions.len(), 4);
+        assert!(l.conditions.iter().all(|c| c.run_p50_us.len() == 10));
+        assert_eq!(l.comparisons.len(), 2);
+        for c in &l.comparisons {
+            assert!(!c.separated, "{c:?}");
+            let d = c.detectable.as_ref().unwrap();
+            assert_eq!((d.tests, d.n_a, d.n_b), (2, 10, 10));
+            // Noise of about 1.5 %: a few % could have been seen.
+            let r = d.relative.unwrap();
+            assert!(r > 0.005 && r < 0.06, "{d:?}");
+        }
+    }
+
+    #[test]
     fn median_of_even_and_odd() {
         assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);

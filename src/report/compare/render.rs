@@ -468,9 +468,6 @@ fn metric_rows(c: &Comparison, m: crate::report::Metric) -> (Table, Vec<Option<&
         .map(|r| match r.verdict {
             Verdict::Better => Some("different"),
             Verdict::Worse => Some("flag"),
-            Verdict::NotSeparated if r.margin_verdict == Some(MarginVerdict::Equivalent) => {
-                Some("different")
-            }
             Verdict::NotSeparated => None,
         })
         .collect();
