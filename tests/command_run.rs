@@ -23,6 +23,14 @@ fn schedlab(args: &[&str], dir: &Path) -> Output {
         .unwrap()
 }
 
+/// The tests here measure CPU time and wall time of real programs: one at
+/// a time, so that none disturbs another's figures.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn root() -> bool {
     schedlab::testing::require(
         schedlab::sys::proc::euid() == 0,
@@ -83,6 +91,7 @@ const FORK3: &str = r#"["sh", "-c", "for i in 1 2 3; do (i=0; while [ $i -lt 200
 
 #[test]
 fn a_forking_program_s_tree_cpu_matches_perf_stat() {
+    let _one_at_a_time = serial();
     let perf = Command::new("perf")
         .arg("--version")
         .output()
@@ -92,14 +101,39 @@ fn a_forking_program_s_tree_cpu_matches_perf_stat() {
     {
         return;
     }
+    // Three of each, interleaved, compared by their medians: one sample
+    // disturbed by the machine cannot decide.
+    let (mut tree, mut perf) = (Vec::new(), Vec::new());
+    for _ in 0..3 {
+        tree.push(tree_cpu_ms());
+        perf.push(perf_cpu_ms());
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[1]
+    };
+    let (tree_ms, perf_ms) = (median(&mut tree), median(&mut perf));
+    let ratio = tree_ms / perf_ms;
+    assert!(
+        (0.95..=1.05).contains(&ratio),
+        "tree {tree_ms:.1} ms vs perf {perf_ms:.1} ms (ratio {ratio:.3}; tree {tree:?}, perf {perf:?})"
+    );
+}
+
+/// The CPU time of FORK3's tree as schedlab measures it, ms.
+fn tree_cpu_ms() -> f64 {
     let dir = tempfile::tempdir().unwrap();
     spec(dir.path(), FORK3, "", 1);
     let o = schedlab(&["run", "s.toml", "--db", "t.db", "--quiet"], dir.path());
     assert!(o.status.success(), "{}", text(&o));
     let r = &rows(dir.path())[0];
-    let tree_ms = (r["utime_us"].as_f64().unwrap() + r["stime_us"].as_f64().unwrap()) / 1e3;
     assert_eq!(r["fig_tree_tasks"].as_f64(), Some(4.0), "{r}");
-    // The same command under perf stat, pinned as the worker was.
+    (r["utime_us"].as_f64().unwrap() + r["stime_us"].as_f64().unwrap()) / 1e3
+}
+
+/// The same command under `perf stat -e task-clock`, pinned as the
+/// worker was, ms.
+fn perf_cpu_ms() -> f64 {
     let args: Vec<String> = serde_json::from_str(FORK3).unwrap();
     let perf = Command::new("taskset")
         .args(["-c", "0", "perf", "stat", "-x,", "-e", "task-clock"])
@@ -107,21 +141,16 @@ fn a_forking_program_s_tree_cpu_matches_perf_stat() {
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&perf.stderr);
-    let perf_ms: f64 = err
-        .lines()
+    err.lines()
         .find(|l| l.contains("task-clock"))
         .and_then(|l| l.split(',').next())
         .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("no task-clock in {err}"));
-    let ratio = tree_ms / perf_ms;
-    assert!(
-        (0.95..=1.05).contains(&ratio),
-        "tree {tree_ms:.1} ms vs perf {perf_ms:.1} ms (ratio {ratio:.3})"
-    );
+        .unwrap_or_else(|| panic!("no task-clock in {err}"))
 }
 
 #[test]
 fn a_double_forked_daemon_is_stopped_at_the_duration_and_nothing_is_left() {
+    let _one_at_a_time = serial();
     if !root() {
         return;
     }
@@ -145,6 +174,7 @@ fn a_double_forked_daemon_is_stopped_at_the_duration_and_nothing_is_left() {
 
 #[test]
 fn a_program_ignoring_sigterm_is_killed_after_the_grace() {
+    let _one_at_a_time = serial();
     if !root() {
         return;
     }
@@ -164,6 +194,7 @@ fn a_program_ignoring_sigterm_is_killed_after_the_grace() {
 
 #[test]
 fn a_bad_exit_and_a_missing_figure_fail_the_run_naming_why() {
+    let _one_at_a_time = serial();
     if !root() {
         return;
     }
@@ -197,6 +228,7 @@ fn a_bad_exit_and_a_missing_figure_fail_the_run_naming_why() {
 
 #[test]
 fn a_hundred_mebibytes_of_output_keep_only_their_tail() {
+    let _one_at_a_time = serial();
     if !root() {
         return;
     }
@@ -222,6 +254,7 @@ fn a_hundred_mebibytes_of_output_keep_only_their_tail() {
 
 #[test]
 fn a_killed_schedlab_s_program_tree_is_killed_by_the_next_start() {
+    let _one_at_a_time = serial();
     if !root() {
         return;
     }

@@ -315,7 +315,8 @@ fn a_schema_4_database_migrates_keeping_every_row_and_resumes_on_its_host() {
             ("trace_slices", 0),
             ("trace_wakeups", 0),
             ("trace_processes", 0),
-            ("trace_cpus", 0)
+            ("trace_cpus", 0),
+            ("trace_repairs", 0)
         ]
     );
     drop(ro);
