@@ -256,8 +256,10 @@ iterations = 1000
         Opened::open(&spec, SPEC, &[], &opts, &env, "test").unwrap()
     }
 
-    fn no_signals() -> libc::sigset_t {
-        proc::empty_signal_set()
+    /// Carry out `o`'s runs through `exec`, quietly, with no signal.
+    fn execute(o: &mut Opened, exec: &mut Fake) -> Result<Summary> {
+        let progress = &mut Progress::new(&vec![0.0; o.pending.len()], true);
+        o.execute(exec, progress, &proc::empty_signal_set())
     }
 
     #[test]
@@ -266,13 +268,7 @@ iterations = 1000
         let mut o = open(d.path(), false);
         assert_eq!(o.pending.len(), 4);
         let mut exec = fake(vec![]);
-        let s = o
-            .execute(
-                &mut exec,
-                &mut Progress::new(&[0.0; 4], true),
-                &no_signals(),
-            )
-            .unwrap();
+        let s = execute(&mut o, &mut exec).unwrap();
         let order: Vec<String> = o.runs.iter().map(|r| r.key.clone()).collect();
         assert_eq!(exec.executed, order);
         assert_eq!((s.ran, s.by_status[0], s.interrupted), (4, 4, None));
@@ -286,13 +282,7 @@ iterations = 1000
         let interrupted_key = {
             let mut o = open(d.path(), false);
             let mut exec = fake(vec![None, Some(Ok(libc::SIGINT))]);
-            let s = o
-                .execute(
-                    &mut exec,
-                    &mut Progress::new(&[0.0; 4], true),
-                    &no_signals(),
-                )
-                .unwrap();
+            let s = execute(&mut o, &mut exec).unwrap();
             assert_eq!((s.ran, s.interrupted), (1, Some(libc::SIGINT)));
             assert_eq!(exec.executed.len(), 2, "nothing after the interruption");
             exec.executed[1].clone()
@@ -301,13 +291,7 @@ iterations = 1000
         assert_eq!(o.pending.len(), 3);
         assert!(!o.created);
         let mut exec = fake(vec![]);
-        let s = o
-            .execute(
-                &mut exec,
-                &mut Progress::new(&[0.0; 3], true),
-                &no_signals(),
-            )
-            .unwrap();
+        let s = execute(&mut o, &mut exec).unwrap();
         assert_eq!(
             exec.executed[0], interrupted_key,
             "resumes with the interrupted run"
@@ -320,13 +304,7 @@ iterations = 1000
         let d = tempfile::tempdir().unwrap();
         let mut o = open(d.path(), false);
         let mut exec = fake(vec![None, None, Some(Err("the machine is gone".into()))]);
-        let err = o
-            .execute(
-                &mut exec,
-                &mut Progress::new(&[0.0; 4], true),
-                &no_signals(),
-            )
-            .unwrap_err();
+        let err = execute(&mut o, &mut exec).unwrap_err();
         assert!(format!("{err:#}").contains("the machine is gone"));
         assert_eq!(o.store.finished_keys(o.campaign.id).unwrap().len(), 2);
     }

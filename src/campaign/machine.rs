@@ -160,6 +160,15 @@ pub fn wait_for_machine(
     }
 }
 
+/// The machine's work rates, calibrated in a directory of their own while
+/// holding the measurement lock (`who` is named to a waiting schedlab).
+pub fn calibrate_locked(who: &str) -> Result<crate::workload::Rates> {
+    let dir = tempfile::tempdir().context("creating a calibration directory")?;
+    // The calibration measures the machine: not while a run measures.
+    let _measuring = locks::wait_quietly_for_machine(who)?;
+    crate::workload::calibrate(dir.path())
+}
+
 /// The machine's work rates for estimates, or rough defaults when the
 /// calibration cannot run.
 pub fn calibrate_quietly(workdir: &Path) -> crate::workload::Rates {

@@ -147,11 +147,7 @@ pub fn simulate(
     opts: &Options,
 ) -> Result<Summary> {
     let here = envinfo::capture();
-    let rates = {
-        let _measuring = crate::locks::wait_quietly_for_machine("schedlab simulate")?;
-        let dir = tempfile::tempdir().context("creating a calibration directory")?;
-        crate::workload::calibrate(dir.path())?
-    };
+    let rates = machine::calibrate_locked("schedlab simulate")?;
     let base_slice_ns = envinfo::fair_base_slice_ns(here.cpus_online).0;
     let machine = crate::sim::Machine::from_env(&here, base_slice_ns);
     let source = format!(

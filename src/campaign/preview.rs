@@ -2,10 +2,9 @@
 //! campaign stands in a database (read-only) and how long the runs left
 //! will take on this machine.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use std::path::Path;
 
-use crate::locks;
 use crate::plan::{self, Run};
 use crate::spec::{Spec, SpecError};
 use crate::store::{Campaign, Store};
@@ -60,12 +59,7 @@ pub fn preview(spec: &Spec, origin: &str, db: &Path, force: bool) -> Result<Prev
     };
     let seed = existing.as_ref().map(|c| c.seed).or(spec.seed);
     let runs = plan::expand(spec, seed.unwrap_or(0));
-    let dir = tempfile::tempdir().context("creating a calibration directory")?;
-    let rates = {
-        // The calibration measures the machine: not while a run measures.
-        let _measuring = locks::wait_quietly_for_machine("schedlab plan")?;
-        crate::workload::calibrate(dir.path())?
-    };
+    let rates = super::machine::calibrate_locked("schedlab plan")?;
     let pending: Vec<&Run> = runs.iter().filter(|r| !done.contains(&r.key)).collect();
     let period = env.sched_rt_period_us.unwrap_or(1_000_000);
     let estimate_s = plan::estimates(spec, &pending, env.cpus_allowed.len(), &rates, period)

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::record::ProcessRecord;
-use crate::sys::cgroup::{TreeGroup, TreeStats};
+use crate::sys::cgroup::TreeStats;
 use crate::sys::proc::{Exit, Usage};
 use crate::workload::command::CommandParams;
 use crate::workload::command::figures::{self, Captured};
@@ -24,7 +24,6 @@ pub struct Observed<'a> {
     pub pid: i32,
     pub member: &'a Member,
     pub params: &'a CommandParams,
-    pub tree: &'a TreeGroup,
     /// How the top process ended.
     pub exit: Exit,
     /// ns after release the tree was seen empty (None: it never was).
@@ -33,11 +32,13 @@ pub struct Observed<'a> {
     pub stopped: bool,
     /// The run directory, the default working directory.
     pub run_dir: Option<&'a Path>,
+    /// The tree's figures, read once its last process had gone.
+    pub stats: TreeStats,
 }
 
 /// A program's process record, and why it failed when it did.
 pub fn record(o: &Observed, outputs: &Outputs) -> (ProcessRecord, Option<String>) {
-    let stats = o.tree.stats();
+    let stats = &o.stats;
     let out = outputs.program_output(o.index);
     let exit_ok = match o.exit {
         Exit::Code(c) => u8::try_from(c).is_ok_and(|c| o.params.ok_exit.contains(&c)),
@@ -88,7 +89,7 @@ pub fn record(o: &Observed, outputs: &Outputs) -> (ProcessRecord, Option<String>
         start_ns: Some(0),
         end_ns: o.end_ns,
         wall_ns: o.end_ns.unwrap_or(0),
-        usage: tree_usage(&stats),
+        usage: tree_usage(stats),
         run_ns: stats.cpu_usage_ns,
         wait_ns: stats.run_queue_wait_ns,
         // The tree's time slices are not counted (schedstat is per task).
@@ -141,8 +142,8 @@ fn captured<'a>(out: &ProgramOutput<'a>, cwd: &'a Path) -> figures::Outputs<'a> 
 /// kernel could not give for its tree (and why), what was dropped of its
 /// output, whether schedlab stopped it.
 pub fn extra(o: &Observed, outputs: &Outputs) -> serde_json::Value {
-    let stats = o.tree.stats();
-    let mut missing: BTreeMap<String, String> = stats
+    let mut missing: BTreeMap<String, String> = o
+        .stats
         .missing
         .iter()
         .map(|(k, v)| (k.to_string(), v.clone()))

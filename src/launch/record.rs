@@ -318,11 +318,11 @@ impl RecordContext<'_> {
             pid,
             member,
             params,
-            tree,
             exit: self.ended(pid).0,
             end_ns: self.waited.tree_end.get(&index).map(|&t| self.since(t)),
             stopped: self.waited.stopped.contains(&index),
             run_dir: self.run_dir,
+            stats: tree.stats(),
         }
     }
 
