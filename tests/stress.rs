@@ -429,16 +429,19 @@ fn run_scenario(p: Plan) -> Row {
                 .unwrap_or_default()
         );
     }
-    // Directories named like run directories but without a marker: what a
-    // kill between making a directory and putting its marker in leaves.
+    // Directories named like run directories but without a marker, and
+    // intents to make one: what a kill between making a directory and
+    // putting its marker in would leave if the next start did not settle it.
     let unmarked: Vec<PathBuf> = std::fs::read_dir(&scene.work)
         .map(|rd| {
             rd.flatten()
                 .map(|e| e.path())
                 .filter(|p| {
-                    p.file_name()
-                        .is_some_and(|n| n.to_string_lossy().starts_with("schedlab-"))
-                        && !p.join(".schedlab-owned").exists()
+                    let name = p.file_name().map(|n| n.to_string_lossy().into_owned());
+                    let name = name.unwrap_or_default();
+                    // An intent left by a kill that no later start settled.
+                    name.starts_with(".schedlab-intent-")
+                        || (name.starts_with("schedlab-") && !p.join(".schedlab-owned").exists())
                 })
                 .collect()
         })
@@ -564,6 +567,7 @@ fn assert_clean(r: &Row) {
     assert_eq!(r.duplicates, 0, "{r:?}");
     assert_eq!(r.survivors, 0, "{r:?}");
     assert_eq!(r.leftovers, 0, "{r:?}");
+    assert_eq!(r.unmarked, 0, "{r:?}");
     assert_eq!(r.incomplete, 0, "{r:?}");
     if let Some((c, ok)) = r.rt_restored {
         assert_eq!(c, ok, "{r:?}");

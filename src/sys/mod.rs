@@ -29,3 +29,4 @@ pub mod scx_wrr;
 pub mod tracefs;
 pub mod uring;
 pub mod user;
+pub mod wholefile;
