@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use super::raw::{IntOrList, RawPriorities, RawSpec, RawWorkload};
+use super::raw::{IntOrList, RawMatrix, RawPriorities, RawSpec, RawWorkload};
 use super::{
     Cpus, ExtScheduler, Hog, NamedWorkload, Order, Spec, SpecError, WrrMechanism, WrrSettings,
 };
@@ -70,16 +70,7 @@ pub fn validate(raw: RawSpec, origin: &str) -> Result<Spec, SpecError> {
     if name.trim().is_empty() {
         return Err(cx.err("name", "must not be empty"));
     }
-    let repetitions = match raw.repetitions {
-        None => 3,
-        Some(r) if (1..=100_000).contains(&r) => r as u32,
-        Some(r) => {
-            return Err(cx.err(
-                "repetitions",
-                format!("must be between 1 and 100000, got {r}"),
-            ));
-        }
-    };
+    let repetitions = repetitions(&cx, &raw)?;
     let order = match raw.order.as_deref() {
         None | Some("shuffled") => Order::Shuffled,
         Some("sequential") => Order::Sequential,
@@ -126,11 +117,80 @@ pub fn validate(raw: RawSpec, origin: &str) -> Result<Spec, SpecError> {
     };
 
     let matrix = raw.matrix.clone().unwrap_or_default();
+    let policies = policies(&cx, &matrix)?;
+    let workloads = workloads(&cx, &raw, &matrix)?;
+    let processes = processes(&cx, &matrix, &workloads)?;
+    let priorities = priorities(&cx, &raw, &matrix)?;
+    let cpus = cpus(&cx, &matrix)?;
+    let deadline = build_deadline(&cx, &raw)?;
+    let rt_runtime_us = rt_runtimes(&cx, &matrix)?;
+    let slice_us = slices(&cx, &matrix, &policies)?;
+    let ext_schedulers = ext_schedulers(&cx, &raw)?;
+    check_run_count(
+        &cx,
+        &[
+            ("repetitions", repetitions as usize),
+            ("policies", policies.len()),
+            ("workloads", workloads.len()),
+            ("process counts", processes.len()),
+            ("priority modes", priorities.len()),
+            ("CPU sets", cpus.len()),
+            ("RT runtimes", rt_runtime_us.len().max(1)),
+            ("slices", slice_us.len().max(1)),
+            ("sched_ext schedulers", ext_schedulers.len().max(1)),
+        ],
+    )?;
+    let hog = hog(&cx, &raw)?;
+    let wrr = wrr(&cx, &raw)?;
 
+    Ok(Spec {
+        name,
+        description: raw.description.clone().unwrap_or_default(),
+        repetitions,
+        order,
+        seed,
+        timeout_ns,
+        cooldown_ns,
+        cpu_dma_latency_us,
+        trace: raw.trace.unwrap_or(false),
+        workdir,
+        scale,
+        compare_margin_pct,
+        policies,
+        workloads,
+        processes,
+        priorities,
+        cpus,
+        rt_runtime_us,
+        slice_us,
+        ext_schedulers,
+        deadline,
+        hog,
+        wrr,
+    })
+}
+
+/// `repetitions`: how many runs of each condition.
+fn repetitions(cx: &Ctx, raw: &RawSpec) -> Result<u32, SpecError> {
+    let repetitions = match raw.repetitions {
+        None => 3,
+        Some(r) if (1..=100_000).contains(&r) => r as u32,
+        Some(r) => {
+            return Err(cx.err(
+                "repetitions",
+                format!("must be between 1 and 100000, got {r}"),
+            ));
+        }
+    };
+    Ok(repetitions)
+}
+
+/// `matrix.policy`: the scheduling policies compared (OTHER by default).
+fn policies(cx: &Ctx, matrix: &RawMatrix) -> Result<Vec<Policy>, SpecError> {
     let policies = match &matrix.policy {
         None => vec![Policy::Other],
         Some(list) => {
-            non_empty(&cx, "matrix.policy", list.len())?;
+            non_empty(cx, "matrix.policy", list.len())?;
             let mut out = Vec::new();
             for p in list {
                 let policy = Policy::parse(p).ok_or_else(|| {
@@ -139,24 +199,29 @@ pub fn validate(raw: RawSpec, origin: &str) -> Result<Spec, SpecError> {
                         format!("unknown policy \"{p}\"; allowed: {}", Policy::names()),
                     )
                 })?;
-                push_unique(&cx, "matrix.policy", &mut out, policy, p)?;
+                push_unique(cx, "matrix.policy", &mut out, policy, p)?;
             }
             out
         }
     };
+    Ok(policies)
+}
 
+/// `matrix.workload` with `[workloads.NAME]`: every defined workload is
+/// checked, used or not, so typos surface.
+fn workloads(cx: &Ctx, raw: &RawSpec, matrix: &RawMatrix) -> Result<Vec<NamedWorkload>, SpecError> {
     for (name, w) in &raw.workloads {
         // Check every defined workload, used or not, so typos surface.
-        build_workload(&cx, name, w)?;
+        build_workload(cx, name, w)?;
     }
     let workload_names = matrix.workload.clone().unwrap_or_else(|| vec!["pi".into()]);
-    non_empty(&cx, "matrix.workload", workload_names.len())?;
+    non_empty(cx, "matrix.workload", workload_names.len())?;
     let mut workloads: Vec<NamedWorkload> = Vec::new();
     for n in &workload_names {
-        check_level_name(&cx, "matrix.workload", n)?;
+        check_level_name(cx, "matrix.workload", n)?;
         let workload = match raw.workloads.get(n) {
-            Some(w) => build_workload(&cx, n, w)?,
-            None if registry::find(n).is_some() => build_workload(&cx, n, &RawWorkload::new())?,
+            Some(w) => build_workload(cx, n, w)?,
+            None if registry::find(n).is_some() => build_workload(cx, n, &RawWorkload::new())?,
             None => {
                 let defined: Vec<&str> = raw.workloads.keys().map(|s| s.as_str()).collect();
                 return Err(cx.err(
@@ -181,7 +246,17 @@ pub fn validate(raw: RawSpec, origin: &str) -> Result<Spec, SpecError> {
             workload,
         });
     }
+    Ok(workloads)
+}
 
+/// `matrix.processes`: process counts, each a multiple of every
+/// workload's group of cooperating processes (one group of the largest by
+/// default).
+fn processes(
+    cx: &Ctx,
+    matrix: &RawMatrix,
+    workloads: &[NamedWorkload],
+) -> Result<Vec<u32>, SpecError> {
     // Pairs and groups of cooperating processes: one of the largest by default.
     let group = workloads
         .iter()
@@ -191,7 +266,7 @@ pub fn validate(raw: RawSpec, origin: &str) -> Result<Spec, SpecError> {
     let processes = match &matrix.processes {
         None => vec![group],
         Some(list) => {
-            non_empty(&cx, "matrix.processes", list.len())?;
+            non_empty(cx, "matrix.processes", list.len())?;
             let mut out = Vec::new();
             for &p in list {
                 if !(1..=MAX_PROCESSES).contains(&p) {
@@ -200,13 +275,13 @@ pub fn validate(raw: RawSpec, origin: &str) -> Result<Spec, SpecError> {
                         format!("each count must be between 1 and {MAX_PROCESSES}, got {p}"),
                     ));
                 }
-                push_unique(&cx, "matrix.processes", &mut out, p as u32, &p.to_string())?;
+                push_unique(cx, "matrix.processes", &mut out, p as u32, &p.to_string())?;
             }
             out
         }
     };
 
-    for w in &workloads {
+    for w in workloads {
         let g = w.workload.group_size();
         if let Some(p) = processes.iter().find(|&&p| p % g != 0) {
             let key = if matrix.processes.is_some() {
@@ -224,20 +299,24 @@ pub fn validate(raw: RawSpec, origin: &str) -> Result<Spec, SpecError> {
             ));
         }
     }
+    Ok(processes)
+}
 
+/// `matrix.priorities` with `[priorities.NAME]` (uniform by default).
+fn priorities(cx: &Ctx, raw: &RawSpec, matrix: &RawMatrix) -> Result<Vec<PriorityMode>, SpecError> {
     for (name, p) in &raw.priorities {
-        build_priorities(&cx, name, p)?;
+        build_priorities(cx, name, p)?;
     }
     let priority_names = matrix
         .priorities
         .clone()
         .unwrap_or_else(|| vec!["uniform".into()]);
-    non_empty(&cx, "matrix.priorities", priority_names.len())?;
+    non_empty(cx, "matrix.priorities", priority_names.len())?;
     let mut priorities: Vec<PriorityMode> = Vec::new();
     for n in &priority_names {
-        check_level_name(&cx, "matrix.priorities", n)?;
+        check_level_name(cx, "matrix.priorities", n)?;
         let assignment = match raw.priorities.get(n) {
-            Some(p) => build_priorities(&cx, n, p)?,
+            Some(p) => build_priorities(cx, n, p)?,
             None => builtin_priorities(n).ok_or_else(|| {
                 let defined: Vec<&str> = raw.priorities.keys().map(|s| s.as_str()).collect();
                 cx.err(
@@ -264,11 +343,15 @@ pub fn validate(raw: RawSpec, origin: &str) -> Result<Spec, SpecError> {
             assignment,
         });
     }
+    Ok(priorities)
+}
 
+/// `matrix.cpus`: the CPU sets (all CPUs by default).
+fn cpus(cx: &Ctx, matrix: &RawMatrix) -> Result<Vec<Cpus>, SpecError> {
     let cpus = match &matrix.cpus {
         None => vec![Cpus::All],
         Some(list) => {
-            non_empty(&cx, "matrix.cpus", list.len())?;
+            non_empty(cx, "matrix.cpus", list.len())?;
             let mut out = Vec::new();
             for c in list {
                 let parsed = Cpus::parse(c).map_err(|m| cx.err("matrix.cpus", m))?;
@@ -280,13 +363,15 @@ pub fn validate(raw: RawSpec, origin: &str) -> Result<Spec, SpecError> {
             out
         }
     };
+    Ok(cpus)
+}
 
-    let deadline = build_deadline(&cx, &raw)?;
-
+/// `matrix.rt_runtime_us`: RT throttling levels (none by default).
+fn rt_runtimes(cx: &Ctx, matrix: &RawMatrix) -> Result<Vec<i64>, SpecError> {
     let rt_runtime_us = match &matrix.rt_runtime_us {
         None => Vec::new(),
         Some(list) => {
-            non_empty(&cx, "matrix.rt_runtime_us", list.len())?;
+            non_empty(cx, "matrix.rt_runtime_us", list.len())?;
             let mut out = Vec::new();
             for &v in list {
                 if !(-1..=MAX_RT_PERIOD_US).contains(&v) {
@@ -295,15 +380,20 @@ pub fn validate(raw: RawSpec, origin: &str) -> Result<Spec, SpecError> {
                         format!("{v} is not -1 (unlimited) or 0..={MAX_RT_PERIOD_US} µs"),
                     ));
                 }
-                push_unique(&cx, "matrix.rt_runtime_us", &mut out, v, &v.to_string())?;
+                push_unique(cx, "matrix.rt_runtime_us", &mut out, v, &v.to_string())?;
             }
             out
         }
     };
+    Ok(rt_runtime_us)
+}
+
+/// `matrix.slice_us`: custom EEVDF slices, for the fair policies only.
+fn slices(cx: &Ctx, matrix: &RawMatrix, policies: &[Policy]) -> Result<Vec<u32>, SpecError> {
     let slice_us = match &matrix.slice_us {
         None => Vec::new(),
         Some(list) => {
-            non_empty(&cx, "matrix.slice_us", list.len())?;
+            non_empty(cx, "matrix.slice_us", list.len())?;
             if let Some(p) = policies
                 .iter()
                 .find(|p| !matches!(p, Policy::Other | Policy::Batch))
@@ -327,26 +417,16 @@ pub fn validate(raw: RawSpec, origin: &str) -> Result<Spec, SpecError> {
                         ),
                     ));
                 }
-                push_unique(&cx, "matrix.slice_us", &mut out, v as u32, &v.to_string())?;
+                push_unique(cx, "matrix.slice_us", &mut out, v as u32, &v.to_string())?;
             }
             out
         }
     };
-    let ext_schedulers = ext_schedulers(&cx, &raw)?;
-    check_run_count(
-        &cx,
-        &[
-            ("repetitions", repetitions as usize),
-            ("policies", policies.len()),
-            ("workloads", workloads.len()),
-            ("process counts", processes.len()),
-            ("priority modes", priorities.len()),
-            ("CPU sets", cpus.len()),
-            ("RT runtimes", rt_runtime_us.len().max(1)),
-            ("slices", slice_us.len().max(1)),
-            ("sched_ext schedulers", ext_schedulers.len().max(1)),
-        ],
-    )?;
+    Ok(slice_us)
+}
+
+/// `[hog]`: a CPU hog beside the workers.
+fn hog(cx: &Ctx, raw: &RawSpec) -> Result<Option<Hog>, SpecError> {
     let hog = match &raw.hog {
         None => None,
         Some(h) => {
@@ -421,7 +501,11 @@ pub fn validate(raw: RawSpec, origin: &str) -> Result<Spec, SpecError> {
             })
         }
     };
+    Ok(hog)
+}
 
+/// `[wrr]`: the WRR quantum and mechanism.
+fn wrr(cx: &Ctx, raw: &RawSpec) -> Result<WrrSettings, SpecError> {
     let wrr = {
         let w = raw.wrr.clone().unwrap_or_default();
         let quantum_ms = w.quantum_ms.unwrap_or(10.0);
@@ -448,32 +532,7 @@ pub fn validate(raw: RawSpec, origin: &str) -> Result<Spec, SpecError> {
             mechanism,
         }
     };
-
-    Ok(Spec {
-        name,
-        description: raw.description.clone().unwrap_or_default(),
-        repetitions,
-        order,
-        seed,
-        timeout_ns,
-        cooldown_ns,
-        cpu_dma_latency_us,
-        trace: raw.trace.unwrap_or(false),
-        workdir,
-        scale,
-        compare_margin_pct,
-        policies,
-        workloads,
-        processes,
-        priorities,
-        cpus,
-        rt_runtime_us,
-        slice_us,
-        ext_schedulers,
-        deadline,
-        hog,
-        wrr,
-    })
+    Ok(wrr)
 }
 
 /// The longest a sched_ext scheduler program may take to load (and the
