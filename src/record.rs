@@ -71,6 +71,10 @@ pub struct ProcessRecord {
     /// `workload::latency`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub latency: BTreeMap<String, Vec<u8>>,
+    /// Kernel counters of the process over its measured window, each None
+    /// where not measured (flattened: `nr_migrations` at this level).
+    #[serde(flatten, default)]
+    pub kernel: KernelCounts,
     /// The EEVDF slice the kernel reported for the process (OTHER, BATCH,
     /// IDLE; Linux 6.12+), read back after it was set, in ns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -80,6 +84,17 @@ pub struct ProcessRecord {
     pub ok: bool,
     /// The last lines the worker wrote to stderr, when it failed.
     pub stderr_tail: String,
+}
+
+/// Per-process kernel counters stored beside the others, one
+/// `processes` column each (`store::counts` lists them). Each is None
+/// where it was not measured (hogs, a program's tree, older databases).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct KernelCounts {
+    /// `se.nr_migrations` of `/proc/PID/sched`: the times the scheduler
+    /// moved the process (its main thread) to another CPU during its work.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nr_migrations: Option<u64>,
 }
 
 /// A finished (or skipped) run with everything measured about it.

@@ -16,7 +16,7 @@ use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 
 use crate::sys::proc::{Usage, monotonic_ns, self_usage};
-use crate::sys::procfs::{SchedStat, read_schedstat};
+use crate::sys::procfs::{SchedStat, read_nr_migrations, read_schedstat};
 use crate::workload::{WorkContext, WorkOutput, Workload};
 
 pub use crate::sys::proc::{BARRIER_FD, RELEASE_FD, RESULT_FD};
@@ -78,6 +78,11 @@ pub struct WorkerResult {
     pub usage_end: Usage,
     pub schedstat_start: Option<SchedStat>,
     pub schedstat_end: Option<SchedStat>,
+    /// `se.nr_migrations` of `/proc/self/sched` at those two moments.
+    #[serde(default)]
+    pub nr_migrations_start: Option<u64>,
+    #[serde(default)]
+    pub nr_migrations_end: Option<u64>,
     pub output: WorkOutput,
 }
 
@@ -114,6 +119,7 @@ fn run(json: &str) -> Result<()> {
     let start_ns = monotonic_ns();
     let usage_start = self_usage();
     let schedstat_start = read_schedstat(std::process::id() as i32).ok();
+    let nr_migrations_start = read_nr_migrations(std::process::id() as i32).ok();
     if fault("abort-worker", args.index) {
         eprintln!("fault injection: worker {} aborts", args.index);
         std::process::abort();
@@ -138,6 +144,7 @@ fn run(json: &str) -> Result<()> {
     let end_ns = monotonic_ns();
     let usage_end = self_usage();
     let schedstat_end = read_schedstat(std::process::id() as i32).ok();
+    let nr_migrations_end = read_nr_migrations(std::process::id() as i32).ok();
     let result = WorkerResult {
         start_ns,
         end_ns,
@@ -145,6 +152,8 @@ fn run(json: &str) -> Result<()> {
         usage_end,
         schedstat_start,
         schedstat_end,
+        nr_migrations_start,
+        nr_migrations_end,
         output,
     };
     send_result(&result, args.index)

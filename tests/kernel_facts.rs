@@ -122,3 +122,77 @@ nice = [0, 10, 19]
         );
     }
 }
+
+/// `se.nr_migrations` (/proc/PID/sched) over each worker's work: two
+/// CPU-bound workers pinned to CPU 0 never migrate (the kernel cannot move
+/// a task whose affinity is one CPU), so they must record 0; two free on
+/// CPUs 0-1 record a count too. A second observer, as root: the run's
+/// kernel trace counts each process's moves between CPUs from the switch
+/// events, and must see none for the pinned workers either.
+#[test]
+fn pinned_workers_record_no_migrations_free_ones_a_count() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("mig.toml"),
+        r#"
+name = "migrations"
+repetitions = 2
+cooldown_s = 0
+timeout_s = 30
+order = "sequential"
+[matrix]
+policy = ["other"]
+workload = ["pi"]
+processes = [2]
+priorities = ["same"]
+cpus = ["0", "0-1"]
+[workloads.pi]
+iterations = 40_000_000
+[priorities.same]
+mode = "uniform"
+nice = 0
+"#,
+    )
+    .unwrap();
+    let euid = schedlab::sys::proc::euid();
+    let traced = common::require(
+        euid == 0,
+        format!("the trace's view of migrations needs root (tracefs; euid is {euid})"),
+    );
+    let mut args = vec!["run", "mig.toml", "--db", "t.db", "-q"];
+    if traced {
+        args.push("--trace");
+    }
+    let out = schedlab(&args, dir.path());
+    assert!(out.status.success(), "{}", common::text(&out));
+    let out = schedlab(&["export", "--db", "t.db", "--format", "json"], dir.path());
+    assert!(out.status.success(), "{}", common::text(&out));
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let workers: Vec<&serde_json::Value> = rows.iter().filter(|r| r["role"] == "worker").collect();
+    assert_eq!(workers.len(), 8, "two runs × two CPU sets × two workers");
+    for r in workers {
+        let migrations = r["nr_migrations"]
+            .as_i64()
+            .unwrap_or_else(|| panic!("no nr_migrations in {r}"));
+        let pinned = r["cpu_list"] == "0";
+        if pinned {
+            assert_eq!(migrations, 0, "a worker pinned to CPU 0 migrated: {r}");
+        } else {
+            assert!(migrations >= 0, "{r}");
+        }
+        if traced && r["trace_usable"] == 1 {
+            let seen = r["trace_migrations"].as_i64();
+            assert!(seen.is_some(), "the trace saw the worker: {r}");
+            if pinned {
+                assert_eq!(seen, Some(0), "the trace saw a pinned worker move: {r}");
+            }
+            // Both count set_task_cpu's moves (sched_migrate_task is emitted
+            // where nr_migrations is raised); the trace's window holds the
+            // work's.
+            assert!(
+                migrations <= seen.unwrap_or(0),
+                "more migrations counted than the trace saw: {r}"
+            );
+        }
+    }
+}

@@ -344,6 +344,7 @@ fn process(
         run_ns: Some((cpu_ms * 1e6) as u64),
         wait_ns: Some(0),
         timeslices: Some(10),
+        kernel: Default::default(),
         work,
         work_unit: "hashes".into(),
         slice_ns: None,

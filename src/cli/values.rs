@@ -13,7 +13,7 @@ use crate::store::RunFactor;
 
 impl ValueEnum for Metric {
     fn value_variants<'a>() -> &'a [Self] {
-        &Metric::ALL
+        &Metric::CHOOSABLE
     }
 
     fn to_possible_value(&self) -> Option<PossibleValue> {

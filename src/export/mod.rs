@@ -5,7 +5,8 @@
 //! [`Exporter`], as hyperfine's exporters: CSV (`csv.rs`), JSON (the same
 //! rows as an array of objects with the same keys, one object per line;
 //! `json.rs`) and Parquet (the same rows and columns, typed:
-//! [`COLUMN_TYPES`]; `parquet.rs`).
+//! [`Column::kind`]; `parquet.rs`). Each column is defined once, in
+//! [`COLUMNS`]: name, type, nullability and value.
 //!
 //! Rows are written one at a time as the store reads them
 //! ([`Exporter::row`]), so an export never holds a campaign in memory.
@@ -21,94 +22,6 @@ pub mod parquet;
 use crate::record::Usage;
 use crate::store::{ExportLatency, ExportRow, ExportTrace, rq_wait_per_slice_us};
 
-/// The fixed columns, in order. The first 21 are the original ones; never
-/// reorder, only append.
-pub const COLUMNS: &[&str] = &[
-    "campaign",
-    "run",
-    "policy",
-    "workload",
-    "processes",
-    "priority_mode",
-    "cpus",
-    "rep",
-    "process_index",
-    "nice",
-    "rt_priority",
-    "wall_ns",
-    "utime_us",
-    "stime_us",
-    "nvcsw",
-    "nivcsw",
-    "run_ns",
-    "wait_ns",
-    "timeslices",
-    "work",
-    "status",
-    "campaign_name",
-    "run_key",
-    "seq",
-    "workload_kind",
-    "scale",
-    "reason",
-    "makespan_ns",
-    "cpu_util",
-    "pid",
-    "start_ns",
-    "end_ns",
-    "minflt",
-    "majflt",
-    "maxrss_kb",
-    "work_unit",
-    "exit",
-    "role",
-    "rt_runtime_us",
-    "cpu_list",
-    "started_unix_ms",
-    "load_avg_1m",
-    "environment_id",
-    "process_policy",
-    "weight",
-    "dl_runtime_ns",
-    "dl_deadline_ns",
-    "dl_period_ns",
-    "ok",
-    "stderr_tail",
-    "extra_json",
-    "others_runnable",
-    "steal_pct",
-    "other_cpu_pct",
-    "lat_count",
-    "lat_p50_us",
-    "lat_p90_us",
-    "lat_p99_us",
-    "lat_p999_us",
-    "lat_max_us",
-    "rq_wait_per_slice_us",
-    "slice_us",
-    "slice_ns",
-    "campaign_uuid",
-    "hostname",
-    "host_id",
-    "kernel_release",
-    "trace_lost_events",
-    "trace_usable",
-    "trace_slices",
-    "trace_slice_p50_us",
-    "trace_slice_p99_us",
-    "trace_slice_max_us",
-    "trace_oncpu_ms",
-    "trace_preempted",
-    "trace_yielded",
-    "trace_voluntary",
-    "trace_migrations",
-    "trace_wake_p50_us",
-    "trace_wake_p99_us",
-    "trace_work_oncpu_ms",
-    "trace_work_switches",
-    "ext_scheduler",
-];
-
 /// The type of a column's values (Parquet: INT64, DOUBLE, STRING).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -121,93 +34,237 @@ pub enum Kind {
 pub const NULLABLE: bool = true;
 pub const REQUIRED: bool = false;
 
-/// Each of [`COLUMNS`] (in the same order) with its type and whether it
-/// may be empty; `fig_*` columns are all `Real`, nullable. README's "Using
-/// the data" documents this schema.
-pub const COLUMN_TYPES: &[(&str, Kind, bool)] = &[
-    ("campaign", Kind::Int, REQUIRED),
-    ("run", Kind::Int, REQUIRED),
-    ("policy", Kind::Text, REQUIRED),
-    ("workload", Kind::Text, REQUIRED),
-    ("processes", Kind::Int, REQUIRED),
-    ("priority_mode", Kind::Text, REQUIRED),
-    ("cpus", Kind::Text, REQUIRED),
-    ("rep", Kind::Int, REQUIRED),
-    ("process_index", Kind::Int, NULLABLE),
-    ("nice", Kind::Int, NULLABLE),
-    ("rt_priority", Kind::Int, NULLABLE),
-    ("wall_ns", Kind::Int, NULLABLE),
-    ("utime_us", Kind::Int, NULLABLE),
-    ("stime_us", Kind::Int, NULLABLE),
-    ("nvcsw", Kind::Int, NULLABLE),
-    ("nivcsw", Kind::Int, NULLABLE),
-    ("run_ns", Kind::Int, NULLABLE),
-    ("wait_ns", Kind::Int, NULLABLE),
-    ("timeslices", Kind::Int, NULLABLE),
-    ("work", Kind::Int, NULLABLE),
-    ("status", Kind::Text, REQUIRED),
-    ("campaign_name", Kind::Text, REQUIRED),
-    ("run_key", Kind::Text, REQUIRED),
-    ("seq", Kind::Int, REQUIRED),
-    ("workload_kind", Kind::Text, REQUIRED),
-    ("scale", Kind::Real, NULLABLE),
-    ("reason", Kind::Text, REQUIRED),
-    ("makespan_ns", Kind::Int, NULLABLE),
-    ("cpu_util", Kind::Real, NULLABLE),
-    ("pid", Kind::Int, NULLABLE),
-    ("start_ns", Kind::Int, NULLABLE),
-    ("end_ns", Kind::Int, NULLABLE),
-    ("minflt", Kind::Int, NULLABLE),
-    ("majflt", Kind::Int, NULLABLE),
-    ("maxrss_kb", Kind::Int, NULLABLE),
-    ("work_unit", Kind::Text, NULLABLE),
-    ("exit", Kind::Text, NULLABLE),
-    ("role", Kind::Text, NULLABLE),
-    ("rt_runtime_us", Kind::Int, NULLABLE),
-    ("cpu_list", Kind::Text, REQUIRED),
-    ("started_unix_ms", Kind::Int, REQUIRED),
-    ("load_avg_1m", Kind::Real, NULLABLE),
-    ("environment_id", Kind::Int, REQUIRED),
-    ("process_policy", Kind::Text, NULLABLE),
-    ("weight", Kind::Int, NULLABLE),
-    ("dl_runtime_ns", Kind::Int, NULLABLE),
-    ("dl_deadline_ns", Kind::Int, NULLABLE),
-    ("dl_period_ns", Kind::Int, NULLABLE),
-    ("ok", Kind::Int, NULLABLE),
-    ("stderr_tail", Kind::Text, NULLABLE),
-    ("extra_json", Kind::Text, REQUIRED),
-    ("others_runnable", Kind::Int, NULLABLE),
-    ("steal_pct", Kind::Real, NULLABLE),
-    ("other_cpu_pct", Kind::Real, NULLABLE),
-    ("lat_count", Kind::Int, NULLABLE),
-    ("lat_p50_us", Kind::Real, NULLABLE),
-    ("lat_p90_us", Kind::Real, NULLABLE),
-    ("lat_p99_us", Kind::Real, NULLABLE),
-    ("lat_p999_us", Kind::Real, NULLABLE),
-    ("lat_max_us", Kind::Real, NULLABLE),
-    ("rq_wait_per_slice_us", Kind::Real, NULLABLE),
-    ("slice_us", Kind::Int, NULLABLE),
-    ("slice_ns", Kind::Int, NULLABLE),
-    ("campaign_uuid", Kind::Text, REQUIRED),
-    ("hostname", Kind::Text, NULLABLE),
-    ("host_id", Kind::Text, NULLABLE),
-    ("kernel_release", Kind::Text, REQUIRED),
-    ("trace_lost_events", Kind::Int, NULLABLE),
-    ("trace_usable", Kind::Int, NULLABLE),
-    ("trace_slices", Kind::Int, NULLABLE),
-    ("trace_slice_p50_us", Kind::Real, NULLABLE),
-    ("trace_slice_p99_us", Kind::Real, NULLABLE),
-    ("trace_slice_max_us", Kind::Real, NULLABLE),
-    ("trace_oncpu_ms", Kind::Real, NULLABLE),
-    ("trace_preempted", Kind::Int, NULLABLE),
-    ("trace_yielded", Kind::Int, NULLABLE),
-    ("trace_voluntary", Kind::Int, NULLABLE),
-    ("trace_migrations", Kind::Int, NULLABLE),
-    ("trace_wake_p50_us", Kind::Real, NULLABLE),
-    ("trace_wake_p99_us", Kind::Real, NULLABLE),
-    ("trace_work_oncpu_ms", Kind::Real, NULLABLE),
-    ("trace_work_switches", Kind::Int, NULLABLE),
-    ("ext_scheduler", Kind::Text, NULLABLE),
+/// One fixed column of an export, defined once: its name, the type of its
+/// values, whether it may be empty, and how its value is taken from a row.
+/// CSV's header, JSON's keys and Parquet's schema all come from [`COLUMNS`].
+#[derive(Clone, Copy)]
+pub struct Column {
+    pub name: &'static str,
+    pub kind: Kind,
+    pub nullable: bool,
+    pub value: fn(&ExportRow) -> Value,
+}
+
+impl std::fmt::Debug for Column {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} ({:?}, nullable {})",
+            self.name, self.kind, self.nullable
+        )
+    }
+}
+
+const fn col(
+    name: &'static str,
+    kind: Kind,
+    nullable: bool,
+    value: fn(&ExportRow) -> Value,
+) -> Column {
+    Column {
+        name,
+        kind,
+        nullable,
+        value,
+    }
+}
+
+/// The fixed columns, in order; `fig_*` columns (all `Real`, nullable)
+/// follow them. The first 21 are the original ones; never reorder, only
+/// append. README's "Using the data" documents this schema.
+pub const COLUMNS: &[Column] = &[
+    col("campaign", Kind::Int, REQUIRED, |r| Value::from(r.campaign)),
+    col("run", Kind::Int, REQUIRED, |r| Value::from(r.run)),
+    col("policy", Kind::Text, REQUIRED, |r| {
+        Value::from(r.policy.as_str())
+    }),
+    col("workload", Kind::Text, REQUIRED, |r| {
+        Value::from(r.workload.as_str())
+    }),
+    col("processes", Kind::Int, REQUIRED, |r| {
+        Value::from(r.processes)
+    }),
+    col("priority_mode", Kind::Text, REQUIRED, |r| {
+        Value::from(r.priority_mode.as_str())
+    }),
+    col("cpus", Kind::Text, REQUIRED, |r| {
+        Value::from(r.cpus.as_str())
+    }),
+    col("rep", Kind::Int, REQUIRED, |r| Value::from(r.rep)),
+    col("process_index", Kind::Int, NULLABLE, |r| {
+        int(r.process_index)
+    }),
+    col("nice", Kind::Int, NULLABLE, |r| int(r.nice)),
+    col("rt_priority", Kind::Int, NULLABLE, |r| int(r.rt_priority)),
+    col("wall_ns", Kind::Int, NULLABLE, |r| int(r.wall_ns)),
+    col("utime_us", Kind::Int, NULLABLE, |r| {
+        usage(r, |u| u.utime_us)
+    }),
+    col("stime_us", Kind::Int, NULLABLE, |r| {
+        usage(r, |u| u.stime_us)
+    }),
+    col("nvcsw", Kind::Int, NULLABLE, |r| usage(r, |u| u.nvcsw)),
+    col("nivcsw", Kind::Int, NULLABLE, |r| usage(r, |u| u.nivcsw)),
+    col("run_ns", Kind::Int, NULLABLE, |r| int(r.run_ns)),
+    col("wait_ns", Kind::Int, NULLABLE, |r| int(r.wait_ns)),
+    col("timeslices", Kind::Int, NULLABLE, |r| int(r.timeslices)),
+    col("work", Kind::Int, NULLABLE, |r| int(r.work)),
+    col("status", Kind::Text, REQUIRED, |r| {
+        Value::from(r.status.as_str())
+    }),
+    col("campaign_name", Kind::Text, REQUIRED, |r| {
+        Value::from(r.campaign_name.as_str())
+    }),
+    col("run_key", Kind::Text, REQUIRED, |r| {
+        Value::from(r.run_key.as_str())
+    }),
+    col("seq", Kind::Int, REQUIRED, |r| Value::from(r.seq)),
+    col("workload_kind", Kind::Text, REQUIRED, |r| {
+        Value::from(r.workload_kind.as_str())
+    }),
+    col("scale", Kind::Real, NULLABLE, |r| real(Some(r.scale))),
+    col("reason", Kind::Text, REQUIRED, |r| {
+        Value::from(r.reason.as_str())
+    }),
+    col("makespan_ns", Kind::Int, NULLABLE, |r| int(r.makespan_ns)),
+    col("cpu_util", Kind::Real, NULLABLE, |r| real(r.cpu_util)),
+    col("pid", Kind::Int, NULLABLE, |r| int(r.pid)),
+    col("start_ns", Kind::Int, NULLABLE, |r| int(r.start_ns)),
+    col("end_ns", Kind::Int, NULLABLE, |r| int(r.end_ns)),
+    col("minflt", Kind::Int, NULLABLE, |r| usage(r, |u| u.minflt)),
+    col("majflt", Kind::Int, NULLABLE, |r| usage(r, |u| u.majflt)),
+    col("maxrss_kb", Kind::Int, NULLABLE, |r| {
+        usage(r, |u| u.maxrss_kb)
+    }),
+    col("work_unit", Kind::Text, NULLABLE, |r| {
+        text(r.work_unit.as_deref())
+    }),
+    col("exit", Kind::Text, NULLABLE, |r| text(r.exit.as_deref())),
+    col("role", Kind::Text, NULLABLE, |r| text(r.role.as_deref())),
+    col("rt_runtime_us", Kind::Int, NULLABLE, |r| {
+        int(r.rt_runtime_us)
+    }),
+    col("cpu_list", Kind::Text, REQUIRED, |r| {
+        Value::from(r.cpu_list.as_str())
+    }),
+    col("started_unix_ms", Kind::Int, REQUIRED, |r| {
+        Value::from(r.started_unix_ms)
+    }),
+    col("load_avg_1m", Kind::Real, NULLABLE, |r| real(r.load_avg_1m)),
+    col("environment_id", Kind::Int, REQUIRED, |r| {
+        Value::from(r.environment_id)
+    }),
+    col("process_policy", Kind::Text, NULLABLE, |r| {
+        text(r.process_policy.as_deref())
+    }),
+    col("weight", Kind::Int, NULLABLE, |r| int(r.weight)),
+    col("dl_runtime_ns", Kind::Int, NULLABLE, |r| {
+        int(r.dl_runtime_ns)
+    }),
+    col("dl_deadline_ns", Kind::Int, NULLABLE, |r| {
+        int(r.dl_deadline_ns)
+    }),
+    col("dl_period_ns", Kind::Int, NULLABLE, |r| int(r.dl_period_ns)),
+    col("ok", Kind::Int, NULLABLE, |r| int(r.ok.map(i64::from))),
+    col("stderr_tail", Kind::Text, NULLABLE, |r| {
+        text(r.stderr_tail.as_deref())
+    }),
+    col("extra_json", Kind::Text, REQUIRED, |r| {
+        Value::from(r.extra_json.as_str())
+    }),
+    col("others_runnable", Kind::Int, NULLABLE, |r| {
+        int(r.others_runnable)
+    }),
+    col("steal_pct", Kind::Real, NULLABLE, |r| real(r.steal_pct)),
+    col("other_cpu_pct", Kind::Real, NULLABLE, |r| {
+        real(r.other_cpu_pct)
+    }),
+    col("lat_count", Kind::Int, NULLABLE, |r| {
+        int(r.latency.as_ref().map(|l| l.count as i64))
+    }),
+    col("lat_p50_us", Kind::Real, NULLABLE, |r| {
+        lat_us(r, |l| l.p50_ns)
+    }),
+    col("lat_p90_us", Kind::Real, NULLABLE, |r| {
+        lat_us(r, |l| l.p90_ns)
+    }),
+    col("lat_p99_us", Kind::Real, NULLABLE, |r| {
+        lat_us(r, |l| l.p99_ns)
+    }),
+    col("lat_p999_us", Kind::Real, NULLABLE, |r| {
+        lat_us(r, |l| l.p999_ns)
+    }),
+    col("lat_max_us", Kind::Real, NULLABLE, |r| {
+        lat_us(r, |l| l.max_ns)
+    }),
+    col("rq_wait_per_slice_us", Kind::Real, NULLABLE, |r| {
+        real(rq_wait_per_slice_us(r.wait_ns, r.timeslices))
+    }),
+    col("slice_us", Kind::Int, NULLABLE, |r| int(r.slice_us)),
+    col("slice_ns", Kind::Int, NULLABLE, |r| int(r.slice_ns)),
+    col("campaign_uuid", Kind::Text, REQUIRED, |r| {
+        Value::from(r.campaign_uuid.as_str())
+    }),
+    col("hostname", Kind::Text, NULLABLE, |r| {
+        text(r.hostname.as_deref())
+    }),
+    col("host_id", Kind::Text, NULLABLE, |r| {
+        text(r.host_id.as_deref())
+    }),
+    col("kernel_release", Kind::Text, REQUIRED, |r| {
+        Value::from(r.kernel_release.as_str())
+    }),
+    col("trace_lost_events", Kind::Int, NULLABLE, |r| {
+        int(r.trace.as_ref().map(|t| t.lost_events))
+    }),
+    col("trace_usable", Kind::Int, NULLABLE, |r| {
+        int(r.trace.as_ref().map(|t| i64::from(!t.unusable)))
+    }),
+    col("trace_slices", Kind::Int, NULLABLE, |r| {
+        trace_int(r, |t| t.slices)
+    }),
+    col("trace_slice_p50_us", Kind::Real, NULLABLE, |r| {
+        trace_scaled(r, |t| t.slice_p50_ns, 1e3)
+    }),
+    col("trace_slice_p99_us", Kind::Real, NULLABLE, |r| {
+        trace_scaled(r, |t| t.slice_p99_ns, 1e3)
+    }),
+    col("trace_slice_max_us", Kind::Real, NULLABLE, |r| {
+        trace_scaled(r, |t| t.slice_max_ns, 1e3)
+    }),
+    col("trace_oncpu_ms", Kind::Real, NULLABLE, |r| {
+        trace_scaled(r, |t| t.oncpu_ns, 1e6)
+    }),
+    col("trace_preempted", Kind::Int, NULLABLE, |r| {
+        trace_int(r, |t| t.preempted)
+    }),
+    col("trace_yielded", Kind::Int, NULLABLE, |r| {
+        trace_int(r, |t| t.yielded)
+    }),
+    col("trace_voluntary", Kind::Int, NULLABLE, |r| {
+        trace_int(r, |t| t.voluntary)
+    }),
+    col("trace_migrations", Kind::Int, NULLABLE, |r| {
+        trace_int(r, |t| t.migrations)
+    }),
+    col("trace_wake_p50_us", Kind::Real, NULLABLE, |r| {
+        trace_scaled(r, |t| t.wake_p50_ns, 1e3)
+    }),
+    col("trace_wake_p99_us", Kind::Real, NULLABLE, |r| {
+        trace_scaled(r, |t| t.wake_p99_ns, 1e3)
+    }),
+    col("trace_work_oncpu_ms", Kind::Real, NULLABLE, |r| {
+        trace_scaled(r, |t| t.work_oncpu_ns, 1e6)
+    }),
+    col("trace_work_switches", Kind::Int, NULLABLE, |r| {
+        trace_int(r, |t| t.work_switches)
+    }),
+    col("ext_scheduler", Kind::Text, NULLABLE, |r| {
+        text(r.ext_scheduler.as_deref())
+    }),
+    col("nr_migrations", Kind::Int, NULLABLE, |r| {
+        int(r.kernel.nr_migrations.map(|v| v as i64))
+    }),
 ];
 
 /// The prefix of a workload figure's column.
@@ -270,7 +327,7 @@ pub trait Exporter {
 pub fn header(figure_names: &[String]) -> Vec<String> {
     COLUMNS
         .iter()
-        .map(|c| c.to_string())
+        .map(|c| c.name.to_string())
         .chain(figure_names.iter().map(|f| format!("{FIGURE_PREFIX}{f}")))
         .collect()
 }
@@ -290,92 +347,12 @@ fn text(v: Option<&str>) -> Value {
 
 /// The values of the fixed columns of a row, in [`COLUMNS`] order.
 fn fixed(r: &ExportRow) -> Vec<Value> {
-    let usage = |field: fn(&Usage) -> u64| int(r.usage.as_ref().map(|u| field(u) as i64));
-    vec![
-        Value::from(r.campaign),
-        Value::from(r.run),
-        Value::from(r.policy.as_str()),
-        Value::from(r.workload.as_str()),
-        Value::from(r.processes),
-        Value::from(r.priority_mode.as_str()),
-        Value::from(r.cpus.as_str()),
-        Value::from(r.rep),
-        int(r.process_index),
-        int(r.nice),
-        int(r.rt_priority),
-        int(r.wall_ns),
-        usage(|u| u.utime_us),
-        usage(|u| u.stime_us),
-        usage(|u| u.nvcsw),
-        usage(|u| u.nivcsw),
-        int(r.run_ns),
-        int(r.wait_ns),
-        int(r.timeslices),
-        int(r.work),
-        Value::from(r.status.as_str()),
-        Value::from(r.campaign_name.as_str()),
-        Value::from(r.run_key.as_str()),
-        Value::from(r.seq),
-        Value::from(r.workload_kind.as_str()),
-        real(Some(r.scale)),
-        Value::from(r.reason.as_str()),
-        int(r.makespan_ns),
-        real(r.cpu_util),
-        int(r.pid),
-        int(r.start_ns),
-        int(r.end_ns),
-        usage(|u| u.minflt),
-        usage(|u| u.majflt),
-        usage(|u| u.maxrss_kb),
-        text(r.work_unit.as_deref()),
-        text(r.exit.as_deref()),
-        text(r.role.as_deref()),
-        int(r.rt_runtime_us),
-        Value::from(r.cpu_list.as_str()),
-        Value::from(r.started_unix_ms),
-        real(r.load_avg_1m),
-        Value::from(r.environment_id),
-        text(r.process_policy.as_deref()),
-        int(r.weight),
-        int(r.dl_runtime_ns),
-        int(r.dl_deadline_ns),
-        int(r.dl_period_ns),
-        int(r.ok.map(i64::from)),
-        text(r.stderr_tail.as_deref()),
-        Value::from(r.extra_json.as_str()),
-        int(r.others_runnable),
-        real(r.steal_pct),
-        real(r.other_cpu_pct),
-        int(r.latency.as_ref().map(|l| l.count as i64)),
-        lat_us(r, |l| l.p50_ns),
-        lat_us(r, |l| l.p90_ns),
-        lat_us(r, |l| l.p99_ns),
-        lat_us(r, |l| l.p999_ns),
-        lat_us(r, |l| l.max_ns),
-        real(rq_wait_per_slice_us(r.wait_ns, r.timeslices)),
-        int(r.slice_us),
-        int(r.slice_ns),
-        Value::from(r.campaign_uuid.as_str()),
-        text(r.hostname.as_deref()),
-        text(r.host_id.as_deref()),
-        Value::from(r.kernel_release.as_str()),
-        int(r.trace.as_ref().map(|t| t.lost_events)),
-        int(r.trace.as_ref().map(|t| i64::from(!t.unusable))),
-        trace_int(r, |t| t.slices),
-        trace_scaled(r, |t| t.slice_p50_ns, 1e3),
-        trace_scaled(r, |t| t.slice_p99_ns, 1e3),
-        trace_scaled(r, |t| t.slice_max_ns, 1e3),
-        trace_scaled(r, |t| t.oncpu_ns, 1e6),
-        trace_int(r, |t| t.preempted),
-        trace_int(r, |t| t.yielded),
-        trace_int(r, |t| t.voluntary),
-        trace_int(r, |t| t.migrations),
-        trace_scaled(r, |t| t.wake_p50_ns, 1e3),
-        trace_scaled(r, |t| t.wake_p99_ns, 1e3),
-        trace_scaled(r, |t| t.work_oncpu_ns, 1e6),
-        trace_int(r, |t| t.work_switches),
-        text(r.ext_scheduler.as_deref()),
-    ]
+    COLUMNS.iter().map(|c| (c.value)(r)).collect()
+}
+
+/// A resource usage counter of the row's process.
+fn usage(r: &ExportRow, field: fn(&Usage) -> u64) -> Value {
+    int(r.usage.as_ref().map(|u| field(u) as i64))
 }
 
 /// A count of the row's process in the run's trace.
@@ -474,6 +451,7 @@ mod tests {
             hostname: Some("host-a".into()),
             host_id: None,
             kernel_release: "6.18.0".into(),
+            kernel: Default::default(),
         }
     }
 
@@ -490,15 +468,14 @@ mod tests {
 
     #[test]
     fn every_column_has_the_type_of_its_values() {
-        let names: Vec<&str> = COLUMN_TYPES.iter().map(|c| c.0).collect();
-        assert_eq!(names, COLUMNS);
         let mut empty = row();
         empty.process_index = None;
         empty.usage = None;
         empty.pid = None;
         empty.hostname = None;
         for r in [row(), empty] {
-            for ((name, kind, nullable), v) in COLUMN_TYPES.iter().zip(fixed(&r)) {
+            for (c, v) in COLUMNS.iter().zip(fixed(&r)) {
+                let (name, kind, nullable) = (c.name, &c.kind, &c.nullable);
                 let fits = match (kind, &v) {
                     (_, Value::Null) => *nullable,
                     (Kind::Int, Value::Number(n)) => n.is_i64(),
@@ -519,11 +496,15 @@ mod tests {
         assert!(lines[0].starts_with(
             "campaign,run,policy,workload,processes,priority_mode,cpus,rep,process_index"
         ));
-        assert!(lines[0].ends_with(",trace_work_switches,ext_scheduler,fig_mflops,fig_pi_error"));
+        assert!(
+            lines[0].ends_with(
+                ",trace_work_switches,ext_scheduler,nr_migrations,fig_mflops,fig_pi_error"
+            )
+        );
         // The JSON of extra_json is one quoted cell.
         let cells: Vec<&str> = lines[1].split(',').collect();
         assert_eq!(cells.len(), COLUMNS.len() + 2);
-        let col = |name: &str| cells[COLUMNS.iter().position(|c| *c == name).unwrap()];
+        let col = |name: &str| cells[COLUMNS.iter().position(|c| c.name == name).unwrap()];
         assert_eq!(col("rt_priority"), "50");
         assert_eq!(col("nice"), "");
         assert_eq!(col("work"), "1000");

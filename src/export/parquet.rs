@@ -1,5 +1,5 @@
 //! The Parquet export: the rows and columns of the CSV export, typed
-//! ([`super::COLUMN_TYPES`]: INT64, DOUBLE, UTF-8 strings; nullable where a
+//! ([`super::COLUMNS`]: INT64, DOUBLE, UTF-8 strings; nullable where a
 //! cell can be empty), `fig_*` columns DOUBLE. Rows are buffered a row group
 //! at a time ([`ROW_GROUP_ROWS`]) and written as they come, so an export of
 //! any size runs in bounded memory. Snappy-compressed, as DuckDB, Polars,
@@ -17,7 +17,7 @@ use serde_json::Value;
 use std::io::Write;
 use std::sync::Arc;
 
-use super::{COLUMN_TYPES, Exporter, FIGURE_PREFIX, Kind, NULLABLE, values};
+use super::{COLUMNS, Exporter, FIGURE_PREFIX, Kind, NULLABLE, values};
 use crate::store::ExportRow;
 
 /// Rows per row group.
@@ -112,9 +112,9 @@ impl<W: Write + Send> ParquetExporter<W> {
     /// Start an export whose rows carry these figures (the union over the
     /// rows to come).
     pub fn begin(out: W, figure_names: Vec<String>) -> Result<ParquetExporter<W>> {
-        let columns: Vec<Column> = COLUMN_TYPES
+        let columns: Vec<Column> = COLUMNS
             .iter()
-            .map(|&(name, kind, nullable)| (name.to_string(), kind, nullable))
+            .map(|c| (c.name.to_string(), c.kind, c.nullable))
             .chain(
                 figure_names
                     .iter()
@@ -260,7 +260,7 @@ mod tests {
         let kv = meta.key_value_metadata().unwrap();
         assert!(kv.iter().any(|k| k.key == "schedlab_export_schema"));
         let fields = meta.schema_descr().columns().len();
-        assert_eq!(fields, COLUMN_TYPES.len() + 1);
+        assert_eq!(fields, COLUMNS.len() + 1);
         let read: Vec<_> = reader
             .get_row_iter(None)
             .unwrap()

@@ -249,6 +249,8 @@ mod tests {
             usage_end: Default::default(),
             schedstat_start: None,
             schedstat_end: None,
+            nr_migrations_start: None,
+            nr_migrations_end: None,
             output: crate::workload::WorkOutput {
                 work: 42,
                 elapsed_ns: 1,

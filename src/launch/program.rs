@@ -94,6 +94,8 @@ pub fn record(o: &Observed, outputs: &Outputs) -> (ProcessRecord, Option<String>
         wait_ns: stats.run_queue_wait_ns,
         // The tree's time slices are not counted (schedstat is per task).
         timeslices: None,
+        // As time slices: /proc/PID/sched counts per task, not over a tree.
+        kernel: Default::default(),
         work: Some(u64::from(failure.is_none())),
         work_unit: o.member.workload.work_unit().to_string(),
         figures: figs,
@@ -157,6 +159,10 @@ pub fn extra(o: &Observed, outputs: &Outputs) -> serde_json::Value {
     missing.insert(
         "timeslices".into(),
         "time slices are counted per task by schedstat, not over a tree".into(),
+    );
+    missing.insert(
+        "nr_migrations".into(),
+        "migrations are counted per task by /proc/PID/sched, not over a tree".into(),
     );
     let out = outputs.program_output(o.index);
     serde_json::json!({

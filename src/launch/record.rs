@@ -11,7 +11,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::plan::Run;
-use crate::record::{ProcessRecord, RunRecord, RunStatus, SliceRow};
+use crate::record::{KernelCounts, ProcessRecord, RunRecord, RunStatus, SliceRow};
 use crate::sys::cgroup::TreeGroup;
 use crate::sys::envinfo::EnvSnapshot;
 use crate::sys::proc::{self, Exit, Usage};
@@ -379,6 +379,11 @@ impl RecordContext<'_> {
             run_ns: stat.map(|s| s.run_ns),
             wait_ns: stat.map(|s| s.wait_ns),
             timeslices: stat.map(|s| s.timeslices),
+            kernel: KernelCounts {
+                nr_migrations: result.as_ref().and_then(|r| {
+                    Some(r.nr_migrations_end?.saturating_sub(r.nr_migrations_start?))
+                }),
+            },
             work: result.as_ref().map(|r| r.output.work),
             work_unit: m.workload.work_unit().to_string(),
             figures: result
@@ -437,6 +442,7 @@ impl RecordContext<'_> {
             run_ns: window.map(|w| w.0.run_ns),
             wait_ns: window.map(|w| w.0.wait_ns),
             timeslices: window.map(|w| w.0.timeslices),
+            kernel: KernelCounts::default(),
             work: None,
             work_unit: "ns".to_string(),
             figures,

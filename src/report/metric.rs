@@ -31,6 +31,8 @@ pub enum Metric {
     Timeslices,
     /// Work done, in the workload's unit.
     Work,
+    /// Migrations between CPUs (`se.nr_migrations`); analysed on request.
+    NrMigrations,
     /// Run makespan: barrier release to the last worker's end, s.
     Makespan,
     /// Median latency of a run (its workers' primary histograms pooled),
@@ -73,119 +75,332 @@ impl Direction {
     }
 }
 
-/// Number of per-process metrics (every metric but makespan).
-pub const PER_PROCESS: usize = 10;
-
-impl Metric {
-    pub const ALL: [Metric; 11] = [
-        Metric::Wall,
-        Metric::Utime,
-        Metric::Stime,
-        Metric::CpuPct,
-        Metric::Nvcsw,
-        Metric::Nivcsw,
-        Metric::Wait,
-        Metric::Run,
-        Metric::Timeslices,
-        Metric::Work,
-        Metric::Makespan,
-    ];
-
+/// One metric, defined once: every property of a [`Metric`] is read from
+/// its row of [`METRICS`]. A new per-process metric is a variant of
+/// [`Metric`] (before `Makespan`: the per-process metrics come first) and a
+/// row here, with the way its value is read from a process row.
+#[derive(Clone, Copy)]
+pub struct MetricDef {
+    pub metric: Metric,
     /// The name used on the command line and in JSON.
-    pub fn name(self) -> &'static str {
-        match self {
-            Metric::Wall => "wall",
-            Metric::Utime => "utime",
-            Metric::Stime => "stime",
-            Metric::CpuPct => "cpu_pct",
-            Metric::Nvcsw => "nvcsw",
-            Metric::Nivcsw => "nivcsw",
-            Metric::Wait => "wait",
-            Metric::Run => "run",
-            Metric::Timeslices => "timeslices",
-            Metric::Work => "work",
-            Metric::Makespan => "makespan",
-            Metric::LatencyP50 => "latency_p50",
-            Metric::LatencyP99 => "latency_p99",
-        }
-    }
-
+    pub name: &'static str,
     /// What the metric is, with its unit: for help texts (`--metric`).
-    pub fn description(self) -> &'static str {
-        match self {
-            Metric::Wall => "Wall time of a process, s",
-            Metric::Utime => "User CPU time, s",
-            Metric::Stime => "System CPU time, s",
-            Metric::CpuPct => "(user + system CPU) / wall time, %",
-            Metric::Nvcsw => "Voluntary context switches",
-            Metric::Nivcsw => "Involuntary context switches (preemptions)",
-            Metric::Wait => "Run-queue wait (schedstat), ms",
-            Metric::Run => "On-CPU time (schedstat), s",
-            Metric::Timeslices => "Time slices (schedstat)",
-            Metric::Work => "Work done, in the workload's unit",
-            Metric::Makespan => "Run makespan: barrier release to the last worker's end, s",
-            Metric::LatencyP50 => "Median latency of a run (its primary latency histogram), µs",
-            Metric::LatencyP99 => "99th-percentile latency of a run, µs",
-        }
-    }
-
+    pub description: &'static str,
     /// Words for sentences and titles.
-    pub fn label(self) -> &'static str {
-        match self {
-            Metric::Wall => "wall time",
-            Metric::Utime => "user CPU time",
-            Metric::Stime => "system CPU time",
-            Metric::CpuPct => "CPU %",
-            Metric::Nvcsw => "voluntary context switches",
-            Metric::Nivcsw => "involuntary context switches",
-            Metric::Wait => "run-queue wait",
-            Metric::Run => "on-CPU time",
-            Metric::Timeslices => "time slices",
-            Metric::Work => "work done",
-            Metric::Makespan => "makespan",
-            Metric::LatencyP50 => "per-run p50 latency",
-            Metric::LatencyP99 => "per-run p99 latency",
-        }
-    }
-
+    pub label: &'static str,
     /// Unit of the values ("" for counts; work's unit depends on the
     /// workload and is given separately).
-    pub fn unit(self) -> &'static str {
-        match self {
-            Metric::Wall | Metric::Utime | Metric::Stime | Metric::Run | Metric::Makespan => "s",
-            Metric::CpuPct => "%",
-            Metric::Wait => "ms",
-            Metric::LatencyP50 | Metric::LatencyP99 => "µs",
-            Metric::Nvcsw | Metric::Nivcsw | Metric::Timeslices | Metric::Work => "",
-        }
-    }
-
-    /// Which way the metric improves. Times (wall, CPU, on-CPU, makespan),
-    /// run-queue wait and the counts of switches and slices (each one a
-    /// scheduling event that costs the process time) are better lower; work
-    /// done (in a fixed duration: a throughput) and CPU % (the share of its
-    /// lifetime a process spent running rather than waiting) are better
-    /// higher.
-    pub fn direction(self) -> Direction {
-        match self {
-            Metric::Wall
-            | Metric::Utime
-            | Metric::Stime
-            | Metric::Nvcsw
-            | Metric::Nivcsw
-            | Metric::Wait
-            | Metric::Run
-            | Metric::Timeslices
-            | Metric::Makespan
-            | Metric::LatencyP50
-            | Metric::LatencyP99 => Direction::LowerIsBetter,
-            Metric::CpuPct | Metric::Work => Direction::HigherIsBetter,
-        }
-    }
-
+    pub unit: &'static str,
+    pub direction: Direction,
     /// Whether the label is a plural noun ("context switches are").
+    pub plural: bool,
+    /// A per-process metric's value in a process row (NaN where the row has
+    /// none); None for a run's own metric.
+    pub of_process: Option<fn(&ReportProcess) -> f64>,
+    /// Whether a report analyses it when no `--metric` is given (the
+    /// metrics of [`Metric::ALL`]); the others are chosen by name.
+    pub by_default: bool,
+}
+
+const fn def(
+    metric: Metric,
+    name: &'static str,
+    label: &'static str,
+    unit: &'static str,
+    direction: Direction,
+    description: &'static str,
+) -> MetricDef {
+    MetricDef {
+        metric,
+        name,
+        description,
+        label,
+        unit,
+        direction,
+        plural: false,
+        of_process: None,
+        by_default: true,
+    }
+}
+
+impl MetricDef {
+    /// Read per process, from a process row.
+    const fn per_process(mut self, f: fn(&ReportProcess) -> f64) -> MetricDef {
+        self.of_process = Some(f);
+        self
+    }
+
+    const fn plural(mut self) -> MetricDef {
+        self.plural = true;
+        self
+    }
+
+    /// Analysed only when asked for by name.
+    const fn on_request(mut self) -> MetricDef {
+        self.by_default = false;
+        self
+    }
+}
+
+/// An optional count or time of a process row, scaled; NaN when absent.
+fn opt(v: Option<i64>, scale: f64) -> f64 {
+    v.map_or(f64::NAN, |x| x as f64 * scale)
+}
+
+use Direction::{HigherIsBetter as Higher, LowerIsBetter as Lower};
+
+/// Every metric, in the order of [`Metric`]'s variants. Times (wall, CPU,
+/// on-CPU, makespan), run-queue wait and the counts of switches, slices and
+/// migrations (each one a scheduling event that costs the process time) are
+/// better lower; work done (in a fixed duration: a throughput) and CPU %
+/// (the share of its lifetime a process spent running rather than waiting)
+/// are better higher.
+pub const METRICS: &[MetricDef] = &[
+    def(
+        Metric::Wall,
+        "wall",
+        "wall time",
+        "s",
+        Lower,
+        "Wall time of a process, s",
+    )
+    .per_process(|p| p.wall_ns as f64 / 1e9),
+    def(
+        Metric::Utime,
+        "utime",
+        "user CPU time",
+        "s",
+        Lower,
+        "User CPU time, s",
+    )
+    .per_process(|p| p.usage.utime_us as f64 / 1e6),
+    def(
+        Metric::Stime,
+        "stime",
+        "system CPU time",
+        "s",
+        Lower,
+        "System CPU time, s",
+    )
+    .per_process(|p| p.usage.stime_us as f64 / 1e6),
+    def(
+        Metric::CpuPct,
+        "cpu_pct",
+        "CPU %",
+        "%",
+        Higher,
+        "(user + system CPU) / wall time, %",
+    )
+    .per_process(|p| {
+        if p.wall_ns > 0 {
+            let cpu_s = (p.usage.utime_us + p.usage.stime_us) as f64 / 1e6;
+            100.0 * cpu_s / (p.wall_ns as f64 / 1e9)
+        } else {
+            f64::NAN
+        }
+    }),
+    def(
+        Metric::Nvcsw,
+        "nvcsw",
+        "voluntary context switches",
+        "",
+        Lower,
+        "Voluntary context switches",
+    )
+    .per_process(|p| p.usage.nvcsw as f64)
+    .plural(),
+    def(
+        Metric::Nivcsw,
+        "nivcsw",
+        "involuntary context switches",
+        "",
+        Lower,
+        "Involuntary context switches (preemptions)",
+    )
+    .per_process(|p| p.usage.nivcsw as f64)
+    .plural(),
+    def(
+        Metric::Wait,
+        "wait",
+        "run-queue wait",
+        "ms",
+        Lower,
+        "Run-queue wait (schedstat), ms",
+    )
+    .per_process(|p| opt(p.wait_ns, 1e-6)),
+    def(
+        Metric::Run,
+        "run",
+        "on-CPU time",
+        "s",
+        Lower,
+        "On-CPU time (schedstat), s",
+    )
+    .per_process(|p| opt(p.run_ns, 1e-9)),
+    def(
+        Metric::Timeslices,
+        "timeslices",
+        "time slices",
+        "",
+        Lower,
+        "Time slices (schedstat)",
+    )
+    .per_process(|p| opt(p.timeslices, 1.0))
+    .plural(),
+    def(
+        Metric::Work,
+        "work",
+        "work done",
+        "",
+        Higher,
+        "Work done, in the workload's unit",
+    )
+    .per_process(|p| opt(p.work, 1.0)),
+    def(
+        Metric::NrMigrations,
+        "nr_migrations",
+        "migrations between CPUs",
+        "",
+        Lower,
+        "Migrations between CPUs (/proc/PID/sched se.nr_migrations)",
+    )
+    .per_process(|p| p.kernel.nr_migrations.map_or(f64::NAN, |v| v as f64))
+    .plural()
+    .on_request(),
+    def(
+        Metric::Makespan,
+        "makespan",
+        "makespan",
+        "s",
+        Lower,
+        "Run makespan: barrier release to the last worker's end, s",
+    ),
+    def(
+        Metric::LatencyP50,
+        "latency_p50",
+        "per-run p50 latency",
+        "µs",
+        Lower,
+        "Median latency of a run (its primary latency histogram), µs",
+    )
+    .on_request(),
+    def(
+        Metric::LatencyP99,
+        "latency_p99",
+        "per-run p99 latency",
+        "µs",
+        Lower,
+        "99th-percentile latency of a run, µs",
+    )
+    .on_request(),
+];
+
+/// How many metrics are read per process.
+const fn count_per_process() -> usize {
+    let mut n = 0;
+    let mut i = 0;
+    while i < METRICS.len() {
+        if METRICS[i].of_process.is_some() {
+            n += 1;
+        }
+        i += 1;
+    }
+    n
+}
+
+/// Number of per-process metrics (they come first in [`Metric`]).
+pub const PER_PROCESS: usize = count_per_process();
+
+/// Whether a report can analyse metric `i` of [`METRICS`]: by default, or
+/// (`by_default` false) when chosen by name. The latency percentiles are
+/// `compare`'s alone.
+const fn selectable(i: usize, by_default: bool) -> bool {
+    let d = &METRICS[i];
+    let latency = matches!(d.metric, Metric::LatencyP50 | Metric::LatencyP99);
+    !latency && (d.by_default || !by_default)
+}
+
+const fn count_selectable(by_default: bool) -> usize {
+    let (mut i, mut n) = (0, 0);
+    while i < METRICS.len() {
+        if selectable(i, by_default) {
+            n += 1;
+        }
+        i += 1;
+    }
+    n
+}
+
+const fn selected<const N: usize>(by_default: bool) -> [Metric; N] {
+    let mut out = [Metric::Wall; N];
+    let (mut i, mut n) = (0, 0);
+    while i < METRICS.len() {
+        if selectable(i, by_default) {
+            out[n] = METRICS[i].metric;
+            n += 1;
+        }
+        i += 1;
+    }
+    out
+}
+
+// Each row of METRICS is its variant's (`metric as usize` indexes it), and
+// the per-process metrics come first (their slots are their variants).
+const _: () = {
+    let mut i = 0;
+    while i < METRICS.len() {
+        assert!(
+            METRICS[i].metric as usize == i,
+            "METRICS follows Metric's order"
+        );
+        assert!(
+            (i < PER_PROCESS) == METRICS[i].of_process.is_some(),
+            "per-process metrics first"
+        );
+        i += 1;
+    }
+};
+
+impl Metric {
+    /// Every metric, for arrays indexed by `metric as usize`.
+    pub const COUNT: usize = METRICS.len();
+
+    /// The metrics a report analyses when none is chosen.
+    pub const ALL: [Metric; count_selectable(true)] = selected(true);
+
+    /// The metrics a report or `compare` can be asked for by name
+    /// (`--metric`): those of [`Metric::ALL`] and the ones analysed only on
+    /// request (the latency percentiles are added by `compare` itself).
+    pub const CHOOSABLE: [Metric; count_selectable(false)] = selected(false);
+
+    /// This metric's row of [`METRICS`].
+    pub fn def(self) -> &'static MetricDef {
+        &METRICS[self as usize]
+    }
+
+    pub fn name(self) -> &'static str {
+        self.def().name
+    }
+
+    pub fn description(self) -> &'static str {
+        self.def().description
+    }
+
+    pub fn label(self) -> &'static str {
+        self.def().label
+    }
+
+    pub fn unit(self) -> &'static str {
+        self.def().unit
+    }
+
+    /// Which way the metric improves (see [`METRICS`]).
+    pub fn direction(self) -> Direction {
+        self.def().direction
+    }
+
     pub fn plural(self) -> bool {
-        matches!(self, Metric::Nvcsw | Metric::Nivcsw | Metric::Timeslices)
+        self.def().plural
     }
 
     /// Whether the metric is measured per process (all but makespan and
@@ -196,10 +411,7 @@ impl Metric {
 
     /// Index among the per-process metrics (`None` for the run's own).
     pub fn process_slot(self) -> Option<usize> {
-        match self {
-            Metric::Makespan | Metric::LatencyP50 | Metric::LatencyP99 => None,
-            m => Some(m as usize),
-        }
+        self.def().of_process.map(|_| self as usize)
     }
 
     /// The latency percentiles `compare` adds for campaigns that store
@@ -208,11 +420,11 @@ impl Metric {
 
     /// The comma-separated list of names, for messages.
     pub fn names() -> String {
-        Metric::ALL.map(|m| m.name()).join(", ")
+        Metric::CHOOSABLE.map(|m| m.name()).join(", ")
     }
 
     pub fn parse(s: &str) -> Option<Metric> {
-        Metric::ALL.into_iter().find(|m| m.name() == s.trim())
+        Metric::CHOOSABLE.into_iter().find(|m| m.name() == s.trim())
     }
 }
 
@@ -220,25 +432,13 @@ impl Metric {
 /// [`Metric::process_slot`]; NaN where the row has no value (schedstat
 /// missing, zero wall time for CPU %).
 pub fn process_values(p: &ReportProcess) -> [f64; PER_PROCESS] {
-    let opt = |v: Option<i64>, scale: f64| v.map_or(f64::NAN, |x| x as f64 * scale);
-    let wall_s = p.wall_ns as f64 / 1e9;
-    let cpu_s = (p.usage.utime_us + p.usage.stime_us) as f64 / 1e6;
-    [
-        wall_s,
-        p.usage.utime_us as f64 / 1e6,
-        p.usage.stime_us as f64 / 1e6,
-        if p.wall_ns > 0 {
-            100.0 * cpu_s / wall_s
-        } else {
-            f64::NAN
-        },
-        p.usage.nvcsw as f64,
-        p.usage.nivcsw as f64,
-        opt(p.wait_ns, 1e-6),
-        opt(p.run_ns, 1e-9),
-        opt(p.timeslices, 1.0),
-        opt(p.work, 1.0),
-    ]
+    let mut v = [f64::NAN; PER_PROCESS];
+    for (slot, d) in METRICS.iter().take(PER_PROCESS).enumerate() {
+        if let Some(f) = d.of_process {
+            v[slot] = f(p);
+        }
+    }
+    v
 }
 
 #[cfg(test)]
@@ -247,9 +447,9 @@ mod tests {
 
     #[test]
     fn slots_follow_the_enum_order() {
-        for (i, m) in Metric::ALL.iter().enumerate().take(PER_PROCESS) {
-            assert_eq!(m.process_slot(), Some(i));
-            assert!(m.per_process());
+        for (i, d) in METRICS.iter().enumerate().take(PER_PROCESS) {
+            assert_eq!(d.metric.process_slot(), Some(i));
+            assert!(d.metric.per_process());
         }
         assert_eq!(Metric::Makespan.process_slot(), None);
         for m in Metric::LATENCY {
@@ -261,6 +461,10 @@ mod tests {
         }
         assert_eq!(Metric::parse("cpu_pct"), Some(Metric::CpuPct));
         assert_eq!(Metric::parse("bogus"), None);
+        // Per process, chosen by name, not in a default report.
+        let m = Metric::parse("nr_migrations").unwrap();
+        assert!(m.per_process() && Metric::CHOOSABLE.contains(&m) && !Metric::ALL.contains(&m));
+        assert_eq!(m.direction(), Direction::LowerIsBetter);
         assert!(Metric::names().starts_with("wall, utime"));
     }
 
@@ -319,6 +523,9 @@ mod tests {
             timeslices: None,
             work: Some(1000),
             end_ns: Some(2_000_000_000),
+            kernel: crate::record::KernelCounts {
+                nr_migrations: Some(4),
+            },
         };
         let v = process_values(&p);
         assert_eq!(v[0], 2.0);
@@ -326,5 +533,6 @@ mod tests {
         assert_eq!(v[6], 5.0);
         assert!(v[8].is_nan());
         assert_eq!(v[9], 1000.0);
+        assert_eq!(v[Metric::NrMigrations.process_slot().unwrap()], 4.0);
     }
 }

@@ -253,6 +253,7 @@ pub fn synthetic_process(
         run_ns: None,
         wait_ns: None,
         timeslices: None,
+        kernel: Default::default(),
         work: None,
         work_unit: String::new(),
         slice_ns: None,

@@ -519,6 +519,7 @@ fn base_process(i: usize, mem: &Member, role: &str) -> ProcessRecord {
         run_ns: None,
         wait_ns: None,
         timeslices: None,
+        kernel: Default::default(),
         work: None,
         work_unit: String::new(),
         figures: BTreeMap::new(),

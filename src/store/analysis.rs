@@ -12,9 +12,10 @@ use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 
 use super::Store;
+use super::counts;
 use crate::plan::Run;
 use crate::policy::{Policy, ProcSched};
-use crate::record::{ProcessRecord, Usage};
+use crate::record::{KernelCounts, ProcessRecord, Usage};
 
 /// A campaign as the report describes it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -134,6 +135,7 @@ pub struct ReportProcess {
     pub work: Option<i64>,
     /// End of the process's measured work after barrier release.
     pub end_ns: Option<i64>,
+    pub kernel: KernelCounts,
 }
 
 /// The part of a process's [`Usage`] the report's metrics use. A report
@@ -531,13 +533,15 @@ impl Store {
             .conn
             .prepare(&format!(
                 "SELECT p.run_id, p.process_index, p.nice, p.rt_priority, p.wall_ns, p.utime_us, p.stime_us, p.nvcsw,
-                    p.nivcsw, p.run_ns, p.wait_ns, p.timeslices, p.work, p.end_ns
+                    p.nivcsw, p.run_ns, p.wait_ns, p.timeslices, p.work, p.end_ns{}
              FROM runs r JOIN processes p ON p.run_id = r.id
              WHERE r.campaign_id IN ({}) AND r.status = 'ok' AND p.role = 'worker'
              ORDER BY r.id, p.process_index",
+                counts::select_list("p."),
                 id_list(campaign_ids)
             ))
             .context(SCHEMA_MISMATCH)?;
+        let counts = counts::Positions::of(&stmt)?;
         let mut rows = stmt.query([])?;
         let mut n = 0u64;
         let u = |v: i64| v.max(0) as u64;
@@ -559,6 +563,7 @@ impl Store {
                 timeslices: r.get(11)?,
                 work: r.get(12)?,
                 end_ns: r.get(13)?,
+                kernel: counts.read(r)?,
             });
             n += 1;
         }
@@ -599,13 +604,15 @@ impl Store {
     /// (schema version 1): the report takes weights from the run's priority
     /// mode.
     pub fn report_process_records(&self, run_ids: &[i64]) -> Result<Vec<(i64, ProcessRecord)>> {
-        let mut stmt = self.conn.prepare(
+        let mut stmt = self.conn.prepare(&format!(
             "SELECT process_index, role, pid, policy, nice, rt_priority, dl_runtime_ns, dl_deadline_ns,
                     dl_period_ns, start_ns, end_ns, wall_ns, utime_us, stime_us, nvcsw, nivcsw, minflt, majflt,
                     maxrss_kb, run_ns, wait_ns, timeslices, work, work_unit, figures_json, exit, ok, stderr_tail,
-                    weight
+                    weight{}
              FROM processes WHERE run_id = ?1 ORDER BY process_index",
-        )?;
+            counts::select_list("")
+        ))?;
+        let counts = counts::Positions::of(&stmt)?;
         let u = |v: i64| v.max(0) as u64;
         let mut out = Vec::new();
         for &id in run_ids {
@@ -647,6 +654,7 @@ impl Store {
                     run_ns: opt(19)?,
                     wait_ns: opt(20)?,
                     timeslices: opt(21)?,
+                    kernel: counts.read(r)?,
                     work: opt(22)?,
                     work_unit: r.get(23)?,
                     slice_ns: None,

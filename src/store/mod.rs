@@ -3,6 +3,7 @@
 //! moment it ends, so a crash or Ctrl-C loses at most the run in progress.
 
 mod analysis;
+mod counts;
 mod latency;
 pub mod merge;
 pub use latency::{ProcessLatency, rq_wait_per_slice_us};
@@ -16,7 +17,7 @@ use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::Path;
 
-use crate::record::{RunRecord, RunStatus, Usage};
+use crate::record::{KernelCounts, RunRecord, RunStatus, Usage};
 use crate::spec::Spec;
 use crate::sys::envinfo::EnvSnapshot;
 use crate::workload::latency::Latency;
@@ -170,6 +171,8 @@ pub struct ExportRow {
     pub trace: Option<ExportTrace>,
     /// The run's sched_ext scheduler level, when swept.
     pub ext_scheduler: Option<String>,
+    /// The process's kernel counters (all None in a row without a process).
+    pub kernel: KernelCounts,
 }
 
 /// What a run's kernel trace saw of one process (`trace_processes`), for
@@ -215,7 +218,8 @@ pub struct ExportLatency {
 
 /// The export's rows in campaign, run and process order. The order comes
 /// from indexes (`runs_by_campaign_seq`, the processes' primary key), so
-/// SQLite streams the rows without sorting them first.
+/// SQLite streams the rows without sorting them first. The kernel counters
+/// follow the columns here ([`export_sql`]).
 const EXPORT_SQL: &str = "SELECT c.id, c.name, r.id, r.run_key, r.seq, r.policy, r.workload, r.workload_kind,
         r.processes, r.priority_mode, r.cpus, r.cpu_list, r.rep, c.scale, r.rt_runtime_us, r.status, r.reason,
         r.makespan_ns, r.cpu_util, r.started_unix_ms, r.load_avg_1m, r.environment_id, r.extra_json,
@@ -228,7 +232,7 @@ const EXPORT_SQL: &str = "SELECT c.id, c.name, r.id, r.run_key, r.seq, r.policy,
         tc.lost_events, tc.unusable, tp.slices, tp.slice_p50_ns, tp.slice_p99_ns, tp.slice_max_ns,
         tp.oncpu_ns, tp.preempted, tp.yielded, tp.voluntary, tp.migrations, tp.wake_p50_ns, tp.wake_p99_ns,
         tp.work_oncpu_ns, tp.work_switches, r.ext_scheduler, tc.unusable_reason, tp.work_unattributed_ns,
-        tp.work_missing_switches
+        tp.work_missing_switches{counts}
      FROM runs r JOIN campaigns c ON c.id = r.campaign_id
      JOIN environments e ON e.id = r.environment_id
      LEFT JOIN processes p ON p.run_id = r.id
@@ -238,6 +242,11 @@ const EXPORT_SQL: &str = "SELECT c.id, c.name, r.id, r.run_key, r.seq, r.policy,
      LEFT JOIN trace_processes tp ON tp.run_id = p.run_id AND tp.tgid = p.pid
      WHERE ?1 IS NULL OR c.id = ?1
      ORDER BY c.id, r.seq, r.id, p.process_index";
+
+/// The export's query, with the kernel counters' columns.
+fn export_sql() -> String {
+    EXPORT_SQL.replace("{counts}", &counts::select_list("p."))
+}
 
 /// The resource usage columns of an export row (39..=45, `processes`
 /// columns NOT NULL), or None in a row without a process.
@@ -695,16 +704,19 @@ impl Store {
         .with_context(|| format!("storing run {}", run.key))?;
         let run_id = tx.last_insert_rowid();
         {
-            let mut stmt = tx.prepare_cached(
+            // The kernel counters follow the fixed columns.
+            let (count_names, count_marks) = counts::insert_list(32);
+            let mut stmt = tx.prepare_cached(&format!(
                 "INSERT INTO processes (run_id, process_index, role, pid, policy, nice, rt_priority, dl_runtime_ns,
                      dl_deadline_ns, dl_period_ns, start_ns, end_ns, wall_ns, utime_us, stime_us, nvcsw, nivcsw,
                      minflt, majflt, maxrss_kb, run_ns, wait_ns, timeslices, work, work_unit, figures_json, exit,
-                     ok, stderr_tail, weight, slice_ns)
+                     ok, stderr_tail, weight, slice_ns{count_names})
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,
-                     ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31)",
-            )?;
+                     ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31{count_marks})",
+            ))?;
             for p in &rec.processes {
-                stmt.execute(params![
+                let count_values = counts::values(&p.kernel);
+                let fixed = params![
                     run_id,
                     p.index as i64,
                     p.role,
@@ -736,7 +748,11 @@ impl Store {
                     p.stderr_tail,
                     p.sched.weight,
                     p.slice_ns.map(i),
-                ])?;
+                ];
+                stmt.execute(rusqlite::params_from_iter(counts::with_values(
+                    fixed,
+                    &count_values,
+                )))?;
             }
         }
         {
@@ -854,7 +870,8 @@ impl Store {
         mut f: impl FnMut(&ExportRow) -> Result<()>,
     ) -> Result<u64> {
         self.check_campaign(campaign)?;
-        let mut stmt = self.conn.prepare(EXPORT_SQL)?;
+        let mut stmt = self.conn.prepare(&export_sql())?;
+        let counts = counts::Positions::of(&stmt)?;
         let mut rows = stmt.query([campaign])?;
         let mut n = 0;
         while let Some(r) = rows.next()? {
@@ -950,6 +967,7 @@ impl Store {
                     }),
                 },
                 ext_scheduler: r.get(82)?,
+                kernel: counts.read(r)?,
             };
             f(&row)?;
             n += 1;
@@ -1177,7 +1195,7 @@ mod tests {
         let store = Store::open(&dir.path().join("t.db")).unwrap();
         let plan: Vec<String> = store
             .conn
-            .prepare(&format!("EXPLAIN QUERY PLAN {EXPORT_SQL}"))
+            .prepare(&format!("EXPLAIN QUERY PLAN {}", export_sql()))
             .unwrap()
             .query_map([None::<i64>], |r| r.get::<_, String>(3))
             .unwrap()

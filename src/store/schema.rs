@@ -316,6 +316,12 @@ pub const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX trace_repairs_by_run ON trace_repairs (run_id, cpu, from_ns);
     "#,
+    // 9: the process's migrations between CPUs over its work
+    // (`se.nr_migrations` of /proc/PID/sched, record::KernelCounts); NULL
+    // in older rows, for hogs and for a program's process tree.
+    r#"
+    ALTER TABLE processes ADD COLUMN nr_migrations INTEGER;
+    "#,
 ];
 
 #[cfg(test)]
@@ -326,5 +332,38 @@ mod tests {
         for m in super::MIGRATIONS {
             conn.execute_batch(m).unwrap();
         }
+    }
+
+    /// Migration 9 adds `processes.nr_migrations`, empty in rows stored
+    /// before it.
+    #[test]
+    fn migration_9_adds_nr_migrations_empty_in_older_rows() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        // A process row without its run.
+        conn.execute_batch("PRAGMA foreign_keys = OFF").unwrap();
+        for m in &super::MIGRATIONS[..8] {
+            conn.execute_batch(m).unwrap();
+        }
+        let has = |conn: &rusqlite::Connection| -> bool {
+            conn.prepare(
+                "SELECT 1 FROM pragma_table_info('processes') WHERE name = 'nr_migrations'",
+            )
+            .unwrap()
+            .exists([])
+            .unwrap()
+        };
+        assert!(!has(&conn));
+        conn.execute_batch(
+            "INSERT INTO processes (run_id, process_index, pid, policy, wall_ns, utime_us, stime_us, nvcsw,
+                 nivcsw, minflt, majflt, maxrss_kb, work_unit, figures_json, exit, ok)
+             VALUES (1, 0, 1, 'other', 1, 0, 0, 0, 0, 0, 0, 0, '', '{}', '', 1)",
+        )
+        .unwrap();
+        conn.execute_batch(super::MIGRATIONS[8]).unwrap();
+        assert!(has(&conn));
+        let v: Option<i64> = conn
+            .query_row("SELECT nr_migrations FROM processes", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(v, None);
     }
 }

@@ -65,6 +65,28 @@ pub fn read_schedstat(pid: i32) -> io::Result<SchedStat> {
     read_schedstat_at(Path::new(&format!("/proc/{pid}/schedstat")))
 }
 
+/// `se.nr_migrations` of a `/proc/PID/sched` text: how many times the
+/// scheduler moved the task (the process's main thread) to another CPU.
+pub fn parse_nr_migrations(text: &str) -> Option<u64> {
+    text.lines().find_map(|line| {
+        let (key, value) = line.split_once(':')?;
+        (key.trim() == "se.nr_migrations").then(|| value.trim().parse().ok())?
+    })
+}
+
+/// `se.nr_migrations` of `/proc/PID/sched` (kernels with CONFIG_SCHED_DEBUG
+/// or 5.13+, where the file is always there).
+pub fn read_nr_migrations(pid: i32) -> io::Result<u64> {
+    let path = format!("/proc/{pid}/sched");
+    let text = std::fs::read_to_string(&path)?;
+    parse_nr_migrations(&text).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("no se.nr_migrations in {path}"),
+        )
+    })
+}
+
 /// Parses a file holding one (possibly negative) integer, such as a sysctl
 /// (`sched_rt_runtime_us` is -1 when RT throttling is disabled).
 pub fn parse_i64_text(text: &str) -> Option<i64> {
@@ -133,6 +155,18 @@ mod tests {
                 timeslices: 17
             })
         );
+    }
+
+    #[test]
+    fn nr_migrations_is_read_from_its_line_only() {
+        let text = "cat (3644, #threads: 1)\n---\nse.vruntime   :   65832.715456\n\
+                    se.nr_migrations                             :                   17\n\
+                    nr_switches  :  40\n";
+        assert_eq!(parse_nr_migrations(text), Some(17));
+        assert_eq!(parse_nr_migrations("nr_switches : 40\n"), None);
+        assert_eq!(parse_nr_migrations("se.nr_migrations : x\n"), None);
+        let own = read_nr_migrations(std::process::id() as i32);
+        assert!(own.is_ok(), "{own:?}");
     }
 
     #[test]

@@ -125,8 +125,8 @@ struct ProcLite {
 /// Per-run values derived from its processes: all the analysis keeps of
 /// them.
 pub(super) struct RunValues {
-    /// Indexed like [`Metric::ALL`]; NaN when absent.
-    pub(super) values: [f64; 11],
+    /// Indexed by `metric as usize`; NaN when absent.
+    pub(super) values: [f64; Metric::COUNT],
     pub(super) jain_cpu: Option<f64>,
     pub(super) jain_work: Option<f64>,
     pub(super) nices: Vec<Option<i64>>,
@@ -176,7 +176,7 @@ pub(super) fn fold_run(
     }
     let mut ps: Vec<ProcLite> = rows.iter().map(ProcLite::of).collect();
     ps.sort_by_key(|p| p.index);
-    let mut values = [f64::NAN; 11];
+    let mut values = [f64::NAN; Metric::COUNT];
     for (slot, v) in values.iter_mut().enumerate().take(PER_PROCESS) {
         let (sum, n) = ps
             .iter()

@@ -372,6 +372,7 @@ fn mem_run(id: i64, policy: &str, rep: i64, status: &str, makespan_s: f64) -> Re
 fn mem_process(run_id: i64, index: i64, wall_s: f64) -> ReportProcess {
     let ns = (wall_s * 1e9) as i64;
     ReportProcess {
+        kernel: Default::default(),
         run_id,
         process_index: index,
         nice: Some(0),

@@ -244,6 +244,7 @@ pub fn report_data(cfg: &Planted, candidate: bool, id: i64) -> Result<ReportData
             r.processes
                 .iter()
                 .map(|p| ReportProcess {
+                    kernel: p.kernel,
                     run_id: run.id,
                     process_index: i64::from(p.index),
                     nice: p.sched.nice.map(i64::from),

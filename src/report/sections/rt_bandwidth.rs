@@ -656,6 +656,7 @@ mod tests {
             run_ns: Some(1_000_000_000),
             wait_ns: None,
             timeslices: None,
+            kernel: Default::default(),
             work: Some(4_000),
             work_unit: "hashes".into(),
             slice_ns: None,
