@@ -606,6 +606,19 @@ fn plan_and_presets_describe_the_campaign_without_running_it() {
         dir.path(),
     );
     assert!(text(&o).contains("runs         54"), "{}", text(&o));
+    // The programs' presets: 3 policies × 4 workloads × 3 repetitions.
+    for name in ["benchmarks", "homework"] {
+        let o = schedlab(&["preset", "show", name], dir.path());
+        let toml_text = String::from_utf8(o.stdout).unwrap();
+        assert!(schedlab::spec::load(&toml_text, "shown", &[]).is_ok());
+        let o = schedlab(&["plan", "--preset", name], dir.path());
+        if o.status.success() {
+            assert!(text(&o).contains("runs         36"), "{}", text(&o));
+        } else {
+            // Refused only for a missing tool, naming how to install it.
+            assert!(text(&o).contains("apt-get install"), "{}", text(&o));
+        }
+    }
     assert!(
         !dir.path().join("schedlab.db").exists(),
         "plan does not create a database"

@@ -12,7 +12,7 @@ mod common;
 use common::bin;
 
 /// The rows, by the start of their name in the table.
-const ROWS: [&str; 7] = [
+const ROWS: [&str; 10] = [
     "pingpong pipe, 1 pair, CPU 0",
     "pingpong pipe, 1 pair, unpinned",
     "periodic 1 ms, FIFO 90, CPU 0",
@@ -20,6 +20,9 @@ const ROWS: [&str; 7] = [
     "pi, CPU 0",
     "matmul n=",
     "launch 200 workers",
+    "command: hackbench",
+    "command: perf bench sched pipe",
+    "command: sh + 3 children, CPU 0",
 ];
 
 /// The tools the rows use (the package names are in the skip reasons).
@@ -134,7 +137,7 @@ fn quick_fidelity_prints_every_row() {
         );
     }
     // The closing count adds up to the rows.
-    assert!(out.contains("7 rows: "), "{all}");
+    assert!(out.contains("10 rows: "), "{all}");
     // With every tool installed, no row may be skipped for a missing one;
     // CI installs them all.
     let missing: Vec<&str> = TOOLS.into_iter().filter(|t| !in_path(t)).collect();

@@ -92,9 +92,9 @@ pub fn record(o: &Observed, outputs: &Outputs) -> (ProcessRecord, Option<String>
         usage: tree_usage(stats),
         run_ns: stats.cpu_usage_ns,
         wait_ns: stats.run_queue_wait_ns,
-        // The tree's time slices are not counted (schedstat is per task).
-        timeslices: None,
-        // As time slices: /proc/PID/sched counts per task, not over a tree.
+        timeslices: stats.timeslices,
+        // /proc/PID/sched counts migrations per task, and a task's exit
+        // record (taskstats) carries none: not counted over a tree.
         kernel: Default::default(),
         work: Some(u64::from(failure.is_none())),
         work_unit: o.member.workload.work_unit().to_string(),
@@ -111,17 +111,17 @@ pub fn record(o: &Observed, outputs: &Outputs) -> (ProcessRecord, Option<String>
     (record, failure)
 }
 
-/// The tree's usage: CPU, switches and peak memory of every process it
-/// had. Page faults are not counted for a tree (0; `extra.command.missing`
-/// says so).
+/// The tree's usage: CPU, switches, page faults and peak memory of every
+/// process it had (a figure the kernel could not give is 0 here and named
+/// in `extra.command.missing`).
 fn tree_usage(s: &TreeStats) -> Usage {
     Usage {
         utime_us: s.cpu_user_ns.unwrap_or(0) / 1000,
         stime_us: s.cpu_system_ns.unwrap_or(0) / 1000,
         nvcsw: s.voluntary_switches.unwrap_or(0),
         nivcsw: s.involuntary_switches.unwrap_or(0),
-        minflt: 0,
-        majflt: 0,
+        minflt: s.minor_faults.unwrap_or(0),
+        majflt: s.major_faults.unwrap_or(0),
         maxrss_kb: s.peak_memory_bytes.unwrap_or(0) / 1024,
     }
 }
@@ -150,19 +150,9 @@ pub fn extra(o: &Observed, outputs: &Outputs) -> serde_json::Value {
         .iter()
         .map(|(k, v)| (k.to_string(), v.clone()))
         .collect();
-    for k in ["minflt", "majflt"] {
-        missing.insert(
-            k.into(),
-            "page faults are not counted over a process tree (0 here)".into(),
-        );
-    }
-    missing.insert(
-        "timeslices".into(),
-        "time slices are counted per task by schedstat, not over a tree".into(),
-    );
     missing.insert(
         "nr_migrations".into(),
-        "migrations are counted per task by /proc/PID/sched, not over a tree".into(),
+        "migrations are counted per task by /proc/PID/sched, and exit records carry none".into(),
     );
     let out = outputs.program_output(o.index);
     serde_json::json!({

@@ -1,4 +1,7 @@
-//! Built-in experiment specs, one per seed report, shipped inside the binary.
+//! Built-in experiment specs, one per seed report (and the standard
+//! benchmarks), shipped inside the binary. The `homework` preset's C
+//! programs (`presets/homework/*.c`) are written into its spec here, each
+//! as the `setup` of a command workload that compiles it.
 
 /// A preset: its name, one line on what it reproduces, and its TOML.
 pub struct Preset {
@@ -6,6 +9,48 @@ pub struct Preset {
     pub summary: &'static str,
     pub toml: &'static str,
 }
+
+/// A command workload `[workloads.<name>-c]` running the C program
+/// `presets/homework/<name>.c` with `args`; its `setup` writes the source
+/// into the run's directory and compiles it with `cc` (after `$prep`, a
+/// shell line); `$figures` is TOML text of its figures.
+macro_rules! c_program {
+    ($name:literal, $args:literal, $prep:literal, $figures:literal) => {
+        concat!(
+            "\n[workloads.",
+            $name,
+            "-c]\nkind = \"command\"\nargv = [\"sh\", \"-c\", \"exec ./",
+            $name,
+            " ",
+            $args,
+            "\"]\nsetup = [\"sh\", \"-c\", '''\n",
+            $prep,
+            "\ncat > ",
+            $name,
+            ".c <<'SCHEDLAB_C_SOURCE'\n",
+            include_str!(concat!("../../presets/homework/", $name, ".c")),
+            "SCHEDLAB_C_SOURCE\ncc -O2 -o ",
+            $name,
+            " ",
+            $name,
+            ".c\n''']\n",
+            $figures
+        )
+    };
+}
+
+const HOMEWORK: &str = concat!(
+    include_str!("../../presets/homework.toml"),
+    c_program!("pi", "100000000", ":", ""),
+    // Its rate beside the built-in copy's figure of the same name.
+    c_program!(
+        "rw",
+        "1024000 1024",
+        "head -c 1024000 /dev/urandom > input",
+        "[workloads.rw-c.figures.mb_per_s]\nregex = 'MB/s ([0-9.]+)'\nunit = \"MB/s\"\n\
+         better = \"higher\"\n"
+    ),
+);
 
 pub const PRESETS: &[Preset] = &[
     Preset {
@@ -48,6 +93,16 @@ pub const PRESETS: &[Preset] = &[
         summary: "wake-up latency of a periodic task beside two CPU hogs on CPU 0 against its EEVDF slice, 0.1 to 10 ms (Linux 6.12+)",
         toml: include_str!("../../presets/eevdf-slice.toml"),
     },
+    Preset {
+        name: "benchmarks",
+        summary: "hackbench, perf bench sched messaging, cyclictest and stress-ng (Debian's packages) under OTHER, BATCH and FIFO on CPU 0",
+        toml: include_str!("../../presets/benchmarks.toml"),
+    },
+    Preset {
+        name: "homework",
+        summary: "seed 000's CPU- and I/O-bound programs in C, compiled by setup with cc, beside the built-in pi and copy under OTHER, FIFO, RR",
+        toml: HOMEWORK,
+    },
 ];
 
 pub fn find(name: &str) -> Option<&'static Preset> {
@@ -72,6 +127,24 @@ mod tests {
             let spec = crate::spec::load(p.toml, p.name, &[])
                 .unwrap_or_else(|e| panic!("{}: {e}", p.name));
             assert_eq!(spec.name, p.name);
+        }
+    }
+
+    /// The homework preset carries each C program verbatim, in a setup
+    /// that compiles it, and runs what it compiled.
+    #[test]
+    fn homework_carries_its_c_programs() {
+        let spec: toml::Table = HOMEWORK.parse().unwrap();
+        for (name, source) in [
+            ("pi", include_str!("../../presets/homework/pi.c")),
+            ("rw", include_str!("../../presets/homework/rw.c")),
+        ] {
+            let w = &spec["workloads"][&format!("{name}-c")];
+            let setup = w["setup"][2].as_str().unwrap();
+            assert!(setup.contains(source), "{name}.c is not in its setup");
+            assert!(setup.ends_with(&format!("cc -O2 -o {name} {name}.c\n")));
+            let argv = w["argv"][2].as_str().unwrap();
+            assert!(argv.starts_with(&format!("exec ./{name} ")), "{argv}");
         }
     }
 }

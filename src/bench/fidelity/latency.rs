@@ -237,7 +237,7 @@ pub fn messaging_spec(ctx: &Ctx, trial: u32) -> OursSpec {
 }
 
 /// hackbench's default message size.
-const MESSAGE_BYTES: u64 = 100;
+pub(super) const MESSAGE_BYTES: u64 = 100;
 
 /// Our time: the run's makespan, s.
 pub fn messaging_ours(ctx: &mut Ctx, trial: u32) -> Result<Side, Problem> {

@@ -12,6 +12,8 @@
 //! | messaging, sockets | `hackbench -P` (same groups, fds, loops, bytes) | time within 10% |
 //! | pi, matmul on CPU 0 | the same loops in C (`cc -O2`) | ours ≥ 0.95× the C speed |
 //! | launch of 200 workers | C fork + exec + wait of schedlab, 200× | per worker ≤ 1.5× |
+//! | hackbench / `perf bench sched pipe` as a command workload | the same tool run bare | the tool's own figure within 5% |
+//! | a command forking 3 CPU-bound children, CPU 0 | `perf stat -e task-clock` of it | tree CPU time within 5% |
 //!
 //! This file owns the rows, their rules, the trials (alternating which side
 //! goes first; medians of each side and of the per-trial ratios) and the
@@ -19,7 +21,7 @@
 //! schedlab's side, `reference` knows the reference tools and parses what
 //! they print, `cloops` compiles and runs the C loops, and the rows' own
 //! measurements are in `latency` (pingpong, periodic, messaging), `cpu` (pi,
-//! matmul) and `launch`.
+//! matmul), `launch` and `command` (programs as command workloads).
 //!
 //! Nothing is installed: a row whose tool is missing is skipped, naming the
 //! package. Every number printed is measured in this invocation. The
@@ -27,6 +29,7 @@
 //! `schedlab run`s it starts measure without taking it again.
 
 mod cloops;
+mod command;
 mod cpu;
 mod exec;
 mod latency;
@@ -205,10 +208,13 @@ pub enum Which {
     Pi,
     Matmul,
     Launch,
+    CommandHackbench,
+    CommandPipe,
+    CommandTreeCpu,
 }
 
 impl Which {
-    pub const ALL: [Which; 7] = [
+    pub const ALL: [Which; 10] = [
         Which::PingPongPinned,
         Which::PingPongUnpinned,
         Which::Periodic,
@@ -216,6 +222,9 @@ impl Which {
         Which::Pi,
         Which::Matmul,
         Which::Launch,
+        Which::CommandHackbench,
+        Which::CommandPipe,
+        Which::CommandTreeCpu,
     ];
 
     /// The tools the row needs.
@@ -226,6 +235,9 @@ impl Which {
             Which::Periodic => &[Tool::Cyclictest],
             Which::Messaging => &[Tool::Hackbench],
             Which::Pi | Which::Matmul | Which::Launch => &[Tool::Cc],
+            Which::CommandHackbench => &[Tool::Hackbench],
+            Which::CommandPipe => &[Tool::Perf],
+            Which::CommandTreeCpu => &[Tool::Perf, Tool::Taskset],
         }
     }
 
@@ -257,6 +269,9 @@ impl Which {
             Which::Pi => one(Unit::MegaPerSec("iter"), Rule::AtLeast(0.95)),
             Which::Matmul => one(Unit::MegaPerSec("flop"), Rule::AtLeast(0.95)),
             Which::Launch => one(Unit::Millis, Rule::AtMost(1.5)),
+            Which::CommandHackbench => one(Unit::Seconds, Rule::Within(0.05)),
+            Which::CommandPipe => one(Unit::Micros, Rule::Within(0.05)),
+            Which::CommandTreeCpu => one(Unit::Millis, Rule::Within(0.05)),
         }
     }
 
@@ -268,6 +283,8 @@ impl Which {
             Which::Messaging => "time within 10%",
             Which::Pi | Which::Matmul => "ours ≥ 0.95× C speed",
             Which::Launch => "per worker ≤ 1.5× C",
+            Which::CommandHackbench | Which::CommandPipe => "its own figure within 5%",
+            Which::CommandTreeCpu => "CPU time within 5%",
         }
     }
 
@@ -283,6 +300,9 @@ impl Which {
             Which::Pi => format!("pi, CPU {CPU}"),
             Which::Matmul => format!("matmul n={}, CPU {CPU}", s.matmul_n),
             Which::Launch => format!("launch {} workers", s.launch_workers),
+            Which::CommandHackbench => "command: hackbench".into(),
+            Which::CommandPipe => "command: perf bench sched pipe".into(),
+            Which::CommandTreeCpu => format!("command: sh + 3 children, CPU {CPU}"),
         }
     }
 
@@ -297,6 +317,12 @@ impl Which {
             ),
             Which::Pi | Which::Matmul => "the loop in C, cc -O2".into(),
             Which::Launch => format!("C fork+exec+wait ×{}", s.launch_workers),
+            Which::CommandHackbench => format!(
+                "hackbench -P -g {} -f {}, bare",
+                s.messaging_groups, s.messaging_fds
+            ),
+            Which::CommandPipe => "perf bench sched pipe, bare".into(),
+            Which::CommandTreeCpu => format!("taskset -c {CPU} perf stat -e task-clock"),
         }
     }
 
@@ -329,6 +355,18 @@ impl Which {
                  `schedlab --version` / {n}",
                 n = s.launch_workers,
                 m = s.launch_workers.saturating_sub(1).max(1)
+            ),
+            Which::CommandHackbench | Which::CommandPipe => format!(
+                "command: the tool run as a `kind = \"command\"` workload (its figure from its parser: \
+                 hackbench's Time, perf's usecs/op over {} round trips) against the same command line \
+                 run bare",
+                s.pingpong_loops
+            ),
+            Which::CommandTreeCpu => format!(
+                "command tree: a shell forking 3 children that each count to {} in a shell loop; ours \
+                 utime + stime of its cgroup (every task of the tree), perf the task-clock of all \
+                 tasks it inherited into",
+                command::TREE_LOOPS
             ),
         }
     }
@@ -376,6 +414,9 @@ fn measure_ours(w: Which, ctx: &mut Ctx, trial: u32) -> Result<Side, Problem> {
         Which::Pi => cpu::pi_ours(ctx, trial),
         Which::Matmul => cpu::matmul_ours(ctx, trial),
         Which::Launch => launch::ours(ctx, trial),
+        Which::CommandHackbench => command::hackbench_ours(ctx, trial),
+        Which::CommandPipe => command::pipe_ours(ctx, trial),
+        Which::CommandTreeCpu => command::tree_cpu_ours(ctx, trial),
     }
 }
 
@@ -389,6 +430,9 @@ fn measure_reference(w: Which, ctx: &mut Ctx, trial: u32) -> Result<Side, Proble
         Which::Pi => cpu::pi_c(ctx),
         Which::Matmul => cpu::matmul_c(ctx),
         Which::Launch => launch::reference(ctx),
+        Which::CommandHackbench => latency::messaging_hackbench(ctx),
+        Which::CommandPipe => latency::pingpong_perf(ctx, false),
+        Which::CommandTreeCpu => command::tree_cpu_perf(ctx),
     }
 }
 
@@ -680,7 +724,11 @@ pub fn run(o: FidelityOptions) -> Result<i32> {
     }
     outln!()?;
     for w in Which::ALL {
-        if !matches!(w, Which::PingPongUnpinned | Which::Matmul) {
+        // Rows sharing one explanation print it once.
+        if !matches!(
+            w,
+            Which::PingPongUnpinned | Which::Matmul | Which::CommandPipe
+        ) {
             outln!("{}", w.explain(s))?;
         }
     }

@@ -32,6 +32,14 @@ pub struct TreeStats {
     /// Run-queue wait summed over the tree's tasks (taskstats
     /// `cpu_delay_total`).
     pub run_queue_wait_ns: Option<u64>,
+    /// Times a task of the tree was put on a CPU, summed over its tasks
+    /// (taskstats `cpu_count`: the scheduler's `sched_info.pcount`, the
+    /// second field of `/proc/PID/schedstat`'s three).
+    pub timeslices: Option<u64>,
+    /// Minor and major page faults summed over the tree's tasks (taskstats
+    /// `ac_minflt`/`ac_majflt`, each task's own).
+    pub minor_faults: Option<u64>,
+    pub major_faults: Option<u64>,
     pub voluntary_switches: Option<u64>,
     pub involuntary_switches: Option<u64>,
     /// The top process's wait status, from its exit record.
@@ -82,14 +90,22 @@ pub(super) fn gather(session: &Session, src: &Sources<'_>) -> TreeStats {
             let refs: Vec<&ExitRecord> = records.iter().collect();
             s.tasks = Some(refs.len() as u64);
             // A task that ran has a run count; none means the kernel kept
-            // no delay record for it.
-            let wait = match refs.iter().all(|r| r.cpu_count > 0) {
-                true => Ok(refs.iter().map(|r| r.cpu_delay_ns).sum()),
-                false => Err("this kernel keeps no delay records (built without \
-                              CONFIG_TASK_DELAY_ACCT, or booted with nodelayacct)"
-                    .to_string()),
+            // no delay record for it. Every task's own wait counts, the top
+            // process's too: a shell woken by its child's exit waits on the
+            // run queue like the children it forked.
+            let delay = refs.iter().all(|r| r.cpu_count > 0);
+            let from_delay = |f: fn(&ExitRecord) -> u64| -> Result<u64, String> {
+                match delay {
+                    true => Ok(refs.iter().map(|r| f(r)).sum()),
+                    false => Err("this kernel keeps no delay records (built without \
+                                  CONFIG_TASK_DELAY_ACCT, or booted with nodelayacct)"
+                        .to_string()),
+                }
             };
-            s.run_queue_wait_ns = s.set("run_queue_wait_ns", wait);
+            s.run_queue_wait_ns = s.set("run_queue_wait_ns", from_delay(|r| r.cpu_delay_ns));
+            s.timeslices = s.set("timeslices", from_delay(|r| r.cpu_count));
+            s.minor_faults = Some(refs.iter().map(|r| r.minflt).sum());
+            s.major_faults = Some(refs.iter().map(|r| r.majflt).sum());
             let sum = |f: fn(&ExitRecord) -> Option<u64>| -> Result<u64, String> {
                 refs.iter()
                     .map(|r| f(r))
@@ -111,6 +127,9 @@ pub(super) fn gather(session: &Session, src: &Sources<'_>) -> TreeStats {
             for name in [
                 "tasks",
                 "run_queue_wait_ns",
+                "timeslices",
+                "minor_faults",
+                "major_faults",
                 "voluntary_switches",
                 "involuntary_switches",
                 "top_exit_status",

@@ -11,7 +11,9 @@
 //! of `struct taskstats`, a C struct read by field offsets
 //! (`include/uapi/linux/taskstats.h`; the offsets have not moved since
 //! version 1 and fields were only appended, so a record shorter than a
-//! field leaves that field None).
+//! field leaves that field None). Every field read here is filled for each
+//! task at its exit whatever `CONFIG_TASK_XACCT` says (`bacct_add_tsk`,
+//! `delayacct_add_tsk`, the switches).
 
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -56,6 +58,10 @@ pub struct ExitRecord {
     pub cpu_delay_ns: u64,
     pub utime_us: u64,
     pub stime_us: u64,
+    /// The task's own minor and major page faults (`ac_minflt`,
+    /// `ac_majflt`: its `min_flt`/`maj_flt`, not its children's).
+    pub minflt: u64,
+    pub majflt: u64,
     pub nvcsw: Option<u64>,
     pub nivcsw: Option<u64>,
 }
@@ -87,6 +93,8 @@ pub fn decode_taskstats(b: &[u8]) -> Option<ExitRecord> {
         cpu_delay_ns: u64_at(b, 24)?,
         utime_us: u64_at(b, 152)?,
         stime_us: u64_at(b, 160)?,
+        minflt: u64_at(b, 168)?,
+        majflt: u64_at(b, 176)?,
         nvcsw: u64_at(b, 272),
         nivcsw: u64_at(b, 280),
     })
@@ -408,6 +416,8 @@ mod tests {
         b[136..140].copy_from_slice(&1_700_000_000u32.to_ne_bytes());
         b[152..160].copy_from_slice(&1500u64.to_ne_bytes());
         b[160..168].copy_from_slice(&250u64.to_ne_bytes());
+        b[168..176].copy_from_slice(&321u64.to_ne_bytes());
+        b[176..184].copy_from_slice(&2u64.to_ne_bytes());
         b[272..280].copy_from_slice(&11u64.to_ne_bytes());
         b[280..288].copy_from_slice(&5u64.to_ne_bytes());
         b[368..372].copy_from_slice(&4320u32.to_ne_bytes());
@@ -430,6 +440,8 @@ mod tests {
                 cpu_delay_ns: 123_456,
                 utime_us: 1500,
                 stime_us: 250,
+                minflt: 321,
+                majflt: 2,
                 nvcsw: Some(11),
                 nivcsw: Some(5),
             }
@@ -459,6 +471,8 @@ mod tests {
         assert!(r.ppid > 1 && r.ppid != r.tid, "{r:?}");
         assert!(r.cpu_count >= 1, "{r:?}");
         assert!(r.nvcsw.is_some() && r.nivcsw.is_some());
+        // Even `sh -c 'exit 3'` faults pages in (its exec at least).
+        assert!(r.minflt > 0, "{r:?}");
         assert!(r.btime_s > 1_700_000_000, "{r:?}");
     }
 

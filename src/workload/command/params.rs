@@ -495,8 +495,14 @@ fn figure(f: &Keys) -> Result<FigureSpec, KeyError> {
 pub enum ProgramError {
     #[error("no program given (argv is empty)")]
     None,
-    #[error("program \"{program}\" is not in PATH ({path})")]
-    NotInPath { program: String, path: String },
+    #[error("program \"{program}\" is not in PATH ({path}){install}")]
+    NotInPath {
+        program: String,
+        path: String,
+        /// How to install a standard tool ("; apt-get install rt-tests"),
+        /// else empty.
+        install: String,
+    },
     #[error("program {path} does not exist")]
     Missing { path: String },
     #[error("program {path} is not an executable file")]
@@ -559,6 +565,24 @@ pub fn resolve_program(
     Err(ProgramError::NotInPath {
         program: program.into(),
         path: path.to_string_lossy().into_owned(),
+        install: debian_package(program)
+            .map(|p| format!("; apt-get install {p}"))
+            .unwrap_or_default(),
+    })
+}
+
+/// The Debian package of a standard tool a command workload runs (the
+/// benchmarks the parsers read, and the compiler the `homework` preset's
+/// setup uses).
+pub fn debian_package(program: &str) -> Option<&'static str> {
+    Some(match program {
+        "hackbench" | "cyclictest" => "rt-tests",
+        "perf" => "linux-perf",
+        "stress-ng" => "stress-ng",
+        "fio" => "fio",
+        "cc" | "gcc" => "gcc",
+        "chrt" | "taskset" => "util-linux",
+        _ => return None,
     })
 }
 
@@ -890,8 +914,19 @@ mod tests {
             resolve_program("schedlab-missing", Some(&path), None).unwrap_err(),
             ProgramError::NotInPath {
                 program: "schedlab-missing".into(),
-                path: path.to_string_lossy().into_owned()
+                path: path.to_string_lossy().into_owned(),
+                install: String::new(),
             }
+        );
+        // A standard tool's error says how to install it.
+        assert_eq!(
+            resolve_program("hackbench", Some(&path), None)
+                .unwrap_err()
+                .to_string(),
+            format!(
+                "program \"hackbench\" is not in PATH ({}); apt-get install rt-tests",
+                path.to_string_lossy()
+            )
         );
         // A file without an execute bit is not a program.
         assert!(resolve_program("data", Some(&path), None).is_err());
