@@ -323,6 +323,58 @@ fn after_sigkill_the_next_start_leaves_tracefs_as_found() {
     assert!(!schedlab::sys::knobs::trace_journal_path().exists());
 }
 
+/// A campaign makes its instance once and keeps it for every run (making
+/// and removing one, with its buffers, cost tens of ms a run): the three
+/// runs of `LONG` record in one instance (one inode; a new `mkdir` gets a
+/// new one), which is gone, with everything else, once the campaign ends.
+#[test]
+fn a_campaign_records_its_runs_in_one_instance() {
+    use std::os::unix::fs::MetadataExt;
+    let _lock = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    if !may_trace() {
+        return;
+    }
+    let view = View::new();
+    let before = view.state();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("long.toml"), LONG).unwrap();
+    let mut child = command(dir.path(), &["run", "long.toml", "--db", "t.db"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (mut inodes, mut recordings, mut was_on) = (HashSet::new(), 0, false);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        let ours = std::fs::read_dir(view.path().join("instances"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("schedlab-")
+            });
+        if let Some(p) = ours
+            && let Ok(m) = std::fs::metadata(&p)
+        {
+            inodes.insert(m.ino());
+            let on = tracefs::read_whole(&p.join("tracing_on")).is_ok_and(|v| v.trim() == "1");
+            recordings += usize::from(on && !was_on);
+            was_on = on;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert!(status.success());
+    // Each run records for 2 s: every start is seen (and a new instance's
+    // own `tracing_on = 1` before schedlab turns it off may be too).
+    assert!(recordings >= 3, "recordings seen: {recordings}");
+    assert_eq!(inodes.len(), 1, "instances made: {inodes:?}");
+    assert_eq!(view.state(), before, "tracefs changed by a traced campaign");
+}
+
 const RT: &str = r#"
 name = "trace-rt"
 repetitions = 1

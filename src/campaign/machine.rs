@@ -90,6 +90,9 @@ impl MachineExecutor {
 
     /// Put back what the campaign changed on the machine.
     pub fn finish(self) -> Result<()> {
+        // The kept tracing instance goes with the launcher, before the
+        // guard removes whatever is left under its name.
+        drop(self.launcher);
         if let Some(guard) = self.trace_guard {
             guard
                 .restore()

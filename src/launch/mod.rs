@@ -91,6 +91,9 @@ pub struct Launcher {
     /// Where runs are traced (tracefs root and instance name), when the
     /// campaign traces them ([`Launcher::trace_into`]).
     trace: Option<TraceTarget>,
+    /// The tracing instance the last traced run finished with, for the
+    /// next run to reuse (`trace::capture::Kept`).
+    kept_trace: std::sync::Mutex<Option<crate::trace::capture::Kept>>,
     /// The WRR mechanism this machine allows (`wrr.mechanism = "auto"`),
     /// probed on first use: ext, else fifo, else signals.
     wrr_mechanism: std::sync::OnceLock<Mechanism>,
@@ -123,6 +126,7 @@ impl Launcher {
             wrr: spec.wrr,
             rt_period_us: env.sched_rt_period_us.unwrap_or(1_000_000),
             trace: None,
+            kept_trace: std::sync::Mutex::new(None),
             wrr_mechanism: std::sync::OnceLock::new(),
             cpu_dma_latency_us: spec.cpu_dma_latency_us,
             open_files_base: probe::rlimit(libc::RLIMIT_NOFILE).0,
@@ -149,6 +153,19 @@ impl Launcher {
     /// under `root` from now on.
     pub fn trace_into(&mut self, target: TraceTarget) {
         self.trace = Some(target);
+    }
+
+    /// The instance a finished run handed back, if any (taken: a run owns
+    /// it until it hands it back).
+    fn take_kept_trace(&self) -> Option<crate::trace::capture::Kept> {
+        self.kept_trace.lock().ok()?.take()
+    }
+
+    /// Keeps a finished run's instance for the next run.
+    fn keep_trace(&self, kept: crate::trace::capture::Kept) {
+        if let Ok(mut slot) = self.kept_trace.lock() {
+            *slot = Some(kept);
+        }
     }
 
     /// Run `run` to the end, phase by phase.

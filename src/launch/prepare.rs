@@ -63,7 +63,7 @@ impl Prepared {
                     cast.members.len() as f64 / cast.run_cpus.len().max(1) as f64,
                 );
                 let kb = trace_capture::buffer_kb(rate, env.cpus_online.max(1));
-                let r = Recorder::prepare(&t.root, &t.name, &traced, kb)
+                let r = Recorder::prepare(&t.root, &t.name, &traced, kb, l.take_kept_trace())
                     .map_err(|e| Early::failed(format!("tracing could not be set up: {e:#}")))?;
                 Some(r)
             }

@@ -15,7 +15,6 @@ use crate::sys::events::AbsTimer;
 use crate::sys::proc::{self, Exit, Usage};
 use crate::sys::procfs;
 use crate::trace::Capture;
-use crate::trace::capture::Recorder;
 use crate::wrr::{DispatchReport, WrrRun};
 
 use super::members::Member;
@@ -75,7 +74,12 @@ impl Released {
             x.stop()
         });
         // The capture ends once the last process has exited (or was killed).
-        let traced = spawned.prepared.recorder.take().map(Recorder::finish);
+        let traced = spawned.prepared.recorder.take().map(|r| {
+            r.finish().map(|(capture, kept)| {
+                l.keep_trace(kept);
+                capture
+            })
+        });
         let after = interference::at_end();
         let dispatched = spawned.dispatcher.take().map(WrrRun::stop);
         let parent = raised.label;

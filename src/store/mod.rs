@@ -411,8 +411,12 @@ impl Store {
         if mode != "wal" && mode != "memory" {
             bail!("SQLite could not switch to WAL mode (journal_mode is {mode})");
         }
-        self.conn
-            .execute_batch("PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;")?;
+        // A traced run's transaction writes a few MiB (its slices and
+        // wake-ups): with SQLite's default 2 MiB cache it spills to the WAL
+        // half-way and writes pages twice. Up to 64 MiB, used as needed.
+        self.conn.execute_batch(
+            "PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -65536;",
+        )?;
         let version: i64 = self
             .conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))?;

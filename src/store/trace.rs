@@ -6,7 +6,7 @@
 //! derived tables for the report and the export.
 
 use anyhow::{Context, Result, bail};
-use rusqlite::types::Value;
+use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{OptionalExtension, Transaction, params};
 
 use super::{RunRecord, Store, i};
@@ -97,24 +97,30 @@ fn decode_hist(bytes: &[u8], what: &str) -> Result<Latency> {
 const ROWS_PER_INSERT: usize = 128;
 
 /// Insert a row per item, many rows per statement. `head` is the INSERT
-/// up to its VALUES.
+/// up to its VALUES. The values are bound one by one as borrowed
+/// (no row is copied into owned values first: a traced run stores tens
+/// of thousands of rows).
 fn insert_chunked<T, const N: usize>(
     tx: &Transaction,
     head: &str,
     items: &[T],
-    row: impl Fn(&T) -> [Value; N],
+    row: impl Fn(&T) -> [ValueRef<'static>; N],
 ) -> Result<()> {
     let one = format!("({})", vec!["?"; N].join(", "));
-    let mut values: Vec<Value> = Vec::with_capacity(N * ROWS_PER_INSERT);
+    let sql_for = |rows: usize| format!("{head} VALUES {}", vec![one.as_str(); rows].join(", "));
+    let full = sql_for(ROWS_PER_INSERT);
     for chunk in items.chunks(ROWS_PER_INSERT) {
-        values.clear();
-        values.extend(chunk.iter().flat_map(&row));
-        let sql = format!(
-            "{head} VALUES {}",
-            vec![one.as_str(); chunk.len()].join(", ")
-        );
-        tx.prepare_cached(&sql)?
-            .execute(rusqlite::params_from_iter(values.iter()))?;
+        let sql = match chunk.len() == ROWS_PER_INSERT {
+            true => std::borrow::Cow::Borrowed(full.as_str()),
+            false => std::borrow::Cow::Owned(sql_for(chunk.len())),
+        };
+        let mut stmt = tx.prepare_cached(&sql)?;
+        for (r, item) in chunk.iter().enumerate() {
+            for (c, v) in row(item).into_iter().enumerate() {
+                stmt.raw_bind_parameter(r * N + c + 1, ToSqlOutput::Borrowed(v))?;
+            }
+        }
+        stmt.raw_execute()?;
     }
     Ok(())
 }
@@ -204,16 +210,16 @@ impl Store {
             &d.slices,
             |s| {
                 [
-                    Value::Integer(run_id),
-                    Value::Integer(s.pid.into()),
-                    Value::Integer(s.cpu.into()),
-                    Value::Integer(i(s.start_ns)),
-                    Value::Integer(i(s.end_ns)),
+                    ValueRef::Integer(run_id),
+                    ValueRef::Integer(s.pid.into()),
+                    ValueRef::Integer(s.cpu.into()),
+                    ValueRef::Integer(i(s.start_ns)),
+                    ValueRef::Integer(i(s.end_ns)),
                     s.end
-                        .map_or(Value::Null, |e| Value::Text(end_name(e).to_string())),
-                    Value::Integer(s.start_clipped.into()),
-                    Value::Integer(s.start_repaired.into()),
-                    Value::Integer(s.end_repaired.into()),
+                        .map_or(ValueRef::Null, |e| ValueRef::Text(end_name(e).as_bytes())),
+                    ValueRef::Integer(s.start_clipped.into()),
+                    ValueRef::Integer(s.start_repaired.into()),
+                    ValueRef::Integer(s.end_repaired.into()),
                 ]
             },
         )
@@ -224,17 +230,17 @@ impl Store {
             &d.repairs,
             |r| {
                 [
-                    Value::Integer(run_id),
-                    Value::Integer(r.cpu.into()),
-                    Value::Integer(r.before_pid.into()),
-                    Value::Integer(r.after_pid.into()),
-                    Value::Integer(i(r.from_ns)),
-                    Value::Integer(i(r.to_ns)),
+                    ValueRef::Integer(run_id),
+                    ValueRef::Integer(r.cpu.into()),
+                    ValueRef::Integer(r.before_pid.into()),
+                    ValueRef::Integer(r.after_pid.into()),
+                    ValueRef::Integer(i(r.from_ns)),
+                    ValueRef::Integer(i(r.to_ns)),
                 ]
             },
         )
         .with_context(ctx)?;
-        let opt = |v: Option<u64>| v.map_or(Value::Null, |v| Value::Integer(i(v)));
+        let opt = |v: Option<u64>| v.map_or(ValueRef::Null, |v| ValueRef::Integer(i(v)));
         insert_chunked(
             tx,
             "INSERT INTO trace_wakeups (run_id, pid, waker_pid, waking_ns, wakeup_ns, target_cpu, new,
@@ -242,15 +248,15 @@ impl Store {
             &d.wakeups,
             |w| {
                 [
-                    Value::Integer(run_id),
-                    Value::Integer(w.pid.into()),
-                    Value::Integer(w.waker_pid.into()),
+                    ValueRef::Integer(run_id),
+                    ValueRef::Integer(w.pid.into()),
+                    ValueRef::Integer(w.waker_pid.into()),
                     opt(w.waking_ns),
                     opt(w.wakeup_ns),
-                    Value::Integer(w.target_cpu.into()),
-                    Value::Integer(w.new.into()),
+                    ValueRef::Integer(w.target_cpu.into()),
+                    ValueRef::Integer(w.new.into()),
                     opt(w.switch_in_ns),
-                    w.cpu.map_or(Value::Null, |c| Value::Integer(c.into())),
+                    w.cpu.map_or(ValueRef::Null, |c| ValueRef::Integer(c.into())),
                 ]
             },
         )

@@ -6,6 +6,14 @@
 //! events about the run's tasks ([`concerns`]), and the capture is closed
 //! when the last worker has exited.
 //!
+//! The instance is made once per campaign and kept between its runs
+//! ([`Kept`]): making one and giving it its buffers, and removing it, cost
+//! tens of ms a run. A run that reuses it clears its buffers first and
+//! changes only the settings that differ; the instance's name is the one
+//! the campaign journaled (`knobs::TraceGuard`), which removes it at the
+//! end, on Ctrl-C or a panic, and after a SIGKILL at the next start. A run
+//! that fails drops its instance (removing it) and the next makes a new one.
+//!
 //! What it costs, and why it is set up this way (measured on the 2-CPU VM:
 //! a pipe ping-pong pinned to one CPU, traced / untraced makespan, medians
 //! of alternated trials): the cost is the kernel writing each event, about
@@ -165,7 +173,9 @@ fn reader(
             return Ok(g);
         }
         if !any {
-            std::thread::sleep(DRAIN_INTERVAL);
+            // Parked rather than slept: `Reader::finish` unparks it, so the
+            // end of a run does not wait out an interval.
+            std::thread::park_timeout(DRAIN_INTERVAL);
         }
     }
 }
@@ -178,10 +188,24 @@ struct Reader {
 impl Reader {
     fn finish(self) -> Result<Gathered> {
         self.stop.store(true, Ordering::Release);
+        self.handle.thread().unpark();
         self.handle
             .join()
             .map_err(|_| anyhow!("the trace reader thread panicked"))?
     }
+}
+
+/// A configured instance a finished run hands to the next one (see the
+/// module's doc): not recording, no file of it open. Dropped, it removes
+/// the instance.
+#[derive(Debug)]
+pub struct Kept {
+    instance: Instance,
+    decoder: Decoder,
+    buffer_kb: u64,
+    cpumask: String,
+    /// The CPUs the last run recorded on.
+    cpus: Vec<u32>,
 }
 
 /// One run's recording, from set-up to the finished [`Capture`]. Dropped
@@ -192,7 +216,12 @@ pub struct Recorder {
     // once the reader's files are closed.
     instance: Option<Instance>,
     decoder: Decoder,
+    buffer_kb: u64,
+    cpumask: String,
     cpus: Vec<u32>,
+    /// Per traced CPU, its loss counters when the run's recording began
+    /// (a reused instance's count from earlier runs is not this run's).
+    lost_before: Vec<u64>,
     tasks: Vec<Task>,
     reader: Option<Reader>,
     start_ns: u64,
@@ -203,15 +232,67 @@ impl Recorder {
     /// recording nothing yet: clock `mono`, `cpus` only, `buffer_kb` per
     /// CPU, the sched tracepoints enabled (for every task on those CPUs:
     /// the run's are picked out in user space, see the module's doc).
-    pub fn prepare(root: &Path, name: &str, cpus: &[u32], buffer_kb: u64) -> Result<Recorder> {
-        // The name is the campaign's own (journaled): one an earlier run
-        // could not remove is removed now rather than failing every run.
+    /// With `kept` (the previous run's instance of that name), reuses it:
+    /// its buffers cleared, only what differs written; should that fail,
+    /// it is removed and a new one made.
+    pub fn prepare(
+        root: &Path,
+        name: &str,
+        cpus: &[u32],
+        buffer_kb: u64,
+        kept: Option<Kept>,
+    ) -> Result<Recorder> {
+        let kept = kept.filter(|k| k.instance.dir() == root.join("instances").join(name));
+        if let Some(k) = kept
+            && let Ok(r) = Self::reuse(k, cpus, buffer_kb)
+        {
+            return Ok(r);
+        }
+        Self::create(root, name, cpus, buffer_kb)
+    }
+
+    /// The previous run's instance, cleared and set for this run.
+    fn reuse(k: Kept, cpus: &[u32], buffer_kb: u64) -> Result<Recorder> {
+        let Kept {
+            instance,
+            decoder,
+            buffer_kb: had_kb,
+            cpumask: had_mask,
+            cpus: had_cpus,
+        } = k;
+        instance.write("tracing_on", "0")?;
+        if had_kb != buffer_kb {
+            instance.write("buffer_size_kb", &buffer_kb.to_string())?;
+        }
+        let cpumask = cpumask_hex(cpus);
+        if had_mask != cpumask {
+            instance.write("tracing_cpumask", &cpumask)?;
+        }
+        // The last run's reader drained its buffers after recording
+        // stopped, so they are normally empty; if one is not, opening
+        // `trace` for writing with truncation empties them all (it waits
+        // for an RCU grace period, 10 to 20 ms here, so only then):
+        // nothing of an earlier run is read as this one's.
+        let mut left = 0;
+        for &c in had_cpus.iter().chain(cpus) {
+            left += instance.stats(c)?.entries;
+        }
+        if left > 0 {
+            instance.write("trace", "")?;
+        }
+        Self::ready(instance, decoder, cpus, buffer_kb, cpumask)
+    }
+
+    /// A new instance (one an earlier run could not remove is removed
+    /// first: the name is the campaign's own, journaled).
+    fn create(root: &Path, name: &str, cpus: &[u32], buffer_kb: u64) -> Result<Recorder> {
         crate::sys::tracefs::remove_instance(root, name)?;
         let instance = Instance::create(root, name)?;
         instance.write("tracing_on", "0")?;
         instance.write("trace_clock", "mono")?;
         instance.write("buffer_size_kb", &buffer_kb.to_string())?;
-        instance.write("tracing_cpumask", &cpumask_hex(cpus))?;
+        let cpumask = cpumask_hex(cpus);
+        instance.write("tracing_cpumask", &cpumask)?;
         let formats: Vec<EventFormat> = TRACEPOINTS
             .iter()
             .map(|t| {
@@ -227,10 +308,28 @@ impl Recorder {
         for t in TRACEPOINTS {
             instance.write(&format!("events/sched/{t}/enable"), "1")?;
         }
+        Self::ready(instance, decoder, cpus, buffer_kb, cpumask)
+    }
+
+    fn ready(
+        instance: Instance,
+        decoder: Decoder,
+        cpus: &[u32],
+        buffer_kb: u64,
+        cpumask: String,
+    ) -> Result<Recorder> {
+        // Not recording: the counters stay as they are until `start`.
+        let lost_before = cpus
+            .iter()
+            .map(|&c| Ok(instance.stats(c)?.lost()))
+            .collect::<Result<Vec<u64>>>()?;
         Ok(Recorder {
             instance: Some(instance),
             decoder,
+            buffer_kb,
+            cpumask,
             cpus: cpus.to_vec(),
+            lost_before,
             tasks: Vec::new(),
             reader: None,
             start_ns: 0,
@@ -282,8 +381,9 @@ impl Recorder {
     }
 
     /// Stops recording (after the last worker has exited), drains what is
-    /// left, counts what was lost, removes the instance.
-    pub fn finish(mut self) -> Result<Capture> {
+    /// left and counts what was lost; the instance, its files closed, is
+    /// handed back for the next run.
+    pub fn finish(mut self) -> Result<(Capture, Kept)> {
         let instance = self
             .instance
             .take()
@@ -295,14 +395,20 @@ impl Recorder {
             None => Gathered::default(),
         };
         let mut lost_events = 0;
-        for &cpu in &self.cpus {
-            let counted = instance.stats(cpu)?.lost();
+        for (&cpu, &before) in self.cpus.iter().zip(&self.lost_before) {
+            let counted = instance.stats(cpu)?.lost().saturating_sub(before);
             let marked = g.lost_marked.get(&cpu).copied().unwrap_or(0);
             // The page markers and the counters tell of the same losses:
             // the larger is the better count.
             lost_events += counted.max(marked);
         }
-        instance.remove()?;
+        let kept = Kept {
+            instance,
+            decoder: self.decoder.clone(),
+            buffer_kb: self.buffer_kb,
+            cpumask: std::mem::take(&mut self.cpumask),
+            cpus: self.cpus.clone(),
+        };
         let mut events = g.events;
         // Stable: equal stamps keep each CPU buffer's order.
         events.sort_by_key(|e| e.ts_ns);
@@ -316,7 +422,7 @@ impl Recorder {
                 _ => t,
             })
             .collect();
-        Ok(Capture {
+        let capture = Capture {
             events,
             tasks,
             cpus: self.cpus.clone(),
@@ -324,7 +430,8 @@ impl Recorder {
             end_ns,
             release_ns: None,
             lost_events,
-        })
+        };
+        Ok((capture, kept))
     }
 }
 

@@ -5,9 +5,10 @@
 //! [`TraceGuard::restore`], on drop, or by the next start of schedlab
 //! after a SIGKILL ([`super::recover_leftover`]).
 //!
-//! The instance itself is made and removed run by run
-//! (`sys::tracefs::Instance`) under the one name journaled here; the
-//! guard removes it too, in case a run left it.
+//! The instance itself is made by the first traced run and kept for the
+//! campaign's next ones (`trace::capture::Kept`), or made again after a
+//! run that failed removed it, always under the one name journaled here;
+//! the guard removes it at the end.
 
 use std::fs::File;
 use std::io::{self, Write as _};

@@ -295,6 +295,8 @@ pub struct CpuStats {
     pub commit_overrun: u64,
     /// Events dropped because the buffer was full (no-overwrite mode).
     pub dropped: u64,
+    /// Events in the buffer now, not yet read.
+    pub entries: u64,
 }
 
 impl CpuStats {
@@ -309,6 +311,7 @@ impl CpuStats {
             overrun: get("overrun:"),
             commit_overrun: get("commit overrun:"),
             dropped: get("dropped events:"),
+            entries: get("entries:"),
         }
     }
 
@@ -367,7 +370,8 @@ mod tests {
             CpuStats {
                 overrun: 9535,
                 commit_overrun: 2,
-                dropped: 3
+                dropped: 3,
+                entries: 147
             }
         );
         assert_eq!(s.lost(), 9540);
