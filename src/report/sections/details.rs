@@ -1,5 +1,6 @@
 //! The stored details of runs that some sections show beyond the analysis
-//! (resolved plan entries, every process row, WRR slices, kernel traces):
+//! (resolved plan entries, every process row, WRR slices, kernel traces and
+//! their timelines, one run's or a set's over one span):
 //! which runs a
 //! section asks for ([`Needs`]), and those details read once through the
 //! store as plain data ([`RunDetails`]), so that preparing a section is a
