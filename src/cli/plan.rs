@@ -32,7 +32,7 @@ pub(super) struct PlanArgs {
 }
 
 pub(super) fn run(a: PlanArgs) -> Result<i32> {
-    let l = a.source.load()?;
+    let l = a.source.load_measured()?;
     let p = campaign::preview(&l.spec, &l.origin, &a.db.db, a.force)?;
     if a.json {
         let value = json(&l, &p, &a.db.db, a.list);
@@ -114,6 +114,9 @@ fn print_spec(l: &Loaded) -> Result<()> {
             "trace        every run's sched_switch, wake-ups, migrations and exits (tracefs, \
              schedlab's own instance; stored with the run)"
         )?;
+    }
+    if let Some(n) = &l.trace_note {
+        outln!("             {}", out::esc(n))?;
     }
     outln!("repetitions  {}", s.repetitions)?;
     outln!("scale        {}", s.scale)?;
@@ -252,6 +255,7 @@ fn json(l: &Loaded, p: &Preview, db: &Path, list: bool) -> Value {
         "sched_ext": ext_levels(s),
         "hogs": hogs(s),
         "trace": s.trace,
+        "trace_note": l.trace_note,
         "repetitions": s.repetitions,
         "scale": s.scale,
         "order": order(s, p),

@@ -33,7 +33,10 @@ pub(super) struct RunArgs {
 }
 
 pub(super) fn run(a: RunArgs) -> Result<i32> {
-    let l = a.source.load()?;
+    let l = a.source.load_measured()?;
+    if let (Some(n), false) = (&l.trace_note, a.quiet) {
+        note!("{n}");
+    }
     let opts = campaign::Options {
         db: a.db.db.clone(),
         quiet: a.quiet,

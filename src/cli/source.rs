@@ -40,10 +40,25 @@ pub(super) struct Loaded {
     pub(super) origin: String,
     pub(super) text: String,
     pub(super) overrides: Vec<String>,
+    /// What a preset traced where permitted did about tracing, to tell the
+    /// user (see [`presets::auto_trace`]).
+    pub(super) trace_note: Option<String>,
 }
 
 impl SpecSource {
+    /// The spec as given, for the model (`simulate`), which never traces.
     pub(super) fn load(&self) -> Result<Loaded> {
+        self.load_with(false)
+    }
+
+    /// The spec for this machine (`run`, `plan`): a preset traced where
+    /// permitted is traced when this process may.
+    pub(super) fn load_measured(&self) -> Result<Loaded> {
+        self.load_with(true)
+    }
+
+    fn load_with(&self, measured: bool) -> Result<Loaded> {
+        let mut preset = None;
         let (origin, text) = match (&self.spec, &self.preset) {
             (Some(path), None) => (out::path(path), spec::read_file(path)?),
             (None, Some(name)) => {
@@ -52,6 +67,7 @@ impl SpecSource {
                     key: name.clone(),
                     message: format!("no such preset; available: {}", presets::names()),
                 })?;
+                preset = Some(p);
                 (format!("preset {name}"), p.toml.to_string())
             }
             _ => {
@@ -74,6 +90,13 @@ impl SpecSource {
         if self.trace {
             overrides.push("trace=true".to_string());
         }
+        let mut trace_note = None;
+        if let Some(p) = preset.filter(|_| measured) {
+            let (set, note) =
+                presets::auto_trace(p, &overrides, crate::sys::probe::trace_permission());
+            overrides.extend(set);
+            trace_note = note;
+        }
         let mut spec = spec::load(&text, &origin, &overrides)?;
         if let Some(path) = &self.spec {
             let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
@@ -84,6 +107,7 @@ impl SpecSource {
             origin,
             text,
             overrides,
+            trace_note,
         })
     }
 }

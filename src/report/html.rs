@@ -46,16 +46,19 @@ tr.flag td { background: #fdeeee; }
 @media (max-width: 900px) { .charts { grid-template-columns: 1fr; } }
 figure { margin: 0; border: 1px solid var(--line); border-radius: 6px; padding: 6px; background: #fff; }
 figure svg { width: 100%; height: auto; display: block; }
+figure:has(> svg.first-bars) { max-width: 720px; }
 figcaption { font-size: 12.5px; color: var(--muted); padding: 2px 6px 4px; }
 details { margin: 6px 0 12px; }
 details > summary { cursor: pointer; font-weight: 600; padding: 4px 0; }
 footer { margin-top: 48px; color: var(--muted); font-size: 12.5px; border-top: 1px solid var(--line); padding-top: 10px; }
 "#;
 
-/// The whole page: head, title block, table of contents, section bodies.
+/// The whole page: head, title block, the first screen (`lead`, may be
+/// empty), table of contents, section bodies.
 pub fn page(
     title: &str,
     subtitle: &str,
+    lead: &str,
     toc: &[(String, String)],
     body: &str,
     footer: &str,
@@ -72,6 +75,7 @@ pub fn page(
         esc(title),
         esc(subtitle)
     );
+    out.push_str(lead);
     out.push_str("<nav class=\"toc\"><b>Contents</b><ol>");
     for (id, t) in toc {
         let _ = write!(out, "<li><a href=\"#{}\">{}</a></li>", esc(id), esc(t));
@@ -147,6 +151,7 @@ mod tests {
         let html = page(
             "t <1>",
             "s",
+            "<section id=\"lead\"></section>",
             &[("a".into(), "A".into())],
             "<section id=\"a\"></section>",
             "f",
@@ -156,6 +161,8 @@ mod tests {
         assert!(!html.contains("<script"));
         assert!(!html.contains("<link") && !html.contains("https://") && !html.contains("src="));
         assert!(html.contains("<a href=\"#a\">A</a>"));
+        // The first screen comes before the table of contents.
+        assert!(html.find("id=\"lead\"").unwrap() < html.find("<nav").unwrap());
     }
 
     #[test]

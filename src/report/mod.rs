@@ -114,16 +114,21 @@ impl Report {
 
     pub fn html(&self) -> String {
         let a = &self.analysis;
-        let mut body = String::new();
+        let (mut lead, mut body) = (String::new(), String::new());
         let mut toc = Vec::new();
         for s in self.active() {
             let inner = s.html(a);
             if inner.is_empty() {
                 continue;
             }
-            toc.push((s.id().to_string(), s.title().to_string()));
+            let out = if s.lead() {
+                &mut lead
+            } else {
+                toc.push((s.id().to_string(), s.title().to_string()));
+                &mut body
+            };
             let _ = write!(
-                body,
+                out,
                 "<section id=\"{}\">\n<h2>{}</h2>\n{inner}</section>\n",
                 fmt::esc(s.id()),
                 fmt::esc(s.title())
@@ -139,6 +144,7 @@ impl Report {
                 fmt::utc(c.created_unix_ms),
                 c.scale
             ),
+            &lead,
             &toc,
             &body,
             &format!(

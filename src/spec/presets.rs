@@ -8,6 +8,9 @@ pub struct Preset {
     pub name: &'static str,
     pub summary: &'static str,
     pub toml: &'static str,
+    /// Traced wherever this user may trace ([`auto_trace`]), so that the
+    /// report opens with pictures of what the scheduler did.
+    pub traced_where_permitted: bool,
 }
 
 /// A command workload `[workloads.<name>-c]` running the C program
@@ -57,41 +60,49 @@ pub const PRESETS: &[Preset] = &[
         name: "quick",
         summary: "a first look in about two minutes: 2 and 4 CPU-bound processes on CPU 0 under OTHER, FIFO, RR",
         toml: include_str!("../../presets/quick.toml"),
+        traced_where_permitted: true,
     },
     Preset {
         name: "policies",
         summary: "seed 000: pi / copy / mixed under OTHER, FIFO, RR with 5, 20, 200 processes, 10 repetitions",
         toml: include_str!("../../presets/policies.toml"),
+        traced_where_permitted: false,
     },
     Preset {
         name: "priorities",
         summary: "seed 001: the same workloads with uniform and non-uniform priorities, 10, 50, 100 processes, 3 repetitions",
         toml: include_str!("../../presets/priorities.toml"),
+        traced_where_permitted: false,
     },
     Preset {
         name: "rt-throttle",
         summary: "seed 004: aio throughput beside an RT CPU hog as sched_rt_runtime_us goes from 1,000,000 to 100,000 µs",
         toml: include_str!("../../presets/rt-throttle.toml"),
+        traced_where_permitted: false,
     },
     Preset {
         name: "wrr-weights",
         summary: "seed 002: WRR weights 1..20 on one CPU (hashes in 30 s, time for 2M hashes) against CFS nice and DEADLINE",
         toml: include_str!("../../presets/wrr-weights.toml"),
+        traced_where_permitted: false,
     },
     Preset {
         name: "wrr-classes",
         summary: "seed 003: WRR foreground 100 ms / background 10 ms slices on one CPU against CFS nice",
         toml: include_str!("../../presets/wrr-classes.toml"),
+        traced_where_permitted: false,
     },
     Preset {
         name: "matmul",
         summary: "seed 003: matrix multiply n = 75/100/150 × 20..100 processes under NORMAL/FIFO/RR/WRR on one CPU",
         toml: include_str!("../../presets/matmul.toml"),
+        traced_where_permitted: false,
     },
     Preset {
         name: "eevdf-slice",
         summary: "wake-up latency of a periodic task beside two CPU hogs on CPU 0 against its EEVDF slice, 0.1 to 10 ms (Linux 6.12+)",
         toml: include_str!("../../presets/eevdf-slice.toml"),
+        traced_where_permitted: false,
     },
     Preset {
         name: "benchmarks",
@@ -104,6 +115,42 @@ pub const PRESETS: &[Preset] = &[
         toml: HOMEWORK,
     },
 ];
+
+/// What a run or plan of preset `p` does about tracing, given the
+/// overrides the user gave (`--trace` among them as `trace=true`) and
+/// whether this process may trace ([`crate::sys::probe::trace_permission`]):
+/// the override to add (`trace=true`) and the line to tell the user. A
+/// `trace` the user set is left alone.
+pub fn auto_trace(
+    p: &Preset,
+    overrides: &[String],
+    permission: Result<(), String>,
+) -> (Option<String>, Option<String>) {
+    let set_by_user = overrides
+        .iter()
+        .any(|o| o.split_once('=').is_some_and(|(k, _)| k.trim() == "trace"));
+    if !p.traced_where_permitted || set_by_user {
+        return (None, None);
+    }
+    match permission {
+        Ok(()) => (
+            Some("trace=true".to_string()),
+            Some(format!(
+                "tracing every run: the {} preset traces where it may, so that the report opens with per-CPU \
+                 timelines of what the scheduler did (--set trace=false turns it off)",
+                p.name
+            )),
+        ),
+        Err(why) => (
+            None,
+            Some(format!(
+                "not tracing ({why}): the report opens with a chart instead of per-CPU timelines of what the \
+                 scheduler did; sudo schedlab run --preset {} gives them",
+                p.name
+            )),
+        ),
+    }
+}
 
 pub fn find(name: &str) -> Option<&'static Preset> {
     PRESETS.iter().find(|p| p.name == name)
@@ -120,6 +167,41 @@ pub fn names() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quick_traces_where_permitted_unless_the_user_says() {
+        let quick = find("quick").unwrap();
+        let (set, said) = auto_trace(quick, &[], Ok(()));
+        assert_eq!(set.as_deref(), Some("trace=true"));
+        assert!(said.unwrap().contains("--set trace=false"));
+        let (set, said) = auto_trace(
+            quick,
+            &["repetitions=3".into()],
+            Err("tracing needs root".into()),
+        );
+        assert_eq!(set, None);
+        let said = said.unwrap();
+        assert!(
+            said.contains("tracing needs root")
+                && said.contains("sudo schedlab run --preset quick"),
+            "{said}"
+        );
+        // The user's own choice stands, and other presets are not traced.
+        for own in ["trace=false", " trace = true"] {
+            assert_eq!(auto_trace(quick, &[own.into()], Ok(())), (None, None));
+        }
+        assert_eq!(
+            auto_trace(find("policies").unwrap(), &[], Ok(())),
+            (None, None)
+        );
+        // The override is one the spec loader takes.
+        let spec = crate::spec::load(quick.toml, "quick", &[set_or_default()]).unwrap();
+        assert!(spec.trace);
+    }
+
+    fn set_or_default() -> String {
+        auto_trace(find("quick").unwrap(), &[], Ok(())).0.unwrap()
+    }
 
     #[test]
     fn every_preset_is_a_valid_spec() {

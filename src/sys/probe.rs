@@ -151,6 +151,85 @@ pub fn has_cap(mask: u64, cap: u32) -> bool {
     cap < 64 && mask & (1u64 << cap) != 0
 }
 
+/// `CAP_SYS_ADMIN`: mounting tracefs where it is not mounted.
+pub const CAP_SYS_ADMIN: u32 = 21;
+/// `CAP_PERFMON` (Linux 5.8+): perf events, not tracefs's files.
+pub const CAP_PERFMON: u32 = 38;
+
+/// What this process may do towards tracing, as [`trace_permission_of`]
+/// judges it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TraceFacts {
+    pub euid: u32,
+    /// The effective capabilities (None: unreadable).
+    pub cap_eff: Option<u64>,
+    /// tracefs is mounted at /sys/kernel/tracing.
+    pub tracefs_mounted: bool,
+    /// Its `instances` directory is writable by this process (its
+    /// effective ids and capabilities).
+    pub instances_writable: bool,
+}
+
+/// Whether schedlab may trace here: it makes a tracing instance of its own
+/// in tracefs, which only root may (the files are root's, whatever the
+/// capabilities), in tracefs mounted at /sys/kernel/tracing and writable,
+/// or else mounted by schedlab, which needs CAP_SYS_ADMIN. Root without
+/// them (in a container) may not; CAP_PERFMON opens perf events, not
+/// tracefs. Err says why not and how to get it.
+pub fn trace_permission_of(f: &TraceFacts) -> Result<(), String> {
+    let caps = f.cap_eff.unwrap_or(0);
+    if f.euid != 0 {
+        let perfmon = if has_cap(caps, CAP_PERFMON) {
+            " (CAP_PERFMON, which this process has, opens perf events, not tracefs)"
+        } else {
+            ""
+        };
+        return Err(format!(
+            "tracing needs root: schedlab makes a tracing instance of its own in tracefs, whose files only \
+             root may write{perfmon}"
+        ));
+    }
+    if f.tracefs_mounted {
+        return if f.instances_writable {
+            Ok(())
+        } else {
+            Err("tracing needs write access to /sys/kernel/tracing/instances, which this root process \
+                 lacks (a container without the capabilities?)"
+                .into())
+        };
+    }
+    if has_cap(caps, CAP_SYS_ADMIN) {
+        Ok(())
+    } else {
+        Err("tracefs is not mounted and mounting it needs CAP_SYS_ADMIN, which this root process lacks".into())
+    }
+}
+
+/// [`trace_permission_of`] this process.
+pub fn trace_permission() -> Result<(), String> {
+    let dir = std::path::Path::new(super::tracefs::STANDARD_MOUNT);
+    let tracefs_mounted = super::tracefs::mounted_at(dir);
+    let instances_writable = tracefs_mounted
+        && std::ffi::CString::new(dir.join("instances").as_os_str().as_encoded_bytes()).is_ok_and(
+            |c| {
+                // SAFETY: a NUL-terminated path that outlives the call; no
+                // other memory is touched.
+                unsafe {
+                    libc::faccessat(libc::AT_FDCWD, c.as_ptr(), libc::W_OK, libc::AT_EACCESS) == 0
+                }
+            },
+        );
+    trace_permission_of(&TraceFacts {
+        // SAFETY: geteuid has no arguments and cannot fail.
+        euid: unsafe { libc::geteuid() },
+        cap_eff: std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| parse_cap_eff(&s)),
+        tracefs_mounted,
+        instances_writable,
+    })
+}
+
 /// How to obtain the right to use `policy` ("other", "batch", "idle",
 /// "fifo", "rr", "deadline", or "nice" for negative nice values).
 pub fn permission_hint(policy: &str) -> String {
@@ -228,6 +307,55 @@ pub fn errno_explanation(policy: &str, errno: i32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tracing_is_judged_by_capability_and_access_not_by_uid_alone() {
+        let root = TraceFacts {
+            euid: 0,
+            cap_eff: Some(0x1ff_ffff_ffff),
+            tracefs_mounted: true,
+            instances_writable: true,
+        };
+        assert_eq!(trace_permission_of(&root), Ok(()));
+        // Root where tracefs is not mounted: schedlab mounts its own.
+        let unmounted = TraceFacts {
+            tracefs_mounted: false,
+            instances_writable: false,
+            ..root
+        };
+        assert_eq!(trace_permission_of(&unmounted), Ok(()));
+        // Root in a container without CAP_SYS_ADMIN: not mountable …
+        let contained = TraceFacts {
+            cap_eff: Some(1 << CAP_SYS_NICE),
+            ..unmounted
+        };
+        let e = trace_permission_of(&contained).unwrap_err();
+        assert!(e.contains("CAP_SYS_ADMIN"), "{e}");
+        // … nor a mounted tracefs it cannot write.
+        let e = trace_permission_of(&TraceFacts {
+            tracefs_mounted: true,
+            ..contained
+        })
+        .unwrap_err();
+        assert!(e.contains("/sys/kernel/tracing/instances"), "{e}");
+        // A user with CAP_PERFMON is told why that is not enough.
+        let perfmon = TraceFacts {
+            euid: 1000,
+            cap_eff: Some(1 << CAP_PERFMON),
+            ..root
+        };
+        let e = trace_permission_of(&perfmon).unwrap_err();
+        assert!(e.contains("needs root") && e.contains("CAP_PERFMON"), "{e}");
+        let user = TraceFacts {
+            cap_eff: Some(0),
+            ..perfmon
+        };
+        assert!(
+            !trace_permission_of(&user)
+                .unwrap_err()
+                .contains("CAP_PERFMON")
+        );
+    }
 
     #[test]
     fn parses_cap_eff() {

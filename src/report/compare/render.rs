@@ -637,6 +637,7 @@ pub fn html(c: &Comparison) -> String {
             c.count(Verdict::Better),
             c.count(Verdict::Worse)
         ),
+        "",
         &toc,
         &body,
         &format!(

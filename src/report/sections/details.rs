@@ -1,5 +1,6 @@
 //! The stored details of runs that some sections show beyond the analysis
-//! (resolved plan entries, every process row, WRR slices, kernel traces):
+//! (resolved plan entries, every process row, WRR slices, kernel traces and
+//! their timelines, one run's or a set's over one span):
 //! which runs a
 //! section asks for ([`Needs`]), and those details read once through the
 //! store as plain data ([`RunDetails`]), so that preparing a section is a
@@ -64,6 +65,31 @@ pub struct Needs {
     pub traces_of: Vec<i64>,
     /// A traced run's slices in a window (needs `traces_of`).
     pub timeline: Option<TimelineNeed>,
+    /// Sets of timelines drawn over one span (needs `traces_of`).
+    pub timeline_sets: Vec<TimelineSetNeed>,
+}
+
+/// Timelines drawn together over one time span, e.g. one run of each
+/// policy: `choices` are alternative lists of panels (e.g. one per process
+/// count), each panel its candidate runs in order of preference. The
+/// choice with the most panels that have a usable traced run is drawn, each
+/// panel its first usable traced run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TimelineSetNeed {
+    pub choices: Vec<Vec<Vec<i64>>>,
+    /// Longest span drawn from each trace's start.
+    pub max_span_ns: u64,
+}
+
+/// A drawn [`TimelineSetNeed`]: the choice made and each panel's timeline
+/// (None: no usable traced run), every window starting at its trace's
+/// start and at most `span_ns` long.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TimelineSet {
+    pub choice: usize,
+    pub panels: Vec<Option<Timeline>>,
+    /// The longest of the panels' traces, up to the need's `max_span_ns`.
+    pub span_ns: u64,
 }
 
 /// The stored details of some runs, by run id.
@@ -81,6 +107,8 @@ pub struct RunDetails {
     /// The traced ok runs' figures, in run order.
     pub traces: Vec<RunTrace>,
     pub timeline: Option<Timeline>,
+    /// One per [`Needs::timeline_sets`] (None: no usable traced run).
+    pub timeline_sets: Vec<Option<TimelineSet>>,
 }
 
 impl RunDetails {
@@ -133,6 +161,13 @@ impl RunDetails {
             }
             if let Some(need) = &needs.timeline {
                 d.timeline = timeline(store, &d.traces, need, &needs.traces_of)?;
+            }
+            for need in &needs.timeline_sets {
+                let set = match choose_set(&need.choices, &d.traces) {
+                    Some((choice, infos)) => Some(timeline_set(store, choice, infos, need)?),
+                    None => None,
+                };
+                d.timeline_sets.push(set);
             }
         }
         Ok(d)
@@ -203,6 +238,16 @@ fn timeline(
             to_ns: DEFAULT_WINDOW_NS.min(len_ns.max(1)),
         },
     };
+    load_window(store, info, window, need.run.is_some()).map(Some)
+}
+
+/// The slices, repairs and tasks of a traced run in `window`.
+fn load_window(
+    store: &Store,
+    info: TraceInfo,
+    window: TimeWindow,
+    chosen: bool,
+) -> Result<Timeline> {
     let span = (info.start_ns + window.from_ns, info.start_ns + window.to_ns);
     let mut slices = store.trace_slices(info.run_id, Some(span))?;
     let repairs = store.trace_repairs(info.run_id, Some(span))?;
@@ -210,15 +255,89 @@ fn timeline(
     // Cut in time order, so that what is drawn is the start of the window.
     slices.sort_by_key(|s| (s.start_ns, s.cpu));
     slices.truncate(MAX_TIMELINE_SLICES);
-    Ok(Some(Timeline {
+    Ok(Timeline {
         tasks: store.trace_tasks(info.run_id)?,
-        chosen: need.run.is_some(),
+        chosen,
         info,
         window,
         slices,
         slices_total,
         repairs,
-    }))
+    })
+}
+
+/// The choice of a [`TimelineSetNeed`] with the most panels that have a
+/// usable traced run (the first such on ties), with each panel's first
+/// usable traced run; None when no panel of any choice has one.
+pub(crate) fn choose_set<'a>(
+    choices: &[Vec<Vec<i64>>],
+    traces: &'a [RunTrace],
+) -> Option<(usize, Vec<Option<&'a TraceInfo>>)> {
+    let usable = |id: i64| {
+        traces
+            .iter()
+            .map(|t| &t.info)
+            .find(|i| i.run_id == id && !i.unusable)
+    };
+    let mut best: Option<(usize, Vec<Option<&TraceInfo>>)> = None;
+    for (k, panels) in choices.iter().enumerate() {
+        let picked: Vec<Option<&TraceInfo>> = panels
+            .iter()
+            .map(|runs| runs.iter().find_map(|&id| usable(id)))
+            .collect();
+        let found = picked.iter().flatten().count();
+        if found > 0
+            && best
+                .as_ref()
+                .is_none_or(|(_, b)| b.iter().flatten().count() < found)
+        {
+            best = Some((k, picked));
+        }
+    }
+    best
+}
+
+/// Each chosen panel's slices from its trace's start over the longest of
+/// their traces (up to the need's span).
+fn timeline_set(
+    store: &Store,
+    choice: usize,
+    infos: Vec<Option<&TraceInfo>>,
+    need: &TimelineSetNeed,
+) -> Result<TimelineSet> {
+    let longest = infos
+        .iter()
+        .flatten()
+        .map(|i| i.end_ns.saturating_sub(i.start_ns))
+        .max()
+        .unwrap_or(0);
+    let span_ns = round_up(longest.min(need.max_span_ns).max(1)).min(need.max_span_ns.max(1));
+    let panels = infos
+        .into_iter()
+        .map(|info| {
+            info.map(|i| {
+                let len_ns = i.end_ns.saturating_sub(i.start_ns).max(1);
+                let window = TimeWindow {
+                    from_ns: 0,
+                    to_ns: span_ns.min(len_ns),
+                };
+                load_window(store, i.clone(), window, false)
+            })
+            .transpose()
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(TimelineSet {
+        choice,
+        panels,
+        span_ns,
+    })
+}
+
+/// `ns` rounded up to two significant digits, for a span people read
+/// (1.497 s → 1.5 s).
+pub(crate) fn round_up(ns: u64) -> u64 {
+    let step = 10u64.pow(ns.max(1).ilog10().saturating_sub(1));
+    ns.div_ceil(step) * step
 }
 
 /// "0.5 s..1.5 s".

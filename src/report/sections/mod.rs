@@ -24,6 +24,7 @@ mod environment;
 mod ext_schedulers;
 mod failures;
 mod fairness;
+mod first_screen;
 mod latency;
 mod matmul;
 mod method;
@@ -42,6 +43,7 @@ pub use environment::EnvironmentSection;
 pub use ext_schedulers::ExtSchedulersSection;
 pub use failures::FailuresSection;
 pub use fairness::FairnessSection;
+pub use first_screen::{FirstScreenSection, TRACE_HINT};
 pub use latency::LatencySection;
 pub use matmul::MatmulSection;
 pub use method::MethodSection;
@@ -67,6 +69,11 @@ pub trait Section {
     /// the details it asked for in [`Section::needs`].
     fn prepare(&mut self, _a: &Analysis, _details: RunDetails) -> Result<()> {
         Ok(())
+    }
+    /// Whether the section is the report's first screen: in HTML above the
+    /// table of contents (and not listed in it).
+    fn lead(&self) -> bool {
+        false
     }
     /// Whether the campaign has anything for this section.
     fn applies(&self, _a: &Analysis) -> bool {
@@ -99,6 +106,7 @@ pub fn default_sections() -> Vec<Box<dyn Section>> {
 /// run whose WRR slices are drawn).
 pub fn sections_for(opts: &Options) -> Vec<Box<dyn Section>> {
     vec![
+        Box::new(FirstScreenSection::default()),
         Box::new(SummarySection),
         Box::new(ChartsSection),
         Box::new(WeightsSection::new(opts.gantt_run)),

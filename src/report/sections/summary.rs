@@ -1,5 +1,6 @@
-//! Summary and findings in plain sentences: counts, warnings about the
-//! data, and every significant comparison grouped by condition.
+//! The summary in plain sentences: counts, warnings about the data, how
+//! many comparisons differ (each finding is stated under “What happened”,
+//! the first screen) and which of the primary metric's are not separated.
 
 use serde_json::{Value, json};
 
@@ -287,11 +288,11 @@ impl Section for SummarySection {
         }
         b.push(Block::heading(3, "Findings"));
         b.push(Block::p(comparisons_line(a)));
-        let f = findings(a);
-        if f.is_empty() {
+        // Each finding is stated once, by workload, on the first screen.
+        if findings(a).is_empty() {
             b.push(Block::p(NO_FINDINGS));
         } else {
-            grouped(&mut b, a, &f, "different");
+            b.push(Block::p(FINDINGS_ABOVE));
         }
         let ns = headline_not_separated(a);
         if !ns.is_empty() {
@@ -323,10 +324,12 @@ impl Section for SummarySection {
     }
 }
 
+const FINDINGS_ABOVE: &str = "Each significant difference is stated, by workload, under “What happened” at the top of the report.";
+
 const NO_FINDINGS: &str = "No difference between policies is significant: the data do not support ranking them on any metric.";
 
 /// The text with its first letter in upper case.
-fn capitalised(s: &str) -> String {
+pub(super) fn capitalised(s: &str) -> String {
     let mut c = s.chars();
     c.next()
         .map(|f| f.to_uppercase().chain(c).collect())
@@ -347,7 +350,12 @@ fn by_group<'a>(items: &[&'a Comparison]) -> Vec<(usize, Vec<&'a Comparison>)> {
 
 /// Statements under a title per group, each item of the HTML class
 /// `class`.
-fn grouped(b: &mut Vec<Block>, a: &Analysis, items: &[&Comparison], class: &'static str) {
+pub(super) fn grouped(
+    b: &mut Vec<Block>,
+    a: &Analysis,
+    items: &[&Comparison],
+    class: &'static str,
+) {
     for (g, cs) in by_group(items) {
         b.push(Block::Title(a.groups[g].label.clone()));
         b.push(Block::List {
