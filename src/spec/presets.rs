@@ -108,11 +108,13 @@ pub const PRESETS: &[Preset] = &[
         name: "benchmarks",
         summary: "hackbench, perf bench sched messaging, cyclictest and stress-ng (Debian's packages) under OTHER, BATCH and FIFO on CPU 0",
         toml: include_str!("../../presets/benchmarks.toml"),
+        traced_where_permitted: false,
     },
     Preset {
         name: "homework",
         summary: "seed 000's CPU- and I/O-bound programs in C, compiled by setup with cc, beside the built-in pi and copy under OTHER, FIFO, RR",
         toml: HOMEWORK,
+        traced_where_permitted: false,
     },
 ];
 
