@@ -116,7 +116,10 @@ fn print_spec(l: &Loaded) -> Result<()> {
              schedlab's own instance; stored with the run)"
         )?;
     }
-    outln!("repetitions  {}", s.repetitions)?;
+    match s.auto_repetitions {
+        Some(_) => outln!("repetitions  auto, at most {}", s.repetitions)?,
+        None => outln!("repetitions  {}", s.repetitions)?,
+    }
     outln!("scale        {}", s.scale)?;
     Ok(())
 }
@@ -206,9 +209,13 @@ fn print_runs(s: &Spec, p: &Preview, db: &Path) -> Result<()> {
         outln!("estimate     nothing left to run")?;
     } else {
         outln!(
-            "estimate     {} for the runs left (from a {:.0} M iterations/s pi calibration on this machine; \
+            "estimate     {} for the runs left{} (from a {:.0} M iterations/s pi calibration on this machine; \
              I/O and contention make real runs longer)",
             crate::units::human_duration(p.estimate_s),
+            match s.auto_repetitions {
+                Some(_) => " if every condition runs max_repetitions",
+                None => "",
+            },
             p.rates.pi_iter_per_s / 1e6
         )?;
     }
