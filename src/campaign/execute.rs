@@ -190,7 +190,13 @@ impl Opened {
         progress: &mut Progress,
     ) -> Result<Vec<String>> {
         let states = p.load(&self.store, self.campaign.id)?;
-        if round > 1 {
+        let stopped: Vec<String> = precision::stopped_before(&states, round)
+            .into_iter()
+            .map(str::to_string)
+            .collect();
+        // A round that no condition needs shows nothing new.
+        let runs_any = round == u32::MAX || stopped.len() < states.len();
+        if round > 1 && runs_any {
             let head = match round {
                 u32::MAX => "precision at the end:".to_string(),
                 r => format!("precision before round {r}:"),
@@ -200,10 +206,7 @@ impl Opened {
                 progress.note(&format!("  {}: {}", c.condition, precision::describe(c)));
             }
         }
-        Ok(precision::stopped_before(&states, round)
-            .into_iter()
-            .map(str::to_string)
-            .collect())
+        Ok(stopped)
     }
 }
 
