@@ -61,6 +61,11 @@ impl Run {
 }
 
 impl Run {
+    /// The condition of a run: its key without the repetition.
+    pub fn condition_key(&self) -> &str {
+        condition_of_key(&self.key)
+    }
+
     /// The key of a run: its factor levels, joined (the `key` field holds
     /// it once computed).
     pub fn factor_key(&self) -> String {
@@ -86,8 +91,15 @@ impl Run {
     }
 }
 
+/// The condition part of a run key (everything before `;rep=`).
+pub fn condition_of_key(key: &str) -> &str {
+    key.rsplit_once(";rep=").map_or(key, |(c, _)| c)
+}
+
 /// Every run of the spec, in campaign order. `seed` is used when the order is
-/// shuffled.
+/// shuffled. With `repetitions = "auto"` the runs go in rounds (all of
+/// repetition 1, shuffled, then all of 2, …) up to `max_repetitions`; the
+/// campaign skips the rounds a condition no longer needs.
 pub fn expand(spec: &Spec, seed: u64) -> Vec<Run> {
     let rt_levels: Vec<Option<i64>> = if spec.rt_runtime_us.is_empty() {
         vec![None]
@@ -145,7 +157,19 @@ pub fn expand(spec: &Spec, seed: u64) -> Vec<Run> {
         }
     }
     if spec.order == Order::Shuffled {
-        SplitMix64::new(seed).shuffle(&mut runs);
+        let mut rng = SplitMix64::new(seed);
+        match spec.auto_repetitions {
+            None => rng.shuffle(&mut runs),
+            // Rounds: every condition's repetition r before any r + 1, each
+            // round shuffled, so that drift hits every condition alike and
+            // a condition can stop after any round.
+            Some(_) => {
+                let round = runs.len() / spec.repetitions.max(1) as usize;
+                for chunk in runs.chunks_mut(round.max(1)) {
+                    rng.shuffle(chunk);
+                }
+            }
+        }
     }
     for (i, r) in runs.iter_mut().enumerate() {
         r.seq = i;
@@ -298,6 +322,34 @@ mod tests {
         assert_eq!(
             keys[1],
             "policy=other;workload=pi;processes=3;priorities=uniform;cpus=all;rep=1"
+        );
+    }
+
+    /// With `repetitions = "auto"` the runs go in rounds up to the most
+    /// repetitions, each round shuffled; a numeric count is shuffled whole.
+    #[test]
+    fn auto_repetitions_run_in_shuffled_rounds() {
+        let s = spec("");
+        let auto = crate::spec::load(
+            "name = \"t\"\nrepetitions = \"auto\"\ntarget_ci_pct = 5\nmin_repetitions = 2\n\
+             max_repetitions = 4\n[matrix]\npolicy = [\"other\", \"fifo\"]\nworkload = [\"pi\", \"copy\"]\n\
+             processes = [1, 3]\n",
+            "t.toml",
+            &[],
+        )
+        .unwrap();
+        let runs = expand(&auto, 42);
+        assert_eq!(runs.len(), 8 * 4);
+        let reps: Vec<u32> = runs.iter().map(|r| r.rep).collect();
+        assert!(reps.windows(2).all(|w| w[0] <= w[1]), "{reps:?}");
+        let first: Vec<&str> = runs[..8].iter().map(|r| r.key.as_str()).collect();
+        let sequential = expand(&crate::spec::load("name = \"t\"\nrepetitions = 1\norder = \"sequential\"\n[matrix]\npolicy = [\"other\", \"fifo\"]\nworkload = [\"pi\", \"copy\"]\nprocesses = [1, 3]\n", "t.toml", &[]).unwrap(), 0);
+        let in_order: Vec<&str> = sequential.iter().map(|r| r.key.as_str()).collect();
+        assert_ne!(first, in_order, "a round is shuffled");
+        let whole: Vec<u32> = expand(&s, 42).iter().map(|r| r.rep).collect();
+        assert!(
+            whole.windows(2).any(|w| w[0] > w[1]),
+            "numeric: shuffled whole"
         );
     }
 

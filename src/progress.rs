@@ -76,6 +76,15 @@ impl Progress {
         }
     }
 
+    /// A line of its own (above the bar, or among the run lines).
+    pub fn note(&mut self, line: &str) {
+        if let Some(bar) = &self.bar {
+            bar.println(crate::out::esc(line));
+        } else if self.lines {
+            note!("{}", crate::out::esc(line));
+        }
+    }
+
     pub fn done(&mut self) {
         if let Some(bar) = self.bar.take() {
             bar.finish_and_clear();

@@ -20,6 +20,7 @@ use crate::store::{Campaign, Store};
 use crate::sys::{envinfo, proc};
 use crate::trace::Analysed;
 
+use super::precision::{self, Precision};
 use super::{Options, Summary, open_campaign};
 
 /// Carries out the runs of a campaign.
@@ -46,6 +47,8 @@ pub struct Opened {
     pub pending: Vec<usize>,
     /// Whether the campaign was created now (not resumed).
     pub created: bool,
+    /// `repetitions = "auto"`: the stopping rule, applied after each round.
+    pub precision: Option<Precision>,
     _runner: locks::Held,
 }
 
@@ -94,6 +97,7 @@ impl Opened {
             runs,
             pending,
             created,
+            precision: Precision::of(spec),
             _runner: runner,
         })
     }
@@ -110,6 +114,7 @@ impl Opened {
             ran: 0,
             already_done: self.runs.len() - self.pending.len(),
             by_status: [0; 4],
+            not_needed: 0,
             interrupted: None,
         }
     }
@@ -127,12 +132,26 @@ impl Opened {
             // A stop signal that came during set-up still counts.
             summary.interrupted = proc::pending_stop_signal(signals);
         }
+        let mut round = 0;
+        let mut stopped: Vec<String> = Vec::new();
+        let mut executed = 0;
         for (i, &index) in self.pending.iter().enumerate() {
             let run = &self.runs[index];
-            let stop = proc::pending_stop_signal(signals).or_else(|| match i {
+            if let Some(p) = &self.precision {
+                if run.rep != round {
+                    round = run.rep;
+                    stopped = self.round_begins(p, round, progress)?;
+                }
+                if stopped.iter().any(|c| c == run.condition_key()) {
+                    summary.not_needed += 1;
+                    continue;
+                }
+            }
+            let stop = proc::pending_stop_signal(signals).or_else(|| match executed {
                 0 => None,
                 _ => exec.between_runs(),
             });
+            executed += 1;
             if let Some(sig) = stop {
                 summary.interrupted = Some(sig);
                 break;
@@ -154,8 +173,40 @@ impl Opened {
                 }
             }
         }
+        if let (Some(p), None) = (&self.precision, summary.interrupted) {
+            self.round_begins(p, u32::MAX, progress)?;
+        }
         progress.done();
         Ok(summary)
+    }
+
+    /// Before round `round` of an auto campaign (`u32::MAX`: at its end):
+    /// show each condition's current half-width, and return the conditions
+    /// that stopped before it. Recomputed from the stored runs.
+    fn round_begins(
+        &self,
+        p: &Precision,
+        round: u32,
+        progress: &mut Progress,
+    ) -> Result<Vec<String>> {
+        let states = p.load(&self.store, self.campaign.id)?;
+        let stopped: Vec<String> = precision::stopped_before(&states, round)
+            .into_iter()
+            .map(str::to_string)
+            .collect();
+        // A round that no condition needs shows nothing new.
+        let runs_any = round == u32::MAX || stopped.len() < states.len();
+        if round > 1 && runs_any {
+            let head = match round {
+                u32::MAX => "precision at the end:".to_string(),
+                r => format!("precision before round {r}:"),
+            };
+            progress.note(&head);
+            for c in &states {
+                progress.note(&format!("  {}: {}", c.condition, precision::describe(c)));
+            }
+        }
+        Ok(stopped)
     }
 }
 
@@ -194,6 +245,8 @@ mod tests {
         /// Some(Ok(sig)) = interrupted.
         script: Vec<Option<Result<i32, String>>>,
         gaps: usize,
+        /// The makespan of an ok run.
+        wall_ns: fn(&Run) -> u64,
     }
 
     impl Executor for Fake {
@@ -208,7 +261,7 @@ mod tests {
                     let p = synth::synthetic_process(
                         0,
                         crate::policy::ProcSched::fair(run.policy, 0),
-                        1_000_000 * (run.seq as u64 + 1),
+                        (self.wall_ns)(run),
                         500,
                     );
                     let rec = synth::synthetic_record(run, &env, vec![0], 0, None, vec![p]);
@@ -228,6 +281,7 @@ mod tests {
             executed: Vec::new(),
             script,
             gaps: 0,
+            wall_ns: |run| 1_000_000 * (run.seq as u64 + 1),
         }
     }
 
@@ -244,7 +298,11 @@ iterations = 1000
 "#;
 
     fn open(dir: &Path, retry_failed: bool) -> Opened {
-        let spec = crate::spec::load(SPEC, "seam.toml", &[]).unwrap();
+        open_spec(dir, retry_failed, SPEC)
+    }
+
+    fn open_spec(dir: &Path, retry_failed: bool, text: &str) -> Opened {
+        let spec = crate::spec::load(text, "seam.toml", &[]).unwrap();
         let opts = Options {
             db: dir.join("seam.db"),
             quiet: true,
@@ -253,7 +311,7 @@ iterations = 1000
             allow_concurrent: true,
         };
         let env = synth::synthetic_env(2);
-        Opened::open(&spec, SPEC, &[], &opts, &env, "test").unwrap()
+        Opened::open(&spec, text, &[], &opts, &env, "test").unwrap()
     }
 
     /// Carry out `o`'s runs through `exec`, quietly, with no signal.
@@ -307,6 +365,104 @@ iterations = 1000
         let err = execute(&mut o, &mut exec).unwrap_err();
         assert!(format!("{err:#}").contains("the machine is gone"));
         assert_eq!(o.store.finished_keys(o.campaign.id).unwrap().len(), 2);
+    }
+
+    /// OTHER's makespan is steady, BATCH's alternates 1 s / 2 s.
+    const AUTO: &str = r#"
+name = "auto"
+repetitions = "auto"
+target_ci_pct = 5
+min_repetitions = 3
+max_repetitions = 12
+[matrix]
+policy = ["other", "batch"]
+processes = [1]
+workload = ["w"]
+[workloads.w]
+kind = "pi"
+iterations = 1000
+"#;
+
+    fn auto_fake(script: Vec<Option<Result<i32, String>>>) -> Fake {
+        Fake {
+            wall_ns: |run| match run.policy {
+                crate::policy::Policy::Other => 1_000_000_000 + 1_000_000 * (run.rep as u64 % 2),
+                _ => 1_000_000_000 * (1 + run.rep as u64 % 2),
+            },
+            ..fake(script)
+        }
+    }
+
+    /// Stored reps of each policy's condition.
+    fn stored_reps(o: &Opened) -> (Vec<u32>, Vec<u32>) {
+        let keys = o.store.finished_keys(o.campaign.id).unwrap();
+        let reps = |p: &str| {
+            let mut v: Vec<u32> = o
+                .runs
+                .iter()
+                .filter(|r| r.policy.name() == p && keys.contains(&r.key))
+                .map(|r| r.rep)
+                .collect();
+            v.sort_unstable();
+            v
+        };
+        (reps("other"), reps("batch"))
+    }
+
+    /// `repetitions = "auto"`: rounds across both conditions; the steady
+    /// one stops once the rule is met (10 runs), the noisy one runs to the
+    /// most (12); the rest of the steady one's rounds are not run.
+    #[test]
+    fn auto_repetitions_stop_a_precise_condition_and_run_the_other_to_the_most() {
+        let d = tempfile::tempdir().unwrap();
+        let mut o = open_spec(d.path(), false, AUTO);
+        assert_eq!(o.pending.len(), 24);
+        let mut exec = auto_fake(vec![]);
+        let s = execute(&mut o, &mut exec).unwrap();
+        assert_eq!((s.ran, s.not_needed, s.interrupted), (22, 2, None));
+        let (other, batch) = stored_reps(&o);
+        assert_eq!(other, (1..=10).collect::<Vec<_>>());
+        assert_eq!(batch, (1..=12).collect::<Vec<_>>());
+        // Executed round by round.
+        let rep_of = |k: &String| o.runs.iter().find(|r| &r.key == k).unwrap().rep;
+        let reps: Vec<u32> = exec.executed.iter().map(rep_of).collect();
+        assert!(reps.windows(2).all(|w| w[0] <= w[1]), "{reps:?}");
+        assert_eq!(exec.gaps, 21, "no cool-down for a run not needed");
+        let states = o
+            .precision
+            .as_ref()
+            .unwrap()
+            .load(&o.store, o.campaign.id)
+            .unwrap();
+        assert_eq!(states[0].state, precision::State::AtMax, "batch");
+        assert_eq!(
+            states[1].state,
+            precision::State::Reached { after_round: 10 },
+            "other"
+        );
+    }
+
+    /// Interrupted in round 11 and resumed: the decisions are recomputed
+    /// from the stored runs, and the campaign ends as if it had not
+    /// stopped.
+    #[test]
+    fn an_interrupted_auto_campaign_resumes_with_the_same_decisions() {
+        let d = tempfile::tempdir().unwrap();
+        {
+            let mut o = open_spec(d.path(), false, AUTO);
+            let mut script = vec![None; 20];
+            script.push(Some(Ok(libc::SIGINT)));
+            let mut exec = auto_fake(script);
+            let s = execute(&mut o, &mut exec).unwrap();
+            assert_eq!((s.ran, s.interrupted), (20, Some(libc::SIGINT)));
+        }
+        let mut o = open_spec(d.path(), false, AUTO);
+        assert!(!o.created);
+        let mut exec = auto_fake(vec![]);
+        let s = execute(&mut o, &mut exec).unwrap();
+        assert_eq!((s.ran, s.not_needed, s.already_done), (2, 2, 20));
+        let (other, batch) = stored_reps(&o);
+        assert_eq!((other.len(), batch.len()), (10, 12));
     }
 
     #[test]

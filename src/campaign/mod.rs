@@ -4,6 +4,8 @@
 //! finishes, show progress, and stop cleanly on Ctrl-C.
 //!
 //! `check`: the spec against this machine; `preview`: what `plan` shows;
+//! `precision`: where the conditions of a `repetitions = "auto"` campaign
+//! stand;
 //! `execute`: the seam and the campaign loop; `machine`: the real machine's
 //! executor and its guards.
 
@@ -11,6 +13,7 @@ mod check;
 mod execute;
 mod machine;
 mod model;
+pub mod precision;
 mod preview;
 
 use anyhow::{Context, Result};
@@ -26,7 +29,7 @@ pub use check::{check_machine, run_need};
 pub use execute::{Executor, Opened};
 pub use machine::MachineExecutor;
 pub use model::ModelExecutor;
-pub use preview::{Preview, preview};
+pub use preview::{AutoEstimate, Preview, preview};
 
 pub struct Options {
     pub db: PathBuf,
@@ -47,6 +50,9 @@ pub struct Summary {
     pub ran: usize,
     pub already_done: usize,
     pub by_status: [usize; 4],
+    /// Runs of `repetitions = "auto"` left out because their condition had
+    /// reached its precision.
+    pub not_needed: usize,
     /// The stop signal, when the user interrupted it.
     pub interrupted: Option<i32>,
 }
@@ -184,7 +190,7 @@ pub fn announce(
     let estimates = plan::estimates(spec, &pending, env.cpus_allowed.len(), rates, period);
     if !opts.quiet {
         note!(
-            "{} campaign {} \"{}\" in {} (seed {}, scale {}): {} runs, {} stored, {} to run, about {}",
+            "{} campaign {} \"{}\" in {} (seed {}, scale {}): {} runs{}, {} stored, {} to run, about {}",
             if opened.created { "new" } else { "resuming" },
             opened.campaign.id,
             crate::out::esc(&opened.campaign.name),
@@ -192,6 +198,14 @@ pub fn announce(
             opened.campaign.seed,
             spec.scale,
             opened.runs.len(),
+            match spec.auto_repetitions {
+                Some(a) => format!(
+                    " at most (repetitions = \"auto\": rounds until each condition's 95 % interval is within ±{} %, \
+                     {} to {} runs each)",
+                    a.target_ci_pct, a.min_repetitions, spec.repetitions
+                ),
+                None => String::new(),
+            },
             opened.runs.len() - pending.len(),
             pending.len(),
             crate::units::human_duration(estimates.iter().sum())

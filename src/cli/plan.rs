@@ -40,6 +40,7 @@ pub(super) fn run(a: PlanArgs) -> Result<i32> {
         return Ok(0);
     }
     print_spec(&l)?;
+    print_auto(&l.spec, &p)?;
     print_runs(&l.spec, &p, &a.db.db)?;
     if a.list {
         print_list(&l.spec, &p)?;
@@ -118,8 +119,43 @@ fn print_spec(l: &Loaded) -> Result<()> {
     if let Some(n) = &l.trace_note {
         outln!("             {}", out::esc(n))?;
     }
-    outln!("repetitions  {}", s.repetitions)?;
+    match s.auto_repetitions {
+        Some(_) => outln!("repetitions  auto, at most {}", s.repetitions)?,
+        None => outln!("repetitions  {}", s.repetitions)?,
+    }
     outln!("scale        {}", s.scale)?;
+    Ok(())
+}
+
+/// `repetitions = "auto"`: the rule, and how many runs it will likely take.
+fn print_auto(s: &Spec, p: &Preview) -> Result<()> {
+    let (Some(auto), Some(e)) = (s.auto_repetitions, &p.auto_estimate) else {
+        return Ok(());
+    };
+    outln!(
+        "precision    auto: rounds until each condition's 95 % interval of its primary metric is within ±{} % \
+         (makespan; work for a duration workload), {} to {} runs per condition",
+        auto.target_ci_pct,
+        auto.min_repetitions,
+        s.repetitions
+    )?;
+    match e.from_campaign {
+        Some(id) => outln!(
+            "             about {} runs, from the per-condition CV of campaign {id} ({} of {} conditions; a pilot of \
+             {} for the others)",
+            e.runs,
+            e.conditions_known,
+            e.conditions,
+            auto.min_repetitions
+        )?,
+        None => outln!(
+            "             no earlier campaign of this spec in the database: a pilot of min_repetitions ({}) per \
+             condition ({} runs) first, then rounds until precise (at most {} runs)",
+            auto.min_repetitions,
+            e.runs,
+            p.runs.len()
+        )?,
+    }
     Ok(())
 }
 
@@ -176,9 +212,13 @@ fn print_runs(s: &Spec, p: &Preview, db: &Path) -> Result<()> {
         outln!("estimate     nothing left to run")?;
     } else {
         outln!(
-            "estimate     {} for the runs left (from a {:.0} M iterations/s pi calibration on this machine; \
+            "estimate     {} for the runs left{} (from a {:.0} M iterations/s pi calibration on this machine; \
              I/O and contention make real runs longer)",
             crate::units::human_duration(p.estimate_s),
+            match s.auto_repetitions {
+                Some(_) => " if every condition runs max_repetitions",
+                None => "",
+            },
             p.rates.pi_iter_per_s / 1e6
         )?;
     }
@@ -268,6 +308,14 @@ fn json(l: &Loaded, p: &Preview, db: &Path, list: bool) -> Value {
         "pi_iter_per_s": p.rates.pi_iter_per_s,
         "warnings": warnings(s, p),
     });
+    if let (Some(a), Some(e)) = (s.auto_repetitions, &p.auto_estimate) {
+        v["auto_repetitions"] = json!({
+            "target_ci_pct": a.target_ci_pct,
+            "min_repetitions": a.min_repetitions,
+            "max_repetitions": s.repetitions,
+            "estimate": e,
+        });
+    }
     if list {
         v["list"] = listed_runs(s, p)
             .iter()

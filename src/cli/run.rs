@@ -59,6 +59,12 @@ pub(super) fn summarise(s: &campaign::Summary, db: &std::path::Path, quiet: bool
             s.ran,
             s.already_done
         );
+        if s.not_needed > 0 {
+            note!(
+                "{} runs were not needed: their conditions reached target_ci_pct (repetitions = \"auto\")",
+                s.not_needed
+            );
+        }
     }
     if let Some(sig) = s.interrupted {
         note!(

@@ -428,6 +428,19 @@ impl Metric {
     }
 }
 
+/// The primary metric of a workload: the one figure of a run that
+/// `repetitions = "auto"` makes precise. Work stopped by an amount
+/// (iterations, bytes, round trips, a command that runs to its end): the
+/// run's makespan, release to the last worker's end (s, lower is better).
+/// Work stopped by a duration: the work done, the mean over the run's
+/// workers (higher is better), since the makespan is then the duration.
+pub fn primary(w: &crate::workload::Workload) -> Metric {
+    match w.stop() {
+        crate::workload::Stop::DurationNs(_) => Metric::Work,
+        crate::workload::Stop::Work(_) => Metric::Makespan,
+    }
+}
+
 /// The per-process metric values of a process row, indexed by
 /// [`Metric::process_slot`]; NaN where the row has no value (schedstat
 /// missing, zero wall time for CPU %).
@@ -502,6 +515,19 @@ mod tests {
             serde_json::to_value(Direction::LowerIsBetter).unwrap(),
             "lower_is_better"
         );
+    }
+
+    #[test]
+    fn the_primary_metric_is_makespan_for_an_amount_and_work_for_a_duration() {
+        let load = |t: &str| {
+            crate::spec::load(t, "t.toml", &[]).unwrap().workloads[0]
+                .workload
+                .clone()
+        };
+        let amount = load("[matrix]\nworkload = [\"pi\"]\n[workloads.pi]\niterations = 1000\n");
+        let timed = load("[matrix]\nworkload = [\"pi\"]\n[workloads.pi]\nduration_s = 1\n");
+        assert_eq!(primary(&amount), Metric::Makespan);
+        assert_eq!(primary(&timed), Metric::Work);
     }
 
     #[test]

@@ -170,7 +170,13 @@ pub struct NamedWorkload {
 pub struct Spec {
     pub name: String,
     pub description: String,
+    /// Runs per condition; with `auto_repetitions`, the most
+    /// (`max_repetitions`).
     pub repetitions: u32,
+    /// `repetitions = "auto"`: repeat each condition in rounds until its
+    /// primary metric is precise enough (absent: exactly `repetitions`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_repetitions: Option<AutoRepetitions>,
     pub order: Order,
     /// None: a fresh seed is drawn when the campaign is created and stored.
     pub seed: Option<u64>,
@@ -211,6 +217,26 @@ pub struct Spec {
     pub deadline: Deadline,
     pub hog: Option<Hog>,
     pub wrr: WrrSettings,
+}
+
+/// `repetitions = "auto"`: each condition runs in rounds until the 95 %
+/// interval of its primary metric's mean is within `target_ci_pct` % of the
+/// mean ([`crate::stats::sequential::StopRule`]), after at least
+/// `min_repetitions` and at most `Spec::repetitions` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct AutoRepetitions {
+    pub target_ci_pct: f64,
+    pub min_repetitions: u32,
+}
+
+impl AutoRepetitions {
+    /// The stopping rule.
+    pub fn rule(&self) -> crate::stats::sequential::StopRule {
+        crate::stats::sequential::StopRule {
+            target_ci_pct: self.target_ci_pct,
+            min_n: self.min_repetitions as usize,
+        }
+    }
 }
 
 /// A level of `matrix.ext_scheduler`: no sched_ext scheduler ("none"), or a
@@ -441,6 +467,74 @@ mod tests {
             .to_string();
             assert!(e.contains("compare_margin_pct"), "{bad}: {e}");
         }
+    }
+
+    /// `repetitions = "auto"` with its keys: defaults, the count becomes
+    /// the most runs, a numeric count is unchanged (and keeps its
+    /// identity), and every mistake names its key.
+    #[test]
+    fn auto_repetitions_keys() {
+        let base = "[matrix]\nworkload = [\"pi\"]\n";
+        let numeric = load(&format!("repetitions = 4\n{base}"), "t.toml", &[]).unwrap();
+        assert_eq!((numeric.repetitions, numeric.auto_repetitions), (4, None));
+        assert!(!serde_json::to_string(&numeric).unwrap().contains("auto"));
+        let auto = load(
+            &format!("repetitions = \"auto\"\ntarget_ci_pct = 2\n{base}"),
+            "t.toml",
+            &[],
+        )
+        .unwrap();
+        assert_eq!(auto.repetitions, 50);
+        assert_eq!(
+            auto.auto_repetitions,
+            Some(AutoRepetitions {
+                target_ci_pct: 2.0,
+                min_repetitions: 10
+            })
+        );
+        let set = load(
+            base,
+            "t.toml",
+            &[
+                "repetitions=auto".to_string(),
+                "target_ci_pct=2".to_string(),
+                "min_repetitions=3".to_string(),
+                "max_repetitions=8".to_string(),
+            ],
+        )
+        .unwrap();
+        assert_eq!(set.repetitions, 8);
+        assert_eq!(set.auto_repetitions.unwrap().min_repetitions, 3);
+        let bad = |text: &str, key: &str| {
+            let e = load(&format!("{text}\n{base}"), "t.toml", &[])
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(&format!(": {key}: ")), "{text}: {e}");
+        };
+        bad("repetitions = \"auto\"", "target_ci_pct");
+        bad("repetitions = \"many\"", "repetitions");
+        bad("repetitions = 0", "repetitions");
+        bad("repetitions = 2.5", "repetitions");
+        bad("repetitions = \"auto\"\ntarget_ci_pct = 0", "target_ci_pct");
+        bad(
+            "repetitions = \"auto\"\ntarget_ci_pct = 100",
+            "target_ci_pct",
+        );
+        bad(
+            "repetitions = \"auto\"\ntarget_ci_pct = 2\nmin_repetitions = 1",
+            "min_repetitions",
+        );
+        bad(
+            "repetitions = \"auto\"\ntarget_ci_pct = 2\nmin_repetitions = 12\nmax_repetitions = 11",
+            "max_repetitions",
+        );
+        bad(
+            "repetitions = \"auto\"\ntarget_ci_pct = 2\nmax_repetitions = 200000",
+            "max_repetitions",
+        );
+        bad("repetitions = 5\ntarget_ci_pct = 2", "target_ci_pct");
+        bad("min_repetitions = 5", "min_repetitions");
+        bad("max_repetitions = 5", "max_repetitions");
     }
 
     /// `matrix.ext_scheduler`: "none", a command line, or a name of

@@ -10,7 +10,12 @@ use std::collections::BTreeMap;
 pub struct RawSpec {
     pub name: Option<String>,
     pub description: Option<String>,
-    pub repetitions: Option<i64>,
+    /// An integer, or "auto" (with `target_ci_pct`, `min_repetitions`,
+    /// `max_repetitions`).
+    pub repetitions: Option<toml::Value>,
+    pub target_ci_pct: Option<f64>,
+    pub min_repetitions: Option<i64>,
+    pub max_repetitions: Option<i64>,
     pub order: Option<String>,
     pub seed: Option<i64>,
     pub timeout_s: Option<f64>,

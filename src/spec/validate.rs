@@ -5,7 +5,8 @@ use std::path::PathBuf;
 
 use super::raw::{IntOrList, RawMatrix, RawPriorities, RawSpec, RawWorkload};
 use super::{
-    Cpus, ExtScheduler, Hog, NamedWorkload, Order, Spec, SpecError, WrrMechanism, WrrSettings,
+    AutoRepetitions, Cpus, ExtScheduler, Hog, NamedWorkload, Order, Spec, SpecError, WrrMechanism,
+    WrrSettings,
 };
 use crate::policy::{
     Assignment, Deadline, NICE_MAX, NICE_MIN, Policy, PriorityMode, RT_MAX, RT_MIN,
@@ -70,7 +71,7 @@ pub fn validate(raw: RawSpec, origin: &str) -> Result<Spec, SpecError> {
     if name.trim().is_empty() {
         return Err(cx.err("name", "must not be empty"));
     }
-    let repetitions = repetitions(&cx, &raw)?;
+    let (repetitions, auto_repetitions) = repetitions(&cx, &raw)?;
     let order = match raw.order.as_deref() {
         None | Some("shuffled") => Order::Shuffled,
         Some("sequential") => Order::Sequential,
@@ -147,6 +148,7 @@ pub fn validate(raw: RawSpec, origin: &str) -> Result<Spec, SpecError> {
         name,
         description: raw.description.clone().unwrap_or_default(),
         repetitions,
+        auto_repetitions,
         order,
         seed,
         timeout_ns,
@@ -168,21 +170,6 @@ pub fn validate(raw: RawSpec, origin: &str) -> Result<Spec, SpecError> {
         hog,
         wrr,
     })
-}
-
-/// `repetitions`: how many runs of each condition.
-fn repetitions(cx: &Ctx, raw: &RawSpec) -> Result<u32, SpecError> {
-    let repetitions = match raw.repetitions {
-        None => 3,
-        Some(r) if (1..=100_000).contains(&r) => r as u32,
-        Some(r) => {
-            return Err(cx.err(
-                "repetitions",
-                format!("must be between 1 and 100000, got {r}"),
-            ));
-        }
-    };
-    Ok(repetitions)
 }
 
 /// `matrix.policy`: the scheduling policies compared (OTHER by default).
@@ -533,6 +520,96 @@ fn wrr(cx: &Ctx, raw: &RawSpec) -> Result<WrrSettings, SpecError> {
         }
     };
     Ok(wrr)
+}
+
+/// Default and bounds of `repetitions = "auto"`: at least 10 runs (the
+/// stopping rule cannot stop before about 10 anyway, see
+/// [`crate::stats::sequential`]), at most 50 unless `max_repetitions` says.
+pub const AUTO_MIN_REPETITIONS: u32 = 10;
+pub const AUTO_MAX_REPETITIONS: u32 = 50;
+const MAX_REPETITIONS: i64 = 100_000;
+
+/// `repetitions`: a count, or "auto" with its keys (the count is then
+/// `max_repetitions`).
+fn repetitions(cx: &Ctx, raw: &RawSpec) -> Result<(u32, Option<AutoRepetitions>), SpecError> {
+    let auto = match &raw.repetitions {
+        None => false,
+        Some(toml::Value::Integer(r)) if (1..=MAX_REPETITIONS).contains(r) => false,
+        Some(toml::Value::Integer(r)) => {
+            return Err(cx.err(
+                "repetitions",
+                format!("must be between 1 and {MAX_REPETITIONS}, got {r}"),
+            ));
+        }
+        Some(toml::Value::String(s)) if s == "auto" => true,
+        Some(v) => {
+            return Err(cx.err(
+                "repetitions",
+                format!("must be a number of runs or \"auto\", got {v}"),
+            ));
+        }
+    };
+    if !auto {
+        for (key, given) in [
+            ("target_ci_pct", raw.target_ci_pct.is_some()),
+            ("min_repetitions", raw.min_repetitions.is_some()),
+            ("max_repetitions", raw.max_repetitions.is_some()),
+        ] {
+            if given {
+                return Err(cx.err(key, "applies only with repetitions = \"auto\""));
+            }
+        }
+        let n = match &raw.repetitions {
+            Some(toml::Value::Integer(r)) => *r as u32,
+            _ => 3,
+        };
+        return Ok((n, None));
+    }
+    let target_ci_pct = match raw.target_ci_pct {
+        None => {
+            return Err(cx.err(
+                "target_ci_pct",
+                "is required with repetitions = \"auto\": the half-width of the 95 % interval of \
+                 each condition's mean to reach, in % of the mean (e.g. 2)",
+            ));
+        }
+        Some(v) if v.is_finite() && v > 0.0 && v < 100.0 => v,
+        Some(v) => {
+            return Err(cx.err(
+                "target_ci_pct",
+                format!("must be more than 0 and less than 100 (a percentage), got {v}"),
+            ));
+        }
+    };
+    let min = match raw.min_repetitions {
+        None => AUTO_MIN_REPETITIONS as i64,
+        Some(v) if (2..=MAX_REPETITIONS).contains(&v) => v,
+        Some(v) => {
+            return Err(cx.err(
+                "min_repetitions",
+                format!("must be between 2 and {MAX_REPETITIONS}, got {v}"),
+            ));
+        }
+    };
+    let max = match raw.max_repetitions {
+        None => (AUTO_MAX_REPETITIONS as i64).max(min),
+        Some(v) if (2..=MAX_REPETITIONS).contains(&v) && v >= min => v,
+        Some(v) => {
+            return Err(cx.err(
+                "max_repetitions",
+                format!(
+                    "must be at least min_repetitions ({min}) and at most {MAX_REPETITIONS}, got {v}"
+                ),
+            ));
+        }
+    };
+    Ok((
+        max as u32,
+        Some(AutoRepetitions {
+            target_ci_pct,
+            min_repetitions: min as u32,
+        }),
+    ))
 }
 
 /// The longest a sched_ext scheduler program may take to load (and the

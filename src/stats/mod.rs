@@ -20,6 +20,8 @@
 //! - [`fairness`]: Jain's index, the kernel nice-to-weight table, predicted
 //!   vs observed CPU shares.
 //! - [`regression`]: OLS and log–log slope.
+//! - [`sequential`]: the Chow–Robbins stopping rule of `repetitions =
+//!   "auto"` (repeat until the mean's 95 % interval is narrow enough).
 
 pub mod bootstrap;
 pub mod dist;
@@ -29,6 +31,7 @@ pub mod hypothesis;
 pub mod outliers;
 pub mod power;
 pub mod regression;
+pub mod sequential;
 pub mod summary;
 
 pub use bootstrap::{

@@ -41,6 +41,18 @@ pub struct ReportCampaign {
     pub by: Option<RunFactor>,
 }
 
+/// A stored run as the stopping rule of `repetitions = "auto"` sees it
+/// ([`Store::precision_inputs`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PrecisionInput {
+    pub key: String,
+    pub rep: u32,
+    pub workload: String,
+    pub ok: bool,
+    pub makespan_ns: Option<i64>,
+    pub mean_work: Option<f64>,
+}
+
 /// One stored run of a campaign (any status).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ReportRun {
@@ -668,6 +680,44 @@ impl Store {
             }
         }
         Ok(out)
+    }
+
+    /// What a precision rule needs of each stored run of a campaign, in
+    /// campaign order: its key, repetition, workload, whether it is ok,
+    /// its makespan, and the mean work of its workers (NULL works left out,
+    /// as the report's per-run `work`).
+    pub fn precision_inputs(&self, campaign_id: i64) -> Result<Vec<PrecisionInput>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT r.run_key, r.rep, r.workload, r.status = 'ok', r.makespan_ns,
+                    (SELECT AVG(p.work) FROM processes p WHERE p.run_id = r.id AND p.role = 'worker')
+             FROM runs r WHERE r.campaign_id = ?1 ORDER BY r.seq",
+        )?;
+        let rows = stmt
+            .query_map([campaign_id], |r| {
+                Ok(PrecisionInput {
+                    key: r.get(0)?,
+                    rep: r.get::<_, i64>(1)?.clamp(0, u32::MAX as i64) as u32,
+                    workload: r.get(2)?,
+                    ok: r.get(3)?,
+                    makespan_ns: r.get(4)?,
+                    mean_work: r.get(5)?,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .context("reading runs")?;
+        Ok(rows)
+    }
+
+    /// The campaigns named `name`, newest first (earlier campaigns of a
+    /// spec, whatever changed since).
+    pub fn campaigns_named(&self, name: &str) -> Result<Vec<i64>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id FROM campaigns WHERE name = ?1 ORDER BY id DESC")?;
+        let ids = stmt
+            .query_map([name], |r| r.get::<_, i64>(0))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(ids)
     }
 
     /// Set a campaign's creation time and recorded schedlab version

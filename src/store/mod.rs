@@ -23,7 +23,8 @@ use crate::sys::envinfo::EnvSnapshot;
 use crate::workload::latency::Latency;
 
 pub use analysis::{
-    ReportCampaign, ReportData, ReportEnvironment, ReportProcess, ReportRun, ReportUsage, RunFactor,
+    PrecisionInput, ReportCampaign, ReportData, ReportEnvironment, ReportProcess, ReportRun,
+    ReportUsage, RunFactor,
 };
 pub use schema::MIGRATIONS;
 

@@ -16,6 +16,7 @@ mod fairness;
 mod groups;
 pub mod latency;
 mod outliers;
+mod precision;
 mod runs;
 mod scaling;
 #[cfg(test)]
@@ -39,6 +40,7 @@ pub(crate) use conditions::{cell, resamples_for, seed_for};
 pub use fairness::{Fairness, ShareCheck, ShareRow};
 pub use groups::{ByLevels, Factors, Group, GroupKey, WorkloadInfo, group_label};
 pub use outliers::Outlier;
+pub use precision::AutoPrecision;
 pub use runs::{
     InterferenceSummary, LoadSummary, OTHER_CPU_NOTE_PCT, OTHERS_RUNNABLE_NOTE, ProblemRun,
     STEAL_NOTE_PCT, StatusCounts,
@@ -144,6 +146,9 @@ pub struct Analysis {
     pub shares: Vec<ShareCheck>,
     pub windows: WindowCheck,
     pub problems: Vec<ProblemRun>,
+    /// `repetitions = "auto"`: the rule, and where each condition stopped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub precision: Option<AutoPrecision>,
     /// run id → (seq, rep), for labels.
     #[serde(skip)]
     pub run_info: HashMap<i64, (i64, i64)>,
@@ -275,7 +280,9 @@ pub fn analyse(store: &Store, opts: &Options) -> Result<Analysis> {
         let timed = groups::spec_order(&c.spec_json).timed;
         move |run: &ReportRun, rows: &[ReportProcess]| runs::fold_run(run, rows, &timed)
     })?;
-    Ok(analyse_values(data, opts))
+    let mut a = analyse_values(data, opts);
+    a.precision = precision::of_campaign(store, &a.campaign)?;
+    Ok(a)
 }
 
 /// Analyse a loaded campaign: every statistic of the report, from plain
@@ -369,6 +376,7 @@ fn analyse_values(data: ReportData<Option<runs::RunValues>>, opts: &Options) -> 
         problems,
         run_info,
         runs,
+        precision: None,
     };
     analysis.comparisons = comparisons::all_comparisons(&analysis, opts);
     analysis

@@ -43,6 +43,57 @@ fn method_text(a: &Analysis) -> Vec<String> {
     ]
 }
 
+/// `repetitions = "auto"`: the rule, the target, and per condition the
+/// half-width and n reached (or that the most repetitions did not reach it).
+fn precision_text(a: &Analysis) -> Vec<String> {
+    use crate::campaign::precision::State;
+    let Some(p) = &a.precision else {
+        return Vec::new();
+    };
+    let metrics: Vec<String> = p
+        .primary_metrics
+        .iter()
+        .map(|(w, m)| format!("{w}: {m}"))
+        .collect();
+    let mut out = vec![format!(
+        "Repetitions until precise (repetitions = \"auto\"): the runs went in rounds across all conditions; a \
+         condition stopped after the first round n ≥ {} at which t(n−1, 0.975)·√((s² + {}·(d·mean)²/n)/n) ≤ d·|mean| \
+         for its primary metric, with d = target_ci_pct = {} % (Chow–Robbins' sequential fixed-width interval, its \
+         small-sample term in units of the target, so it cannot stop before about 10 runs), and at most {} rounds. \
+         Primary metric ({}). Its 95% interval, mean ± t·s/√n, then has a half-width of at most {} % of the mean; \
+         a simulation over normal and lognormal campaigns holds its coverage at 95% ± 2%.",
+        p.min_repetitions,
+        crate::stats::sequential::SMALL_SAMPLE_K,
+        p.target_ci_pct,
+        p.max_repetitions,
+        metrics.join("; "),
+        p.target_ci_pct
+    )];
+    for c in &p.conditions {
+        let hw = c
+            .half_width_pct
+            .map_or("no interval".to_string(), |h| format!("±{h:.2} %"));
+        let what = match c.state {
+            State::Reached { after_round } => {
+                format!(
+                    "reached the target after {after_round} rounds: {hw} with n = {}",
+                    c.n
+                )
+            }
+            State::AtMax => format!(
+                "did NOT reach the target of ±{} % in the most rounds ({}): {hw} with n = {}",
+                p.target_ci_pct, c.rounds, c.n
+            ),
+            State::Running => format!(
+                "has rounds left (the campaign is incomplete): {hw} with n = {} after {} rounds",
+                c.n, c.rounds
+            ),
+        };
+        out.push(format!("{}: {what}.", c.condition));
+    }
+    out
+}
+
 impl Section for MethodSection {
     fn id(&self) -> &'static str {
         "method"
@@ -53,10 +104,16 @@ impl Section for MethodSection {
     }
 
     fn blocks(&self, a: &Analysis) -> Vec<Block> {
-        method_text(a).into_iter().map(Block::p).collect()
+        let mut text = method_text(a);
+        text.extend(precision_text(a));
+        text.into_iter().map(Block::p).collect()
     }
 
     fn json(&self, a: &Analysis) -> Option<Value> {
-        serde_json::to_value(&a.settings).ok()
+        let mut v = serde_json::to_value(&a.settings).ok()?;
+        if let (Some(p), Some(obj)) = (&a.precision, v.as_object_mut()) {
+            obj.insert("auto_repetitions".into(), serde_json::to_value(p).ok()?);
+        }
+        Some(v)
     }
 }

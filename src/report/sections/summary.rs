@@ -15,7 +15,26 @@ use crate::report::fmt;
 pub fn notes(a: &Analysis) -> Vec<String> {
     let mut v = Vec::new();
     let stored = a.counts.total() as u64;
-    if stored < a.campaign.planned_runs {
+    if let Some(p) = &a.precision {
+        // Auto: fewer runs than planned (the most) is the rule at work.
+        let (running, at_max) = (p.running().len(), p.at_max().len());
+        if running > 0 {
+            v.push(format!(
+                "The campaign is incomplete: {running} conditions have rounds left before reaching ±{} % (running \
+                 the same spec again resumes it).",
+                p.target_ci_pct
+            ));
+        }
+        if at_max > 0 {
+            v.push(format!(
+                "{at_max} of {} conditions did not reach the target precision of ±{} % within {} repetitions: see \
+                 “How the statistics were computed”.",
+                p.conditions.len(),
+                p.target_ci_pct,
+                p.max_repetitions
+            ));
+        }
+    } else if stored < a.campaign.planned_runs {
         v.push(format!(
             "The campaign is incomplete: {stored} of {} planned runs are stored (running the same spec again resumes it).",
             a.campaign.planned_runs
