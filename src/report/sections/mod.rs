@@ -27,6 +27,7 @@ mod fairness;
 mod latency;
 mod matmul;
 mod method;
+mod model;
 mod outliers;
 mod rt_bandwidth;
 mod scaling;
@@ -45,6 +46,7 @@ pub use fairness::FairnessSection;
 pub use latency::LatencySection;
 pub use matmul::MatmulSection;
 pub use method::MethodSection;
+pub use model::ModelSection;
 pub use outliers::OutliersSection;
 pub use rt_bandwidth::RtBandwidthSection;
 pub use scaling::ScalingSection;
@@ -107,6 +109,7 @@ pub fn sections_for(opts: &Options) -> Vec<Box<dyn Section>> {
         Box::new(LatencySection::default()),
         Box::new(TraceSection::new(opts.timeline_run, opts.timeline_window)),
         Box::new(ExtSchedulersSection::default()),
+        Box::new(ModelSection::default()),
         Box::new(ComparisonsSection),
         Box::new(ScalingSection),
         Box::new(FairnessSection),
