@@ -6,7 +6,7 @@ use anyhow::Result;
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 
-use crate::bench::{aio, fidelity, report, trace, wrr};
+use crate::bench::{aio, fidelity, model, report, trace, wrr};
 
 #[derive(Subcommand)]
 pub(super) enum BenchCommand {
@@ -24,6 +24,27 @@ pub(super) enum BenchCommand {
     /// without, alternating) and how the trace agrees with schedstat and
     /// rusage (root).
     Trace(TraceBenchArgs),
+    /// The model against the machine: scaled-down presets measured, then simulated
+    /// from their own plans; each figure's prediction error beside the run-to-run
+    /// spread, with issue 20's targets printed as met or missed (never asserted).
+    Model(ModelBenchArgs),
+}
+
+#[derive(Args)]
+pub(super) struct ModelBenchArgs {
+    /// Multiplies each case's work and durations (1: about three minutes).
+    #[arg(long, default_value_t = 1.0)]
+    scale: f64,
+    /// Runs per condition (at least 2).
+    #[arg(long, default_value_t = 3)]
+    repetitions: u32,
+    /// Keep the campaigns in this database (default: a temporary one).
+    #[arg(long)]
+    db: Option<PathBuf>,
+    /// Only these cases, comma-separated: quick, policies, priorities, wrr-weights,
+    /// rt-throttle, eevdf-slice, periodic-fifo (default: all).
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
 }
 
 #[derive(Args)]
@@ -118,6 +139,15 @@ pub(super) fn run(which: BenchCommand) -> Result<i32> {
             out: a.out,
         }),
         BenchCommand::Fidelity(a) => fidelity::run(fidelity::FidelityOptions { quick: a.quick }),
+        BenchCommand::Model(a) => {
+            model::run(model::ModelBenchOptions {
+                scale: a.scale,
+                repetitions: a.repetitions,
+                db: a.db,
+                only: a.only,
+            })?;
+            Ok(0)
+        }
         BenchCommand::Trace(a) => {
             trace::run(trace::TraceBenchOptions {
                 trials: a.trials,

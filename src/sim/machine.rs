@@ -44,6 +44,16 @@ pub struct Machine {
     pub context_switch_ns: u64,
 }
 
+/// The scheduling knobs an environment recorded (None: the kernel's
+/// default).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Knobs {
+    pub hz: Option<u32>,
+    pub rr_timeslice_ms: Option<i64>,
+    pub rt_runtime_us: Option<i64>,
+    pub rt_period_us: Option<i64>,
+}
+
 /// The fair server's defaults (kernel/sched/deadline.c
 /// `dl_server_apply_params` via `fair_server_init`: 50 ms / 1000 ms).
 pub const FAIR_SERVER_RUNTIME_NS: u64 = 50_000_000;
@@ -55,14 +65,30 @@ impl Machine {
     /// (`envinfo::fair_base_slice_ns`), since the snapshot does not carry
     /// it. Knobs the snapshot lacks take the kernel's defaults.
     pub fn from_env(env: &EnvSnapshot, base_slice_ns: u64) -> Machine {
-        let new_kernel = kernel_at_least(&env.kernel_release, 6, 12);
-        Machine {
-            cpus: env.cpus_allowed.len().max(1),
-            hz: env.hz.unwrap_or(250).max(1),
+        Machine::from_knobs(
+            &env.kernel_release,
+            env.cpus_allowed.len(),
+            Knobs {
+                hz: env.hz,
+                rr_timeslice_ms: env.sched_rr_timeslice_ms,
+                rt_runtime_us: env.sched_rt_runtime_us,
+                rt_period_us: env.sched_rt_period_us,
+            },
             base_slice_ns,
-            rr_timeslice_ms: env.sched_rr_timeslice_ms.unwrap_or(100).max(1) as u64,
-            rt_runtime_us: env.sched_rt_runtime_us.unwrap_or(950_000),
-            rt_period_us: env.sched_rt_period_us.unwrap_or(1_000_000).max(1) as u64,
+        )
+    }
+
+    /// The machine of a kernel release with `cpus` CPUs and the knobs a
+    /// stored environment recorded (a report has these, not the snapshot).
+    pub fn from_knobs(release: &str, cpus: usize, k: Knobs, base_slice_ns: u64) -> Machine {
+        let new_kernel = kernel_at_least(release, 6, 12);
+        Machine {
+            cpus: cpus.max(1),
+            hz: k.hz.unwrap_or(250).max(1),
+            base_slice_ns,
+            rr_timeslice_ms: k.rr_timeslice_ms.unwrap_or(100).max(1) as u64,
+            rt_runtime_us: k.rt_runtime_us.unwrap_or(950_000),
+            rt_period_us: k.rt_period_us.unwrap_or(1_000_000).max(1) as u64,
             fair_server: new_kernel,
             fair_server_runtime_ns: FAIR_SERVER_RUNTIME_NS,
             fair_server_period_ns: FAIR_SERVER_PERIOD_NS,
@@ -145,7 +171,7 @@ impl Default for WakeCosts {
 pub enum CalibrationError {
     #[error("run {key} has no \"{histogram}\" latency histogram in its workers")]
     NoHistogram { key: String, histogram: String },
-    #[error("run {key}: {message}")]
+    #[error("{key}: {message}")]
     Bad { key: String, message: String },
 }
 
@@ -155,7 +181,7 @@ fn pooled_p50(record: &RunRecord, name: &str) -> Result<u64, CalibrationError> {
     for p in record.processes.iter().filter(|p| p.role == "worker") {
         if let Some(bytes) = p.latency.get(name) {
             let h = Latency::decode(bytes).map_err(|e| CalibrationError::Bad {
-                key: record.run.key.clone(),
+                key: format!("run {}", record.run.key),
                 message: format!("{e:#}"),
             })?;
             pooled.add(&h);
@@ -249,12 +275,25 @@ impl ModelParams {
     /// time), which is the rate the workload ran at on this machine under
     /// that condition. Calibrate on one condition (say one process alone,
     /// or FIFO), then predict the others; the source says which run.
-    pub fn rates_from_run(mut self, record: &RunRecord) -> Result<Self, CalibrationError> {
-        let key = record.run.key.clone();
-        let workers = record
-            .processes
-            .iter()
-            .filter(|p| p.role == "worker" && p.ok);
+    pub fn rates_from_run(self, record: &RunRecord) -> Result<Self, CalibrationError> {
+        self.rates_from_processes(
+            &record.run.workload.workload,
+            &format!("run {}", record.run.key),
+            &record.processes,
+        )
+    }
+
+    /// As [`ModelParams::rates_from_run`] over the processes of several
+    /// runs of one condition (`source` names them): Σ work / Σ run time of
+    /// their ok workers.
+    pub fn rates_from_processes(
+        mut self,
+        w: &crate::workload::Workload,
+        source: &str,
+        processes: &[crate::record::ProcessRecord],
+    ) -> Result<Self, CalibrationError> {
+        let key = source.to_string();
+        let workers = processes.iter().filter(|p| p.role == "worker" && p.ok);
         let (work, run_ns) = workers.fold((0u64, 0u64), |(w, r), p| {
             (w + p.work.unwrap_or(0), r + p.run_ns.unwrap_or(0))
         });
@@ -265,7 +304,6 @@ impl ModelParams {
             });
         }
         let per_s = work as f64 / (run_ns as f64 / 1e9);
-        let w = &record.run.workload.workload;
         let what = match w {
             crate::workload::Workload::Pi(_) => {
                 self.rates.pi_iter_per_s = per_s;
@@ -282,6 +320,10 @@ impl ModelParams {
                 self.rates.flops_per_s = per_s * crate::workload::matmul::flops_per_multiply(m.n);
                 "flops_per_s"
             }
+            crate::workload::Workload::Copy(c) if c.sync == crate::workload::SyncMode::None => {
+                self.rates.copy_bytes_per_s = per_s;
+                "copy_bytes_per_s"
+            }
             other => {
                 return Err(CalibrationError::Bad {
                     key,
@@ -289,10 +331,7 @@ impl ModelParams {
                 });
             }
         };
-        self.rates_source = format!(
-            "{}; {what} = {per_s:.4e}/s from run {key}",
-            self.rates_source
-        );
+        self.rates_source = format!("{}; {what} = {per_s:.4e}/s from {key}", self.rates_source);
         Ok(self)
     }
 }

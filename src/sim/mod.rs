@@ -62,7 +62,7 @@ pub mod task;
 pub mod wrr;
 
 pub use engine::Segment;
-pub use machine::{CalibrationError, Machine, ModelParams, WakeCosts};
+pub use machine::{CalibrationError, Knobs, Machine, ModelParams, WakeCosts};
 pub use mapping::{MODEL_RELEASE, SimRun, simulate};
 
 #[cfg(test)]

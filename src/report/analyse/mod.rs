@@ -15,6 +15,7 @@ mod conditions;
 mod fairness;
 mod groups;
 pub mod latency;
+pub mod model;
 mod outliers;
 mod precision;
 mod runs;

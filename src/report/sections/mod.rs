@@ -28,6 +28,7 @@ mod first_screen;
 mod latency;
 mod matmul;
 mod method;
+mod model;
 mod outliers;
 mod rt_bandwidth;
 mod scaling;
@@ -47,6 +48,7 @@ pub use first_screen::{FirstScreenSection, TRACE_HINT};
 pub use latency::LatencySection;
 pub use matmul::MatmulSection;
 pub use method::MethodSection;
+pub use model::ModelSection;
 pub use outliers::OutliersSection;
 pub use rt_bandwidth::RtBandwidthSection;
 pub use scaling::ScalingSection;
@@ -115,6 +117,7 @@ pub fn sections_for(opts: &Options) -> Vec<Box<dyn Section>> {
         Box::new(LatencySection::default()),
         Box::new(TraceSection::new(opts.timeline_run, opts.timeline_window)),
         Box::new(ExtSchedulersSection::default()),
+        Box::new(ModelSection::default()),
         Box::new(ComparisonsSection),
         Box::new(ScalingSection),
         Box::new(FairnessSection),

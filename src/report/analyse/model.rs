@@ -1,0 +1,879 @@
+//! The model beside the measurement: a measured campaign's own plan run
+//! through the discrete-event model ([`crate::sim`]) and each predicted
+//! figure set against the measured runs, with the relative error, whether
+//! the 95 % CI of the measured mean covers the prediction, and the
+//! run-to-run spread. Pure: the caller hands in the spec, the machine and
+//! the measured processes.
+//!
+//! Calibration is never fitted to what it is judged against in silence:
+//! each workload's speed (pi, hash, matmul, page-cache copy: Σ work / Σ
+//! CPU time of its workers) or wake-up cost (periodic: the median of the
+//! workers' p50 wake-up; pingpong: half the median time per round trip) is
+//! taken from ONE condition, the first of that workload in the report's
+//! order, whose rows are marked; every other condition is a prediction.
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+use super::{Settings, mean_interval};
+use crate::plan::Run;
+use crate::policy::{Policy, ProcSched};
+use crate::record::{ProcessRecord, RunStatus};
+use crate::sim::{self, Machine, ModelParams};
+use crate::spec::Spec;
+use crate::workload::{Rates, Stop, SyncMode, Workload};
+
+/// Most measured runs of one condition the check reads (the first ones).
+pub const MAX_RUNS_PER_CONDITION: usize = 50;
+
+/// A deviation is a finding when the CI misses the prediction and the
+/// relative error is beyond both the run-to-run CV and this floor.
+pub const FINDING_MIN_REL_ERROR: f64 = 0.02;
+
+/// One measured run of a condition.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MeasuredRun {
+    pub run_id: i64,
+    /// Every process row (workers and hogs).
+    pub processes: Vec<ProcessRecord>,
+}
+
+/// A condition of the campaign as the check takes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConditionRuns {
+    /// Index into [`super::Analysis::conditions`].
+    pub condition: usize,
+    pub label: String,
+    pub policy: String,
+    pub workload: String,
+    /// The resolved plan entry of one of its ok runs (None when the store
+    /// has none).
+    pub run: Option<Run>,
+    /// Its ok runs, at most [`MAX_RUNS_PER_CONDITION`].
+    pub runs: Vec<MeasuredRun>,
+}
+
+/// Everything the check is given.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelInput {
+    pub spec: Spec,
+    pub machine: Machine,
+    /// Where the machine's parameters came from.
+    pub machine_source: String,
+    pub conditions: Vec<ConditionRuns>,
+}
+
+/// A figure the model predicts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModelMetric {
+    /// CPU time over the process's own wall time, %.
+    Share,
+    /// CPU time over all the run's workers' CPU time, % (runs of fixed
+    /// duration with several workers: what the weights divide).
+    WorkerShare,
+    /// End of the process's work after release, s.
+    Completion,
+    /// Release to the last worker's end, s.
+    Makespan,
+    /// Involuntary context switches per process.
+    InvolSwitches,
+    /// Time slices (schedstat) per process.
+    Slices,
+    /// Periodic wake-up latency p50, µs.
+    WakeupP50,
+    /// Pingpong round trips per second.
+    RoundTrips,
+}
+
+impl ModelMetric {
+    pub fn name(self) -> &'static str {
+        match self {
+            ModelMetric::Share => "CPU share",
+            ModelMetric::WorkerShare => "share among workers",
+            ModelMetric::Completion => "completion",
+            ModelMetric::Makespan => "makespan",
+            ModelMetric::InvolSwitches => "involuntary switches",
+            ModelMetric::Slices => "slices",
+            ModelMetric::WakeupP50 => "wake-up p50",
+            ModelMetric::RoundTrips => "round trips",
+        }
+    }
+
+    pub fn unit(self) -> &'static str {
+        match self {
+            ModelMetric::Share | ModelMetric::WorkerShare => "%",
+            ModelMetric::Completion | ModelMetric::Makespan => "s",
+            ModelMetric::InvolSwitches | ModelMetric::Slices => "",
+            ModelMetric::WakeupP50 => "µs",
+            ModelMetric::RoundTrips => "/s",
+        }
+    }
+
+    /// The metrics compared for a workload.
+    fn of(w: &Workload) -> &'static [ModelMetric] {
+        use ModelMetric::*;
+        match (w, w.stop()) {
+            (
+                Workload::Pi(_) | Workload::Hash(_) | Workload::Matmul(_) | Workload::Copy(_),
+                Stop::Work(_),
+            ) => &[Share, Completion, Makespan, InvolSwitches, Slices],
+            (Workload::Pi(_) | Workload::Hash(_) | Workload::Matmul(_) | Workload::Copy(_), _) => {
+                &[Share, WorkerShare, InvolSwitches, Slices]
+            }
+            (Workload::Periodic(_), _) => &[WakeupP50, Slices, InvolSwitches],
+            (Workload::Pingpong(_), _) => &[RoundTrips],
+            _ => &[],
+        }
+    }
+
+    /// The value of one process (None when it lacks the figure).
+    fn of_process(self, p: &ProcessRecord) -> Option<f64> {
+        match self {
+            ModelMetric::Share => {
+                let run = p.run_ns? as f64;
+                (p.wall_ns > 0).then(|| 100.0 * run / p.wall_ns as f64)
+            }
+            ModelMetric::Completion => p.end_ns.map(|ns| ns as f64 / 1e9),
+            ModelMetric::Makespan | ModelMetric::WorkerShare => None,
+            ModelMetric::InvolSwitches => Some(p.usage.nivcsw as f64),
+            ModelMetric::Slices => p.timeslices.map(|n| n as f64),
+            ModelMetric::WakeupP50 => p.figures.get("wakeup_p50_us").copied(),
+            ModelMetric::RoundTrips => p.figures.get("round_trips_per_s").copied(),
+        }
+    }
+}
+
+/// The mean of measured values over runs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Measured {
+    pub n: usize,
+    pub mean: f64,
+    pub sd: f64,
+    /// 95 % CI of the mean (None below 2 runs).
+    pub ci: Option<(f64, f64)>,
+    /// sd / mean: the run-to-run spread.
+    pub cv: Option<f64>,
+}
+
+/// One figure of one condition, predicted and measured.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelRow {
+    pub condition: usize,
+    pub label: String,
+    pub policy: String,
+    pub workload: String,
+    pub metric: ModelMetric,
+    pub unit: &'static str,
+    /// The processes it is about: "all", "nice 5", "prio 50", "weight 4",
+    /// or "run" for a whole-run figure.
+    pub class: String,
+    /// The condition the workload's parameters were calibrated on.
+    pub calibration: bool,
+    pub predicted: f64,
+    pub measured: Measured,
+    /// (predicted − measured mean) / measured mean.
+    pub rel_error: Option<f64>,
+    /// Whether the measured mean's 95 % CI covers the prediction.
+    pub covered: Option<bool>,
+    /// Runs whose value lies below and above the prediction.
+    pub runs_below: usize,
+    pub runs_above: usize,
+}
+
+/// A condition (or a figure of it) the model does not predict, and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Shortfall {
+    pub condition: usize,
+    pub label: String,
+    pub policy: String,
+    pub reason: String,
+}
+
+/// What one workload's parameters were taken from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Calibration {
+    pub workload: String,
+    /// The condition's label ("pi, 2 processes, OTHER").
+    pub condition: String,
+    pub runs: usize,
+    /// "pi_iter_per_s = 7.5000e8/s" and the like, or why it could not be.
+    pub parameter: String,
+    pub ok: bool,
+}
+
+/// The completion order of FIFO and RR processes, predicted and measured.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OrderCheck {
+    pub condition: usize,
+    pub label: String,
+    /// Process indices by end of work in the model.
+    pub predicted: Vec<u32>,
+    pub runs: usize,
+    /// Runs that finished in exactly that order.
+    pub runs_matching: usize,
+}
+
+/// The model check of a campaign.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelCheck {
+    pub model_release: &'static str,
+    pub machine: Machine,
+    pub machine_source: String,
+    pub calibrations: Vec<Calibration>,
+    pub rows: Vec<ModelRow>,
+    pub orders: Vec<OrderCheck>,
+    pub shortfalls: Vec<Shortfall>,
+    /// Deviations beyond the noise, in words.
+    pub findings: Vec<String>,
+    /// What the model leaves out, as every simulated run stores it.
+    pub not_modelled: Vec<&'static str>,
+}
+
+/// Rates before calibration: never used for a prediction, since a
+/// workload whose rate is not calibrated is not predicted.
+const UNCALIBRATED: Rates = Rates {
+    pi_iter_per_s: f64::NAN,
+    hash_per_s: f64::NAN,
+    flops_per_s: f64::NAN,
+    copy_bytes_per_s: f64::NAN,
+    wake_round_trip_s: f64::NAN,
+};
+
+/// Run the campaign's plan in the model and set each figure against the
+/// measured runs.
+pub fn check(input: &ModelInput, settings: &Settings) -> ModelCheck {
+    let base = ModelParams::new(
+        input.machine.clone(),
+        UNCALIBRATED,
+        "calibrated on the campaign's own runs",
+    );
+    let (calibrations, params) = calibrate(input, &base);
+    let mut out = ModelCheck {
+        model_release: sim::MODEL_RELEASE,
+        machine: input.machine.clone(),
+        machine_source: input.machine_source.clone(),
+        calibrations,
+        rows: Vec::new(),
+        orders: Vec::new(),
+        shortfalls: Vec::new(),
+        findings: Vec::new(),
+        not_modelled: sim::describe::NOT_MODELLED.to_vec(),
+    };
+    for c in &input.conditions {
+        let shortfall = |reason: String| Shortfall {
+            condition: c.condition,
+            label: c.label.clone(),
+            policy: c.policy.clone(),
+            reason,
+        };
+        let Some(run) = &c.run else {
+            out.shortfalls.push(shortfall(
+                "no resolved plan entry stored for its runs".into(),
+            ));
+            continue;
+        };
+        let Some((p, cal_condition)) = params.get(&c.workload) else {
+            let why = out
+                .calibrations
+                .iter()
+                .find(|k| k.workload == c.workload)
+                .map_or("no measured run to calibrate on".to_string(), |k| {
+                    k.parameter.clone()
+                });
+            out.shortfalls
+                .push(shortfall(format!("not calibrated: {why}")));
+            continue;
+        };
+        let sim = sim::simulate(run, &input.spec, p);
+        if sim.record.status != RunStatus::Ok {
+            out.shortfalls
+                .push(shortfall(format!("the model: {}", sim.record.reason)));
+            continue;
+        }
+        if let Some(reason) = migrating(run, &input.machine, &sim.record.cpu_list) {
+            out.shortfalls.push(shortfall(reason));
+            continue;
+        }
+        let calibration = *cal_condition == c.condition;
+        compare_condition(
+            c,
+            &sim.record.processes,
+            sim.record.makespan_ns,
+            calibration,
+            settings,
+            &mut out,
+        );
+        if matches!(run.policy, Policy::Fifo | Policy::Rr)
+            && matches!(run.workload.workload.stop(), Stop::Work(_))
+        {
+            out.orders.push(order_check(c, &sim.record.processes));
+        }
+    }
+    out.findings = findings(&out.rows);
+    out
+}
+
+/// Each workload's parameters from its first condition with measured runs:
+/// the parameters by workload with the calibration condition's index.
+fn calibrate(
+    input: &ModelInput,
+    base: &ModelParams,
+) -> (Vec<Calibration>, BTreeMap<String, (ModelParams, usize)>) {
+    let mut cals = Vec::new();
+    let mut params = BTreeMap::new();
+    for c in &input.conditions {
+        if cals.iter().any(|k: &Calibration| k.workload == c.workload) {
+            continue;
+        }
+        let Some(run) = c.run.as_ref().filter(|_| !c.runs.is_empty()) else {
+            continue;
+        };
+        let procs: Vec<ProcessRecord> = c
+            .runs
+            .iter()
+            .flat_map(|r| r.processes.iter().cloned())
+            .collect();
+        let source = format!("{} ({} runs)", c.label, c.runs.len());
+        let result = calibrate_workload(&run.workload.workload, &source, &procs, base);
+        cals.push(Calibration {
+            workload: c.workload.clone(),
+            condition: c.label.clone(),
+            runs: c.runs.len(),
+            parameter: match &result {
+                Ok((_, what)) => what.clone(),
+                Err(e) => e.clone(),
+            },
+            ok: result.is_ok(),
+        });
+        if let Ok((p, _)) = result {
+            params.insert(c.workload.clone(), (p, c.condition));
+        }
+    }
+    (cals, params)
+}
+
+/// One workload's parameters from the processes of its calibration runs.
+fn calibrate_workload(
+    w: &Workload,
+    source: &str,
+    procs: &[ProcessRecord],
+    base: &ModelParams,
+) -> Result<(ModelParams, String), String> {
+    let workers = || procs.iter().filter(|p| p.role == "worker" && p.ok);
+    let median_figure = |name: &str| {
+        let v: Vec<f64> = workers()
+            .filter_map(|p| p.figures.get(name).copied())
+            .collect();
+        crate::stats::summarize(&v).map(|s| s.median)
+    };
+    match w {
+        Workload::Pi(_) | Workload::Hash(_) | Workload::Matmul(_) => {}
+        Workload::Copy(c) if c.sync == SyncMode::None => {}
+        Workload::Periodic(_) => {
+            let p50_us = median_figure("wakeup_p50_us")
+                .ok_or("its workers report no wakeup_p50_us".to_string())?;
+            let mut p = base.clone();
+            p.wake.timer_wakeup_ns = (p50_us * 1e3).round().max(0.0) as u64;
+            p.wake.source = format!("timer wake-up = median p50 wake-up of {source}");
+            let what =
+                format!("timer wake-up = {p50_us:.1} µs (median of the workers' p50 wake-up)");
+            return Ok((p, what));
+        }
+        Workload::Pingpong(_) => {
+            let us = median_figure("usecs_per_op")
+                .ok_or("its workers report no usecs_per_op".to_string())?;
+            let mut p = base.clone();
+            p.wake.handoff_ns = (us * 1e3 / 2.0).round().max(0.0) as u64;
+            p.wake.source = format!("hand-off = median round trip / 2 of {source}");
+            let what = format!("hand-off = {:.2} µs (half the median round trip)", us / 2.0);
+            return Ok((p, what));
+        }
+        Workload::Copy(_) | Workload::Mixed(_) => {
+            return Err(format!(
+                "the {} workload waits for the storage device or mixes CPU and I/O; its costs are not \
+                 calibrated from the campaign",
+                w.kind()
+            ));
+        }
+        Workload::Command(_) => {
+            return Err("another program (kind = \"command\"): its CPU demand and blocking are unknown to the model".into());
+        }
+        _ => {
+            return Err(format!(
+                "the model does not represent the {} workload",
+                w.kind()
+            ));
+        }
+    }
+    let p = base
+        .clone()
+        .rates_from_processes(w, source, procs)
+        .map_err(|e| e.to_string())?;
+    let what = p
+        .rates_source
+        .rsplit("; ")
+        .next()
+        .and_then(|s| s.split(" from ").next())
+        .unwrap_or_default()
+        .to_string();
+    Ok((p, format!("{what} (Σ work / Σ CPU time of its workers)")))
+}
+
+/// Why a run's tasks are free to migrate where the model falls short.
+fn migrating(run: &Run, m: &Machine, cpu_list: &[usize]) -> Option<String> {
+    let cpus = match run.policy {
+        Policy::Wrr => return None,
+        Policy::Deadline => m.cpus,
+        _ => cpu_list.len(),
+    };
+    (cpus > 1 && run.processes as usize > cpus).then(|| {
+        format!(
+            "{} processes free to migrate between {cpus} CPUs: the model places tasks at wake-up \
+             but does not balance load between busy CPUs (nor count migration and cache costs)",
+            run.processes
+        )
+    })
+}
+
+/// "nice 5", "prio 50", "weight 4" (or the policy).
+pub fn class_of(s: &ProcSched) -> String {
+    if let Some(w) = s.weight {
+        return format!("weight {w}");
+    }
+    match (s.nice, s.rt_priority) {
+        (_, Some(p)) if s.policy.class() == crate::policy::Class::Realtime => format!("prio {p}"),
+        (Some(n), _) => format!("nice {n}"),
+        _ => s.policy.name().to_string(),
+    }
+}
+
+fn workers(procs: &[ProcessRecord]) -> impl Iterator<Item = &ProcessRecord> {
+    procs.iter().filter(|p| p.role == "worker" && p.ok)
+}
+
+/// The classes of a run's workers in process order; "all" when they share one.
+fn classes(procs: &[ProcessRecord]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for p in workers(procs) {
+        let c = class_of(&p.sched);
+        if !out.contains(&c) {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The mean of a metric over the workers of one class (None: no value).
+fn class_mean(procs: &[ProcessRecord], class: Option<&str>, m: ModelMetric) -> Option<f64> {
+    let v: Vec<f64> = workers(procs)
+        .filter(|p| class.is_none_or(|c| class_of(&p.sched) == c))
+        .filter_map(|p| m.of_process(p))
+        .collect();
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+/// The mean share of the workers of one class in all workers' CPU time,
+/// % (None with fewer than two workers).
+fn worker_share(procs: &[ProcessRecord], class: Option<&str>) -> Option<f64> {
+    let total: u64 = workers(procs).filter_map(|p| p.run_ns).sum();
+    if workers(procs).count() < 2 || total == 0 {
+        return None;
+    }
+    let v: Vec<f64> = workers(procs)
+        .filter(|p| class.is_none_or(|c| class_of(&p.sched) == c))
+        .filter_map(|p| p.run_ns)
+        .map(|ns| 100.0 * ns as f64 / total as f64)
+        .collect();
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+/// The run's makespan from its workers' ends.
+fn makespan_s(procs: &[ProcessRecord]) -> Option<f64> {
+    workers(procs)
+        .filter_map(|p| p.end_ns)
+        .max()
+        .map(|ns| ns as f64 / 1e9)
+}
+
+fn compare_condition(
+    c: &ConditionRuns,
+    predicted: &[ProcessRecord],
+    predicted_makespan_ns: Option<u64>,
+    calibration: bool,
+    settings: &Settings,
+    out: &mut ModelCheck,
+) {
+    let Some(run) = &c.run else { return };
+    let cls = classes(predicted);
+    for &metric in ModelMetric::of(&run.workload.workload) {
+        let targets: Vec<Option<&str>> = if metric == ModelMetric::Makespan || cls.len() <= 1 {
+            vec![None]
+        } else {
+            cls.iter().map(|c| Some(c.as_str())).collect()
+        };
+        for class in targets {
+            let value = |procs: &[ProcessRecord]| match metric {
+                ModelMetric::Makespan => makespan_s(procs),
+                ModelMetric::WorkerShare => worker_share(procs, class),
+                _ => class_mean(procs, class, metric),
+            };
+            let pred = match metric {
+                ModelMetric::Makespan => predicted_makespan_ns.map(|ns| ns as f64 / 1e9),
+                _ => value(predicted),
+            };
+            let values: Vec<f64> = c.runs.iter().filter_map(|r| value(&r.processes)).collect();
+            let (Some(pred), Some(measured)) =
+                (pred, measured(&values, &c.label, metric, settings))
+            else {
+                continue;
+            };
+            let rel_error = (measured.mean != 0.0).then(|| (pred - measured.mean) / measured.mean);
+            out.rows.push(ModelRow {
+                condition: c.condition,
+                label: c.label.clone(),
+                policy: c.policy.clone(),
+                workload: c.workload.clone(),
+                metric,
+                unit: metric.unit(),
+                class: match (metric, class) {
+                    (ModelMetric::Makespan, _) => "run".into(),
+                    (_, Some(k)) => k.to_string(),
+                    (_, None) => "all".into(),
+                },
+                calibration,
+                predicted: pred,
+                covered: measured.ci.map(|(lo, hi)| lo <= pred && pred <= hi),
+                rel_error,
+                runs_below: values.iter().filter(|&&v| v < pred).count(),
+                runs_above: values.iter().filter(|&&v| v > pred).count(),
+                measured,
+            });
+        }
+    }
+}
+
+fn measured(values: &[f64], label: &str, m: ModelMetric, settings: &Settings) -> Option<Measured> {
+    let s = crate::stats::summarize(values)?;
+    let ci = mean_interval(values, &format!("model {label} {}", m.name()), settings);
+    Some(Measured {
+        n: s.n,
+        mean: s.mean,
+        sd: s.sd,
+        ci: ci.map(|i| (i.lo, i.hi)),
+        cv: s.cv,
+    })
+}
+
+/// Process indices by end of work (ties by index).
+fn order_of(procs: &[ProcessRecord]) -> Vec<u32> {
+    let mut v: Vec<(u64, u32)> = workers(procs)
+        .map(|p| (p.end_ns.unwrap_or(u64::MAX), p.index))
+        .collect();
+    v.sort_unstable();
+    v.into_iter().map(|(_, i)| i).collect()
+}
+
+fn order_check(c: &ConditionRuns, predicted: &[ProcessRecord]) -> OrderCheck {
+    let order = order_of(predicted);
+    OrderCheck {
+        condition: c.condition,
+        label: c.label.clone(),
+        runs: c.runs.len(),
+        runs_matching: c
+            .runs
+            .iter()
+            .filter(|r| order_of(&r.processes) == order)
+            .count(),
+        predicted: order,
+    }
+}
+
+/// Whether a row deviates beyond the noise: the CI misses the prediction
+/// and the error exceeds the run-to-run CV and [`FINDING_MIN_REL_ERROR`].
+pub fn beyond_noise(r: &ModelRow) -> bool {
+    let floor = r.measured.cv.unwrap_or(0.0).max(FINDING_MIN_REL_ERROR);
+    r.covered == Some(false) && r.rel_error.is_some_and(|e| e.abs() > floor)
+}
+
+/// The deviations beyond the noise in words, one per condition and
+/// figure: "nice 6 got 0.88 of its predicted CPU share … in all 4 runs",
+/// or for several process classes of one figure the range of the ratios.
+pub fn findings(rows: &[ModelRow]) -> Vec<String> {
+    let mut groups: Vec<Vec<&ModelRow>> = Vec::new();
+    for r in rows.iter().filter(|r| beyond_noise(r)) {
+        match groups
+            .iter_mut()
+            .find(|g| g[0].condition == r.condition && g[0].metric == r.metric)
+        {
+            Some(g) => g.push(r),
+            None => groups.push(vec![r]),
+        }
+    }
+    groups.into_iter().map(|g| finding(&g, rows)).collect()
+}
+
+fn finding(g: &[&ModelRow], rows: &[ModelRow]) -> String {
+    let r = g[0];
+    let head = format!(
+        "{}{}",
+        r.label,
+        if r.calibration {
+            " (calibration condition)"
+        } else {
+            ""
+        }
+    );
+    let ratio = |r: &ModelRow| r.measured.mean / r.predicted;
+    let u = |v: f64, r: &ModelRow| crate::report::fmt::with_unit(v, r.unit);
+    if g.iter().any(|r| r.predicted == 0.0) {
+        return format!(
+            "{head}: {} measured {} where the model predicts 0 ({})",
+            r.metric.name(),
+            g.iter()
+                .map(|r| u(r.measured.mean, r))
+                .collect::<Vec<_>>()
+                .join(", "),
+            g.iter()
+                .map(|r| r.class.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    if let [r] = g {
+        let x = ratio(r);
+        let n = r.measured.n;
+        let side = if x < 1.0 { r.runs_below } else { r.runs_above };
+        let runs = if side == n {
+            format!("in all {n} runs")
+        } else {
+            format!(
+                "{} it in {side} of {n} runs",
+                if x < 1.0 { "below" } else { "above" }
+            )
+        };
+        let who = match r.class.as_str() {
+            "all" => "each process".to_string(),
+            "run" => "the run".to_string(),
+            c => c.to_string(),
+        };
+        return format!(
+            "{head}: {who} got {x:.2} of its predicted {} ({} measured against {} predicted) {runs}",
+            r.metric.name(),
+            u(r.measured.mean, r),
+            u(r.predicted, r),
+        );
+    }
+    let classes = rows
+        .iter()
+        .filter(|x| x.condition == r.condition && x.metric == r.metric)
+        .count();
+    let (lo, hi) = g
+        .iter()
+        .map(|r| ratio(r))
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| {
+            (lo.min(x), hi.max(x))
+        });
+    format!(
+        "{head}: {} of {classes} process classes got {lo:.2}–{hi:.2} of their predicted {} ({})",
+        g.len(),
+        r.metric.name(),
+        g.iter()
+            .map(|r| r.class.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::analyse::tests_settings;
+
+    const SPEC: &str = "name = \"m\"\nrepetitions = 3\n[matrix]\npolicy = [\"other\", \"fifo\"]\n\
+                        workload = [\"pi\"]\nprocesses = [2]\npriorities = [\"spread\"]\ncpus = [\"0\"]\n\
+                        [workloads.pi]\niterations = 20000000\n\
+                        [priorities.spread]\nmode = \"spread\"\nnice = [-5, 5]\nrt_priority = [10, 20]\n";
+
+    fn machine() -> Machine {
+        Machine::from_knobs("6.1.0", 2, crate::sim::Knobs::default(), 3_000_000)
+    }
+
+    /// The "measured" campaign: the model itself at a known pi speed, each
+    /// repetition's wall times stretched by 0.1 % more, and `tweak`
+    /// applied to every run of condition 1.
+    fn input(tweak: impl Fn(&mut ProcessRecord)) -> (ModelInput, f64) {
+        let spec = crate::spec::load(SPEC, "m.toml", &[]).unwrap();
+        let true_rate = 4.0e8;
+        let mut p = ModelParams::new(machine(), UNCALIBRATED, "truth");
+        p.rates.pi_iter_per_s = true_rate;
+        let plan = crate::plan::expand(&spec, 1);
+        let conditions = [Policy::Other, Policy::Fifo]
+            .iter()
+            .enumerate()
+            .map(|(i, &policy)| {
+                let runs: Vec<&Run> = plan.iter().filter(|r| r.policy == policy).collect();
+                let measured = runs
+                    .iter()
+                    .enumerate()
+                    .map(|(k, run)| {
+                        let mut procs = sim::simulate(run, &spec, &p).record.processes;
+                        for pr in &mut procs {
+                            pr.wall_ns = (pr.wall_ns as f64 * (1.0 + 0.001 * k as f64)) as u64;
+                            if i == 1 {
+                                tweak(pr);
+                            }
+                        }
+                        MeasuredRun {
+                            run_id: k as i64,
+                            processes: procs,
+                        }
+                    })
+                    .collect();
+                ConditionRuns {
+                    condition: i,
+                    label: format!("pi, 2 processes, {}", policy.name()),
+                    policy: policy.name().into(),
+                    workload: "pi".into(),
+                    run: Some(runs[0].clone()),
+                    runs: measured,
+                }
+            })
+            .collect();
+        let input = ModelInput {
+            spec,
+            machine: machine(),
+            machine_source: "test".into(),
+            conditions,
+        };
+        (input, true_rate)
+    }
+
+    #[test]
+    fn calibrates_on_the_first_condition_and_predicts_the_model_s_own_runs() {
+        let (input, true_rate) = input(|_| {});
+        let c = check(&input, &tests_settings());
+        assert_eq!(c.calibrations.len(), 1);
+        let cal = &c.calibrations[0];
+        assert!(cal.ok && cal.condition.ends_with("other"), "{cal:?}");
+        let got: f64 = cal
+            .parameter
+            .split(['=', '/'])
+            .nth(1)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!((got / true_rate - 1.0).abs() < 1e-3, "{}", cal.parameter);
+        assert!(c.shortfalls.is_empty(), "{:?}", c.shortfalls);
+        // Both conditions, each figure; calibration rows only on the first.
+        for cond in 0..2 {
+            let metrics: Vec<ModelMetric> = c
+                .rows
+                .iter()
+                .filter(|r| r.condition == cond)
+                .map(|r| r.metric)
+                .collect();
+            for m in [
+                ModelMetric::Share,
+                ModelMetric::Completion,
+                ModelMetric::Makespan,
+            ] {
+                assert!(metrics.contains(&m), "{cond} {m:?}");
+            }
+        }
+        assert!(c.rows.iter().all(|r| r.calibration == (r.condition == 0)));
+        // Two classes of nice and of priority.
+        assert!(c.rows.iter().any(|r| r.class == "nice -5"));
+        assert!(c.rows.iter().any(|r| r.class == "prio 20"));
+        for r in &c.rows {
+            match r.rel_error {
+                Some(e) => assert!(e.abs() < 0.003, "{r:?}"),
+                None => assert_eq!((r.predicted, r.measured.mean), (0.0, 0.0), "{r:?}"),
+            }
+            assert!(r.predicted.is_finite() && r.measured.mean.is_finite());
+        }
+        assert!(c.findings.is_empty(), "{:?}", c.findings);
+        // FIFO: the higher priority first, in every run.
+        assert_eq!(c.orders.len(), 1);
+        assert_eq!(c.orders[0].runs_matching, 3);
+    }
+
+    #[test]
+    fn a_class_short_of_its_share_in_every_run_is_a_finding() {
+        let (input, _) = input(|p| {
+            if p.index == 1 {
+                p.run_ns = p.run_ns.map(|ns| (ns as f64 * 0.88) as u64);
+            }
+        });
+        let c = check(&input, &tests_settings());
+        let f: Vec<&String> = c
+            .findings
+            .iter()
+            .filter(|f| f.contains("CPU share"))
+            .collect();
+        assert_eq!(f.len(), 1, "{:?}", c.findings);
+        assert!(
+            f[0].contains("got 0.88 of its predicted CPU share"),
+            "{}",
+            f[0]
+        );
+        assert!(f[0].contains("in all 3 runs"), "{}", f[0]);
+        assert!(!f[0].contains("calibration"), "{}", f[0]);
+        let row = c
+            .rows
+            .iter()
+            .find(|r| r.condition == 1 && r.metric == ModelMetric::Share && r.runs_below == 3)
+            .unwrap();
+        assert_eq!(row.covered, Some(false));
+        assert!(beyond_noise(row));
+    }
+
+    #[test]
+    fn free_tasks_on_several_cpus_are_not_predicted() {
+        let spec = crate::spec::load(
+            "[matrix]\nworkload = [\"pi\"]\nprocesses = [4]\ncpus = [\"all\"]\n",
+            "t.toml",
+            &[],
+        )
+        .unwrap();
+        let run = crate::plan::expand(&spec, 1).remove(0);
+        let why = migrating(&run, &machine(), &[0, 1]).unwrap();
+        assert!(
+            why.contains("4 processes free to migrate between 2 CPUs"),
+            "{why}"
+        );
+        assert!(migrating(&run, &machine(), &[0]).is_none());
+    }
+
+    #[test]
+    fn a_command_workload_is_named_instead_of_predicted() {
+        let spec = crate::spec::load(
+            "[matrix]\nworkload = [\"c\"]\n[workloads.c]\nkind = \"command\"\nargv = [\"sh\", \"-c\", \"true\"]\n",
+            "t.toml",
+            &[],
+        )
+        .unwrap();
+        let w = crate::plan::expand(&spec, 1).remove(0).workload.workload;
+        let base = ModelParams::new(machine(), UNCALIBRATED, "t");
+        let err = calibrate_workload(&w, "x", &[], &base).unwrap_err();
+        assert!(err.contains("command"), "{err}");
+    }
+
+    #[test]
+    fn several_classes_of_one_figure_make_one_finding() {
+        let (input, _) = input(|p| p.run_ns = p.run_ns.map(|ns| ns / 2));
+        let c = check(&input, &tests_settings());
+        let f: Vec<&String> = c
+            .findings
+            .iter()
+            .filter(|f| f.contains("CPU share"))
+            .collect();
+        assert_eq!(f.len(), 1, "{:?}", c.findings);
+        assert!(
+            f[0].contains("2 of 2 process classes got 0.50–0.50"),
+            "{}",
+            f[0]
+        );
+    }
+}
