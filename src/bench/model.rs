@@ -50,8 +50,9 @@ struct Case {
     overrides: &'static [&'static str],
 }
 
-/// A periodic task beside two fair hogs on CPU 0, under OTHER (the
-/// calibration condition: first in policy order) and FIFO (predicted).
+/// A periodic task beside two fair hogs on CPU 0, under OTHER and FIFO:
+/// the timer wake-up cost is calibrated on FIFO (where the task is not
+/// queued behind the hogs) and OTHER's wake-up is predicted from it.
 const PERIODIC_FIFO: &str = r#"name = "bench-model-periodic-fifo"
 cooldown_s = 0.2
 timeout_s = 30

@@ -241,11 +241,12 @@ fn check_blocks(c: &ModelCheck) -> Vec<Block> {
         .iter()
         .map(|k| {
             format!(
-                "{}: {} on {} ({} runs){}",
+                "{}: {} on {} ({} runs; {}){}",
                 k.workload,
                 k.parameter,
                 k.condition,
                 k.runs,
+                k.basis,
                 if k.ok { "" } else { " — not calibrated" }
             )
         })
