@@ -47,8 +47,11 @@ fn matrix(n: usize, f: impl Fn(usize, usize) -> f64) -> Vec<f64> {
 }
 
 /// C = A·B for row-major n×n matrices, in i-k-j order: the inner loop
-/// streams a row of B into a row of C, which is cache-friendly and
-/// vectorises without reassociating any sum.
+/// streams rows of B into a row of C, which is cache-friendly and
+/// vectorises without reassociating any sum. Four rows of B are taken per
+/// pass over the row of C (`K_BLOCK`), so C's row is loaded and stored a
+/// quarter as often; each element still adds its products one at a time
+/// in k order, so the result is bit-identical to the plain loop.
 pub fn multiply(n: usize, a: &[f64], b: &[f64], c: &mut [f64]) {
     // A caller bug, not a user or OS condition: `run` builds all three.
     assert!(
@@ -61,13 +64,29 @@ pub fn multiply(n: usize, a: &[f64], b: &[f64], c: &mut [f64]) {
     }
     for (a_row, c_row) in a.chunks_exact(n).zip(c.chunks_exact_mut(n)) {
         c_row.fill(0.0);
-        for (&a_ik, b_row) in a_row.iter().zip(b.chunks_exact(n)) {
+        let mut a_blocks = a_row.chunks_exact(K_BLOCK);
+        for (a_k, b_rows) in (&mut a_blocks).zip(b.chunks_exact(K_BLOCK * n)) {
+            let (b0, rest) = b_rows.split_at(n);
+            let (b1, rest) = rest.split_at(n);
+            let (b2, b3) = rest.split_at(n);
+            let (a0, a1, a2, a3) = (a_k[0], a_k[1], a_k[2], a_k[3]);
+            let rows = c_row.iter_mut().zip(b0).zip(b1).zip(b2).zip(b3);
+            for ((((c_ij, &x0), &x1), &x2), &x3) in rows {
+                *c_ij = (((*c_ij + a0 * x0) + a1 * x1) + a2 * x2) + a3 * x3;
+            }
+        }
+        let rest = a_blocks.remainder();
+        let b_rest = &b[(n - rest.len()) * n..];
+        for (&a_ik, b_row) in rest.iter().zip(b_rest.chunks_exact(n)) {
             for (c_ij, &b_kj) in c_row.iter_mut().zip(b_row) {
                 *c_ij += a_ik * b_kj;
             }
         }
     }
 }
+
+/// Rows of B added per pass over a row of C in [`multiply`].
+const K_BLOCK: usize = 4;
 
 /// Verify C = A·B cheaply (O(n²)) with the identity
 /// sum(C) = Σ_k colsum_A(k) · rowsum_B(k), to a relative error of 1e-9 of
@@ -237,6 +256,26 @@ mod tests {
         multiply(2, &a, &b, &mut c);
         assert_eq!(c, [19.0, 22.0, 43.0, 50.0]);
         assert_eq!(check_product(2, &a, &b, &c).unwrap(), 134.0);
+    }
+
+    #[test]
+    fn the_blocked_product_is_bit_identical_to_the_plain_i_k_j_loop() {
+        // n below, at and around the block, and odd sizes with remainders.
+        for n in [1, 2, 3, 4, 5, 7, 8, 9, 31, 75] {
+            let (a, b) = (matrix_a(n), matrix_b(n));
+            let mut c = vec![f64::NAN; n * n];
+            multiply(n, &a, &b, &mut c);
+            let mut plain = vec![0.0; n * n];
+            for i in 0..n {
+                for k in 0..n {
+                    for j in 0..n {
+                        plain[i * n + j] += a[i * n + k] * b[k * n + j];
+                    }
+                }
+            }
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&c), bits(&plain), "n = {n}");
+        }
     }
 
     #[test]

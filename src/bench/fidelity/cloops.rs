@@ -1,8 +1,10 @@
 //! The C side of the fidelity benchmark's CPU rows: the pi and matmul
 //! workloads' loops written in C with exactly the same arithmetic, and the
 //! fork + exec + wait loop the launch row compares schedlab's worker start
-//! against. They are compiled with `cc -O2` into the benchmark's temporary
-//! directory; each pins itself to the CPU it is given (`sched_setaffinity`,
+//! against. They are compiled into the benchmark's temporary directory (pi
+//! and fork+exec at `cc -O2`; matmul at the best the compiler does with the
+//! same arithmetic, `-O3 -ffp-contract=off`, once for the instruction set
+//! schedlab's own build uses and once with `-march=native`); each pins itself to the CPU it is given (`sched_setaffinity`,
 //! -1: leave the affinity alone), times its own loop with CLOCK_MONOTONIC
 //! and prints `key value` lines.
 //!
@@ -177,33 +179,41 @@ int main(int argc, char **argv) {
 #[derive(Debug, Clone)]
 pub struct CLoops {
     pub pi: PathBuf,
+    /// `-O3`, for the instruction set of schedlab's build (x86-64's
+    /// baseline: SSE2, as ours).
     pub matmul: PathBuf,
+    /// `-O3 -march=native`: this CPU's widest vectors (AVX), which a
+    /// portable build of schedlab does not use.
+    pub matmul_native: PathBuf,
     pub forkexec: PathBuf,
     /// `cc --version`'s first line.
     pub compiler: String,
 }
 
-/// Compile the three programs with `cc -O2` into `dir`. Err: why not (the
-/// compiler's complaint).
+/// Compile the programs into `dir`. Without `-ffp-contract=off` GCC fuses
+/// multiply-adds at `-march=native`, a different arithmetic (the checksum
+/// moves), so both matmul builds keep every product and sum as ours does.
+/// Err: why not (the compiler's complaint).
 pub fn compile(dir: &Path) -> Result<CLoops, String> {
     let version = exec::run(Command::new("cc").arg("--version"), Duration::from_secs(30))
         .map_err(|e| format!("{e:#}"))?;
     version.check("cc --version")?;
-    let build = |name: &str, body: &str, libs: &[&str]| -> Result<PathBuf, String> {
+    let build = |name: &str, body: &str, flags: &[&str]| -> Result<PathBuf, String> {
         let src = dir.join(format!("{name}.c"));
         let bin = dir.join(name);
         std::fs::write(&src, format!("{COMMON}{body}"))
             .map_err(|e| format!("writing {}: {e}", src.display()))?;
         let mut cmd = Command::new("cc");
-        cmd.arg("-O2").arg("-o").arg(&bin).arg(&src).args(libs);
+        cmd.args(flags).arg("-o").arg(&bin).arg(&src);
         let ran = exec::run(&mut cmd, Duration::from_secs(120)).map_err(|e| format!("{e:#}"))?;
-        ran.check(&format!("cc -O2 {name}.c"))?;
+        ran.check(&format!("cc {} {name}.c", flags.join(" ")))?;
         Ok(bin)
     };
     Ok(CLoops {
-        pi: build("pi", PI, &["-lm"])?,
-        matmul: build("matmul", MATMUL, &[])?,
-        forkexec: build("forkexec", FORKEXEC, &[])?,
+        pi: build("pi", PI, &["-O2", "-lm"])?,
+        matmul: build("matmul", MATMUL, &MATMUL_FLAGS)?,
+        matmul_native: build("matmul_native", MATMUL, &MATMUL_NATIVE_FLAGS)?,
+        forkexec: build("forkexec", FORKEXEC, &["-O2"])?,
         compiler: version
             .stdout
             .lines()
@@ -213,6 +223,11 @@ pub fn compile(dir: &Path) -> Result<CLoops, String> {
             .to_string(),
     })
 }
+
+/// The matmul reference: the compiler's best at our instruction set.
+pub const MATMUL_FLAGS: [&str; 2] = ["-O3", "-ffp-contract=off"];
+/// The same with this CPU's vectors.
+pub const MATMUL_NATIVE_FLAGS: [&str; 3] = ["-O3", "-march=native", "-ffp-contract=off"];
 
 /// Parse `key value` lines into numbers.
 pub fn parse_figures(text: &str) -> Result<BTreeMap<String, f64>, String> {
