@@ -62,11 +62,13 @@ fn a_traced_command_is_followed_over_its_whole_tree() {
     assert!(o.status.success(), "{}", text(&o));
 
     let conn = rusqlite::Connection::open(dir.path().join("t.db")).unwrap();
-    let (run_id, status, pid, run_ns): (i64, String, i32, Option<i64>) = conn
+    #[allow(clippy::type_complexity)]
+    let (run_id, status, pid, run_ns, switches): (i64, String, i32, Option<i64>, i64) = conn
         .query_row(
-            "SELECT r.id, r.status, p.pid, p.run_ns FROM runs r JOIN processes p ON p.run_id = r.id",
+            "SELECT r.id, r.status, p.pid, p.run_ns, p.nvcsw + p.nivcsw
+             FROM runs r JOIN processes p ON p.run_id = r.id",
             [],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
         )
         .unwrap();
     assert_eq!(status, "ok");
@@ -122,8 +124,9 @@ fn a_traced_command_is_followed_over_its_whole_tree() {
     let work = rt.processes[0].work.expect("the worker's window");
     let ratio = work.oncpu_ns as f64 / tree_cpu_ns as f64;
     eprintln!(
-        "trace on-CPU over the tree {} ns, cgroup {} ns, ratio {ratio:.4}",
-        work.oncpu_ns, tree_cpu_ns
+        "trace on-CPU over the tree {} ns, cgroup {} ns, ratio {ratio:.4}; switches: trace {}, \
+         the tree's exit records {switches}",
+        work.oncpu_ns, tree_cpu_ns, work.switches
     );
     assert!(
         (ratio - 1.0).abs() <= 0.03,
