@@ -16,8 +16,8 @@ use crate::trace::export::{Format, encode};
 #[derive(clap::Subcommand)]
 pub(super) enum TraceCommand {
     /// Write a traced run's kernel scheduling events (sched_switch, sched_waking,
-    /// sched_wakeup_new, sched_migrate_task, sched_process_exit) as a Perfetto trace or Chrome
-    /// trace-event JSON.
+    /// sched_wakeup_new, sched_migrate_task, sched_process_exit, sched_process_fork) as a
+    /// Perfetto trace or Chrome trace-event JSON.
     #[command(
         after_help = "Open the file at https://ui.perfetto.dev (Open trace file): \
                             one track per CPU with every slice the scheduler gave, and each \

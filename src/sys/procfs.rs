@@ -136,6 +136,21 @@ pub fn comm(pid: i32) -> Option<String> {
     read_trimmed(Path::new(&format!("/proc/{pid}/comm")))
 }
 
+/// The `Tgid:` line of a `/proc/PID/status` text: the process a task
+/// belongs to.
+pub fn parse_status_tgid(text: &str) -> Option<i32> {
+    text.lines()
+        .find_map(|l| l.strip_prefix("Tgid:"))?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// The process (thread group) task `tid` belongs to; None once it is gone.
+pub fn tgid(tid: i32) -> Option<i32> {
+    parse_status_tgid(&std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?)
+}
+
 pub fn parse_loadavg_1m(text: &str) -> Option<f64> {
     let v: f64 = text.split_ascii_whitespace().next()?.parse().ok()?;
     v.is_finite().then_some(v)
@@ -144,6 +159,19 @@ pub fn parse_loadavg_1m(text: &str) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parses_the_tgid_of_a_status() {
+        let status =
+            "Name:\tsh\nUmask:\t0022\nState:\tR (running)\nTgid:\t4711\nNgid:\t0\nPid:\t4712\n";
+        assert_eq!(parse_status_tgid(status), Some(4711));
+        assert_eq!(parse_status_tgid("Name:\tsh\n"), None);
+        assert_eq!(parse_status_tgid("Tgid:\tx\n"), None);
+        assert_eq!(
+            tgid(std::process::id() as i32),
+            Some(std::process::id() as i32)
+        );
+    }
 
     #[test]
     fn parses_schedstat_line() {

@@ -41,6 +41,12 @@ enum Kind {
         pid: i32,
         prio: i32,
     },
+    // Last: postcard numbers variants in order, so blobs written before
+    // forks were recorded still decode.
+    Fork {
+        parent_pid: i32,
+        child_pid: i32,
+    },
 }
 
 #[derive(Serialize, Deserialize)]
@@ -99,6 +105,13 @@ fn to_raw(k: &EventKind) -> Kind {
             dest_cpu,
         },
         EventKind::Exit { pid, prio } => Kind::Exit { pid, prio },
+        EventKind::Fork {
+            parent_pid,
+            child_pid,
+        } => Kind::Fork {
+            parent_pid,
+            child_pid,
+        },
     }
 }
 
@@ -149,6 +162,13 @@ fn from_raw(k: Kind) -> EventKind {
             dest_cpu,
         },
         Kind::Exit { pid, prio } => EventKind::Exit { pid, prio },
+        Kind::Fork {
+            parent_pid,
+            child_pid,
+        } => EventKind::Fork {
+            parent_pid,
+            child_pid,
+        },
     }
 }
 
@@ -227,6 +247,15 @@ mod tests {
                 kind: EventKind::Exit {
                     pid: i32::MAX,
                     prio: -1,
+                },
+            },
+            Event {
+                ts_ns: 1_000_000_000_400,
+                cpu: 0,
+                common_pid: 10,
+                kind: EventKind::Fork {
+                    parent_pid: 10,
+                    child_pid: 14,
                 },
             },
         ]

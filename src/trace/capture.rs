@@ -4,7 +4,9 @@
 //! tracepoints), a reader thread drains the per-CPU raw buffers while the
 //! run goes on (so they do not overflow) and decodes them, keeping the
 //! events about the run's tasks ([`concerns`]), and the capture is closed
-//! when the last worker has exited.
+//! when the last worker has exited. The run's tasks are its workers and
+//! everything they fork while recorded (`sched_process_fork`,
+//! [`Following`]): a program's whole process tree (`kind = "command"`).
 //!
 //! The instance is made once per campaign and kept between its runs
 //! ([`Kept`]): making one and giving it its buffers, and removing it, cost
@@ -52,12 +54,13 @@ use crate::sys::sched;
 use crate::sys::tracefs::{Instance, RawBuffer, cpumask_hex};
 
 /// The tracepoints recorded (all in the `sched` system).
-pub const TRACEPOINTS: [&str; 5] = [
+pub const TRACEPOINTS: [&str; 6] = [
     "sched_switch",
     "sched_waking",
     "sched_wakeup_new",
     "sched_migrate_task",
     "sched_process_exit",
+    "sched_process_fork",
 ];
 
 /// How long the reader sleeps when every buffer is empty.
@@ -108,6 +111,73 @@ pub fn concerns(e: &Event, tids: &HashSet<i32>) -> bool {
         | EventKind::Wakeup { pid, .. }
         | EventKind::Migrate { pid, .. }
         | EventKind::Exit { pid, .. } => tids.contains(&pid),
+        EventKind::Fork {
+            parent_pid,
+            child_pid,
+        } => tids.contains(&parent_pid) || tids.contains(&child_pid),
+    }
+}
+
+/// The tasks whose events are kept, and what one pass over the buffers
+/// kept: the run's tasks, and every task one of them forks while recorded.
+///
+/// The buffers are read one CPU after another, so a child's first events on
+/// one CPU can be read before the fork that made it, still unread in its
+/// parent CPU's buffer. The kernel writes the fork before the child can
+/// run, so the fork is in the buffer by the next pass: events about no
+/// followed task are held for one pass and looked at again then.
+#[derive(Debug, Default)]
+pub struct Following {
+    tids: HashSet<i32>,
+    /// The last pass's events about no followed task (yet).
+    held: Vec<Event>,
+    /// Tasks forked by followed ones, in the order seen: (child, parent).
+    pub forked: Vec<(i32, i32)>,
+}
+
+impl Following {
+    pub fn new(tids: HashSet<i32>) -> Following {
+        Following {
+            tids,
+            ..Following::default()
+        }
+    }
+
+    /// Takes one pass's `events` (and the held ones of the pass before):
+    /// forks from followed tasks, in time order, make their children
+    /// followed; then the events about followed tasks go to `kept`, this
+    /// pass's others are held, the earlier pass's others dropped.
+    pub fn pass(&mut self, events: impl Iterator<Item = Event>, kept: &mut Vec<Event>) {
+        let mut all: Vec<(Event, bool)> = std::mem::take(&mut self.held)
+            .into_iter()
+            .map(|e| (e, false))
+            .chain(events.map(|e| (e, true)))
+            .collect();
+        if all
+            .iter()
+            .any(|(e, _)| matches!(e.kind, EventKind::Fork { .. }))
+        {
+            // Stable: equal stamps keep each CPU buffer's order.
+            all.sort_by_key(|(e, _)| e.ts_ns);
+            for (e, _) in &all {
+                if let EventKind::Fork {
+                    parent_pid,
+                    child_pid,
+                } = e.kind
+                    && self.tids.contains(&parent_pid)
+                    && self.tids.insert(child_pid)
+                {
+                    self.forked.push((child_pid, parent_pid));
+                }
+            }
+        }
+        for (e, new) in all {
+            if concerns(&e, &self.tids) {
+                kept.push(e);
+            } else if new {
+                self.held.push(e);
+            }
+        }
     }
 }
 
@@ -118,17 +188,20 @@ struct Gathered {
     names: HashMap<i32, String>,
     /// Per CPU: events the pages said were lost.
     lost_marked: HashMap<u32, u64>,
+    /// Tasks forked by the run's (named at the end).
+    forked: Vec<Task>,
 }
 
 fn read_all(
     decoder: &Decoder,
     buffers: &mut [RawBuffer],
-    tids: &HashSet<i32>,
+    following: &mut Following,
     page: &mut [u8],
     scratch: &mut Vec<Event>,
     g: &mut Gathered,
 ) -> Result<bool> {
     let mut any = false;
+    let mut pass = Vec::new();
     for b in buffers.iter_mut() {
         loop {
             let n = b
@@ -143,10 +216,10 @@ fn read_all(
                 .decode_page(b.cpu(), &page[..n], scratch, &mut g.names)
                 .with_context(|| format!("decoding a trace page of CPU {}", b.cpu()))?;
             *g.lost_marked.entry(b.cpu()).or_default() += stats.lost;
-            g.events
-                .extend(scratch.drain(..).filter(|e| concerns(e, tids)));
+            pass.append(scratch);
         }
     }
+    following.pass(pass.into_iter(), &mut g.events);
     Ok(any)
 }
 
@@ -159,16 +232,27 @@ fn reader(
     let mut page = vec![0u8; decoder.page_bytes()];
     let mut scratch = Vec::new();
     let mut g = Gathered::default();
+    let mut following = Following::new(tids);
     loop {
         let stopping = stop.load(Ordering::Acquire);
         let any = read_all(
             &decoder,
             &mut buffers,
-            &tids,
+            &mut following,
             &mut page,
             &mut scratch,
             &mut g,
         )?;
+        // Each new child's process, read while it is most likely alive
+        // (a task gone by then is taken for a process of its own: the
+        // fork tracepoint does not tell a thread from a process).
+        for &(child, _) in &following.forked[g.forked.len()..] {
+            g.forked.push(Task {
+                tid: child,
+                tgid: crate::sys::procfs::tgid(child).unwrap_or(child),
+                comm: String::new(),
+            });
+        }
         if stopping && !any {
             return Ok(g);
         }
@@ -343,7 +427,7 @@ impl Recorder {
     }
 
     /// Keeps the events about `tasks` (the run's workers, and the WRR
-    /// dispatcher's threads) and starts draining the buffers, from a thread
+    /// dispatcher's threads) and the tasks they fork, and starts draining the buffers, from a thread
     /// kept on `reader_cpus` when there are any (CPUs the run does not use,
     /// so that reading never takes the workers' CPU).
     pub fn follow(&mut self, tasks: Vec<Task>, reader_cpus: &[usize]) -> Result<()> {
@@ -414,6 +498,7 @@ impl Recorder {
         events.sort_by_key(|e| e.ts_ns);
         let tasks = std::mem::take(&mut self.tasks)
             .into_iter()
+            .chain(g.forked)
             .map(|t| match (t.comm.is_empty(), g.names.get(&t.tid)) {
                 (true, Some(n)) => Task {
                     comm: n.clone(),
@@ -500,6 +585,56 @@ mod tests {
             }),
             &tids
         ));
+    }
+
+    #[test]
+    fn forks_are_followed_even_when_read_after_the_childs_events() {
+        let fork = |ts_ns, parent_pid, child_pid| Event {
+            ts_ns,
+            cpu: 0,
+            common_pid: parent_pid,
+            kind: EventKind::Fork {
+                parent_pid,
+                child_pid,
+            },
+        };
+        let on = |ts_ns, cpu, pid| Event {
+            ts_ns,
+            cpu,
+            common_pid: 0,
+            kind: EventKind::Switch {
+                prev_pid: 0,
+                prev_prio: 120,
+                prev_state: 0,
+                next_pid: pid,
+                next_prio: 120,
+            },
+        };
+        let mut f = Following::new([10].into_iter().collect());
+        let mut kept = Vec::new();
+        // Pass 1: CPU 1's buffer already has the child 20 running (and 99,
+        // nobody's); CPU 0's fork was not yet readable.
+        f.pass([on(200, 1, 20), on(210, 1, 99)].into_iter(), &mut kept);
+        assert!(kept.is_empty());
+        // Pass 2: the fork (10 → 20), and 20 forks 21 in the same pass,
+        // read in buffer order (21's fork on CPU 1 before 20's on CPU 0).
+        f.pass(
+            [fork(300, 20, 21), on(310, 1, 21), fork(100, 10, 20)].into_iter(),
+            &mut kept,
+        );
+        assert_eq!(f.forked, vec![(20, 10), (21, 20)]);
+        let mut ts: Vec<u64> = kept.iter().map(|e| e.ts_ns).collect();
+        ts.sort_unstable();
+        assert_eq!(ts, vec![100, 200, 300, 310]);
+        // 99's event was held one pass, then dropped; a fork by nobody's
+        // task is not followed.
+        kept.clear();
+        f.pass([fork(400, 99, 98), on(410, 0, 98)].into_iter(), &mut kept);
+        f.pass(std::iter::empty(), &mut kept);
+        assert!(kept.is_empty());
+        assert_eq!(f.forked.len(), 2);
+        // A fork from a followed task is itself kept.
+        assert!(concerns(&fork(1, 10, 50), &[10].into_iter().collect()));
     }
 
     #[test]

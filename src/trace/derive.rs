@@ -474,7 +474,9 @@ pub fn derive(cap: &Capture) -> Derived {
             }
             // The slice that ends the task's life ends with the switch whose
             // prev_state is X or Z.
-            EventKind::Exit { .. } => {}
+            // Forks only widen the set of traced tasks (capture) and group
+            // a tree's tasks under its root (summary).
+            EventKind::Exit { .. } | EventKind::Fork { .. } => {}
         }
     }
     let mut open: Vec<(u32, Open)> = on_cpu.into_iter().collect();

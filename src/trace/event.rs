@@ -59,6 +59,10 @@ pub enum EventKind {
     },
     /// `sched:sched_process_exit`.
     Exit { pid: i32, prio: i32 },
+    /// `sched:sched_process_fork`: `parent_pid` made `child_pid` (a process
+    /// or a thread: the tracepoint does not say which). How the capture
+    /// follows a program's process tree.
+    Fork { parent_pid: i32, child_pid: i32 },
 }
 
 /// How a slice ended, from the `prev_state` of the switch that ended it.

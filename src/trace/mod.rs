@@ -1,7 +1,8 @@
 //! Kernel scheduling traces: capture of the kernel's own scheduling events
 //! (sched_switch, sched_waking, sched_wakeup_new, sched_migrate_task,
-//! sched_process_exit; sched_wakeup is decoded but no longer recorded) for
-//! a run, and what is derived from them.
+//! sched_process_exit, sched_process_fork; sched_wakeup is decoded but no
+//! longer recorded) for a run and the process trees it forks, and what is
+//! derived from them.
 //!
 //! The contract between capture and everything downstream is [`Capture`]:
 //! capture produces it (events in time order, clock CLOCK_MONOTONIC), the

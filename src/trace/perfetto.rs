@@ -102,8 +102,11 @@ fn trace(capture: &Capture, kernel_release: &str) -> Trace {
         });
     };
     for e in &capture.events {
+        let Some(f) = ftrace_event(e, &names) else {
+            continue;
+        };
         let bundle = open.entry(e.cpu).or_default();
-        bundle.push(ftrace_event(e, &names));
+        bundle.push(f);
         if bundle.len() >= EVENTS_PER_BUNDLE {
             let full = std::mem::take(bundle);
             flush(e.cpu, full, &mut packets);
@@ -174,7 +177,9 @@ fn process_tree(tasks: &[Task]) -> ProcessTree {
     }
 }
 
-fn ftrace_event(e: &Event, names: &Names) -> FtraceEvent {
+/// The event as Perfetto's message; None for a fork (its place in the
+/// process tree is already in the packet of tasks, with each task's tgid).
+fn ftrace_event(e: &Event, names: &Names) -> Option<FtraceEvent> {
     // Perfetto's fields are int32 where the kernel's CPU numbers are
     // unsigned; no machine has 2^31 CPUs.
     let cpu_i32 = |c: u32| i32::try_from(c).unwrap_or(i32::MAX);
@@ -245,13 +250,14 @@ fn ftrace_event(e: &Event, names: &Names) -> FtraceEvent {
                 prio: Some(prio),
             })
         }
+        EventKind::Fork { .. } => return None,
     };
-    FtraceEvent {
+    Some(FtraceEvent {
         timestamp: Some(e.ts_ns),
         // `common_pid` is never negative in the kernel (a pid_t of a task).
         pid: Some(e.common_pid.max(0) as u32),
         event: Some(event),
-    }
+    })
 }
 
 // ------------------------------------------- Perfetto's messages (subset) ---
@@ -694,7 +700,9 @@ mod tests {
         // (0x10), sched_switch=4 (0x22, length-delimited)} whose first field
         // is prev_comm=1 (0x0a).
         let names = Names::new(&[]);
-        let bytes = ftrace_event(&ev(5, 0, 3, switch(0, 0, 0)), &names).encode_to_vec();
+        let bytes = ftrace_event(&ev(5, 0, 3, switch(0, 0, 0)), &names)
+            .unwrap()
+            .encode_to_vec();
         assert_eq!(&bytes[..5], &[0x08, 5, 0x10, 3, 0x22]);
         assert_eq!(bytes[6], 0x0a);
         // sched_migrate_task = 491: tag (491 << 3 | 2) = 3930 as a varint.
@@ -709,7 +717,7 @@ mod tests {
                 dest_cpu: 1,
             },
         );
-        let bytes = ftrace_event(&m, &names).encode_to_vec();
+        let bytes = ftrace_event(&m, &names).unwrap().encode_to_vec();
         assert_eq!(&bytes[4..6], &[0xda, 0x1e]);
     }
 }

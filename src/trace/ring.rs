@@ -58,6 +58,9 @@ enum Layout {
         pid: Field,
         prio: Field,
     },
+    /// Its names are `__data_loc` strings on current kernels: not read (a
+    /// child that runs is named by its switches).
+    Fork { parent_pid: Field, child_pid: Field },
 }
 
 /// What one page held besides its events.
@@ -118,7 +121,8 @@ impl Decoder {
     /// A decoder from the instance's page and record headers and the
     /// formats of the tracepoints it records (any of sched_switch,
     /// sched_waking, sched_wakeup, sched_wakeup_new, sched_migrate_task,
-    /// sched_process_exit; records of others are skipped).
+    /// sched_process_exit, sched_process_fork; records of others are
+    /// skipped).
     pub fn new(page: PageLayout, header: RecordHeader, formats: &[EventFormat]) -> Result<Decoder> {
         let Some(first) = formats.first() else {
             bail!("no tracepoint formats to decode with");
@@ -159,6 +163,10 @@ impl Decoder {
                     comm: f.field("comm")?,
                     pid: f.field("pid")?,
                     prio: f.field("prio")?,
+                },
+                "sched_process_fork" => Layout::Fork {
+                    parent_pid: f.field("parent_pid")?,
+                    child_pid: f.field("child_pid")?,
                 },
                 other => bail!("schedlab does not decode tracepoint {other}"),
             };
@@ -358,6 +366,13 @@ impl Decoder {
                     prio: read_i32(rec, prio)?,
                 }
             }
+            Layout::Fork {
+                parent_pid,
+                child_pid,
+            } => EventKind::Fork {
+                parent_pid: read_i32(rec, parent_pid)?,
+                child_pid: read_i32(rec, child_pid)?,
+            },
         };
         Ok(Some(Event {
             ts_ns,
@@ -529,6 +544,16 @@ mod tests {
                     EventKind::Exit { pid, .. } => {
                         assert_eq!(name, "sched_process_exit");
                         assert_eq!(i64::from(*pid), n("pid"));
+                    }
+                    EventKind::Fork {
+                        parent_pid,
+                        child_pid,
+                    } => {
+                        assert_eq!(name, "sched_process_fork");
+                        assert_eq!(
+                            (i64::from(*parent_pid), i64::from(*child_pid)),
+                            (n("parent_pid"), n("child_pid"))
+                        );
                     }
                 }
             }

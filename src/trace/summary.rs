@@ -1,12 +1,13 @@
 //! Per-process and per-CPU figures of a traced run, from its derived slices,
 //! wake-ups and migrations: slice lengths, on-CPU time, how switches ended,
 //! migrations and wake-up-to-run latency per process; utilisation and gaps
-//! per CPU.
+//! per CPU. A task forked from one of the run's is counted under its
+//! parent's process ([`process_of`]): a program's tree as one.
 
 use std::collections::{BTreeMap, HashMap};
 
 use super::derive::Derived;
-use super::event::{Capture, SwitchEnd};
+use super::event::{Capture, EventKind, SwitchEnd};
 use crate::workload::latency::Latency;
 
 /// What the trace saw of one process (all its threads).
@@ -93,14 +94,35 @@ impl CpuTrace {
     }
 }
 
-/// Per-process figures, by process id.
+/// The process each traced task is counted under: its own (`tgid`), or,
+/// for a task forked while traced from one of the run's, the process its
+/// parent is counted under. So a program's whole tree (`kind = "command"`)
+/// is counted under its top process, as its record's kernel figures (the
+/// tree's cgroup and exit records) are.
+pub fn process_of(cap: &Capture) -> HashMap<i32, i32> {
+    let mut of: HashMap<i32, i32> = cap.tasks.iter().map(|t| (t.tid, t.tgid)).collect();
+    for e in &cap.events {
+        if let EventKind::Fork {
+            parent_pid,
+            child_pid,
+        } = e.kind
+            && let Some(&root) = of.get(&parent_pid)
+        {
+            of.insert(child_pid, root);
+        }
+    }
+    of
+}
+
+/// Per-process figures, by process id (a program's tree under its top
+/// process, see [`process_of`]).
 pub fn processes(cap: &Capture, d: &Derived) -> Vec<ProcessTrace> {
-    let tgid: HashMap<i32, i32> = cap.tasks.iter().map(|t| (t.tid, t.tgid)).collect();
+    let tgid = process_of(cap);
     let of = |pid: i32| tgid.get(&pid).copied().unwrap_or(pid);
     let mut by: BTreeMap<i32, ProcessTrace> = BTreeMap::new();
     for t in &cap.tasks {
-        by.entry(t.tgid)
-            .or_insert_with(|| ProcessTrace::new(t.tgid));
+        by.entry(of(t.tid))
+            .or_insert_with(|| ProcessTrace::new(of(t.tid)));
     }
     for s in &d.slices {
         let p = by
@@ -177,7 +199,7 @@ pub struct WithinWindow {
 /// window as its rusage and schedstat figures, so the two observers can be
 /// compared without the start-up and exit around the work.
 pub fn within(cap: &Capture, d: &Derived, w: &WorkWindow) -> WithinWindow {
-    let tgid: HashMap<i32, i32> = cap.tasks.iter().map(|t| (t.tid, t.tgid)).collect();
+    let tgid = process_of(cap);
     let mut out = WithinWindow {
         oncpu_ns: 0,
         switches: 0,
@@ -263,6 +285,7 @@ pub fn cpus(cap: &Capture, d: &Derived) -> Vec<CpuTrace> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trace::Event;
     use crate::trace::derive::derive;
     use crate::trace::derive::tests::*;
 
@@ -311,6 +334,61 @@ mod tests {
         );
         // A switch exactly at the window's start belongs before it.
         assert_eq!(within(&cap, &d, &w(200, 300)).switches, 0);
+    }
+
+    fn fork(ts_ns: u64, parent_pid: i32, child_pid: i32) -> Event {
+        Event {
+            ts_ns,
+            cpu: 0,
+            common_pid: parent_pid,
+            kind: EventKind::Fork {
+                parent_pid,
+                child_pid,
+            },
+        }
+    }
+
+    #[test]
+    fn a_forked_tree_is_counted_under_its_top_process() {
+        // 10 forks 20, 20 forks 21 (both processes of their own), 11 is
+        // another worker; 20 and 21 run 100 ns each, 10 and 11 50 each.
+        let mut cap = capture(
+            0,
+            1_000,
+            &[10, 11, 20, 21],
+            vec![
+                sw(100, 0, 0, 0, 10),
+                fork(120, 10, 20),
+                sw(150, 0, 10, SLEEPING, 20),
+                fork(170, 20, 21),
+                sw(250, 0, 20, DEAD, 21),
+                sw(350, 0, 21, DEAD, 11),
+                sw(400, 0, 11, DEAD, 0),
+            ],
+        );
+        let groups = process_of(&cap);
+        assert_eq!(
+            [10, 11, 20, 21].map(|t| groups[&t]),
+            [10, 11, 10, 10],
+            "{groups:?}"
+        );
+        let d = derive(&cap);
+        let p = processes(&cap, &d);
+        assert_eq!(
+            p.iter().map(|p| (p.tgid, p.oncpu_ns)).collect::<Vec<_>>(),
+            vec![(10, 50 + 100 + 100), (11, 50)]
+        );
+        let w = WorkWindow {
+            tgid: 10,
+            from_ns: 0,
+            to_ns: 1_000,
+        };
+        assert_eq!(within(&cap, &d, &w).oncpu_ns, 250);
+        assert_eq!(within(&cap, &d, &w).switches, 3);
+        // Without its fork a task stays the process it is.
+        cap.events
+            .retain(|e| !matches!(e.kind, EventKind::Fork { .. }));
+        assert_eq!(process_of(&cap)[&21], 21);
     }
 
     #[test]

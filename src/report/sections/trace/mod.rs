@@ -246,7 +246,8 @@ impl Section for TraceSection {
         let d = &self.data;
         let mut b = vec![Block::p(format!(
             "{} of the campaign {} traced by the kernel (sched_switch, sched_waking, sched_wakeup_new, \
-             sched_migrate_task, sched_process_exit over the measured window). A slice runs from a task's switch-in \
+             sched_migrate_task, sched_process_exit, sched_process_fork over the measured window; a task forked \
+             by a worker is counted under it, so a program's figures are its whole tree's). A slice runs from a task's switch-in \
              to its switch-out on that CPU; slices cut by the window's edges count towards time and number but not \
              towards the lengths. Wake-up-to-run latency is from sched_waking to the task's next switch-in: the \
              kernel's share of the workload's own latency beside it.",
