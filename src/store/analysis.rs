@@ -223,38 +223,18 @@ impl Store {
     where
         F: FnMut(&ReportRun, &[ReportProcess]) -> P,
     {
-        let mut campaign = self.report_campaign(id)?;
-        let ids = match by {
-            None => vec![campaign.id],
-            Some(_) => self.campaigns_of_same_spec(campaign.id)?,
-        };
-        if by.is_some() {
-            // The runs planned are those of every campaign reported.
-            let planned: i64 = self.conn.query_row(
-                &format!(
-                    "SELECT COALESCE(SUM(planned_runs), 0) FROM campaigns WHERE id IN ({})",
-                    id_list(&ids)
-                ),
-                [],
-                |r| r.get(0),
-            )?;
-            campaign.planned_runs = planned.max(0) as u64;
-        }
-        campaign.campaigns = if by.is_some() {
-            ids.clone()
+        let ReportData {
+            campaign,
+            runs,
+            environments,
+            work_units,
+            ..
+        } = self.load_report_frame(id, by)?;
+        let ids = if campaign.campaigns.is_empty() {
+            vec![campaign.id]
         } else {
-            Vec::new()
+            campaign.campaigns.clone()
         };
-        campaign.by = by;
-        let mut runs = self.report_runs(&ids)?;
-        if let Some(f) = by {
-            let levels = self.run_levels(&ids, f)?;
-            for r in &mut runs {
-                r.by = levels.get(&r.id).cloned();
-            }
-        }
-        let environments = self.report_environments(&ids)?;
-        let work_units = self.report_work_units(&ids)?;
         let run_index: std::collections::HashMap<i64, usize> =
             runs.iter().enumerate().map(|(i, r)| (r.id, i)).collect();
         let mut fold = make(&campaign);
@@ -295,6 +275,58 @@ impl Store {
             runs,
             processes,
             process_rows,
+            environments,
+            work_units,
+        })
+    }
+
+    /// Everything the report's analysis reads of a campaign but its process
+    /// rows (`processes` one `()` per run, `process_rows` 0): the runs, to
+    /// be grouped before their rows are read condition by condition
+    /// ([`Store::report_processes_of_run`]). `id` and `by` as in
+    /// [`Store::load_report_data_by`].
+    pub fn load_report_frame(
+        &self,
+        id: Option<i64>,
+        by: Option<RunFactor>,
+    ) -> Result<ReportData<()>> {
+        let mut campaign = self.report_campaign(id)?;
+        let ids = match by {
+            None => vec![campaign.id],
+            Some(_) => self.campaigns_of_same_spec(campaign.id)?,
+        };
+        if by.is_some() {
+            // The runs planned are those of every campaign reported.
+            let planned: i64 = self.conn.query_row(
+                &format!(
+                    "SELECT COALESCE(SUM(planned_runs), 0) FROM campaigns WHERE id IN ({})",
+                    id_list(&ids)
+                ),
+                [],
+                |r| r.get(0),
+            )?;
+            campaign.planned_runs = planned.max(0) as u64;
+        }
+        campaign.campaigns = if by.is_some() {
+            ids.clone()
+        } else {
+            Vec::new()
+        };
+        campaign.by = by;
+        let mut runs = self.report_runs(&ids)?;
+        if let Some(f) = by {
+            let levels = self.run_levels(&ids, f)?;
+            for r in &mut runs {
+                r.by = levels.get(&r.id).cloned();
+            }
+        }
+        let environments = self.report_environments(&ids)?;
+        let work_units = self.report_work_units(&ids)?;
+        Ok(ReportData {
+            campaign,
+            processes: vec![(); runs.len()],
+            runs,
+            process_rows: 0,
             environments,
             work_units,
         })
@@ -556,30 +588,34 @@ impl Store {
         let counts = counts::Positions::of(&stmt)?;
         let mut rows = stmt.query([])?;
         let mut n = 0u64;
-        let u = |v: i64| v.max(0) as u64;
         while let Some(r) = rows.next()? {
-            f(&ReportProcess {
-                run_id: r.get(0)?,
-                process_index: r.get(1)?,
-                nice: r.get(2)?,
-                rt_priority: r.get(3)?,
-                wall_ns: r.get(4)?,
-                usage: ReportUsage {
-                    utime_us: u(r.get(5)?),
-                    stime_us: u(r.get(6)?),
-                    nvcsw: u(r.get(7)?),
-                    nivcsw: u(r.get(8)?),
-                },
-                run_ns: r.get(9)?,
-                wait_ns: r.get(10)?,
-                timeslices: r.get(11)?,
-                work: r.get(12)?,
-                end_ns: r.get(13)?,
-                kernel: counts.read(r)?,
-            });
+            f(&report_process(r, &counts)?);
             n += 1;
         }
         Ok(n)
+    }
+
+    /// The worker processes of one run by process index (RT hogs run beside
+    /// the workers left out), as [`Store::for_each_report_process`] reads
+    /// them: the report reads an ok run's rows with this, condition by
+    /// condition.
+    pub fn report_processes_of_run(&self, run_id: i64) -> Result<Vec<ReportProcess>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT run_id, process_index, nice, rt_priority, wall_ns, utime_us, stime_us, nvcsw, nivcsw,
+                    run_ns, wait_ns, timeslices, work, end_ns{}
+             FROM processes WHERE run_id = ?1 AND role = 'worker' ORDER BY process_index",
+                counts::select_list("")
+            ))
+            .context(SCHEMA_MISMATCH)?;
+        let counts = counts::Positions::of(&stmt)?;
+        let mut rows = stmt.query([run_id])?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next()? {
+            out.push(report_process(r, &counts)?);
+        }
+        Ok(out)
     }
 
     /// The stored documents of some runs, in the order asked: the resolved
@@ -735,6 +771,34 @@ impl Store {
         )?;
         Ok(())
     }
+}
+
+/// A row of the report's process query (columns in the order of
+/// [`Store::for_each_report_process`]).
+fn report_process(
+    r: &rusqlite::Row,
+    counts: &counts::Positions,
+) -> rusqlite::Result<ReportProcess> {
+    let u = |v: i64| v.max(0) as u64;
+    Ok(ReportProcess {
+        run_id: r.get(0)?,
+        process_index: r.get(1)?,
+        nice: r.get(2)?,
+        rt_priority: r.get(3)?,
+        wall_ns: r.get(4)?,
+        usage: ReportUsage {
+            utime_us: u(r.get(5)?),
+            stime_us: u(r.get(6)?),
+            nvcsw: u(r.get(7)?),
+            nivcsw: u(r.get(8)?),
+        },
+        run_ns: r.get(9)?,
+        wait_ns: r.get(10)?,
+        timeslices: r.get(11)?,
+        work: r.get(12)?,
+        end_ns: r.get(13)?,
+        kernel: counts.read(r)?,
+    })
 }
 
 /// Campaign ids for an SQL `IN (…)` list (integers: nothing to escape).

@@ -367,6 +367,22 @@ impl Store {
         store.upgraded_in_memory()
     }
 
+    /// Another read-only connection to this store's database file, for a
+    /// thread that reads beside this one (WAL lets readers run together).
+    /// None when there is no such second view of the same data: an
+    /// in-memory store (an older schema upgraded for reading), a database
+    /// opened as immutable from a read-only directory, or one not at its
+    /// latest schema.
+    pub fn open_reader(&self) -> Option<Store> {
+        let path = self.conn.path().filter(|p| !p.is_empty())?;
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let store = Store {
+            conn: Connection::open_with_flags(path, flags).ok()?,
+        };
+        store.check_readable().ok()?;
+        (store.schema_version().ok()? == MIGRATIONS.len() as i64).then_some(store)
+    }
+
     /// The checks of a read-only open: readable, and a schema this schedlab
     /// reads as it is (it is never upgraded here).
     fn check_readable(&self) -> Result<()> {

@@ -204,11 +204,13 @@ pub fn ratio_interval(
 }
 
 /// The conditions with their cells, and the ok runs of each condition
-/// (indices into the runs, in campaign order).
+/// (indices into the runs, in campaign order). `per_process`: each
+/// condition's per-process summary of each metric ([`super::fold`]).
 pub(super) fn conditions(
     runs: &[ReportRun],
     grouping: &Grouping,
     run_values: &[Option<RunValues>],
+    per_process: &[Vec<Option<Summary>>],
     metrics: &[Metric],
     opts: &Options,
 ) -> (Vec<Condition>, Vec<Vec<usize>>) {
@@ -256,17 +258,7 @@ pub(super) fn conditions(
             }
         }
         let mut cell = cell(metric, ids, vals, &labels[c], opts);
-        if let Some(ps) = metric.process_slot() {
-            let all: Vec<f64> = cond_runs[c]
-                .iter()
-                .flat_map(|&ri| {
-                    let v = run_values[ri].as_ref().expect("ok run");
-                    v.processes.iter().map(move |p| p[ps])
-                })
-                .filter(|v| v.is_finite())
-                .collect();
-            cell.per_process = stats::summarize(&all);
-        }
+        cell.per_process = per_process[c][m].clone();
         cell
     });
     let mut conditions: Vec<Condition> = Vec::with_capacity(keyed.len());

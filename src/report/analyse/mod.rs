@@ -4,15 +4,16 @@
 //! and fairness. Every statistic comes from [`crate::stats`]; this module
 //! only decides what to compute on which values, and says why.
 //!
-//! [`analyse`] loads the campaign through the store, which hands each run's
-//! process rows to [`runs`] to fold into the run's values as it reads them
-//! ([`Store::load_report_data_with`]); [`analyse_data`] computes everything
+//! [`analyse`] loads the campaign's runs through the store, then reads the
+//! process rows condition by condition on every CPU and folds them into the
+//! runs' values ([`fold`], [`runs`]); [`analyse_data`] computes everything
 //! from plain data ([`Store::load_report_data`]), without a database, the
 //! same way. One file per job.
 
 mod comparisons;
 mod conditions;
 mod fairness;
+mod fold;
 mod groups;
 pub mod latency;
 pub mod model;
@@ -30,9 +31,7 @@ use serde::Serialize;
 use std::collections::HashMap;
 
 use super::metric::Metric;
-use crate::store::{
-    ReportCampaign, ReportData, ReportEnvironment, ReportProcess, ReportRun, RunFactor, Store,
-};
+use crate::store::{ReportCampaign, ReportData, ReportEnvironment, ReportRun, RunFactor, Store};
 
 pub(crate) use comparisons::min_exact_p;
 pub use comparisons::{Comparison, Verdict, mw_method, unreachable};
@@ -275,13 +274,13 @@ fn settings(opts: &Options) -> Settings {
 }
 
 /// Analyse a campaign of the store (`opts.campaign`, or the latest),
-/// folding each run's process rows as they are read.
+/// reading and folding its process rows condition by condition on every
+/// CPU ([`fold::from_store`]).
 pub fn analyse(store: &Store, opts: &Options) -> Result<Analysis> {
-    let data = store.load_report_data_by(opts.campaign, opts.by, |c| {
-        let timed = groups::spec_order(&c.spec_json).timed;
-        move |run: &ReportRun, rows: &[ReportProcess]| runs::fold_run(run, rows, &timed)
+    let frame = store.load_report_frame(opts.campaign, opts.by)?;
+    let mut a = analyse_values(frame, opts, |runs, ok, timed, metrics| {
+        fold::from_store(store, runs, ok, timed, metrics)
     })?;
-    let mut a = analyse_values(data, opts);
     a.precision = precision::of_campaign(store, &a.campaign)?;
     Ok(a)
 }
@@ -289,7 +288,6 @@ pub fn analyse(store: &Store, opts: &Options) -> Result<Analysis> {
 /// Analyse a loaded campaign: every statistic of the report, from plain
 /// data. `opts.campaign` is not used (the data are of one campaign).
 pub fn analyse_data(data: ReportData, opts: &Options) -> Analysis {
-    let timed = groups::spec_order(&data.campaign.spec_json).timed;
     let ReportData {
         campaign,
         runs,
@@ -298,28 +296,36 @@ pub fn analyse_data(data: ReportData, opts: &Options) -> Analysis {
         environments,
         work_units,
     } = data;
-    let values = runs
-        .iter()
-        .zip(&processes)
-        .map(|(r, rows)| runs::fold_run(r, rows, &timed))
-        .collect();
-    let data = ReportData {
+    let frame = ReportData {
         campaign,
+        processes: vec![(); runs.len()],
         runs,
-        processes: values,
         process_rows,
         environments,
         work_units,
     };
-    analyse_values(data, opts)
+    let Ok(a) = analyse_values(frame, opts, |runs, ok, timed, metrics| {
+        // The data say how many rows were read.
+        Ok::<_, std::convert::Infallible>(fold::Folded {
+            rows: 0,
+            ..fold::from_rows(runs, processes, ok, timed, metrics)
+        })
+    });
+    a
 }
 
-/// Analyse a campaign whose runs' processes are folded into their values.
-fn analyse_values(data: ReportData<Option<runs::RunValues>>, opts: &Options) -> Analysis {
+/// Analyse a campaign whose process rows `fold` reads and folds, given the
+/// runs, the ok runs of each condition, the workloads that run for a
+/// duration and the metrics. `data.process_rows` counts rows already read.
+fn analyse_values<E>(
+    data: ReportData<()>,
+    opts: &Options,
+    fold: impl FnOnce(&[ReportRun], &[Vec<usize>], &[String], &[Metric]) -> Result<fold::Folded, E>,
+) -> Result<Analysis, E> {
     let ReportData {
         campaign,
         runs,
-        processes: mut run_values,
+        processes: _,
         process_rows,
         environments,
         work_units,
@@ -332,12 +338,18 @@ fn analyse_values(data: ReportData<Option<runs::RunValues>>, opts: &Options) -> 
     let factors = groups::factors(&runs, &order, &units, campaign.by);
     let grouping = groups::group(&runs, &factors);
     let (counts, problems) = runs::statuses(&runs, &factors);
-    let (conditions, cond_runs) =
-        conditions::conditions(&runs, &grouping, &run_values, &metrics, opts);
-    // The per-process values are in the conditions now.
-    for v in run_values.iter_mut().flatten() {
-        v.processes = Vec::new();
-    }
+    let ok = fold::ok_runs_by_condition(&runs, &grouping.cond_of_run, grouping.keyed.len());
+    let folded = fold(&runs, &ok, &order.timed, &metrics)?;
+    let run_values = folded.values;
+    let process_rows = process_rows + folded.rows;
+    let (conditions, cond_runs) = conditions::conditions(
+        &runs,
+        &grouping,
+        &run_values,
+        &folded.per_process,
+        &metrics,
+        opts,
+    );
     let groups = grouping.groups;
 
     let run_info: HashMap<i64, (i64, i64)> = runs.iter().map(|r| (r.id, (r.seq, r.rep))).collect();
@@ -380,5 +392,5 @@ fn analyse_values(data: ReportData<Option<runs::RunValues>>, opts: &Options) -> 
         precision: None,
     };
     analysis.comparisons = comparisons::all_comparisons(&analysis, opts);
-    analysis
+    Ok(analysis)
 }
