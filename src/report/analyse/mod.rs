@@ -16,6 +16,7 @@ mod fairness;
 mod groups;
 pub mod latency;
 pub mod model;
+pub mod noise;
 mod outliers;
 mod precision;
 mod runs;
@@ -27,7 +28,7 @@ mod windows;
 
 use anyhow::Result;
 use serde::Serialize;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::metric::Metric;
 use crate::store::{
@@ -137,6 +138,9 @@ pub struct Analysis {
     pub environments: Vec<ReportEnvironment>,
     pub load: Option<LoadSummary>,
     pub interference: InterferenceSummary,
+    /// Runs whose interrupts and softirqs were beyond the campaign's usual,
+    /// and the findings without them.
+    pub noise: noise::NoiseCheck,
     pub process_rows: u64,
     pub groups: Vec<Group>,
     pub conditions: Vec<Condition>,
@@ -314,8 +318,51 @@ pub fn analyse_data(data: ReportData, opts: &Options) -> Analysis {
     analyse_values(data, opts)
 }
 
-/// Analyse a campaign whose runs' processes are folded into their values.
+/// Analyse a campaign whose runs' processes are folded into their values,
+/// and again without its noisy runs when it has some (`noise`): the
+/// analysis keeps every run and says what leaving those out changes.
 fn analyse_values(data: ReportData<Option<runs::RunValues>>, opts: &Options) -> Analysis {
+    let mut check = noise::flag(&data.runs);
+    let without = (!check.noisy_runs.is_empty()).then(|| {
+        let noisy: HashSet<i64> = check.noisy_runs.iter().map(|r| r.0).collect();
+        let keep: Vec<bool> = data.runs.iter().map(|r| !noisy.contains(&r.id)).collect();
+        let pick = |i: usize| keep[i];
+        ReportData {
+            campaign: data.campaign.clone(),
+            runs: data
+                .runs
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| pick(*i))
+                .map(|(_, r)| r.clone())
+                .collect(),
+            processes: data
+                .processes
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| pick(*i))
+                .map(|(_, p)| p.clone())
+                .collect(),
+            process_rows: data.process_rows,
+            environments: data.environments.clone(),
+            work_units: data.work_units.clone(),
+        }
+    });
+    let mut analysis = analyse_all(data, opts);
+    if let Some(data) = without {
+        let quieter = analyse_all(data, opts);
+        check.without = Some(noise::findings_without(
+            &analysis.comparisons,
+            &quieter.comparisons,
+        ));
+    }
+    analysis.noise = check;
+    analysis
+}
+
+/// Analyse every run of a campaign whose runs' processes are folded into
+/// their values.
+fn analyse_all(data: ReportData<Option<runs::RunValues>>, opts: &Options) -> Analysis {
     let ReportData {
         campaign,
         runs,
@@ -365,6 +412,7 @@ fn analyse_values(data: ReportData<Option<runs::RunValues>>, opts: &Options) -> 
         environments,
         load,
         interference,
+        noise: noise::NoiseCheck::default(),
         process_rows,
         groups,
         conditions,
