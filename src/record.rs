@@ -134,6 +134,21 @@ pub struct Interference {
     /// Busy time of those CPUs beyond what the run's processes and schedlab
     /// used, in % of their time over the run.
     pub other_cpu_pct: Option<f64>,
+    /// Hardware interrupts on the run's CPUs over the run
+    /// (`/proc/interrupts` delta).
+    #[serde(default)]
+    pub interrupts: Option<u64>,
+    /// Softirqs on the run's CPUs over the run (`/proc/softirqs` delta).
+    #[serde(default)]
+    pub softirqs: Option<u64>,
+    /// The run's CPUs' clock (cpufreq `scaling_cur_freq`), kHz: the mean of
+    /// the readings at release and at the end. None without cpufreq.
+    #[serde(default)]
+    pub cpu_freq_khz: Option<f64>,
+    /// Thermal throttling events on the run's CPUs over the run; None
+    /// where the kernel exposes no counters.
+    #[serde(default)]
+    pub throttle_count: Option<u64>,
 }
 
 /// One slice of schedlab's own scheduler, times after barrier release.

@@ -265,6 +265,14 @@ pub const COLUMNS: &[Column] = &[
     col("nr_migrations", Kind::Int, NULLABLE, |r| {
         int(r.kernel.nr_migrations.map(|v| v as i64))
     }),
+    col("interrupts", Kind::Int, NULLABLE, |r| int(r.interrupts)),
+    col("softirqs", Kind::Int, NULLABLE, |r| int(r.softirqs)),
+    col("cpu_freq_khz", Kind::Real, NULLABLE, |r| {
+        real(r.cpu_freq_khz)
+    }),
+    col("throttle_count", Kind::Int, NULLABLE, |r| {
+        int(r.throttle_count)
+    }),
 ];
 
 /// The prefix of a workload figure's column.
@@ -411,6 +419,10 @@ mod tests {
             others_runnable: Some(2),
             steal_pct: None,
             other_cpu_pct: Some(1.5),
+            interrupts: Some(1234),
+            softirqs: Some(567),
+            cpu_freq_khz: None,
+            throttle_count: None,
             process_index: Some(0),
             role: Some("worker".into()),
             pid: Some(42),
@@ -496,11 +508,9 @@ mod tests {
         assert!(lines[0].starts_with(
             "campaign,run,policy,workload,processes,priority_mode,cpus,rep,process_index"
         ));
-        assert!(
-            lines[0].ends_with(
-                ",trace_work_switches,ext_scheduler,nr_migrations,fig_mflops,fig_pi_error"
-            )
-        );
+        assert!(lines[0].ends_with(
+            ",nr_migrations,interrupts,softirqs,cpu_freq_khz,throttle_count,fig_mflops,fig_pi_error"
+        ));
         // The JSON of extra_json is one quoted cell.
         let cells: Vec<&str> = lines[1].split(',').collect();
         assert_eq!(cells.len(), COLUMNS.len() + 2);
@@ -512,6 +522,9 @@ mod tests {
         assert_eq!(col("ok"), "1");
         assert_eq!(col("load_avg_1m"), "0.25");
         assert_eq!(col("others_runnable"), "2");
+        assert_eq!(col("interrupts"), "1234");
+        assert_eq!(col("softirqs"), "567");
+        assert_eq!(col("cpu_freq_khz"), "");
         assert_eq!(col("steal_pct"), "");
         assert_eq!(col("extra_json"), r#""{""parent"":""deadline""}""#);
         assert_eq!(cells[COLUMNS.len()], "", "no mflops figure");

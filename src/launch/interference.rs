@@ -1,12 +1,15 @@
 //! Other programs' activity around one run, never counting the run's own
 //! processes or schedlab: runnable tasks on the machine just before barrier
 //! release, and over the run the steal time and the busy time of the run's
-//! CPUs beyond what the run and schedlab used (`/proc/stat` deltas).
+//! CPUs beyond what the run and schedlab used (`/proc/stat` deltas), and
+//! the noise on the run's CPUs: interrupts, softirqs, clock frequency and
+//! thermal throttling (`sys::noise`).
 
 use std::collections::{BTreeMap, HashSet};
 
 use crate::record::{Interference, ProcessRecord};
 use crate::sys::activity::{self, CpuTicks};
+use crate::sys::noise;
 use crate::sys::proc::{self, Usage};
 
 /// `/proc/stat` counts whole clock ticks (10 ms at USER_HZ 100), sampled:
@@ -19,31 +22,39 @@ pub struct AtRelease {
     others_runnable: Option<u32>,
     ticks: Option<BTreeMap<usize, CpuTicks>>,
     own: Usage,
+    /// The run's CPUs, whose noise is read.
+    cpus: Vec<usize>,
+    noise: noise::Reading,
 }
 
 /// What is read once every process of the run has ended.
 pub struct AtEnd {
     ticks: Option<BTreeMap<usize, CpuTicks>>,
     own: Usage,
+    noise: noise::Reading,
 }
 
 /// Read just before release: runnable tasks outside `run_pids` and
-/// schedlab, the CPUs' counters, schedlab's own CPU time.
-pub fn at_release(run_pids: &[i32]) -> AtRelease {
+/// schedlab, the CPUs' counters, schedlab's own CPU time, the noise
+/// sources of `run_cpus`.
+pub fn at_release(run_pids: &[i32], run_cpus: &[usize]) -> AtRelease {
     let mut ours: HashSet<i32> = run_pids.iter().copied().collect();
     ours.insert(std::process::id() as i32);
     AtRelease {
         others_runnable: activity::count_runnable_tasks(&ours),
         ticks: activity::read_cpu_ticks(),
         own: proc::self_usage(),
+        cpus: run_cpus.to_vec(),
+        noise: noise::Roots::default().read(run_cpus),
     }
 }
 
-/// Read when the run's processes have ended.
-pub fn at_end() -> AtEnd {
+/// Read when the run's processes have ended, on the CPUs `start` read.
+pub fn at_end(start: &AtRelease) -> AtEnd {
     AtEnd {
         ticks: activity::read_cpu_ticks(),
         own: proc::self_usage(),
+        noise: noise::Roots::default().read(&start.cpus),
     }
 }
 
@@ -78,10 +89,15 @@ pub fn measure(
     let (steal_pct, other_cpu_pct) = delta
         .map(|d| shares(&d, cpus.len(), ours_ns, tick_ns))
         .unwrap_or((None, None));
+    let n = noise::between(&start.noise, &end.noise, cpus);
     Interference {
         others_runnable: start.others_runnable,
         steal_pct,
         other_cpu_pct,
+        interrupts: n.interrupts,
+        softirqs: n.softirqs,
+        cpu_freq_khz: n.cpu_freq_khz,
+        throttle_count: n.throttle_count,
     }
 }
 
@@ -148,6 +164,11 @@ mod tests {
             others_runnable: Some(3),
             ticks: ticks(1000, 1000, 0),
             own: Usage::default(),
+            cpus: vec![0],
+            noise: noise::Reading {
+                interrupts: Some(noise::PerCpu::from([(0, 100), (1, 7)])),
+                ..noise::Reading::default()
+            },
         };
         let end = AtEnd {
             ticks: ticks(1180, 1010, 10),
@@ -155,12 +176,22 @@ mod tests {
                 utime_us: 100_000,
                 ..Usage::default()
             },
+            noise: noise::Reading {
+                interrupts: Some(noise::PerCpu::from([(0, 160), (1, 900)])),
+                ..noise::Reading::default()
+            },
         };
         // 200 ticks = 2 s; busy 1.8 s of which the run 1.5 s, schedlab 0.1 s.
         let i = measure(&start, &end, &[0], 1_500_000_000, TICK_NS);
         assert_eq!(i.others_runnable, Some(3));
         assert!((i.steal_pct.unwrap() - 5.0).abs() < 1e-9);
         assert!((i.other_cpu_pct.unwrap() - 10.0).abs() < 1e-6, "{i:?}");
+        // Only the run's CPU's interrupts; sources not read stay empty.
+        assert_eq!(i.interrupts, Some(60));
+        assert_eq!(
+            (i.softirqs, i.cpu_freq_khz, i.throttle_count),
+            (None, None, None)
+        );
         // A CPU missing from a reading: no shares, the count stays.
         let i = measure(&start, &end, &[0, 1], 0, TICK_NS);
         assert_eq!(

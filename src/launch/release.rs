@@ -64,7 +64,7 @@ impl Released {
             .collect();
         // Other programs' runnable tasks and the CPUs' counters, last thing
         // before release (the workers are blocked on the barrier).
-        let before = interference::at_release(&spawned.workers.pids);
+        let before = interference::at_release(&spawned.workers.pids, &cast.run_cpus);
         if let Some(r) = spawned.prepared.recorder.as_mut() {
             r.start()
                 .map_err(|e| Early::failed(format!("tracing could not start: {e:#}")))?;

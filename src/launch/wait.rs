@@ -80,7 +80,7 @@ impl Released {
                 capture
             })
         });
-        let after = interference::at_end();
+        let after = interference::at_end(&before);
         let dispatched = spawned.dispatcher.take().map(WrrRun::stop);
         let parent = raised.label;
         drop(raised);

@@ -79,6 +79,9 @@ pub struct ReportRun {
     pub others_runnable: Option<i64>,
     pub steal_pct: Option<f64>,
     pub other_cpu_pct: Option<f64>,
+    /// Interrupts and softirqs on the run's CPUs over the run.
+    pub interrupts: Option<i64>,
+    pub softirqs: Option<i64>,
     /// The EEVDF slice factor (µs) when the campaign swept it.
     pub slice_us: Option<i64>,
     /// The sched_ext scheduler level when the campaign swept it.
@@ -442,7 +445,7 @@ impl Store {
                 "SELECT id, seq, policy, workload, workload_kind, processes, priority_mode, cpus, cpu_list,
                     rt_runtime_us, rep, status, reason, makespan_ns, cpu_util, load_avg_1m, environment_id,
                     others_runnable, steal_pct, other_cpu_pct, slice_us,
-                    ext_scheduler
+                    ext_scheduler, interrupts, softirqs
              FROM runs WHERE campaign_id IN ({}) ORDER BY seq, id",
                 id_list(campaign_ids)
             ))
@@ -472,6 +475,8 @@ impl Store {
                     other_cpu_pct: r.get(19)?,
                     slice_us: r.get(20)?,
                     ext_scheduler: r.get(21)?,
+                    interrupts: r.get(22)?,
+                    softirqs: r.get(23)?,
                     by: None,
                 })
             })?

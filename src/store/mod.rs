@@ -128,6 +128,12 @@ pub struct ExportRow {
     pub others_runnable: Option<i64>,
     pub steal_pct: Option<f64>,
     pub other_cpu_pct: Option<f64>,
+    /// The run's noise (`record::Interference`): interrupts and softirqs
+    /// on its CPUs, their clock in kHz, thermal throttling events.
+    pub interrupts: Option<i64>,
+    pub softirqs: Option<i64>,
+    pub cpu_freq_khz: Option<f64>,
+    pub throttle_count: Option<i64>,
     pub process_index: Option<i64>,
     pub role: Option<String>,
     pub pid: Option<i64>,
@@ -233,7 +239,7 @@ const EXPORT_SQL: &str = "SELECT c.id, c.name, r.id, r.run_key, r.seq, r.policy,
         tc.lost_events, tc.unusable, tp.slices, tp.slice_p50_ns, tp.slice_p99_ns, tp.slice_max_ns,
         tp.oncpu_ns, tp.preempted, tp.yielded, tp.voluntary, tp.migrations, tp.wake_p50_ns, tp.wake_p99_ns,
         tp.work_oncpu_ns, tp.work_switches, r.ext_scheduler, tc.unusable_reason, tp.work_unattributed_ns,
-        tp.work_missing_switches{counts}
+        tp.work_missing_switches, r.interrupts, r.softirqs, r.cpu_freq_khz, r.throttle_count{counts}
      FROM runs r JOIN campaigns c ON c.id = r.campaign_id
      JOIN environments e ON e.id = r.environment_id
      LEFT JOIN processes p ON p.run_id = r.id
@@ -690,9 +696,9 @@ impl Store {
             "INSERT INTO runs (campaign_id, run_key, seq, policy, workload, workload_kind, processes, priority_mode,
                  cpus, cpu_list, rep, status, reason, makespan_ns, cpu_util, started_unix_ms, load_avg_1m,
                  environment_id, resolved_json, rt_runtime_us, extra_json, others_runnable, steal_pct,
-                 other_cpu_pct, slice_us, ext_scheduler)
+                 other_cpu_pct, slice_us, ext_scheduler, interrupts, softirqs, cpu_freq_khz, throttle_count)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,
-                     ?20, ?21, ?22, ?23, ?24, ?25, ?26)",
+                     ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30)",
         )?
         .execute(params![
                 campaign_id,
@@ -721,6 +727,10 @@ impl Store {
                 rec.interference.other_cpu_pct,
                 run.slice_us,
                 run.ext_scheduler.as_ref().map(|x| x.name.as_str()),
+                rec.interference.interrupts.map(i),
+                rec.interference.softirqs.map(i),
+                rec.interference.cpu_freq_khz,
+                rec.interference.throttle_count.map(i),
             ])
         .with_context(|| format!("storing run {}", run.key))?;
         let run_id = tx.last_insert_rowid();
@@ -924,6 +934,10 @@ impl Store {
                 others_runnable: r.get(23)?,
                 steal_pct: r.get(24)?,
                 other_cpu_pct: r.get(25)?,
+                interrupts: r.get(86)?,
+                softirqs: r.get(87)?,
+                cpu_freq_khz: r.get(88)?,
+                throttle_count: r.get(89)?,
                 process_index: r.get(26)?,
                 role: r.get(27)?,
                 pid: r.get(28)?,

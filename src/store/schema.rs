@@ -322,6 +322,15 @@ pub const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE processes ADD COLUMN nr_migrations INTEGER;
     "#,
+    // 10: the noise on a run's CPUs over the run (record::Interference,
+    // sys::noise). NULL in older rows and where this machine lacks the
+    // source (no cpufreq or thermal_throttle in a virtual machine).
+    r#"
+    ALTER TABLE runs ADD COLUMN interrupts INTEGER;      -- /proc/interrupts delta, the run's CPUs
+    ALTER TABLE runs ADD COLUMN softirqs INTEGER;        -- /proc/softirqs delta, the run's CPUs
+    ALTER TABLE runs ADD COLUMN cpu_freq_khz REAL;       -- scaling_cur_freq, mean of release and end
+    ALTER TABLE runs ADD COLUMN throttle_count INTEGER;  -- thermal throttling events
+    "#,
 ];
 
 #[cfg(test)]
@@ -365,5 +374,42 @@ mod tests {
             .query_row("SELECT nr_migrations FROM processes", [], |r| r.get(0))
             .unwrap();
         assert_eq!(v, None);
+    }
+
+    /// Migration 10 adds the runs' noise columns, empty in rows stored
+    /// before it.
+    #[test]
+    fn migration_10_adds_noise_columns_empty_in_older_rows() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        conn.execute_batch("PRAGMA foreign_keys = OFF").unwrap();
+        for m in &super::MIGRATIONS[..9] {
+            conn.execute_batch(m).unwrap();
+        }
+        let cols = |conn: &rusqlite::Connection| -> i64 {
+            conn.query_row(
+                "SELECT count(*) FROM pragma_table_info('runs')
+                 WHERE name IN ('interrupts', 'softirqs', 'cpu_freq_khz', 'throttle_count')",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap()
+        };
+        assert_eq!(cols(&conn), 0);
+        conn.execute_batch(
+            "INSERT INTO runs (campaign_id, run_key, seq, policy, workload, workload_kind, processes,
+                 priority_mode, cpus, cpu_list, rep, status, reason, started_unix_ms, environment_id, resolved_json)
+             VALUES (1, 'k', 0, 'other', 'w', 'cpu', 1, 'equal', 'all', '0', 0, 'ok', '', 0, 1, '{}')",
+        )
+        .unwrap();
+        conn.execute_batch(super::MIGRATIONS[9]).unwrap();
+        assert_eq!(cols(&conn), 4);
+        let v: (Option<i64>, Option<i64>, Option<f64>, Option<i64>) = conn
+            .query_row(
+                "SELECT interrupts, softirqs, cpu_freq_khz, throttle_count FROM runs",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            )
+            .unwrap();
+        assert_eq!(v, (None, None, None, None));
     }
 }

@@ -1,6 +1,6 @@
 //! The only home of `unsafe` and raw libc calls: scheduling system calls,
 //! process reaping and signals, clocks and absolute sleeps, procfs
-//! parsing, the machine's environment, a cgroup per worker, what else the
+//! parsing, the machine's environment, per-CPU noise sources, a cgroup per worker, what else the
 //! machine is doing, and sched_ext (its facts, and loading schedlab's BPF
 //! scheduler), users by name and switching to one, and a worker's `exec` of
 //! another program.
@@ -17,6 +17,7 @@ pub mod fsinfo;
 pub mod hostid;
 pub mod knobs;
 pub mod limits;
+pub mod noise;
 pub mod pmqos;
 pub mod probe;
 pub mod proc;

@@ -224,6 +224,8 @@ mod tests {
             others_runnable: None,
             steal_pct: None,
             other_cpu_pct: None,
+            interrupts: None,
+            softirqs: None,
             slice_us: None,
             ext_scheduler: None,
             by: None,

@@ -17,6 +17,7 @@ mod fold;
 mod groups;
 pub mod latency;
 pub mod model;
+pub mod noise;
 mod outliers;
 mod precision;
 mod runs;
@@ -28,10 +29,12 @@ mod windows;
 
 use anyhow::Result;
 use serde::Serialize;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::metric::Metric;
-use crate::store::{ReportCampaign, ReportData, ReportEnvironment, ReportRun, RunFactor, Store};
+use crate::store::{
+    ReportCampaign, ReportData, ReportEnvironment, ReportProcess, ReportRun, RunFactor, Store,
+};
 
 pub(crate) use comparisons::min_exact_p;
 pub use comparisons::{Comparison, Verdict, mw_method, unreachable};
@@ -136,6 +139,9 @@ pub struct Analysis {
     pub environments: Vec<ReportEnvironment>,
     pub load: Option<LoadSummary>,
     pub interference: InterferenceSummary,
+    /// Runs whose interrupts and softirqs were beyond the campaign's usual,
+    /// and the findings without them.
+    pub noise: noise::NoiseCheck,
     pub process_rows: u64,
     pub groups: Vec<Group>,
     pub conditions: Vec<Condition>,
@@ -304,11 +310,19 @@ pub fn analyse_data(data: ReportData, opts: &Options) -> Analysis {
         environments,
         work_units,
     };
+    // Each run's rows by its id: the analysis without noisy runs (if any)
+    // folds a subset of the runs again.
+    let by_id: HashMap<i64, Vec<ReportProcess>> =
+        frame.runs.iter().map(|r| r.id).zip(processes).collect();
     let Ok(a) = analyse_values(frame, opts, |runs, ok, timed, metrics| {
+        let rows = runs
+            .iter()
+            .map(|r| by_id.get(&r.id).cloned().unwrap_or_default())
+            .collect();
         // The data say how many rows were read.
         Ok::<_, std::convert::Infallible>(fold::Folded {
             rows: 0,
-            ..fold::from_rows(runs, processes, ok, timed, metrics)
+            ..fold::from_rows(runs, rows, ok, timed, metrics)
         })
     });
     a
@@ -316,12 +330,49 @@ pub fn analyse_data(data: ReportData, opts: &Options) -> Analysis {
 
 /// Analyse a campaign whose process rows `fold` reads and folds, given the
 /// runs, the ok runs of each condition, the workloads that run for a
-/// duration and the metrics. `data.process_rows` counts rows already read.
-fn analyse_values<E>(
-    data: ReportData<()>,
-    opts: &Options,
-    fold: impl FnOnce(&[ReportRun], &[Vec<usize>], &[String], &[Metric]) -> Result<fold::Folded, E>,
-) -> Result<Analysis, E> {
+/// duration and the metrics; and again without its noisy runs when it has
+/// some (`noise`): the analysis keeps every run and says what leaving those
+/// out changes. `data.process_rows` counts rows already read.
+fn analyse_values<E, F>(data: ReportData<()>, opts: &Options, fold: F) -> Result<Analysis, E>
+where
+    F: Fn(&[ReportRun], &[Vec<usize>], &[String], &[Metric]) -> Result<fold::Folded, E>,
+{
+    let mut check = noise::flag(&data.runs);
+    let without = (!check.noisy_runs.is_empty()).then(|| {
+        let noisy: HashSet<i64> = check.noisy_runs.iter().map(|r| r.0).collect();
+        let runs: Vec<ReportRun> = data
+            .runs
+            .iter()
+            .filter(|r| !noisy.contains(&r.id))
+            .cloned()
+            .collect();
+        ReportData {
+            campaign: data.campaign.clone(),
+            processes: vec![(); runs.len()],
+            runs,
+            process_rows: data.process_rows,
+            environments: data.environments.clone(),
+            work_units: data.work_units.clone(),
+        }
+    });
+    let mut analysis = analyse_all(data, opts, &fold)?;
+    if let Some(data) = without {
+        let quieter = analyse_all(data, opts, &fold)?;
+        check.without = Some(noise::findings_without(
+            &analysis.comparisons,
+            &quieter.comparisons,
+        ));
+    }
+    analysis.noise = check;
+    Ok(analysis)
+}
+
+/// Analyse every run of a campaign whose process rows `fold` reads and
+/// folds.
+fn analyse_all<E, F>(data: ReportData<()>, opts: &Options, fold: &F) -> Result<Analysis, E>
+where
+    F: Fn(&[ReportRun], &[Vec<usize>], &[String], &[Metric]) -> Result<fold::Folded, E>,
+{
     let ReportData {
         campaign,
         runs,
@@ -377,6 +428,7 @@ fn analyse_values<E>(
         environments,
         load,
         interference,
+        noise: noise::NoiseCheck::default(),
         process_rows,
         groups,
         conditions,

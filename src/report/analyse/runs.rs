@@ -124,6 +124,7 @@ struct ProcLite {
 
 /// Per-run values derived from its processes: all the analysis keeps of
 /// them.
+#[derive(Clone)]
 pub(super) struct RunValues {
     /// Indexed by `metric as usize`; NaN when absent.
     pub(super) values: [f64; Metric::COUNT],

@@ -340,7 +340,7 @@ fn cells_choose_their_interval() {
 use crate::store::{ReportProcess, ReportRun};
 
 /// A run of the in-memory campaign.
-fn mem_run(id: i64, policy: &str, rep: i64, status: &str, makespan_s: f64) -> ReportRun {
+pub(super) fn mem_run(id: i64, policy: &str, rep: i64, status: &str, makespan_s: f64) -> ReportRun {
     ReportRun {
         id,
         seq: id,
@@ -362,6 +362,8 @@ fn mem_run(id: i64, policy: &str, rep: i64, status: &str, makespan_s: f64) -> Re
         others_runnable: Some(0),
         steal_pct: None,
         other_cpu_pct: None,
+        interrupts: None,
+        softirqs: None,
         slice_us: None,
         ext_scheduler: None,
         by: None,
@@ -526,4 +528,47 @@ fn the_store_folds_each_run_once_by_process_index() {
         rows += index.len() as u64;
     }
     assert_eq!(rows, data.process_rows);
+}
+
+/// `mem_campaign` with each ok run's interrupts + softirqs per second per
+/// CPU (2 CPUs, `noisy` ids at 50 000, the others about 1 000).
+fn noisy_campaign(noisy: &[i64]) -> ReportData {
+    let mut data = mem_campaign();
+    for r in data.runs.iter_mut().filter(|r| r.status == "ok") {
+        let per_cpu_s = if noisy.contains(&r.id) {
+            50_000.0
+        } else {
+            1_000.0 + r.id as f64
+        };
+        let events = per_cpu_s * 2.0 * r.makespan_ns.unwrap() as f64 / 1e9;
+        r.interrupts = Some((events / 2.0).round() as i64);
+        r.softirqs = Some((events / 2.0).round() as i64);
+    }
+    data
+}
+
+#[test]
+fn noisy_runs_are_flagged_and_the_findings_checked_without_them() {
+    // One noisy OTHER run: OTHER is still faster without it.
+    let a = analyse_data(noisy_campaign(&[8]), &Options::default());
+    let ids: Vec<i64> = a.noise.noisy_runs.iter().map(|r| r.0).collect();
+    assert_eq!(ids, [8]);
+    assert_eq!(a.noise.measured_runs, 12);
+    assert!(a.noise.without.as_ref().unwrap().same(), "{:?}", a.noise);
+    // Kept in the figures: nothing is dropped.
+    assert_eq!(a.counts.ok, 12);
+    // Four noisy FIFO runs: without them FIFO has too few runs to test, so
+    // the wall-time finding is lost.
+    let a = analyse_data(noisy_campaign(&[1, 2, 3, 4]), &Options::default());
+    assert_eq!(a.noise.noisy_runs.len(), 4);
+    let without = a.noise.without.as_ref().unwrap();
+    assert!(!without.same());
+    assert!(
+        without.lost.iter().any(|s| s.contains("wall time")),
+        "{without:?}"
+    );
+    assert!(without.gained.is_empty(), "{without:?}");
+    // No noise recorded (an older database): nothing flagged, no re-test.
+    let a = analyse_data(mem_campaign(), &Options::default());
+    assert_eq!((a.noise.measured_runs, a.noise.without.clone()), (0, None));
 }

@@ -232,6 +232,8 @@ pub fn report_data(cfg: &Planted, candidate: bool, id: i64) -> Result<ReportData
             others_runnable: None,
             steal_pct: None,
             other_cpu_pct: None,
+            interrupts: None,
+            softirqs: None,
             slice_us: r.run.slice_us.map(i64::from),
             ext_scheduler: r.run.ext_scheduler.as_ref().map(|x| x.name.clone()),
             by: None,

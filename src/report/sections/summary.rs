@@ -5,6 +5,7 @@
 use serde_json::{Value, json};
 
 use super::{Section, plural};
+use crate::report::analyse::noise::{NOISE_MAD_K, NoiseCheck};
 use crate::report::analyse::{
     Analysis, Comparison, InterferenceSummary, OTHERS_RUNNABLE_NOTE, Verdict, unreachable,
 };
@@ -100,6 +101,9 @@ pub fn notes(a: &Analysis) -> Vec<String> {
     if let Some(note) = interference_note(&a.interference) {
         v.push(note);
     }
+    if let Some(note) = noise_note(&a.noise) {
+        v.push(note);
+    }
     if let Some(&first) = a.settings.metrics.first() {
         let noisy = a
             .conditions
@@ -135,6 +139,46 @@ fn run_list(ids: &[i64]) -> String {
     };
     let word = if ids.len() == 1 { "run" } else { "runs" };
     format!("{word} {}{more}", shown.join(", "))
+}
+
+/// The runs whose interrupts and softirqs were beyond the campaign's
+/// usual, and whether the significant findings hold without them; None
+/// when no run was flagged.
+pub fn noise_note(n: &NoiseCheck) -> Option<String> {
+    let (Some(median), Some(threshold)) = (n.median_per_cpu_s, n.threshold_per_cpu_s) else {
+        return None;
+    };
+    if n.noisy_runs.is_empty() {
+        return None;
+    }
+    let ids: Vec<i64> = n.noisy_runs.iter().map(|r| r.0).collect();
+    let max = n.noisy_runs.iter().map(|r| r.1).fold(f64::MIN, f64::max);
+    let mut note = format!(
+        "Noisy CPUs: {} had more interrupts and softirqs than the campaign's usual (up to {}/s per CPU; \
+         median {}/s, flagged above median + {NOISE_MAD_K} MAD = {}/s). They are kept in every figure",
+        run_list(&ids),
+        fmt::sig(max, 3),
+        fmt::sig(median, 3),
+        fmt::sig(threshold, 3),
+    );
+    match &n.without {
+        Some(w) if w.same() => {
+            note.push_str("; without them the same findings are significant.");
+        }
+        Some(w) => {
+            note.push_str("; without them the significant findings change:");
+            for s in &w.lost {
+                note.push_str(&format!(" no longer significant: {s};"));
+            }
+            for s in &w.gained {
+                note.push_str(&format!(" significant only without them: {s};"));
+            }
+            note.pop();
+            note.push('.');
+        }
+        None => note.push('.'),
+    }
+    Some(note)
 }
 
 /// Other programs' activity that may have disturbed runs, in a sentence;
@@ -439,6 +483,7 @@ mod tests {
             others_runnable: Some(0),
             steal_pct: Some(0.0),
             other_cpu_pct: Some(1.0),
+            ..Interference::default()
         };
         let notes = notes_of(51.6, [quiet; 3]);
         assert!(
@@ -458,6 +503,7 @@ mod tests {
             others_runnable: Some(1),
             steal_pct: Some(0.0),
             other_cpu_pct: Some(1.0),
+            ..Interference::default()
         };
         let busy = Interference {
             others_runnable: Some(4),
@@ -521,5 +567,36 @@ mod tests {
             "{note}"
         );
         assert!(!note.contains("steal"), "{note}");
+    }
+
+    #[test]
+    fn noise_note_names_the_runs_and_what_leaving_them_out_changes() {
+        use crate::report::analyse::noise::FindingsWithout;
+        let mut n = NoiseCheck {
+            measured_runs: 12,
+            median_per_cpu_s: Some(1000.0),
+            threshold_per_cpu_s: Some(1100.0),
+            noisy_runs: Vec::new(),
+            without: None,
+        };
+        assert_eq!(noise_note(&n), None);
+        n.noisy_runs = vec![(4, 52_000.0), (9, 3000.0)];
+        n.without = Some(FindingsWithout::default());
+        let note = noise_note(&n).unwrap();
+        assert!(note.contains("runs 4, 9"), "{note}");
+        assert!(note.contains("up to 52000/s"), "{note}");
+        assert!(
+            note.ends_with("the same findings are significant."),
+            "{note}"
+        );
+        n.without = Some(FindingsWithout {
+            lost: vec!["OTHER wall time is 0.5× FIFO's".into()],
+            gained: Vec::new(),
+        });
+        let note = noise_note(&n).unwrap();
+        assert!(
+            note.ends_with("no longer significant: OTHER wall time is 0.5× FIFO's."),
+            "{note}"
+        );
     }
 }
