@@ -6,37 +6,11 @@
 //! tree the next start kills.
 
 mod common;
-use common::{bin, text};
+use common::{bin, root_for_commands, schedlab_isolated, serial, text};
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn schedlab(args: &[&str], dir: &Path) -> Output {
-    Command::new(bin())
-        .args(args)
-        .current_dir(dir)
-        .env("SCHEDLAB_JOURNAL", dir.join("journal.json"))
-        .env("TMPDIR", dir)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
-
-/// The tests here measure CPU time and wall time of real programs: one at
-/// a time, so that none disturbs another's figures.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn root() -> bool {
-    schedlab::testing::require(
-        schedlab::sys::proc::euid() == 0,
-        "command workloads need root (a cgroup per worker)",
-    )
-}
 
 /// A spec of one OTHER worker running `argv` (TOML array text), `extra`
 /// workload keys, `reps` repetitions.
@@ -53,7 +27,7 @@ fn spec(dir: &Path, argv: &str, extra: &str, reps: u32) {
 }
 
 fn rows(dir: &Path) -> Vec<serde_json::Value> {
-    let o = schedlab(&["export", "--db", "t.db", "--format", "json"], dir);
+    let o = schedlab_isolated(&["export", "--db", "t.db", "--format", "json"], dir);
     assert!(o.status.success(), "{}", text(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     match v {
@@ -96,7 +70,7 @@ fn a_forking_program_s_tree_cpu_matches_perf_stat() {
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success());
-    if !root()
+    if !root_for_commands()
         || !schedlab::testing::require_tool(perf, "perf is missing (apt-get install linux-perf)")
     {
         return;
@@ -124,7 +98,7 @@ fn a_forking_program_s_tree_cpu_matches_perf_stat() {
 fn tree_cpu_ms() -> f64 {
     let dir = tempfile::tempdir().unwrap();
     spec(dir.path(), FORK3, "", 1);
-    let o = schedlab(&["run", "s.toml", "--db", "t.db", "--quiet"], dir.path());
+    let o = schedlab_isolated(&["run", "s.toml", "--db", "t.db", "--quiet"], dir.path());
     assert!(o.status.success(), "{}", text(&o));
     let r = &rows(dir.path())[0];
     assert_eq!(r["fig_tree_tasks"].as_f64(), Some(4.0), "{r}");
@@ -151,14 +125,14 @@ fn perf_cpu_ms() -> f64 {
 #[test]
 fn a_double_forked_daemon_is_stopped_at_the_duration_and_nothing_is_left() {
     let _one_at_a_time = serial();
-    if !root() {
+    if !root_for_commands() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let marker = "31.4159";
     let argv = format!(r#"["sh", "-c", "(setsid sh -c 'sleep {marker}' &) ; sleep {marker}"]"#);
     spec(dir.path(), &argv, "duration_s = 0.5\ngrace_s = 1", 1);
-    let o = schedlab(&["run", "s.toml", "--db", "t.db", "--quiet"], dir.path());
+    let o = schedlab_isolated(&["run", "s.toml", "--db", "t.db", "--quiet"], dir.path());
     assert!(o.status.success(), "{}", text(&o));
     let r = &rows(dir.path())[0];
     assert_eq!(r["status"], "ok", "{r}");
@@ -175,13 +149,13 @@ fn a_double_forked_daemon_is_stopped_at_the_duration_and_nothing_is_left() {
 #[test]
 fn a_program_ignoring_sigterm_is_killed_after_the_grace() {
     let _one_at_a_time = serial();
-    if !root() {
+    if !root_for_commands() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let argv = r#"["sh", "-c", "trap '' TERM; sleep 27.18; sleep 27.18"]"#;
     spec(dir.path(), argv, "duration_s = 0.3\ngrace_s = 0.7", 1);
-    let o = schedlab(&["run", "s.toml", "--db", "t.db", "--quiet"], dir.path());
+    let o = schedlab_isolated(&["run", "s.toml", "--db", "t.db", "--quiet"], dir.path());
     assert!(o.status.success(), "{}", text(&o));
     let r = &rows(dir.path())[0];
     let wall = r["wall_ns"].as_f64().unwrap() / 1e9;
@@ -195,7 +169,7 @@ fn a_program_ignoring_sigterm_is_killed_after_the_grace() {
 #[test]
 fn a_bad_exit_and_a_missing_figure_fail_the_run_naming_why() {
     let _one_at_a_time = serial();
-    if !root() {
+    if !root_for_commands() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -205,7 +179,7 @@ fn a_bad_exit_and_a_missing_figure_fail_the_run_naming_why() {
         "",
         1,
     );
-    let o = schedlab(&["run", "s.toml", "--db", "t.db"], dir.path());
+    let o = schedlab_isolated(&["run", "s.toml", "--db", "t.db"], dir.path());
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     assert!(text(&o).contains("exit code 3"), "{}", text(&o));
     let dir = tempfile::tempdir().unwrap();
@@ -216,7 +190,7 @@ fn a_bad_exit_and_a_missing_figure_fail_the_run_naming_why() {
         figure,
         1,
     );
-    let o = schedlab(&["run", "s.toml", "--db", "t.db"], dir.path());
+    let o = schedlab_isolated(&["run", "s.toml", "--db", "t.db"], dir.path());
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     assert!(text(&o).contains("figure `elapsed`"), "{}", text(&o));
     assert!(
@@ -229,7 +203,7 @@ fn a_bad_exit_and_a_missing_figure_fail_the_run_naming_why() {
 #[test]
 fn a_hundred_mebibytes_of_output_keep_only_their_tail() {
     let _one_at_a_time = serial();
-    if !root() {
+    if !root_for_commands() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -238,7 +212,7 @@ fn a_hundred_mebibytes_of_output_keep_only_their_tail() {
     let figure =
         "[workloads.w.figures.t]\nregex = 'Time: ([0-9.]+)'\nunit = \"s\"\nbetter = \"lower\"";
     spec(dir.path(), argv, figure, 1);
-    let o = schedlab(&["run", "s.toml", "--db", "t.db", "--quiet"], dir.path());
+    let o = schedlab_isolated(&["run", "s.toml", "--db", "t.db", "--quiet"], dir.path());
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(rows(dir.path())[0]["fig_t"].as_f64(), Some(2.5));
     let dropped = extra(dir.path())["command"][0]["stdout_dropped_bytes"]
@@ -255,7 +229,7 @@ fn a_hundred_mebibytes_of_output_keep_only_their_tail() {
 #[test]
 fn a_killed_schedlab_s_program_tree_is_killed_by_the_next_start() {
     let _one_at_a_time = serial();
-    if !root() {
+    if !root_for_commands() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -280,7 +254,7 @@ fn a_killed_schedlab_s_program_tree_is_killed_by_the_next_start() {
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(!survivors(marker).is_empty(), "nothing was left to recover");
-    let o = schedlab(&["env"], dir.path());
+    let o = schedlab_isolated(&["env"], dir.path());
     assert!(o.status.success(), "{}", text(&o));
     let t0 = Instant::now();
     while !survivors(marker).is_empty() && t0.elapsed() < Duration::from_secs(5) {

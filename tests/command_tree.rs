@@ -5,35 +5,7 @@
 //! program that allocates and touches 64 MiB.
 
 mod common;
-use common::{bin, text};
-
-use std::path::Path;
-use std::process::{Command, Output, Stdio};
-
-fn schedlab(args: &[&str], dir: &Path) -> Output {
-    Command::new(bin())
-        .args(args)
-        .current_dir(dir)
-        .env("SCHEDLAB_JOURNAL", dir.join("journal.json"))
-        .env("TMPDIR", dir)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
-
-/// The tests here measure real programs: one at a time.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn root() -> bool {
-    schedlab::testing::require(
-        schedlab::sys::proc::euid() == 0,
-        "command workloads need root (a cgroup per worker)",
-    )
-}
+use common::{root_for_commands, schedlab_isolated, serial, text};
 
 /// Runs one worker of `policy` on CPU 0 executing `argv` (TOML array
 /// text) with the figures `figures` (TOML), and returns its exported row.
@@ -48,9 +20,9 @@ fn run_one(policy: &str, argv: &str, figures: &str) -> serde_json::Value {
         ),
     )
     .unwrap();
-    let o = schedlab(&["run", "s.toml", "--db", "t.db", "--quiet"], dir.path());
+    let o = schedlab_isolated(&["run", "s.toml", "--db", "t.db", "--quiet"], dir.path());
     assert!(o.status.success(), "{}", text(&o));
-    let o = schedlab(&["export", "--db", "t.db", "--format", "json"], dir.path());
+    let o = schedlab_isolated(&["export", "--db", "t.db", "--format", "json"], dir.path());
     assert!(o.status.success(), "{}", text(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let rows = match v {
@@ -81,7 +53,7 @@ const FORK3_SELF_OBSERVED: &str = r#"["sh", "-c", "for i in 1 2 3; do (n=0; whil
 #[test]
 fn run_queue_wait_slices_and_faults_match_each_task_s_own_counters() {
     let _one_at_a_time = serial();
-    if !root() || !common::may_use_rt() {
+    if !root_for_commands() || !common::may_use_rt() {
         return;
     }
     let figures = ["topwait", "wait", "slices", "faults"].map(figure).concat();
@@ -123,7 +95,7 @@ const TOUCH_64_MIB: &str = r#"["python3", "-c", "import resource; b = bytearray(
 #[test]
 fn peak_memory_of_the_tree_matches_the_program_s_own_peak_rss() {
     let _one_at_a_time = serial();
-    if !root() {
+    if !root_for_commands() {
         return;
     }
     let memory = schedlab::sys::cgroup::layout().hierarchies.iter().any(|h| {

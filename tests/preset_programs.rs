@@ -5,30 +5,10 @@
 //! CPU 0 for a fraction of a second, FIFO).
 
 mod common;
-use common::{bin, text};
+use common::{schedlab_isolated, serial, text};
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-
-fn schedlab(args: &[&str], dir: &Path) -> Output {
-    Command::new(bin())
-        .args(args)
-        .current_dir(dir)
-        .env("SCHEDLAB_JOURNAL", dir.join("journal.json"))
-        .env("TMPDIR", dir)
-        .env_remove("SCHEDLAB_DB")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
-
-/// The runs here measure real programs: one preset at a time.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 fn in_path(program: &str) -> bool {
     std::env::var_os("PATH")
@@ -38,7 +18,7 @@ fn in_path(program: &str) -> bool {
 /// Runs `preset` with one repetition under OTHER and FIFO and returns the
 /// exported rows.
 fn run_preset(preset: &str, dir: &Path) -> Vec<serde_json::Value> {
-    let o = schedlab(
+    let o = schedlab_isolated(
         &[
             "run",
             "--preset",
@@ -56,7 +36,7 @@ fn run_preset(preset: &str, dir: &Path) -> Vec<serde_json::Value> {
         dir,
     );
     assert!(o.status.success(), "{}", text(&o));
-    let o = schedlab(&["export", "--db", "t.db", "--format", "json"], dir);
+    let o = schedlab_isolated(&["export", "--db", "t.db", "--format", "json"], dir);
     assert!(o.status.success(), "{}", text(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     match v {

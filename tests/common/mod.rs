@@ -28,6 +28,39 @@ pub fn schedlab(args: &[&str], dir: &Path) -> Output {
         .expect("run schedlab")
 }
 
+/// Run schedlab in `dir` with a journal and a temporary directory of its
+/// own there (so nothing it records mixes with the machine's or another
+/// test's), no database from the environment, and no standard input.
+pub fn schedlab_isolated(args: &[&str], dir: &Path) -> Output {
+    Command::new(bin())
+        .args(args)
+        .current_dir(dir)
+        .env("SCHEDLAB_JOURNAL", dir.join("journal.json"))
+        .env("TMPDIR", dir)
+        .env_remove("SCHEDLAB_DB")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run schedlab")
+}
+
+/// Tests that measure real programs run one at a time within their test
+/// binary, so that none disturbs another's figures.
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Whether this process is root, as a `command` workload needs (a cgroup
+/// per worker): the shared rule of [`require`].
+#[must_use = "return from the test when this is false"]
+#[track_caller]
+pub fn root_for_commands() -> bool {
+    require(
+        schedlab::sys::proc::euid() == 0,
+        "command workloads need root (a cgroup per worker)",
+    )
+}
+
 /// Standard output then standard error, for messages.
 pub fn text(o: &Output) -> String {
     format!(

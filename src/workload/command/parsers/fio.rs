@@ -115,13 +115,7 @@ pub fn claims(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn fig(p: &Parsed, name: &str) -> f64 {
-        p.figures
-            .get(name)
-            .unwrap_or_else(|| panic!("{name}: {p:?}"))
-            .value
-    }
+    use crate::workload::command::parsers::test_fig as fig;
 
     #[test]
     fn one_job_gives_its_percentiles() {

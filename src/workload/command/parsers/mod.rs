@@ -196,6 +196,15 @@ pub fn first_json(text: &str) -> Result<serde_json::Value, String> {
         .map_err(|e| format!("its JSON does not parse: {e}"))
 }
 
+/// A figure a parser's test expects, by name (panics naming it when absent).
+#[cfg(test)]
+pub(crate) fn test_fig(p: &Parsed, name: &str) -> f64 {
+    p.figures
+        .get(name)
+        .unwrap_or_else(|| panic!("{name}: {p:?}"))
+        .value
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

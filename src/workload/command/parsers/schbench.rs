@@ -168,17 +168,11 @@ pub fn claims(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workload::command::parsers::test_fig as fig;
 
     const TEXT: &str = include_str!("samples/schbench.txt");
     const JSON: &str = include_str!("samples/schbench.json");
     const PIPE: &str = include_str!("samples/schbench_pipe.txt");
-
-    fn fig(p: &Parsed, name: &str) -> f64 {
-        p.figures
-            .get(name)
-            .unwrap_or_else(|| panic!("{name}: {p:?}"))
-            .value
-    }
 
     #[test]
     fn the_text_reports_last_block_is_the_runs() {
