@@ -116,10 +116,12 @@ fn run(json: &str) -> Result<()> {
     if args.wait_barrier {
         wait_for_barrier()?;
     }
+    // Read before the window opens: /proc/self/sched is a long text, and
+    // its reading would otherwise count in the work's wall and CPU time.
+    let nr_migrations_start = read_nr_migrations(std::process::id() as i32).ok();
     let start_ns = monotonic_ns();
     let usage_start = self_usage();
     let schedstat_start = read_schedstat(std::process::id() as i32).ok();
-    let nr_migrations_start = read_nr_migrations(std::process::id() as i32).ok();
     if fault("abort-worker", args.index) {
         eprintln!("fault injection: worker {} aborts", args.index);
         std::process::abort();
