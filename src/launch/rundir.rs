@@ -269,16 +269,7 @@ fn settle_intents(workdir: &Path, prefix: &str) -> Vec<PathBuf> {
 
 /// Settle one intent file (see [`settle_intents`]).
 fn settle_intent(workdir: &Path, intent: &Path) -> Option<PathBuf> {
-    let meta = std::fs::symlink_metadata(intent).ok()?;
-    if !meta.file_type().is_file() || meta.len() > MARKER_MAX_BYTES {
-        return None;
-    }
-    let mut file = OpenOptions::new().read(true).open(intent).ok()?;
-    let mut text = String::new();
-    (&mut file)
-        .take(MARKER_MAX_BYTES)
-        .read_to_string(&mut text)
-        .ok()?;
+    let (file, text) = open_small(intent)?;
     let name = intent_names(&text)?;
     let own_name = intent.file_name()?.to_str()?;
     if own_name.strip_prefix(INTENT_PREFIX) != Some(name) {
@@ -322,13 +313,32 @@ fn remove_unmarked(dir: &Path) -> bool {
     }
     if !names.is_empty() {
         let staging = dir.join(MARKER_STAGING);
-        let plain_file = std::fs::symlink_metadata(&staging)
-            .is_ok_and(|m| m.file_type().is_file() && m.len() <= MARKER_MAX_BYTES);
-        if !plain_file || std::fs::remove_file(&staging).is_err() {
+        if !is_small_file(&staging) || std::fs::remove_file(&staging).is_err() {
             return false;
         }
     }
     std::fs::remove_dir(dir).is_ok()
+}
+
+/// Whether `p` is a regular file (not a link) no longer than a marker.
+fn is_small_file(p: &Path) -> bool {
+    std::fs::symlink_metadata(p)
+        .is_ok_and(|m| m.file_type().is_file() && m.len() <= MARKER_MAX_BYTES)
+}
+
+/// A marker or an intent, opened and read: a regular file no longer than
+/// [`MARKER_MAX_BYTES`] (anything else is not one of ours).
+fn open_small(p: &Path) -> Option<(File, String)> {
+    if !is_small_file(p) {
+        return None;
+    }
+    let mut file = OpenOptions::new().read(true).open(p).ok()?;
+    let mut text = String::new();
+    (&mut file)
+        .take(MARKER_MAX_BYTES)
+        .read_to_string(&mut text)
+        .ok()?;
+    Some((file, text))
 }
 
 /// Decide about one directory, removing it when it is a free leftover.
@@ -342,25 +352,15 @@ pub fn judge(path: &Path) -> Verdict {
     // The marker, or else its staging copy: a schedlab killed while syncing
     // the marker, before renaming it into place, leaves a whole one under
     // that name, which proves the directory just as well.
-    let is_marker_file = |p: &Path| {
-        std::fs::symlink_metadata(p)
-            .is_ok_and(|m| m.file_type().is_file() && m.len() <= MARKER_MAX_BYTES)
-    };
     let marker_path = match (path.join(MARKER), path.join(MARKER_STAGING)) {
-        (m, _) if is_marker_file(&m) => m,
-        (_, s) if is_marker_file(&s) => s,
+        (m, _) if is_small_file(&m) => m,
+        (_, s) if is_small_file(&s) => s,
         _ => return Verdict::NotOurs,
     };
-    let Ok(mut marker) = OpenOptions::new().read(true).open(&marker_path) else {
+    let Some((marker, text)) = open_small(&marker_path) else {
         return Verdict::NotOurs;
     };
-    let mut text = String::new();
-    if (&mut marker)
-        .take(MARKER_MAX_BYTES)
-        .read_to_string(&mut text)
-        .is_err()
-        || !marker_matches(&text, meta.dev(), meta.ino())
-    {
+    if !marker_matches(&text, meta.dev(), meta.ino()) {
         return Verdict::NotOurs;
     }
     match marker.try_lock() {
