@@ -14,7 +14,10 @@
 //!   [`EVENTS_PER_BUNDLE`] events, with the raw tracepoints as plain
 //!   `FtraceEvent`s (not Perfetto's optional compact_sched encoding):
 //!   sched_switch, sched_waking, sched_wakeup_new, sched_migrate_task,
-//!   sched_process_exit (and sched_wakeup, in captures that have it).
+//!   sched_process_fork, sched_process_exit (and sched_wakeup, in captures
+//!   that have it). A process forked while recorded (a program's child) gets
+//!   its parent in the process tree (`ppid`), so Perfetto nests a program's
+//!   tree as `ps` would, and a short-lived child is not a process of its own.
 //!
 //! Timestamps are the capture's own (CLOCK_MONOTONIC ns), written as they
 //! are. Perfetto takes an ftrace bundle without `ftrace_clock` to be on its
@@ -76,7 +79,10 @@ fn trace(capture: &Capture, kernel_release: &str) -> Trace {
                 .map_or(capture.start_ns, |e| e.ts_ns.min(capture.start_ns)),
         ),
         trusted_packet_sequence_id: Some(SEQUENCE_ID),
-        data: Some(packet::Data::ProcessTree(process_tree(&capture.tasks))),
+        data: Some(packet::Data::ProcessTree(process_tree(
+            &capture.tasks,
+            &parents(capture),
+        ))),
     });
     // Events go into per-CPU bundles, each flushed when full: the packets
     // come out roughly in time order, as a live Perfetto trace's do.
@@ -102,9 +108,7 @@ fn trace(capture: &Capture, kernel_release: &str) -> Trace {
         });
     };
     for e in &capture.events {
-        let Some(f) = ftrace_event(e, &names) else {
-            continue;
-        };
+        let f = ftrace_event(e, &names);
         let bundle = open.entry(e.cpu).or_default();
         bundle.push(f);
         if bundle.len() >= EVENTS_PER_BUNDLE {
@@ -147,9 +151,30 @@ impl<'a> Names<'a> {
     }
 }
 
+/// The parent process of every process forked while recorded: a fork whose
+/// child leads its own thread group made a process, whose parent process is
+/// the forking thread's group (a fork of a new thread only adds a thread).
+fn parents(capture: &Capture) -> HashMap<i32, i32> {
+    let names = Names::new(&capture.tasks);
+    capture
+        .events
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::Fork {
+                parent_pid,
+                child_pid,
+            } if names.tgid(child_pid) == Some(child_pid) => {
+                Some((child_pid, names.tgid(parent_pid).unwrap_or(parent_pid)))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 /// Every task as a thread, every thread-group leader (or, when the capture
-/// has no leader, the first thread of the group) as a process.
-fn process_tree(tasks: &[Task]) -> ProcessTree {
+/// has no leader, the first thread of the group) as a process, with its
+/// parent process when the capture saw the fork that made it (`parents`).
+fn process_tree(tasks: &[Task], parents: &HashMap<i32, i32>) -> ProcessTree {
     let mut processes: BTreeMap<i32, &Task> = BTreeMap::new();
     for t in tasks {
         let slot = processes.entry(t.tgid).or_insert(t);
@@ -162,6 +187,7 @@ fn process_tree(tasks: &[Task]) -> ProcessTree {
             .into_iter()
             .map(|(pid, t)| process_tree::Process {
                 pid: Some(pid),
+                ppid: parents.get(&pid).copied(),
                 cmdline: vec![t.comm.clone()],
                 cmdline_is_comm: Some(true),
             })
@@ -177,9 +203,8 @@ fn process_tree(tasks: &[Task]) -> ProcessTree {
     }
 }
 
-/// The event as Perfetto's message; None for a fork (its place in the
-/// process tree is already in the packet of tasks, with each task's tgid).
-fn ftrace_event(e: &Event, names: &Names) -> Option<FtraceEvent> {
+/// The event as Perfetto's message.
+fn ftrace_event(e: &Event, names: &Names) -> FtraceEvent {
     // Perfetto's fields are int32 where the kernel's CPU numbers are
     // unsigned; no machine has 2^31 CPUs.
     let cpu_i32 = |c: u32| i32::try_from(c).unwrap_or(i32::MAX);
@@ -250,14 +275,22 @@ fn ftrace_event(e: &Event, names: &Names) -> Option<FtraceEvent> {
                 prio: Some(prio),
             })
         }
-        EventKind::Fork { .. } => return None,
+        EventKind::Fork {
+            parent_pid,
+            child_pid,
+        } => ftrace_event::Event::SchedProcessFork(SchedProcessForkFtraceEvent {
+            parent_comm: Some(names.comm(parent_pid, e.cpu)),
+            parent_pid: Some(parent_pid),
+            child_comm: Some(names.comm(child_pid, e.cpu)),
+            child_pid: Some(child_pid),
+        }),
     };
-    Some(FtraceEvent {
+    FtraceEvent {
         timestamp: Some(e.ts_ns),
         // `common_pid` is never negative in the kernel (a pid_t of a task).
         pid: Some(e.common_pid.max(0) as u32),
         event: Some(event),
-    })
+    }
 }
 
 // ------------------------------------------- Perfetto's messages (subset) ---
@@ -339,11 +372,14 @@ pub mod process_tree {
         pub tgid: Option<i32>,
     }
 
-    /// `ProcessTree.Process` (no `ppid`: the capture does not record it).
+    /// `ProcessTree.Process` (`ppid` only for processes forked while
+    /// recorded: the capture knows no other parent).
     #[derive(Clone, PartialEq, prost::Message)]
     pub struct Process {
         #[prost(int32, optional, tag = "1")]
         pub pid: Option<i32>,
+        #[prost(int32, optional, tag = "2")]
+        pub ppid: Option<i32>,
         #[prost(string, repeated, tag = "3")]
         pub cmdline: Vec<String>,
         #[prost(bool, optional, tag = "9")]
@@ -372,7 +408,7 @@ pub struct FtraceEvent {
     /// The kernel pid (thread id) current when the event fired.
     #[prost(uint32, optional, tag = "2")]
     pub pid: Option<u32>,
-    #[prost(oneof = "ftrace_event::Event", tags = "4, 17, 20, 114, 238, 491")]
+    #[prost(oneof = "ftrace_event::Event", tags = "4, 17, 20, 114, 238, 239, 491")]
     pub event: Option<ftrace_event::Event>,
 }
 
@@ -396,6 +432,9 @@ pub mod ftrace_event {
         /// `SchedProcessExitFtraceEvent sched_process_exit = 238`.
         #[prost(message, tag = "238")]
         SchedProcessExit(super::SchedProcessExitFtraceEvent),
+        /// `SchedProcessForkFtraceEvent sched_process_fork = 239`.
+        #[prost(message, tag = "239")]
+        SchedProcessFork(super::SchedProcessForkFtraceEvent),
         /// `SchedMigrateTaskFtraceEvent sched_migrate_task = 491`.
         #[prost(message, tag = "491")]
         SchedMigrateTask(super::SchedMigrateTaskFtraceEvent),
@@ -467,6 +506,19 @@ pub struct SchedProcessExitFtraceEvent {
     pub tgid: Option<i32>,
     #[prost(int32, optional, tag = "4")]
     pub prio: Option<i32>,
+}
+
+/// `sched.proto`: `SchedProcessForkFtraceEvent`.
+#[derive(Clone, PartialEq, Message)]
+pub struct SchedProcessForkFtraceEvent {
+    #[prost(string, optional, tag = "1")]
+    pub parent_comm: Option<String>,
+    #[prost(int32, optional, tag = "2")]
+    pub parent_pid: Option<i32>,
+    #[prost(string, optional, tag = "3")]
+    pub child_comm: Option<String>,
+    #[prost(int32, optional, tag = "4")]
+    pub child_pid: Option<i32>,
 }
 
 #[cfg(test)]
@@ -659,9 +711,69 @@ mod tests {
             .collect();
         assert_eq!(pids, [(100, "schedlab"), (101, "worker-0")]);
         // A group whose leader was not captured is named by its first thread.
-        let tree = process_tree(&[task(9, 8, "helper"), task(10, 8, "helper2")]);
+        let tree = process_tree(
+            &[task(9, 8, "helper"), task(10, 8, "helper2")],
+            &HashMap::new(),
+        );
         assert_eq!(tree.processes[0].pid, Some(8));
         assert_eq!(tree.processes[0].cmdline, ["helper"]);
+    }
+
+    #[test]
+    fn forks_are_encoded_and_a_forked_process_gets_its_parent() {
+        let mut c = capture();
+        // schedlab (100) forks the worker process 101; 101 forks thread 102.
+        c.events = vec![
+            ev(
+                10,
+                1,
+                100,
+                EventKind::Fork {
+                    parent_pid: 100,
+                    child_pid: 101,
+                },
+            ),
+            ev(
+                20,
+                0,
+                101,
+                EventKind::Fork {
+                    parent_pid: 101,
+                    child_pid: 102,
+                },
+            ),
+        ];
+        let t = trace(&c, KERNEL);
+        let Some(packet::Data::ProcessTree(tree)) = &t.packet[1].data else {
+            panic!("the second packet is not the process tree");
+        };
+        let ppids: Vec<(i32, Option<i32>)> = tree
+            .processes
+            .iter()
+            .map(|p| (p.pid.unwrap(), p.ppid))
+            .collect();
+        // The thread's fork makes no process; 100's own parent was not seen.
+        assert_eq!(ppids, [(100, None), (101, Some(100))]);
+        // Bundles come CPU by CPU: put the forks back in time order.
+        let mut forks: Vec<(u64, u32, SchedProcessForkFtraceEvent)> = bundles(&t)
+            .iter()
+            .flat_map(|b| b.event.iter().map(move |e| (b.cpu.unwrap(), e)))
+            .filter_map(|(cpu, e)| match &e.event {
+                Some(ftrace_event::Event::SchedProcessFork(f)) => {
+                    Some((e.timestamp.unwrap(), cpu, f.clone()))
+                }
+                _ => None,
+            })
+            .collect();
+        forks.sort_by_key(|f| f.0);
+        let forks: Vec<(u32, SchedProcessForkFtraceEvent)> =
+            forks.into_iter().map(|(_, cpu, f)| (cpu, f)).collect();
+        assert_eq!(forks.len(), 2);
+        assert_eq!(forks[0].0, 1);
+        assert_eq!(forks[0].1.parent_comm.as_deref(), Some("schedlab"));
+        assert_eq!(forks[0].1.child_pid, Some(101));
+        assert_eq!(forks[1].1.child_comm.as_deref(), Some("worker-0-t"));
+        assert_eq!(forks[1].1.parent_pid, Some(101));
     }
 
     #[test]
@@ -700,9 +812,7 @@ mod tests {
         // (0x10), sched_switch=4 (0x22, length-delimited)} whose first field
         // is prev_comm=1 (0x0a).
         let names = Names::new(&[]);
-        let bytes = ftrace_event(&ev(5, 0, 3, switch(0, 0, 0)), &names)
-            .unwrap()
-            .encode_to_vec();
+        let bytes = ftrace_event(&ev(5, 0, 3, switch(0, 0, 0)), &names).encode_to_vec();
         assert_eq!(&bytes[..5], &[0x08, 5, 0x10, 3, 0x22]);
         assert_eq!(bytes[6], 0x0a);
         // sched_migrate_task = 491: tag (491 << 3 | 2) = 3930 as a varint.
@@ -717,7 +827,7 @@ mod tests {
                 dest_cpu: 1,
             },
         );
-        let bytes = ftrace_event(&m, &names).unwrap().encode_to_vec();
+        let bytes = ftrace_event(&m, &names).encode_to_vec();
         assert_eq!(&bytes[4..6], &[0xda, 0x1e]);
     }
 }
