@@ -172,6 +172,8 @@ fn a_traced_run_records_its_processes_and_leaves_tracefs_as_found() {
         .map(Result::unwrap)
         .collect();
     assert_eq!(runs.len(), 2);
+    // Of the pingpong run (pi's workers never sleep).
+    let mut wakeups = 0;
     for (run_id, status) in runs {
         assert_eq!(status, "ok");
         #[allow(clippy::type_complexity)]
@@ -227,10 +229,8 @@ fn a_traced_run_records_its_processes_and_leaves_tracefs_as_found() {
         // The store keeps the slices, wake-ups and repairs as one blob per
         // run (no rows), and its readers give back what the capture derives.
         let d = schedlab::trace::derive::derive(&cap);
-        assert!(
-            !d.slices.is_empty() && !d.wakeups.is_empty(),
-            "run {run_id}"
-        );
+        assert!(!d.slices.is_empty(), "run {run_id}");
+        wakeups += d.wakeups.len();
         assert_eq!(store.trace_slices(run_id, None).unwrap(), d.slices);
         assert_eq!(store.trace_wakeups(run_id).unwrap(), d.wakeups);
         assert_eq!(store.trace_repairs(run_id, None).unwrap(), d.repairs);
@@ -272,6 +272,7 @@ fn a_traced_run_records_its_processes_and_leaves_tracefs_as_found() {
             );
         }
     }
+    assert!(wakeups > 0, "no wake-ups in the pingpong run");
 }
 
 const LONG: &str = r#"
