@@ -172,6 +172,8 @@ fn a_traced_run_records_its_processes_and_leaves_tracefs_as_found() {
         .map(Result::unwrap)
         .collect();
     assert_eq!(runs.len(), 2);
+    // Of the pingpong run (pi's workers never sleep).
+    let mut wakeups = 0;
     for (run_id, status) in runs {
         assert_eq!(status, "ok");
         #[allow(clippy::type_complexity)]
@@ -224,6 +226,26 @@ fn a_traced_run_records_its_processes_and_leaves_tracefs_as_found() {
             }
         }
         assert!(cap.events.windows(2).all(|w| w[0].ts_ns <= w[1].ts_ns));
+        // The store keeps the slices, wake-ups and repairs as one blob per
+        // run (no rows), and its readers give back what the capture derives.
+        let d = schedlab::trace::derive::derive(&cap);
+        assert!(!d.slices.is_empty(), "run {run_id}");
+        wakeups += d.wakeups.len();
+        assert_eq!(store.trace_slices(run_id, None).unwrap(), d.slices);
+        assert_eq!(store.trace_wakeups(run_id).unwrap(), d.wakeups);
+        assert_eq!(store.trace_repairs(run_id, None).unwrap(), d.repairs);
+        let (derived, rows): (Option<Vec<u8>>, i64) = conn
+            .query_row(
+                "SELECT derived, (SELECT count(*) FROM trace_slices WHERE run_id = ?1)
+                 FROM trace_captures WHERE run_id = ?1",
+                [run_id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert!(
+            derived.is_some() && rows == 0,
+            "run {run_id}: {rows} slice rows"
+        );
         for (pid, nvcsw, nivcsw, start_ns, end_ns) in procs {
             assert!(seen.contains(&pid), "run {run_id}: no event of pid {pid}");
             // Each worker exits inside the window.
@@ -250,6 +272,7 @@ fn a_traced_run_records_its_processes_and_leaves_tracefs_as_found() {
             );
         }
     }
+    assert!(wakeups > 0, "no wake-ups in the pingpong run");
 }
 
 const LONG: &str = r#"

@@ -331,6 +331,14 @@ pub const MIGRATIONS: &[&str] = &[
     ALTER TABLE runs ADD COLUMN cpu_freq_khz REAL;       -- scaling_cur_freq, mean of release and end
     ALTER TABLE runs ADD COLUMN throttle_count INTEGER;  -- thermal throttling events
     "#,
+    // 11: a traced run's slices, wake-ups and repaired gaps as one blob
+    // (trace::derived_blob) instead of a row each in trace_slices,
+    // trace_wakeups and trace_repairs: inserting those rows was most of
+    // what tracing added to a campaign's wall time. NULL in a capture
+    // stored before: its rows stay in those tables and are read from there.
+    r#"
+    ALTER TABLE trace_captures ADD COLUMN derived BLOB;
+    "#,
 ];
 
 #[cfg(test)]
@@ -411,5 +419,41 @@ mod tests {
             )
             .unwrap();
         assert_eq!(v, (None, None, None, None));
+    }
+
+    /// Migration 11 adds `trace_captures.derived`, empty in captures
+    /// stored before it, whose slice rows stay where they were.
+    #[test]
+    fn migration_11_adds_the_derivation_blob_empty_in_older_captures() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        conn.execute_batch("PRAGMA foreign_keys = OFF").unwrap();
+        for m in &super::MIGRATIONS[..10] {
+            conn.execute_batch(m).unwrap();
+        }
+        let has = |conn: &rusqlite::Connection| -> bool {
+            conn.prepare("SELECT 1 FROM pragma_table_info('trace_captures') WHERE name = 'derived'")
+                .unwrap()
+                .exists([])
+                .unwrap()
+        };
+        assert!(!has(&conn));
+        conn.execute_batch(
+            "INSERT INTO trace_captures (run_id, start_ns, end_ns, cpus, lost_events, mismatched_switches,
+                 unusable, event_count, events)
+             VALUES (1, 0, 10, '[0]', 0, 0, 0, 0, x'01');
+             INSERT INTO trace_slices (run_id, pid, cpu, start_ns, end_ns, end_reason, start_clipped)
+             VALUES (1, 7, 0, 1, 2, 'blocked', 0);",
+        )
+        .unwrap();
+        conn.execute_batch(super::MIGRATIONS[10]).unwrap();
+        assert!(has(&conn));
+        let v: Option<Vec<u8>> = conn
+            .query_row("SELECT derived FROM trace_captures", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(v, None);
+        let n: i64 = conn
+            .query_row("SELECT count(*) FROM trace_slices", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 1);
     }
 }

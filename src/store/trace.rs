@@ -1,16 +1,19 @@
 //! Kernel scheduling traces in the store: a run's capture (window, CPUs,
 //! lost events, the raw events as a [`crate::trace::blob`], the tasks'
 //! names) and what was derived from it before ([`crate::trace::Analysed`]:
-//! slices, wake-ups, per-process and per-CPU figures), written in one
-//! transaction that only persists; read back as the capture, or as the
-//! derived tables for the report and the export.
+//! slices, wake-ups and repaired gaps as a [`crate::trace::derived_blob`],
+//! per-process and per-CPU figures as rows), written in one transaction
+//! that only persists; read back as the capture, or as the derived figures
+//! for the report and the export. Captures stored before the derivation
+//! blob (schema migration 11) keep their slices, wake-ups and repairs as
+//! rows, read from there.
 
 use anyhow::{Context, Result, bail};
-use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{OptionalExtension, Transaction, params};
 
 use super::{RunRecord, Store, i};
 use crate::trace::derive::{Repair, Slice, WakeUp};
+use crate::trace::derived_blob::{self, StoredDerivation};
 use crate::trace::summary::{CpuTrace, ProcessTrace, WithinWindow};
 use crate::trace::verdict::Verdict;
 use crate::trace::{Analysed, Capture, SwitchEnd, Task, blob};
@@ -50,16 +53,8 @@ pub struct RunTrace {
     pub cpus: Vec<CpuTrace>,
 }
 
-/// A slice's end as stored (`trace_slices.end_reason`).
-fn end_name(end: SwitchEnd) -> &'static str {
-    match end {
-        SwitchEnd::Preempted => "preempted",
-        SwitchEnd::Yielded => "yielded",
-        SwitchEnd::Blocked => "blocked",
-        SwitchEnd::Exited => "exited",
-    }
-}
-
+/// A slice's end as stored in `trace_slices.end_reason` (before the
+/// derivation blob).
 fn end_from_name(name: &str) -> Option<SwitchEnd> {
     Some(match name {
         "preempted" => SwitchEnd::Preempted,
@@ -90,39 +85,6 @@ fn quantiles(h: &Latency) -> (i64, Option<i64>, Option<i64>, Option<i64>) {
 
 fn decode_hist(bytes: &[u8], what: &str) -> Result<Latency> {
     Latency::decode(bytes).with_context(|| format!("stored trace histogram {what}"))
-}
-
-/// Rows per INSERT of [`insert_chunked`]: one statement per row costs
-/// about three times as much.
-const ROWS_PER_INSERT: usize = 128;
-
-/// Insert a row per item, many rows per statement. `head` is the INSERT
-/// up to its VALUES. The values are bound one by one as borrowed
-/// (no row is copied into owned values first: a traced run stores tens
-/// of thousands of rows).
-fn insert_chunked<T, const N: usize>(
-    tx: &Transaction,
-    head: &str,
-    items: &[T],
-    row: impl Fn(&T) -> [ValueRef<'static>; N],
-) -> Result<()> {
-    let one = format!("({})", vec!["?"; N].join(", "));
-    let sql_for = |rows: usize| format!("{head} VALUES {}", vec![one.as_str(); rows].join(", "));
-    let full = sql_for(ROWS_PER_INSERT);
-    for chunk in items.chunks(ROWS_PER_INSERT) {
-        let sql = match chunk.len() == ROWS_PER_INSERT {
-            true => std::borrow::Cow::Borrowed(full.as_str()),
-            false => std::borrow::Cow::Owned(sql_for(chunk.len())),
-        };
-        let mut stmt = tx.prepare_cached(&sql)?;
-        for (r, item) in chunk.iter().enumerate() {
-            for (c, v) in row(item).into_iter().enumerate() {
-                stmt.raw_bind_parameter(r * N + c + 1, ToSqlOutput::Borrowed(v))?;
-            }
-        }
-        stmt.raw_execute()?;
-    }
-    Ok(())
 }
 
 impl Store {
@@ -173,8 +135,8 @@ impl Store {
         tx.execute(
             "INSERT INTO trace_captures (run_id, start_ns, end_ns, cpus, lost_events, mismatched_switches,
                  unusable, event_count, events, release_ns, repaired_switches, refused_switches,
-                 unattributed_ns, oncpu_ns, unusable_reason)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+                 unattributed_ns, oncpu_ns, unusable_reason, derived)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
             params![
                 run_id,
                 i(cap.start_ns),
@@ -191,6 +153,7 @@ impl Store {
                 i(verdict.unattributed_ns),
                 i(verdict.oncpu_ns),
                 verdict.reason(),
+                derived_blob::encode(&d.slices, &d.wakeups, &d.repairs),
             ],
         )
         .with_context(ctx)?;
@@ -203,64 +166,6 @@ impl Store {
                     .with_context(|| format!("{}: task {}", ctx(), t.tid))?;
             }
         }
-        insert_chunked(
-            tx,
-            "INSERT INTO trace_slices (run_id, pid, cpu, start_ns, end_ns, end_reason, start_clipped,
-                 start_repaired, end_repaired)",
-            &d.slices,
-            |s| {
-                [
-                    ValueRef::Integer(run_id),
-                    ValueRef::Integer(s.pid.into()),
-                    ValueRef::Integer(s.cpu.into()),
-                    ValueRef::Integer(i(s.start_ns)),
-                    ValueRef::Integer(i(s.end_ns)),
-                    s.end
-                        .map_or(ValueRef::Null, |e| ValueRef::Text(end_name(e).as_bytes())),
-                    ValueRef::Integer(s.start_clipped.into()),
-                    ValueRef::Integer(s.start_repaired.into()),
-                    ValueRef::Integer(s.end_repaired.into()),
-                ]
-            },
-        )
-        .with_context(ctx)?;
-        insert_chunked(
-            tx,
-            "INSERT INTO trace_repairs (run_id, cpu, before_pid, after_pid, from_ns, to_ns)",
-            &d.repairs,
-            |r| {
-                [
-                    ValueRef::Integer(run_id),
-                    ValueRef::Integer(r.cpu.into()),
-                    ValueRef::Integer(r.before_pid.into()),
-                    ValueRef::Integer(r.after_pid.into()),
-                    ValueRef::Integer(i(r.from_ns)),
-                    ValueRef::Integer(i(r.to_ns)),
-                ]
-            },
-        )
-        .with_context(ctx)?;
-        let opt = |v: Option<u64>| v.map_or(ValueRef::Null, |v| ValueRef::Integer(i(v)));
-        insert_chunked(
-            tx,
-            "INSERT INTO trace_wakeups (run_id, pid, waker_pid, waking_ns, wakeup_ns, target_cpu, new,
-                 switch_in_ns, cpu)",
-            &d.wakeups,
-            |w| {
-                [
-                    ValueRef::Integer(run_id),
-                    ValueRef::Integer(w.pid.into()),
-                    ValueRef::Integer(w.waker_pid.into()),
-                    opt(w.waking_ns),
-                    opt(w.wakeup_ns),
-                    ValueRef::Integer(w.target_cpu.into()),
-                    ValueRef::Integer(w.new.into()),
-                    opt(w.switch_in_ns),
-                    w.cpu.map_or(ValueRef::Null, |c| ValueRef::Integer(c.into())),
-                ]
-            },
-        )
-        .with_context(ctx)?;
         {
             let mut stmt = tx.prepare_cached(
                 "INSERT INTO trace_processes (run_id, tgid, slices, slice_p50_ns, slice_p99_ns, slice_max_ns,
@@ -433,10 +338,42 @@ impl Store {
             .next())
     }
 
+    /// A run's slices, wake-ups and repaired gaps as stored in its
+    /// derivation blob; None when the run has no trace or its capture was
+    /// stored before the blob (its rows hold them).
+    fn stored_derivation(&self, run_id: i64) -> Result<Option<StoredDerivation>> {
+        let blob: Option<Vec<u8>> = self
+            .conn
+            .query_row(
+                "SELECT derived FROM trace_captures WHERE run_id = ?1",
+                [run_id],
+                |r| r.get(0),
+            )
+            .optional()
+            .with_context(|| format!("reading the trace of run {run_id}"))?
+            .flatten();
+        blob.map(|b| {
+            derived_blob::decode(&b)
+                .with_context(|| format!("run {run_id}: trace slices and wake-ups"))
+        })
+        .transpose()
+    }
+
     /// A run's slices, by CPU then start; with a window (ns, CLOCK_MONOTONIC),
     /// only those overlapping it.
     pub fn trace_slices(&self, run_id: i64, window: Option<(u64, u64)>) -> Result<Vec<Slice>> {
         let (from, to) = window.map_or((i64::MIN, i64::MAX), |(a, b)| (i(a), i(b)));
+        if let Some(d) = self.stored_derivation(run_id)? {
+            // As the rows' query selected and ordered them (a stable sort:
+            // ties keep the derivation's order, as they kept the rows').
+            let mut slices: Vec<Slice> = d
+                .slices
+                .into_iter()
+                .filter(|s| i(s.start_ns) < to && i(s.end_ns) > from)
+                .collect();
+            slices.sort_by_key(|s| (s.cpu, s.start_ns, s.end_ns));
+            return Ok(slices);
+        }
         let mut stmt = self.conn.prepare(
             "SELECT pid, cpu, start_ns, end_ns, end_reason, start_clipped, start_repaired, end_repaired
              FROM trace_slices
@@ -466,6 +403,15 @@ impl Store {
     /// CLOCK_MONOTONIC), only those overlapping it.
     pub fn trace_repairs(&self, run_id: i64, window: Option<(u64, u64)>) -> Result<Vec<Repair>> {
         let (from, to) = window.map_or((i64::MIN, i64::MAX), |(a, b)| (i(a), i(b)));
+        if let Some(d) = self.stored_derivation(run_id)? {
+            let mut repairs: Vec<Repair> = d
+                .repairs
+                .into_iter()
+                .filter(|r| i(r.from_ns) <= to && i(r.to_ns) >= from)
+                .collect();
+            repairs.sort_by_key(|r| (r.cpu, r.from_ns));
+            return Ok(repairs);
+        }
         let mut stmt = self.conn.prepare(
             "SELECT cpu, before_pid, after_pid, from_ns, to_ns FROM trace_repairs
              WHERE run_id = ?1 AND from_ns <= ?3 AND to_ns >= ?2 ORDER BY cpu, from_ns",
@@ -487,6 +433,9 @@ impl Store {
 
     /// A run's wake-ups in order of their first stamp.
     pub fn trace_wakeups(&self, run_id: i64) -> Result<Vec<WakeUp>> {
+        if let Some(d) = self.stored_derivation(run_id)? {
+            return Ok(d.wakeups);
+        }
         let mut stmt = self.conn.prepare(
             "SELECT pid, waker_pid, waking_ns, wakeup_ns, target_cpu, new, switch_in_ns, cpu
              FROM trace_wakeups WHERE run_id = ?1 ORDER BY rowid",
@@ -762,6 +711,141 @@ mod tests {
                 .unwrap()
                 .starts_with(&format!("Run {run}'s trace: 1 sched_switch"))
         );
+    }
+
+    /// The rows a capture stored before the derivation blob (schema
+    /// migration 11) had in trace_slices, trace_wakeups and trace_repairs.
+    fn write_legacy_rows(store: &Store, run: i64, d: &crate::trace::derive::Derived) {
+        let c = &store.conn;
+        c.execute(
+            "UPDATE trace_captures SET derived = NULL WHERE run_id = ?1",
+            [run],
+        )
+        .unwrap();
+        for s in &d.slices {
+            let end = s.end.map(|e| match e {
+                SwitchEnd::Preempted => "preempted",
+                SwitchEnd::Yielded => "yielded",
+                SwitchEnd::Blocked => "blocked",
+                SwitchEnd::Exited => "exited",
+            });
+            c.execute(
+                "INSERT INTO trace_slices (run_id, pid, cpu, start_ns, end_ns, end_reason, start_clipped,
+                     start_repaired, end_repaired) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                params![
+                    run,
+                    s.pid,
+                    s.cpu,
+                    i(s.start_ns),
+                    i(s.end_ns),
+                    end,
+                    s.start_clipped,
+                    s.start_repaired,
+                    s.end_repaired
+                ],
+            )
+            .unwrap();
+        }
+        for w in &d.wakeups {
+            c.execute(
+                "INSERT INTO trace_wakeups (run_id, pid, waker_pid, waking_ns, wakeup_ns, target_cpu, new,
+                     switch_in_ns, cpu) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                params![
+                    run,
+                    w.pid,
+                    w.waker_pid,
+                    w.waking_ns.map(i),
+                    w.wakeup_ns.map(i),
+                    w.target_cpu,
+                    w.new,
+                    w.switch_in_ns.map(i),
+                    w.cpu
+                ],
+            )
+            .unwrap();
+        }
+        for r in &d.repairs {
+            c.execute(
+                "INSERT INTO trace_repairs (run_id, cpu, before_pid, after_pid, from_ns, to_ns)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![
+                    run,
+                    r.cpu,
+                    r.before_pid,
+                    r.after_pid,
+                    i(r.from_ns),
+                    i(r.to_ns)
+                ],
+            )
+            .unwrap();
+        }
+    }
+
+    #[test]
+    fn slices_wakeups_and_repairs_are_one_blob_not_rows() {
+        let (_dir, mut store, run) = store_with_run();
+        store
+            .save_trace(run, &Analysed::new(&sample(), &[]))
+            .unwrap();
+        for t in ["trace_slices", "trace_wakeups", "trace_repairs"] {
+            let n: i64 = store
+                .conn
+                .query_row(&format!("SELECT COUNT(*) FROM {t}"), [], |r| r.get(0))
+                .unwrap();
+            assert_eq!(n, 0, "{t}");
+        }
+        assert!(store.stored_derivation(run).unwrap().is_some());
+    }
+
+    #[test]
+    fn a_capture_stored_before_the_blob_reads_the_same_from_its_rows() {
+        let (_dir, mut store, run) = store_with_run();
+        // A repaired gap on CPU 0 (10 → 11 never emitted), a wake-up and a
+        // slice on CPU 1.
+        let cap = capture(
+            1_000_000,
+            2_000_000,
+            &[10, 11],
+            vec![
+                sw(1_100_000, 0, 0, 0, 10),
+                waking(1_150_000, 0, 10, 99, 0),
+                waking(1_250_000, 0, 11, 99, 0),
+                sw(1_300_000, 0, 11, SLEEPING, 0),
+                waking(1_400_000, 1, 0, 10, 1),
+                sw(1_450_000, 1, 0, 0, 10),
+                sw(1_600_000, 1, 10, YIELDED, 0),
+            ],
+        );
+        store.save_trace(run, &Analysed::new(&cap, &[])).unwrap();
+        let windows = [
+            None,
+            Some((1_200_000, 1_420_000)),
+            Some((1_250_000, 1_250_000)),
+            Some((1_700_000, 1_800_000)),
+        ];
+        let read = |store: &Store| {
+            windows
+                .iter()
+                .map(|w| {
+                    (
+                        store.trace_slices(run, *w).unwrap(),
+                        store.trace_repairs(run, *w).unwrap(),
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        let from_blob = (read(&store), store.trace_wakeups(run).unwrap());
+        let d = derive(&cap);
+        assert!(!d.repairs.is_empty() && !d.wakeups.is_empty());
+        assert_eq!(from_blob.0[0], (d.slices.clone(), d.repairs.clone()));
+        assert_eq!(from_blob.1, d.wakeups);
+        write_legacy_rows(&store, run, &d);
+        assert!(store.stored_derivation(run).unwrap().is_none());
+        assert_eq!((read(&store), store.trace_wakeups(run).unwrap()), from_blob);
+        // Saving again replaces the rows with a blob.
+        store.save_trace(run, &Analysed::new(&cap, &[])).unwrap();
+        assert!(store.stored_derivation(run).unwrap().is_some());
+        assert_eq!((read(&store), store.trace_wakeups(run).unwrap()), from_blob);
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod analysed;
 pub mod blob;
 pub mod chrome_json;
 pub mod derive;
+pub mod derived_blob;
 pub mod event;
 pub mod export;
 pub mod perfetto;
