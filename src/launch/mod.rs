@@ -23,6 +23,7 @@ mod members;
 pub mod outputs;
 mod prepare;
 mod program;
+mod ready;
 mod record;
 mod release;
 pub mod rundir;

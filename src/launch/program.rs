@@ -1,7 +1,8 @@
 //! The record of a worker that became another program (`kind =
 //! "command"`): measured over its whole process tree through its cgroup
 //! and the tree's exit records, never through the top process alone. Its
-//! wall time runs from release to the exit of the tree's last process; its
+//! wall time runs from release to the exit of the tree's last process, and
+//! its CPU time from release too (the worker's start-up is not counted); its
 //! figures come from the program's own output (regex, JSON pointer or a
 //! standard benchmark's parser). A figure the kernel cannot give for a
 //! tree stays empty, with the reason in the run's `extra.command`.

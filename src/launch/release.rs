@@ -1,7 +1,8 @@
 //! The third phase of a run: the moment of release. schedlab raises itself
 //! above RT workers (so it keeps control while it sleeps), lets an RT hog
 //! reach its steady state, takes the counters that are measured from
-//! release (hogs' schedstat, other programs' activity), starts the trace,
+//! release (hogs' schedstat, other programs' activity, the CPU of the
+//! command workers' trees), starts the trace,
 //! writes the release time and opens the barrier. [`Released`] owns the
 //! running processes and the parent's raised priority (restored when
 //! dropped).
@@ -68,6 +69,10 @@ impl Released {
         if let Some(r) = spawned.prepared.recorder.as_mut() {
             r.start()
                 .map_err(|e| Early::failed(format!("tracing could not start: {e:#}")))?;
+        }
+        // Programs' trees are measured from release, as their wall time.
+        for tree in spawned.trees.iter_mut().flatten() {
+            tree.mark_release();
         }
         // Fixed durations run from release: workers read it after the barrier.
         let release_ns = proc::monotonic_ns();

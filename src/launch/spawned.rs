@@ -137,6 +137,16 @@ impl Spawned {
                 false => None,
             });
         }
+        // A program is measured from release: its worker's start-up must be
+        // over by then (before the hand-over, which may stop workers).
+        let programs: Vec<(usize, i32)> = trees
+            .iter()
+            .zip(&workers.pids)
+            .enumerate()
+            .filter(|(_, (tree, _))| tree.is_some())
+            .map(|(index, (_, &pid))| (index, pid))
+            .collect();
+        super::ready::wait_at_barrier(&programs, &l.signals)?;
         // The granted slice is read while they wait (what the kernel
         // reports back, clamped to its range).
         let granted = cast

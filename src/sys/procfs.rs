@@ -131,6 +131,20 @@ pub fn own_threads() -> Vec<(i32, String)> {
     out
 }
 
+/// The state letter of a `/proc/PID/stat` text (`R`, `S`, `D`, `Z`, …):
+/// the field after the name, which may itself hold spaces and `)`.
+pub fn parse_stat_state(text: &str) -> Option<char> {
+    let (_, rest) = text.rsplit_once(')')?;
+    rest.trim_start().chars().next()
+}
+
+/// The state letter of process `pid`, None when it is gone.
+pub fn state(pid: i32) -> Option<char> {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|t| parse_stat_state(&t))
+}
+
 /// The name (`comm`) of process or thread `pid`.
 pub fn comm(pid: i32) -> Option<String> {
     read_trimmed(Path::new(&format!("/proc/{pid}/comm")))
@@ -159,6 +173,21 @@ pub fn parse_loadavg_1m(text: &str) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stat_state_after_a_name_with_spaces_and_parens() {
+        assert_eq!(
+            parse_stat_state("42 (schedlab-w0) S 1 42 42 0 -1"),
+            Some('S')
+        );
+        assert_eq!(parse_stat_state("7 (a) b) (c) R 1 7"), Some('R'));
+        assert_eq!(parse_stat_state("7 (no end"), None);
+        assert_eq!(parse_stat_state("7 (x)"), None);
+        // This thread is running as it reads its own (the process's main
+        // thread, /proc/self, sleeps while the tests run).
+        let own = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+        assert_eq!(parse_stat_state(&own), Some('R'));
+    }
 
     #[test]
     fn parses_the_tgid_of_a_status() {

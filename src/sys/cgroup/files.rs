@@ -16,6 +16,18 @@ pub struct CpuStat {
     pub system_ns: u64,
 }
 
+impl CpuStat {
+    /// What was used since `base` was read (a counter that went back, as
+    /// none should, counts as nothing used).
+    pub fn since(self, base: CpuStat) -> CpuStat {
+        CpuStat {
+            usage_ns: self.usage_ns.saturating_sub(base.usage_ns),
+            user_ns: self.user_ns.saturating_sub(base.user_ns),
+            system_ns: self.system_ns.saturating_sub(base.system_ns),
+        }
+    }
+}
+
 /// Parses `cpu.stat` (`usage_usec N`, `user_usec N`, `system_usec N`, and
 /// more keys the kernel may add); None when one of the three is missing.
 pub fn parse_cpu_stat(text: &str) -> Option<CpuStat> {
@@ -102,6 +114,30 @@ pub fn procs(dir: &Path) -> Vec<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_used_since_a_reading() {
+        let base = CpuStat {
+            usage_ns: 40_000_000,
+            user_ns: 30_000_000,
+            system_ns: 10_000_000,
+        };
+        let now = CpuStat {
+            usage_ns: 1_040_000_000,
+            user_ns: 930_000_000,
+            system_ns: 9_000_000,
+        };
+        assert_eq!(
+            now.since(base),
+            CpuStat {
+                usage_ns: 1_000_000_000,
+                user_ns: 900_000_000,
+                // user/system are a split the kernel adjusts: one may lag.
+                system_ns: 0,
+            }
+        );
+        assert_eq!(now.since(CpuStat::default()), now);
+    }
 
     #[test]
     fn cpu_stat() {

@@ -13,7 +13,7 @@ use anyhow::{Context, Result, bail};
 use super::files;
 use super::kill::{GroupDirs, remove_dir_retrying};
 use super::session::TreeGroups;
-use super::stats::{Sources, TreeStats, gather};
+use super::stats::{AtRelease, Sources, TreeStats, at_release, gather};
 
 /// How long `Drop` waits for a killed tree to empty.
 const DROP_WAIT: Duration = Duration::from_secs(5);
@@ -28,6 +28,8 @@ pub struct TreeGroup {
     top: Option<i32>,
     /// Every task seen in the group, for attributing exit records.
     known: Mutex<BTreeSet<i32>>,
+    /// The counters at release ([`mark_release`](Self::mark_release)).
+    at_release: Option<AtRelease>,
 }
 
 /// A run tag as a group name component: letters, digits, `-`, `_`, at
@@ -58,6 +60,7 @@ impl TreeGroups {
             start_seq,
             top: None,
             known: Mutex::new(BTreeSet::new()),
+            at_release: None,
         };
         for (h, parent) in &self.inner.parents {
             let dir = parent.join(&name);
@@ -98,6 +101,14 @@ impl TreeGroup {
         }
         self.note_members();
         Ok(())
+    }
+
+    /// Reads the tree's counters now, at release, as the start of its
+    /// figures' window: the worker's start-up before it (schedlab's exec,
+    /// loading and setup, from the attach to the barrier) is not the
+    /// program's CPU time.
+    pub fn mark_release(&mut self) {
+        self.at_release = Some(at_release(self.dirs.v2.as_deref(), self.cpuacct.as_deref()));
     }
 
     /// The groups, one per hierarchy (v2 first).
@@ -199,6 +210,7 @@ impl TreeGroup {
                 known: &known,
                 start_seq: self.start_seq,
                 running: self.populated(),
+                at_release: self.at_release.as_ref(),
             },
         )
     }

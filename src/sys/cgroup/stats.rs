@@ -8,7 +8,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::exits::attribute;
-use super::files::{parse_cpu_stat, parse_cpuacct_stat_ticks, parse_pressure_some_total_us};
+use super::files::{
+    CpuStat, parse_cpu_stat, parse_cpuacct_stat_ticks, parse_pressure_some_total_us,
+};
 use super::session::Session;
 use super::taskstats::ExitRecord;
 
@@ -16,7 +18,9 @@ use super::taskstats::ExitRecord;
 /// name and why.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TreeStats {
-    /// CPU time of every task of the tree, exited ones included.
+    /// CPU time of every task of the tree, exited ones included, from
+    /// release when the group was marked then
+    /// ([`TreeGroup::mark_release`](super::TreeGroup::mark_release)).
     pub cpu_usage_ns: Option<u64>,
     pub cpu_user_ns: Option<u64>,
     pub cpu_system_ns: Option<u64>,
@@ -24,7 +28,7 @@ pub struct TreeStats {
     /// v2 `memory.peak`).
     pub peak_memory_bytes: Option<u64>,
     /// Microseconds in which some task of the tree waited for a CPU (v2
-    /// `cpu.pressure`, `some total`).
+    /// `cpu.pressure`, `some total`), from release as the CPU time.
     pub cpu_pressure_some_us: Option<u64>,
     /// Tasks (processes and threads) of the tree, the top process
     /// included: its exit records.
@@ -71,13 +75,48 @@ pub(super) struct Sources<'a> {
     pub known: &'a BTreeSet<i32>,
     pub start_seq: u64,
     pub running: bool,
+    /// The counters at release, when the group was marked then.
+    pub at_release: Option<&'a AtRelease>,
+}
+
+/// A tree's counters at release, the start of its window: what its first
+/// process did before (a worker's start-up, from its exec to the
+/// barrier: schedlab's code, not the program's) is left out of its
+/// figures. Under QEMU without KVM that start-up is tens to hundreds of
+/// milliseconds of CPU.
+#[derive(Debug, Clone)]
+pub(super) struct AtRelease {
+    cpu: Result<CpuStat, String>,
+    pressure_some_us: Option<u64>,
+}
+
+/// Reads the counters of the groups `v2` and `cpuacct` now.
+pub(super) fn at_release(v2: Option<&Path>, cpuacct: Option<&Path>) -> AtRelease {
+    AtRelease {
+        cpu: cpu_now(v2, cpuacct),
+        pressure_some_us: v2.and_then(|d| pressure_now(d).ok()),
+    }
+}
+
+/// The CPU used since release: `now` less the reading at release, when
+/// there was one.
+fn cpu_since(
+    now: Result<CpuStat, String>,
+    at_release: Option<&AtRelease>,
+) -> Result<CpuStat, String> {
+    let now = now?;
+    match at_release.map(|a| &a.cpu) {
+        None => Ok(now),
+        Some(Ok(base)) => Ok(now.since(*base)),
+        Some(Err(why)) => Err(format!("the tree's CPU at release: {why}")),
+    }
 }
 
 pub(super) fn gather(session: &Session, src: &Sources<'_>) -> TreeStats {
     let mut s = TreeStats::default();
-    let cpu = cpu_figures(src);
+    let cpu = cpu_since(cpu_now(src.v2, src.cpuacct), src.at_release);
     let (usage, user, system) = match cpu {
-        Ok((a, b, c)) => (Ok(a), Ok(b), Ok(c)),
+        Ok(c) => (Ok(c.usage_ns), Ok(c.user_ns), Ok(c.system_ns)),
         Err(why) => (Err(why.clone()), Err(why.clone()), Err(why)),
     };
     s.cpu_usage_ns = s.set("cpu_usage_ns", usage);
@@ -141,15 +180,15 @@ pub(super) fn gather(session: &Session, src: &Sources<'_>) -> TreeStats {
     s
 }
 
-fn cpu_figures(src: &Sources<'_>) -> Result<(u64, u64, u64), String> {
-    if let Some(v2) = src.v2 {
+fn cpu_now(v2: Option<&Path>, cpuacct: Option<&Path>) -> Result<CpuStat, String> {
+    if let Some(v2) = v2 {
         let text = std::fs::read_to_string(v2.join("cpu.stat"))
             .map_err(|e| format!("reading {}: {e}", v2.join("cpu.stat").display()))?;
         let c = parse_cpu_stat(&text)
             .ok_or_else(|| format!("{} lacks usage/user/system", v2.join("cpu.stat").display()))?;
-        return Ok((c.usage_ns, c.user_ns, c.system_ns));
+        return Ok(c);
     }
-    let Some(acct) = src.cpuacct else {
+    let Some(acct) = cpuacct else {
         return Err(
             "no cgroup2 hierarchy, and v1 cpuacct is not mounted on its own (mounted with cpu, \
              a group there would change scheduling)"
@@ -167,7 +206,11 @@ fn cpu_figures(src: &Sources<'_>) -> Result<(u64, u64, u64), String> {
             (u * ns_per_tick, s * ns_per_tick)
         }
     };
-    Ok((usage, user, system))
+    Ok(CpuStat {
+        usage_ns: usage,
+        user_ns: user,
+        system_ns: system,
+    })
 }
 
 fn peak_memory(src: &Sources<'_>) -> Result<u64, String> {
@@ -190,6 +233,12 @@ fn peak_memory(src: &Sources<'_>) -> Result<u64, String> {
 
 fn pressure(src: &Sources<'_>) -> Result<u64, String> {
     let v2 = src.v2.ok_or("no cgroup2 hierarchy")?;
+    let now = pressure_now(v2)?;
+    let base = src.at_release.and_then(|a| a.pressure_some_us);
+    Ok(now.saturating_sub(base.unwrap_or(0)))
+}
+
+fn pressure_now(v2: &Path) -> Result<u64, String> {
     let text = std::fs::read_to_string(v2.join("cpu.pressure"))
         .map_err(|_| "no cpu.pressure (pressure stall information is off)".to_string())?;
     parse_pressure_some_total_us(&text).ok_or_else(|| "cpu.pressure has no some total".into())
@@ -245,5 +294,39 @@ mod tests {
             Some("no cgroup2")
         );
         assert!(!s.missing.contains_key("tasks"));
+    }
+
+    /// A tree's CPU runs from release: the worker's start-up before it is
+    /// left out; a reading at release that failed empties the figure (with
+    /// why) rather than counting the start-up; an unmarked group counts
+    /// everything since it was made.
+    #[test]
+    fn cpu_from_release() {
+        let cpu = |usage_ms: u64, user_ms: u64| CpuStat {
+            usage_ns: usage_ms * 1_000_000,
+            user_ns: user_ms * 1_000_000,
+            system_ns: (usage_ms - user_ms) * 1_000_000,
+        };
+        let marked = AtRelease {
+            cpu: Ok(cpu(180, 150)),
+            pressure_some_us: None,
+        };
+        assert_eq!(
+            cpu_since(Ok(cpu(1180, 1100)), Some(&marked)),
+            Ok(cpu(1000, 950))
+        );
+        assert_eq!(cpu_since(Ok(cpu(1180, 1100)), None), Ok(cpu(1180, 1100)));
+        let unread = AtRelease {
+            cpu: Err("reading x/cpu.stat: gone".into()),
+            pressure_some_us: None,
+        };
+        assert_eq!(
+            cpu_since(Ok(cpu(1180, 1100)), Some(&unread)),
+            Err("the tree's CPU at release: reading x/cpu.stat: gone".to_string())
+        );
+        assert_eq!(
+            cpu_since(Err("no cpu.stat".into()), Some(&marked)),
+            Err("no cpu.stat".to_string())
+        );
     }
 }

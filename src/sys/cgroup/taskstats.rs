@@ -209,8 +209,10 @@ fn family_id(s: &Socket) -> Result<u16> {
                     return Ok(id);
                 }
             }
-            NetlinkPayload::Error(e) if e.code.is_some() => {
-                bail!("the kernel has no TASKSTATS family ({e:?})")
+            NetlinkPayload::Error(e) => {
+                if let Some(code) = e.code {
+                    bail!(family_refusal(code.get()))
+                }
             }
             _ => {}
         }
@@ -220,6 +222,22 @@ fn family_id(s: &Socket) -> Result<u16> {
         off += m.header.length as usize;
     }
     bail!("the kernel did not name the TASKSTATS family")
+}
+
+/// Why the kernel answered the TASKSTATS family look-up with the netlink
+/// error `code` (a negative errno), in words: a kernel without taskstats
+/// (no such family) is the common case, named by its option.
+fn family_refusal(code: i32) -> String {
+    match code.checked_neg() {
+        Some(libc::ENOENT) => {
+            "this kernel has no taskstats (built without CONFIG_TASKSTATS)".to_string()
+        }
+        Some(errno) if errno > 0 => format!(
+            "the kernel refused to name the TASKSTATS family: {}",
+            std::io::Error::from_raw_os_error(errno)
+        ),
+        _ => format!("the kernel answered the TASKSTATS family look-up with error {code}"),
+    }
 }
 
 fn recv(s: &Socket, buf: &mut [u8]) -> std::io::Result<usize> {
@@ -289,9 +307,12 @@ impl ExitListener {
         let n = recv(&s, &mut buf).context("registering a taskstats listener")?;
         if let Ok(m) = NetlinkMessage::<GenlMessage<Taskstats>>::deserialize(&buf[..n])
             && let NetlinkPayload::Error(e) = &m.payload
-            && e.code.is_some()
+            && let Some(code) = e.code
         {
-            bail!("the kernel refused the taskstats listener: {e:?}");
+            bail!(
+                "the kernel refused the taskstats listener: {}",
+                std::io::Error::from_raw_os_error(code.get().saturating_neg())
+            );
         }
         s.set_non_blocking(true)
             .context("making the taskstats socket non-blocking")?;
@@ -511,5 +532,24 @@ mod tests {
         // A STATS too short for a struct is an error, not a zero record.
         let bad = nla(TYPE_AGGR_PID, &nla(TYPE_STATS, &[0u8; 16]));
         assert!(parse_exit_attributes(&bad).is_err());
+    }
+
+    /// A kernel without taskstats answers the family look-up with ENOENT:
+    /// the reason a run's `missing` carries names the kernel option, not
+    /// the netlink message's bytes; other refusals say the errno in words.
+    #[test]
+    fn family_refusals_in_words() {
+        assert_eq!(
+            family_refusal(-libc::ENOENT),
+            "this kernel has no taskstats (built without CONFIG_TASKSTATS)"
+        );
+        let eperm = family_refusal(-libc::EPERM);
+        assert!(eperm.starts_with("the kernel refused to name the TASKSTATS family: "));
+        assert!(eperm.contains("not permitted"), "{eperm}");
+        assert_eq!(
+            family_refusal(7),
+            "the kernel answered the TASKSTATS family look-up with error 7"
+        );
+        assert!(family_refusal(i32::MIN).contains("error -2147483648"));
     }
 }
