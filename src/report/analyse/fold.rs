@@ -69,22 +69,30 @@ fn fold_condition<E>(
         .filter_map(|(v, &ri)| v.or_else(|| fold_run(&runs[ri], &[], timed)))
         .collect();
     // Every process of every run, in campaign order and then by process
-    // index: the order the sums of the summaries always had.
-    let per_process = metrics
+    // index: the order the sums of the summaries always had. One pass puts
+    // each metric's values in its own column (a pass per metric read every
+    // process's values once per metric), dropping the runs' per-process
+    // values as it goes.
+    let slots: Vec<Option<usize>> = metrics.iter().map(|m| m.process_slot()).collect();
+    let processes: usize = values.iter().map(|v| v.processes.len()).sum();
+    let mut columns: Vec<Vec<f64>> = slots
         .iter()
-        .map(|m| {
-            let slot = m.process_slot()?;
-            let all: Vec<f64> = values
-                .iter()
-                .flat_map(|v: &RunValues| v.processes.iter().map(move |p| p[slot]))
-                .filter(|v| v.is_finite())
-                .collect();
-            stats::summarize(&all)
-        })
+        .map(|s| Vec::with_capacity(if s.is_some() { processes } else { 0 }))
         .collect();
     for v in &mut values {
-        v.processes = Vec::new();
+        for p in std::mem::take(&mut v.processes) {
+            for (column, slot) in columns.iter_mut().zip(&slots) {
+                if let Some(x) = slot.map(|s| p[s]).filter(|x| x.is_finite()) {
+                    column.push(x);
+                }
+            }
+        }
     }
+    let per_process = slots
+        .iter()
+        .zip(columns)
+        .map(|(slot, column)| slot.and_then(|_| stats::summarize(&column)))
+        .collect();
     Ok((values, per_process, rows))
 }
 
