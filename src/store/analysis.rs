@@ -286,7 +286,7 @@ impl Store {
     /// Everything the report's analysis reads of a campaign but its process
     /// rows (`processes` one `()` per run, `process_rows` 0): the runs, to
     /// be grouped before their rows are read condition by condition
-    /// ([`Store::report_processes_of_run`]). `id` and `by` as in
+    /// ([`Store::for_each_report_run`]). `id` and `by` as in
     /// [`Store::load_report_data_by`].
     pub fn load_report_frame(
         &self,
