@@ -286,7 +286,7 @@ impl Store {
     /// Everything the report's analysis reads of a campaign but its process
     /// rows (`processes` one `()` per run, `process_rows` 0): the runs, to
     /// be grouped before their rows are read condition by condition
-    /// ([`Store::report_processes_of_run`]). `id` and `by` as in
+    /// ([`Store::for_each_report_run`]). `id` and `by` as in
     /// [`Store::load_report_data_by`].
     pub fn load_report_frame(
         &self,
@@ -600,27 +600,53 @@ impl Store {
         Ok(n)
     }
 
-    /// The worker processes of one run by process index (RT hogs run beside
-    /// the workers left out), as [`Store::for_each_report_process`] reads
-    /// them: the report reads an ok run's rows with this, condition by
-    /// condition.
-    pub fn report_processes_of_run(&self, run_id: i64) -> Result<Vec<ReportProcess>> {
+    /// The worker processes of some runs (`run_ids`, any order), as
+    /// [`Store::for_each_report_process`] reads them (RT hogs run beside
+    /// the workers left out), handed to `f` run by run in run id order, each
+    /// run's rows by process index (runs without rows are not handed). The
+    /// report reads a condition's ok runs with this: one query per
+    /// condition, not one per run (a query per run cost more than reading
+    /// the rows at ten million rows). Returns the number of rows.
+    pub fn for_each_report_run(
+        &self,
+        run_ids: &[i64],
+        mut f: impl FnMut(i64, &[ReportProcess]),
+    ) -> Result<u64> {
+        if run_ids.is_empty() {
+            return Ok(0);
+        }
+        let mut ids = run_ids.to_vec();
+        ids.sort_unstable();
+        ids.dedup();
+        // The ids in the text: SQLite walks the primary key once per id, in
+        // order, so the rows come by run and process index without a sort.
         let mut stmt = self
             .conn
-            .prepare_cached(&format!(
+            .prepare(&format!(
                 "SELECT run_id, process_index, nice, rt_priority, wall_ns, utime_us, stime_us, nvcsw, nivcsw,
                     run_ns, wait_ns, timeslices, work, end_ns{}
-             FROM processes WHERE run_id = ?1 AND role = 'worker' ORDER BY process_index",
-                counts::select_list("")
+             FROM processes WHERE run_id IN ({}) AND role = 'worker' ORDER BY run_id, process_index",
+                counts::select_list(""),
+                id_list(&ids)
             ))
             .context(SCHEMA_MISMATCH)?;
         let counts = counts::Positions::of(&stmt)?;
-        let mut rows = stmt.query([run_id])?;
-        let mut out = Vec::new();
+        let mut rows = stmt.query([])?;
+        let mut run: Vec<ReportProcess> = Vec::new();
+        let mut n = 0u64;
         while let Some(r) = rows.next()? {
-            out.push(report_process(r, &counts)?);
+            let p = report_process(r, &counts)?;
+            if run.first().is_some_and(|q| q.run_id != p.run_id) {
+                f(run[0].run_id, &run);
+                run.clear();
+            }
+            run.push(p);
+            n += 1;
         }
-        Ok(out)
+        if let Some(q) = run.first() {
+            f(q.run_id, &run);
+        }
+        Ok(n)
     }
 
     /// The stored documents of some runs, in the order asked: the resolved

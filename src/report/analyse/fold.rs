@@ -9,6 +9,7 @@ use crate::report::metric::Metric;
 use crate::stats::{self, Summary};
 use crate::store::{ReportProcess, ReportRun, Store};
 use anyhow::Result;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The runs' values and each condition's per-process summaries.
@@ -42,40 +43,56 @@ pub(super) fn ok_runs_by_condition(
     out
 }
 
-/// Fold one condition's ok runs (`ok`, indices into `runs`), reading each
-/// run's rows with `rows_of`. The per-process values go into the summaries
-/// and are then dropped from the runs' values.
+/// Fold one condition's ok runs (`ok`, indices into `runs`). `read` hands
+/// each run's rows, in any order of the runs, to the callback it is given,
+/// with the run's position in `ok`; a run it does not hand has no rows. The
+/// per-process values go into the summaries and are then dropped from the
+/// runs' values.
 fn fold_condition<E>(
     runs: &[ReportRun],
     ok: &[usize],
     timed: &[String],
     metrics: &[Metric],
-    mut rows_of: impl FnMut(usize) -> Result<Vec<ReportProcess>, E>,
+    read: impl FnOnce(&mut dyn FnMut(usize, &[ReportProcess])) -> Result<(), E>,
 ) -> Result<CondFold, E> {
-    let mut values = Vec::with_capacity(ok.len());
+    let mut slots: Vec<Option<RunValues>> = (0..ok.len()).map(|_| None).collect();
     let mut rows = 0u64;
-    for &ri in ok {
-        let ps = rows_of(ri)?;
+    read(&mut |k, ps| {
         rows += ps.len() as u64;
-        values.extend(fold_run(&runs[ri], &ps, timed));
-    }
+        slots[k] = fold_run(&runs[ok[k]], ps, timed);
+    })?;
+    // Values in the order of `ok` (campaign order), whatever order the
+    // rows came in.
+    let mut values: Vec<RunValues> = slots
+        .into_iter()
+        .zip(ok)
+        .filter_map(|(v, &ri)| v.or_else(|| fold_run(&runs[ri], &[], timed)))
+        .collect();
     // Every process of every run, in campaign order and then by process
-    // index: the order the sums of the summaries always had.
-    let per_process = metrics
+    // index: the order the sums of the summaries always had. One pass puts
+    // each metric's values in its own column (a pass per metric read every
+    // process's values once per metric), dropping the runs' per-process
+    // values as it goes.
+    let slots: Vec<Option<usize>> = metrics.iter().map(|m| m.process_slot()).collect();
+    let processes: usize = values.iter().map(|v| v.processes.len()).sum();
+    let mut columns: Vec<Vec<f64>> = slots
         .iter()
-        .map(|m| {
-            let slot = m.process_slot()?;
-            let all: Vec<f64> = values
-                .iter()
-                .flat_map(|v: &RunValues| v.processes.iter().map(move |p| p[slot]))
-                .filter(|v| v.is_finite())
-                .collect();
-            stats::summarize(&all)
-        })
+        .map(|s| Vec::with_capacity(if s.is_some() { processes } else { 0 }))
         .collect();
     for v in &mut values {
-        v.processes = Vec::new();
+        for p in std::mem::take(&mut v.processes) {
+            for (column, slot) in columns.iter_mut().zip(&slots) {
+                if let Some(x) = slot.map(|s| p[s]).filter(|x| x.is_finite()) {
+                    column.push(x);
+                }
+            }
+        }
     }
+    let per_process = slots
+        .iter()
+        .zip(columns)
+        .map(|(slot, column)| slot.and_then(|_| stats::summarize(&column)))
+        .collect();
     Ok((values, per_process, rows))
 }
 
@@ -110,8 +127,16 @@ pub(super) fn from_store(
     metrics: &[Metric],
 ) -> Result<Folded> {
     let fold = |s: &Store, c: usize| {
-        fold_condition(runs, &ok[c], timed, metrics, |ri| {
-            s.report_processes_of_run(runs[ri].id)
+        fold_condition(runs, &ok[c], timed, metrics, |each| {
+            let ids: Vec<i64> = ok[c].iter().map(|&ri| runs[ri].id).collect();
+            let slot: HashMap<i64, usize> =
+                ids.iter().enumerate().map(|(k, &id)| (id, k)).collect();
+            s.for_each_report_run(&ids, |id, ps| {
+                if let Some(&k) = slot.get(&id) {
+                    each(k, ps);
+                }
+            })
+            .map(drop)
         })
     };
     let threads = std::thread::available_parallelism()
@@ -189,8 +214,11 @@ pub(super) fn from_rows(
     let folds = ok
         .iter()
         .map(|ok| {
-            let Ok(fold) = fold_condition(runs, ok, timed, metrics, |ri| {
-                Ok::<_, std::convert::Infallible>(std::mem::take(&mut processes[ri]))
+            let Ok(fold) = fold_condition(runs, ok, timed, metrics, |each| {
+                for (k, &ri) in ok.iter().enumerate() {
+                    each(k, &std::mem::take(&mut processes[ri]));
+                }
+                Ok::<_, std::convert::Infallible>(())
             });
             fold
         })
