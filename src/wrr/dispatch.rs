@@ -3,7 +3,10 @@
 //! One dispatcher thread per CPU, pinned to it, walks that CPU's run queue.
 //! For the task whose turn it is it either raises its SCHED_FIFO priority
 //! above the other workers ([`Mechanism::Fifo`]) or lets it continue while
-//! the others stay stopped ([`Mechanism::Signals`]).
+//! the others stay stopped ([`Mechanism::Signals`]). A `command` worker's
+//! task is its whole process tree: every action covers every task of its
+//! cgroup, its CPU time is the cgroup's and its turns end when the group
+//! is empty ([`super::tree`]).
 //!
 //! Slices are accounted in CPU time, not wall-clock time: RT throttling, the
 //! fair-class deadline server (Linux ≥ 6.12), interrupts and late timers all
@@ -353,7 +356,7 @@ impl Worker {
 
 /// A change the dispatcher makes to a worker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Action {
+enum Action {
     /// Its turn: raised to `base + 1` (Fifo) or continued (Signals).
     Promote,
     /// Back among the waiting: `base` (Fifo) or stopped (Signals).

@@ -9,10 +9,11 @@
 //! hybrid machine too), else the v1 freezer's `freezer.state`, else
 //! SIGSTOP/SIGCONT to each process of `cgroup.procs`. The freezer acts on
 //! the group, not on a list read a moment earlier: a child forked while
-//! the group is frozen is born frozen (`cgroup_post_fork` →
-//! `cgroup_freezer_migrate_task`/`freezer_fork`), no parent sees its
-//! children stop (no SIGCHLD, no `wait` woken for a stop as under
-//! SIGSTOP), and no pid is addressed that may have been reused.
+//! the group is frozen is born frozen (kernel/cgroup/cgroup.c
+//! `cgroup_post_fork`; v1: kernel/cgroup/legacy_freezer.c `freezer_fork`),
+//! no parent sees its children stop (no SIGCHLD, no `wait` woken for a
+//! stop as under SIGSTOP), and no pid is addressed that may have been
+//! reused.
 //!
 //! CPU time: v1 `cpuacct.usage` (ns, the per-CPU counters summed, no
 //! flush) when there is a cpuacct group, else cgroup2 `cpu.stat`
