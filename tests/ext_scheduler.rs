@@ -144,3 +144,67 @@ command = ["scx_simple", "-f"]
         "{out}"
     );
 }
+
+/// A `command`'s children inherit SCHED_EXT at fork under a scheduler
+/// level, as under `chrt` (kernel/sched/core.c `sched_fork` keeps the
+/// parent's policy; schedlab asks for no reset-on-fork): the top shell's
+/// background child forks `cut`, which reads its own policy (field 41 of
+/// `/proc/self/stat`, 7 = SCHED_EXT). Runs only where a sched_ext
+/// scheduler can load and `scx_simple` is installed (the VM guest).
+#[test]
+fn a_command_s_children_inherit_sched_ext() {
+    let why = cannot_load_here();
+    if !schedlab::testing::skip_unless(
+        why.is_none(),
+        format!(
+            "no sched_ext scheduler can load: {}",
+            why.unwrap_or_default()
+        ),
+    ) {
+        return;
+    }
+    let have = std::process::Command::new("sh")
+        .args(["-c", "command -v scx_simple"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !common::require_tool(have, "scx_simple is not installed") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("c.toml"),
+        r#"
+name = "ext-tree"
+repetitions = 1
+cooldown_s = 0
+timeout_s = 60
+[matrix]
+policy = ["other"]
+workload = ["tree"]
+processes = [1]
+ext_scheduler = ["simple"]
+[ext_schedulers.simple]
+command = ["scx_simple"]
+[workloads.tree]
+kind = "command"
+argv = ["sh", "-c", "echo childpolicy $(cut -d ' ' -f 41 /proc/self/stat) & wait"]
+[workloads.tree.figures.childpolicy]
+regex = 'childpolicy ([0-9]+)'
+unit = "n"
+better = "lower"
+"#,
+    )
+    .unwrap();
+    let o = schedlab(&["run", "c.toml", "--db", "t.db", "--quiet"], dir.path());
+    assert!(o.status.success(), "{}", text(&o));
+    let conn = rusqlite::Connection::open(dir.path().join("t.db")).unwrap();
+    let figures: String = conn
+        .query_row("SELECT figures_json FROM processes", [], |r| r.get(0))
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_str(&figures).unwrap();
+    assert_eq!(
+        v["childpolicy"].as_f64(),
+        Some(f64::from(schedlab::sys::scx::SCHED_EXT)),
+        "{figures}"
+    );
+}

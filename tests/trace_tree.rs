@@ -2,7 +2,9 @@
 //! `command` that forks three CPU-bound children on CPU 0 has the
 //! children in the run's traced tasks and slices, counted under the top
 //! process, and the trace's on-CPU time over the whole tree agrees with
-//! the tree's CPU time from its cgroup within 3 %.
+//! the tree's CPU time from its cgroup within 3 %; its switches agree
+//! with the tree's exit records once each task's last switch (after its
+//! record) is added, and the report's check says so.
 //!
 //! Needs root (tracefs, a cgroup per worker): fails instead of skipping
 //! under `SCHEDLAB_REQUIRE_ROOT=1`.
@@ -132,5 +134,39 @@ fn a_traced_command_is_followed_over_its_whole_tree() {
         (ratio - 1.0).abs() <= 0.03,
         "trace {} ns against the tree's {tree_cpu_ns} ns: ratio {ratio:.4}",
         work.oncpu_ns
+    );
+
+    // Switches: the four tasks' exit records each lack the task's last
+    // switch, which the trace sees; the report's check allows for it.
+    use schedlab::report::analyse::trace::{expected_switches, switch_agreement};
+    let figures: String = conn
+        .query_row("SELECT figures_json FROM processes", [], |r| r.get(0))
+        .unwrap();
+    let figures: serde_json::Value = serde_json::from_str(&figures).unwrap();
+    let tasks = figures["tree_tasks"].as_f64().expect("tree_tasks") as u64;
+    assert_eq!(tasks, 4, "{figures}");
+    let counted = switches as u64;
+    let (expected, below, above) = expected_switches(counted, Some(tasks));
+    eprintln!(
+        "switches: trace {}, exit records {counted} + {tasks} tasks = {expected} \
+         (-{below}/+{above} and 1 %)",
+        work.switches
+    );
+    let (_, off) = switch_agreement(work.switches, counted, Some(tasks));
+    assert!(
+        !off,
+        "trace {} switches against {expected} expected from the exit records",
+        work.switches
+    );
+    let o = run(dir.path(), &["report", "--db", "t.db", "--format", "md"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let md = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        md.contains("0 of 1 process off by more than 1 %."),
+        "the report flags the tree: {}",
+        md.lines()
+            .filter(|l| l.contains("off by more than"))
+            .collect::<Vec<_>>()
+            .join("\n")
     );
 }

@@ -15,7 +15,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 
 use crate::campaign::{self, Options};
-use crate::report::analyse::trace::{AGREEMENT_TOLERANCE, explain};
+use crate::report::analyse::trace::{AGREEMENT_TOLERANCE, expected_switches, explain};
 use crate::stats::summary::percentile;
 use crate::store::{ExportRow, ExportTrace, Store};
 use crate::trace::derive::Slice;
@@ -157,10 +157,13 @@ pub fn run(o: TraceBenchOptions) -> Result<()> {
         if let Some(on) = t.work_oncpu_ns.filter(|_| run_ns > 0) {
             cpu_err.push(on as f64 / run_ns as f64 - 1.0);
         }
+        // A program's tree against its exit records plus each task's last
+        // switch ([`expected_switches`]).
+        let (expected, _, _) = expected_switches(rusage, tree_tasks(r));
         if let Some(switches) = t.work_switches
-            && rusage > 0
+            && expected > 0
         {
-            sw_err.push(switches as f64 / rusage as f64 - 1.0);
+            sw_err.push(switches as f64 / expected as f64 - 1.0);
         }
         if let Some(d) = Disagreement::of(r, t, run_ns, rusage) {
             off.push(d);
@@ -185,6 +188,12 @@ pub fn run(o: TraceBenchOptions) -> Result<()> {
     outln!("  events lost over all traced runs: {lost}")?;
     print_disagreements(&off)?;
     wrr_boundaries(&db, o.cpu)
+}
+
+/// A program's tree: its tasks (from their exit records), whose last
+/// switches the records lack.
+fn tree_tasks(r: &ExportRow) -> Option<u64> {
+    r.figures.get("tree_tasks").map(|&t| t as u64)
 }
 
 /// One traced worker off its kernel counters by more than the tolerance.
@@ -212,7 +221,7 @@ impl Disagreement {
             Some(u(run_ns)),
             u(t.work_unattributed_ns.unwrap_or(0)),
             u(switches),
-            rusage,
+            (rusage, tree_tasks(r)),
             u(t.work_missing_switches.unwrap_or(0)),
         );
         (!explanation.is_empty()).then(|| Disagreement {

@@ -202,8 +202,21 @@ impl Spawned {
                 .as_ref()
                 .map(|x| x.ops().to_string());
             let tasks = wrr_tasks(&cast.members);
-            let run = wrr::start::start(tasks, pids, &l.wrr, &l.wrr_mechanism, beside.as_deref())
-                .map_err(|e| match e {
+            // A program's worker is its whole tree: WRR acts on its cgroup.
+            let trees: Vec<_> = self
+                .trees
+                .iter()
+                .map(|t| t.as_ref().and_then(TreeGroup::control))
+                .collect();
+            let run = wrr::start::start(
+                tasks,
+                pids,
+                &trees,
+                &l.wrr,
+                &l.wrr_mechanism,
+                beside.as_deref(),
+            )
+            .map_err(|e| match e {
                 wrr::StartError::Skipped(why) => Early::Ends(RunStatus::Skipped, why),
                 wrr::StartError::Failed(why) => Early::failed(why),
             })?;

@@ -55,6 +55,11 @@ impl<'a> TreeWatch<'a> {
         self.trees.iter().any(Option::is_some)
     }
 
+    /// Whether member `index` is a program with a tree of its own.
+    pub fn has_tree(&self, index: usize) -> bool {
+        self.tree(index).is_some()
+    }
+
     /// Member `index`'s top process was reaped at `seen_ns`.
     pub fn top_reaped(&mut self, index: usize, seen_ns: u64) {
         let Some(Some(tree)) = self.trees.get(index) else {

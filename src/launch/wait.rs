@@ -161,6 +161,8 @@ fn wait_all(
     };
     let deadline_ns = release_ns + l.timeout.as_nanos() as u64;
     let mut killed = false;
+    // Trees whose end the dispatcher was told of.
+    let mut told: std::collections::HashSet<usize> = Default::default();
     // Hogs are sampled at every whole RT period after release, so that
     // their share is measured over whole periods: a window that ends
     // when a throttled worker next gets the CPU ends right after a hog
@@ -182,7 +184,11 @@ fn wait_all(
             // Still a zombie: its schedstat is readable until it is reaped.
             let stat = procfs::read_schedstat(pid).ok();
             let seen_ns = proc::monotonic_ns();
-            if let (Some(d), Some(index)) = (dispatcher, pids.iter().position(|&p| p == pid)) {
+            // A program's worker stays under WRR until its whole tree has
+            // ended (below), not only its top process.
+            if let (Some(d), Some(index)) = (dispatcher, pids.iter().position(|&p| p == pid))
+                && !trees.has_tree(index)
+            {
                 d.task_exited(index);
             }
             let (exit, usage) =
@@ -195,6 +201,13 @@ fn wait_all(
                 }
             } else {
                 w.others.insert(pid, (exit, usage));
+            }
+        }
+        if let Some(d) = dispatcher {
+            for index in trees.ended_ns.keys() {
+                if told.insert(*index) {
+                    d.task_exited(*index);
+                }
             }
         }
         if live.is_empty() && !trees.busy() {

@@ -272,11 +272,13 @@ pub enum Wake {
 }
 
 /// Sleep until the timer fires, the process exits or the stop event is set
-/// (checked in that order of precedence: stop, exit, timer).
-pub fn wait(timer: &AbsTimer, process: &PidFd, stop: &Event) -> io::Result<Wake> {
+/// (checked in that order of precedence: stop, exit, timer). Without a
+/// process, only the timer and the stop event wake it.
+pub fn wait(timer: &AbsTimer, process: Option<&PidFd>, stop: &Event) -> io::Result<Wake> {
     let mut fds = [
         stop.fd.as_raw_fd(),
-        process.fd.as_raw_fd(),
+        // poll skips a negative descriptor and leaves its revents 0.
+        process.map_or(-1, |p| p.fd.as_raw_fd()),
         timer.fd.as_raw_fd(),
     ]
     .map(|fd| libc::pollfd {
@@ -328,15 +330,22 @@ mod tests {
         let stop = Event::new().unwrap();
         let at = crate::sys::proc::monotonic_ns() + 2_000_000;
         timer.arm_at(at).unwrap();
-        assert_eq!(wait(&timer, &me, &stop).unwrap(), Wake::Timer);
+        assert_eq!(wait(&timer, Some(&me), &stop).unwrap(), Wake::Timer);
         assert!(crate::sys::proc::monotonic_ns() >= at);
         // Re-arming in the past fires at once.
         timer.arm_at(1).unwrap();
-        assert_eq!(wait(&timer, &me, &stop).unwrap(), Wake::Timer);
+        assert_eq!(wait(&timer, Some(&me), &stop).unwrap(), Wake::Timer);
+        // Without a process: the timer alone.
+        timer.arm_at(1).unwrap();
+        assert_eq!(wait(&timer, None, &stop).unwrap(), Wake::Timer);
         stop.set();
         timer.arm_at(u64::MAX / 2).unwrap();
-        assert_eq!(wait(&timer, &me, &stop).unwrap(), Wake::Stop);
-        assert_eq!(wait(&timer, &me, &stop).unwrap(), Wake::Stop, "stays set");
+        assert_eq!(wait(&timer, Some(&me), &stop).unwrap(), Wake::Stop);
+        assert_eq!(
+            wait(&timer, Some(&me), &stop).unwrap(),
+            Wake::Stop,
+            "stays set"
+        );
     }
 
     #[test]
@@ -382,7 +391,7 @@ mod tests {
         timer
             .arm_at(crate::sys::proc::monotonic_ns() + 10_000_000_000)
             .unwrap();
-        assert_eq!(wait(&timer, &pidfd, &stop).unwrap(), Wake::Exited);
+        assert_eq!(wait(&timer, Some(&pidfd), &stop).unwrap(), Wake::Exited);
         assert!(pidfd.exited());
         assert_eq!(proc_state(child.id() as i32), Some('Z'));
         child.wait().unwrap();

@@ -3,7 +3,10 @@
 //! One dispatcher thread per CPU, pinned to it, walks that CPU's run queue.
 //! For the task whose turn it is it either raises its SCHED_FIFO priority
 //! above the other workers ([`Mechanism::Fifo`]) or lets it continue while
-//! the others stay stopped ([`Mechanism::Signals`]).
+//! the others stay stopped ([`Mechanism::Signals`]). A `command` worker's
+//! task is its whole process tree: every action covers every task of its
+//! cgroup, its CPU time is the cgroup's and its turns end when the group
+//! is empty ([`super::tree`]).
 //!
 //! Slices are accounted in CPU time, not wall-clock time: RT throttling, the
 //! fair-class deadline server (Linux ≥ 6.12), interrupts and late timers all
@@ -32,6 +35,8 @@ use anyhow::{Context, Result, bail, ensure};
 use serde::{Deserialize, Serialize};
 
 use super::policy::WrrPolicy;
+use super::tree::{self, TreeState};
+use crate::sys::cgroup::TreeControl;
 use crate::sys::events::{self as os, AbsTimer, Event, PidFd, Wake};
 use crate::sys::probe::errno_explanation;
 use crate::sys::proc::monotonic_ns;
@@ -276,6 +281,10 @@ struct Worker {
     pid: i32,
     cpu: usize,
     pidfd: PidFd,
+    /// A `command` worker's cgroup: every action covers its whole tree
+    /// ([`super::tree`]), its CPU time is the group's, and it is gone when
+    /// the group is empty, not when `pid` (the tree's top) has exited.
+    tree: Option<TreeControl>,
     /// No longer under the dispatcher's control (restored, or released by
     /// [`Dispatcher::task_exited`]), whether or not the process has exited.
     released: AtomicBool,
@@ -285,13 +294,59 @@ struct Worker {
 }
 
 impl Worker {
-    /// Exited, or released: never touched again.
+    /// Exited (a tree: its group empty), or released: never touched
+    /// again.
     fn gone(&self) -> bool {
-        self.released.load(Ordering::Acquire) || self.pidfd.exited()
+        self.released.load(Ordering::Acquire)
+            || match &self.tree {
+                Some(t) => !t.populated(),
+                None => self.pidfd.exited(),
+            }
     }
 
+    /// CPU time so far: the process's schedstat run time, or the tree's
+    /// cgroup usage (exited tasks included).
     fn run_ns(&self) -> Option<u64> {
-        read_schedstat(self.pid).ok().map(|s| s.run_ns)
+        match &self.tree {
+            Some(t) => t.usage_ns(),
+            None => read_schedstat(self.pid).ok().map(|s| s.run_ns),
+        }
+    }
+
+    /// What a slice waits on besides its timer: the process's exit. A
+    /// tree's top may exit long before the tree; once it has, the tree's
+    /// end is looked for at each timer wake-up instead.
+    fn exit_fd(&self) -> Option<&PidFd> {
+        match &self.tree {
+            Some(_) if self.pidfd.exited() => None,
+            _ => Some(&self.pidfd),
+        }
+    }
+
+    /// After its exit descriptor fired: whether the worker is done (a
+    /// tree is done only when its group is empty).
+    fn ended(&self) -> bool {
+        self.tree.as_ref().is_none_or(|t| !t.populated())
+    }
+
+    /// Runnable ('R'), asleep, or gone (None) at the end of a slice.
+    fn state(&self) -> Option<char> {
+        match &self.tree {
+            Some(t) => match tree::state(t) {
+                TreeState::Empty => None,
+                TreeState::Runnable => Some('R'),
+                TreeState::Asleep => Some('S'),
+            },
+            None => os::proc_state(self.pid),
+        }
+    }
+
+    /// Whether a SIGSTOPped (frozen) worker has stopped.
+    fn stopped(&self) -> bool {
+        match &self.tree {
+            Some(t) => t.frozen() == Some(true) || !t.populated(),
+            None => matches!(os::proc_state(self.pid), None | Some('T' | 'Z' | 'X')),
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, ()> {
@@ -363,6 +418,13 @@ impl Shared {
     }
 
     fn apply_locked(&self, w: &Worker, action: Action) -> io::Result<()> {
+        if let Some(t) = &w.tree {
+            return self.apply_tree(t, action).inspect(|()| {
+                if action == Action::Restore {
+                    w.released.store(true, Ordering::Release);
+                }
+            });
+        }
         let fifo = |priority| sched::set_attr(w.pid, &SchedAttr::realtime(SCHED_FIFO, priority));
         match (self.mechanism, action) {
             (Mechanism::Fifo, Action::Promote) => fifo(self.base_prio + 1),
@@ -384,9 +446,33 @@ impl Shared {
         })
     }
 
-    /// Put `w` under the dispatcher's control: pinned to its CPU, and at
-    /// the base priority (Fifo) or stopped (Signals).
+    /// `action` on every task of a tree (see [`super::tree`]).
+    fn apply_tree(&self, t: &TreeControl, action: Action) -> io::Result<()> {
+        match (self.mechanism, action) {
+            (Mechanism::Fifo, Action::Promote) => tree::fifo(t, Some(self.base_prio + 1)),
+            (Mechanism::Fifo, Action::Demote) => tree::fifo(t, Some(self.base_prio)),
+            (Mechanism::Fifo, Action::Restore) => tree::fifo(t, None),
+            (Mechanism::Signals, Action::Demote) => t.stop(true),
+            (Mechanism::Signals, Action::Promote | Action::Restore) => t.stop(false),
+            (Mechanism::Ext, _) => Err(io::Error::from_raw_os_error(libc::EINVAL)),
+        }
+    }
+
+    /// Put `w` under the dispatcher's control: pinned to its CPU (a tree:
+    /// each of its tasks), and at the base priority (Fifo) or stopped
+    /// (Signals).
     fn take_over(&self, w: &Worker) -> Result<()> {
+        if let Some(t) = &w.tree {
+            tree::pin_each(t, w.cpu).map_err(|e| {
+                anyhow::anyhow!(
+                    "cannot pin the tasks of worker pid {} (task {}, cgroup {}) to CPU {}: {e}",
+                    w.pid,
+                    w.id,
+                    t.dir().display(),
+                    w.cpu
+                )
+            })?;
+        }
         sched::set_affinity_raw(w.pid, &sched::cpu_set(&[w.cpu])).map_err(|errno| {
             anyhow::anyhow!(
                 "cannot pin worker pid {} (task {}) to CPU {}: {}",
@@ -468,6 +554,27 @@ impl Dispatcher {
         mechanism: Mechanism,
         base_prio: u32,
     ) -> Result<Dispatcher> {
+        let trees = vec![None; pids.len()];
+        Dispatcher::start_trees(policy, pids, trees, mechanism, base_prio)
+    }
+
+    /// [`start`](Dispatcher::start) where a worker may be a whole process
+    /// tree: `trees[i]`, when given, is task `i`'s cgroup (`pids[i]` its
+    /// top process), and every action, CPU reading and exit covers every
+    /// task in it ([`super::tree`]).
+    pub fn start_trees(
+        policy: WrrPolicy,
+        pids: Vec<i32>,
+        trees: Vec<Option<TreeControl>>,
+        mechanism: Mechanism,
+        base_prio: u32,
+    ) -> Result<Dispatcher> {
+        ensure!(
+            pids.len() == trees.len(),
+            "{} worker pids for {} trees",
+            pids.len(),
+            trees.len()
+        );
         ensure!(
             pids.len() == policy.tasks().len(),
             "{} worker pids for {} tasks",
@@ -491,7 +598,7 @@ impl Dispatcher {
             );
         }
         let mut workers = Vec::with_capacity(pids.len());
-        for (t, &pid) in policy.tasks().iter().zip(&pids) {
+        for ((t, &pid), tree) in policy.tasks().iter().zip(&pids).zip(trees) {
             let pidfd = PidFd::open(pid)
                 .with_context(|| format!("worker pid {pid} (task {}) is not running", t.id))?;
             ensure!(
@@ -504,6 +611,7 @@ impl Dispatcher {
                 pid,
                 cpu: t.cpu,
                 pidfd,
+                tree,
                 released: AtomicBool::new(false),
                 ctl: Mutex::new(()),
             });
@@ -561,12 +669,7 @@ impl Dispatcher {
             // SIGSTOP lands when the worker next leaves the kernel; wait for
             // it so that only the chosen task runs from the first slice on.
             let until = monotonic_ns() + STOP_WAIT.as_nanos() as u64;
-            while monotonic_ns() < until
-                && d.shared
-                    .workers
-                    .iter()
-                    .any(|w| !matches!(os::proc_state(w.pid), None | Some('T' | 'Z' | 'X')))
-            {
+            while monotonic_ns() < until && d.shared.workers.iter().any(|w| !w.stopped()) {
                 std::thread::sleep(Duration::from_micros(200));
             }
         }
@@ -826,7 +929,7 @@ fn dispatch_cpu(shared: &Shared, cpu: usize, timer: &AbsTimer, log: &mut CpuLog)
                 shared.stop.store(true, Ordering::Release);
                 break (SliceEnd::Stopped, w.run_ns().unwrap_or(run_start), None);
             }
-            let wake = match os::wait(timer, &w.pidfd, &shared.stop_event) {
+            let wake = match os::wait(timer, w.exit_fd(), &shared.stop_event) {
                 Ok(wake) => wake,
                 Err(e) => {
                     log.errors
@@ -839,6 +942,8 @@ fn dispatch_cpu(shared: &Shared, cpu: usize, timer: &AbsTimer, log: &mut CpuLog)
                 Wake::Stop => {
                     break (SliceEnd::Stopped, w.run_ns().unwrap_or(run_start), None);
                 }
+                // A tree's top exited, the rest of the tree goes on.
+                Wake::Exited if !w.ended() => continue,
                 Wake::Exited => {
                     break (SliceEnd::Exited, w.run_ns().unwrap_or(run_start), None);
                 }
@@ -860,7 +965,7 @@ fn dispatch_cpu(shared: &Shared, cpu: usize, timer: &AbsTimer, log: &mut CpuLog)
             if now >= cap_at {
                 break (SliceEnd::Capped, run, Some(deadline));
             }
-            match os::proc_state(w.pid) {
+            match w.state() {
                 None | Some('Z' | 'X' | 'x') => break (SliceEnd::Exited, run, None),
                 Some('R') => {}
                 Some(_) => break (SliceEnd::Blocked, run, Some(deadline)),

@@ -126,6 +126,18 @@ impl TreeGroup {
         self.dirs.procs()
     }
 
+    /// What the WRR dispatcher acts on the tree through (paths only; this
+    /// group still owns and removes the groups).
+    pub fn control(&self) -> Option<super::TreeControl> {
+        let members = self.dirs.all.first()?.clone();
+        Some(super::TreeControl::new(
+            self.dirs.v2.clone(),
+            self.dirs.freezer.clone(),
+            self.cpuacct.clone(),
+            members,
+        ))
+    }
+
     /// Whether any process of the tree is left.
     pub fn populated(&self) -> bool {
         self.dirs.populated()

@@ -14,7 +14,10 @@
 //! [`TreeGroup::wait_empty`] waits for the last process of the tree to
 //! exit; [`TreeGroup::kill_tree`] sends SIGTERM to all, frozen so none
 //! escapes by forking, then SIGKILL after the grace (v2 `cgroup.kill`);
-//! [`TreeGroup::stats`] reads the tree's figures ([`TreeStats`]).
+//! [`TreeGroup::stats`] reads the tree's figures ([`TreeStats`]);
+//! [`TreeGroup::control`] hands the WRR dispatcher what it needs to stop,
+//! continue and re-prioritise the whole tree turn after turn
+//! ([`TreeControl`], `control.rs`).
 //!
 //! Run-queue wait, context switches and the number of tasks come from
 //! taskstats exit records (`taskstats.rs`), which carry no cgroup: how
@@ -33,9 +36,10 @@
 //! `layout.rs` (which hierarchies), `files.rs` (parsing the groups'
 //! files), `kill.rs` (freeze, signal, cgroup.kill, wait for empty,
 //! remove), `journal.rs` (the session journals and their recovery),
-//! `taskstats.rs`, `exits.rs`, `session.rs`
+//! `taskstats.rs`, `exits.rs`, `control.rs`, `session.rs`
 //! ([`TreeGroups`]), `group.rs` ([`TreeGroup`]), `stats.rs`.
 
+mod control;
 mod exits;
 mod files;
 mod group;
@@ -51,6 +55,7 @@ use std::path::Path;
 
 use anyhow::{Result, bail};
 
+pub use control::{Stopper, TreeControl};
 pub use files::{CpuStat, parse_cpu_stat};
 pub use group::TreeGroup;
 pub use layout::{Hierarchy, Layout, plan_layout};

@@ -142,7 +142,11 @@ fn agreement_row(a: &Analysis, g: &Agreement) -> Vec<String> {
             .map_or_else(|| "–".into(), |v| fmt::sig(v as f64 / 1e6, 4)),
         ratio(g.oncpu_ratio),
         g.trace_switches.to_string(),
-        g.rusage_switches.to_string(),
+        match g.tree_tasks {
+            // The exit records' count and each task's last switch.
+            Some(tasks) => format!("{} + {tasks}", g.rusage_switches),
+            None => g.rusage_switches.to_string(),
+        },
         ratio(g.switch_ratio),
         g.explanation.clone().unwrap_or_default(),
     ]
@@ -317,7 +321,9 @@ impl Section for TraceSection {
              process's own work (from its start to its end, the window its schedstat and rusage figures cover; \
              the whole trace for runs stored without it). On-CPU time against schedstat's run time, and switches \
              out of the CPU (preempted and yielded count as involuntary, as in the kernel) against rusage's \
-             nvcsw + nivcsw. {} of {} off by more than {} %{}",
+             nvcsw + nivcsw. A program's tree is counted from its tasks' exit records, each taken before the \
+             task's last switch: the trace is compared with that count plus one switch per task, from one fewer to two more per \
+             task allowed. {} of {} off by more than {} %{}",
             flagged.len(),
             plural(d.agreement.len(), "process", "processes"),
             fmt::sig(AGREEMENT_TOLERANCE * 100.0, 2),
