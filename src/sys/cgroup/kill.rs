@@ -80,16 +80,36 @@ impl GroupDirs {
         false
     }
 
+    /// Whether the tree was asked to be frozen (v2 `cgroup.freeze` is 1,
+    /// v1 `freezer.state` FREEZING or FROZEN): by the WRR dispatcher, whose
+    /// turns stop a command's tree so.
+    fn freeze_requested(&self) -> bool {
+        if let Some(v2) = &self.v2 {
+            return std::fs::read_to_string(v2.join("cgroup.freeze"))
+                .is_ok_and(|t| t.trim() == "1");
+        }
+        self.freezer.as_ref().is_some_and(|fz| {
+            std::fs::read_to_string(fz.join("freezer.state"))
+                .is_ok_and(|t| matches!(t.trim(), "FREEZING" | "FROZEN"))
+        })
+    }
+
     /// Sends `sig` to every process of the tree, frozen while its members
-    /// are read and signalled, so none forks a child that is missed.
-    /// Returns the threads seen while frozen (for attributing exits).
+    /// are read and signalled, so none forks a child that is missed; a tree
+    /// that was already frozen (stopped between its WRR turns) stays frozen
+    /// and handles the signal at its next turn, so the signal never gives it
+    /// CPU out of turn (the dispatcher thaws every tree when it stops).
+    /// SIGKILL always thaws: a task frozen by the v1 freezer cannot die
+    /// until thawed. Returns the threads seen while frozen (for attributing
+    /// exits).
     pub fn signal_all(&self, sig: i32) -> Vec<i32> {
+        let was_frozen = sig != libc::SIGKILL && self.freeze_requested();
         let frozen = self.freeze(true);
         let seen = self.threads();
         for pid in self.procs() {
             crate::sys::proc::kill(pid, sig);
         }
-        if frozen || self.v2.is_some() || self.freezer.is_some() {
+        if !was_frozen && (frozen || self.v2.is_some() || self.freezer.is_some()) {
             self.freeze(false);
         }
         seen
@@ -276,4 +296,39 @@ pub fn clear_parent(parent: &Path) -> Result<()> {
         }
     }
     empty_and_remove(parent)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A v2 group of plain files, empty of processes, whose `cgroup.freeze`
+    /// says `freeze`: what `signal_all` leaves it at.
+    fn freeze_after(freeze: &str, sig: i32) -> String {
+        let dir = tempfile::tempdir().unwrap();
+        let v2 = dir.path().to_path_buf();
+        std::fs::write(v2.join("cgroup.freeze"), freeze).unwrap();
+        std::fs::write(v2.join("cgroup.procs"), "").unwrap();
+        std::fs::write(v2.join("cgroup.threads"), "").unwrap();
+        let dirs = GroupDirs {
+            v2: Some(v2.clone()),
+            freezer: None,
+            all: vec![v2.clone()],
+        };
+        dirs.signal_all(sig);
+        std::fs::read_to_string(v2.join("cgroup.freeze"))
+            .unwrap()
+            .trim()
+            .to_string()
+    }
+
+    #[test]
+    fn a_tree_stopped_between_turns_stays_frozen_unless_killed() {
+        // Frozen by the WRR dispatcher: SIGTERM leaves it for its turn.
+        assert_eq!(freeze_after("1", libc::SIGTERM), "1");
+        // SIGKILL thaws (a v1-frozen task cannot die frozen).
+        assert_eq!(freeze_after("1", libc::SIGKILL), "0");
+        // A running tree is frozen only while signalled.
+        assert_eq!(freeze_after("0", libc::SIGTERM), "0");
+    }
 }
