@@ -101,6 +101,82 @@ pub fn condition_of_key(key: &str) -> &str {
 /// repetition 1, shuffled, then all of 2, …) up to `max_repetitions`; the
 /// campaign skips the rounds a condition no longer needs.
 pub fn expand(spec: &Spec, seed: u64) -> Vec<Run> {
+    Plan::of(spec).in_order(seed)
+}
+
+/// A spec's runs, expanded once: every combination of its factors ×
+/// repetitions in the spec's own (sequential) order, each with its key. A
+/// campaign expands its spec into one plan, checks it against the machine
+/// and then draws its order from it with the campaign's seed
+/// ([`Plan::in_order`]): the seed is only known once the campaign is found
+/// or created, which the checks come before.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    runs: Vec<Run>,
+    order: Order,
+    /// Runs per round when the campaign goes in rounds
+    /// (`repetitions = "auto"`).
+    round: Option<usize>,
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Plans made on this thread (tests count the expansions of a campaign).
+    pub static PLANS_MADE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+impl Plan {
+    /// Expand `spec`.
+    pub fn of(spec: &Spec) -> Plan {
+        #[cfg(test)]
+        PLANS_MADE.with(|n| n.set(n.get() + 1));
+        let mut runs = matrix(spec);
+        for (i, r) in runs.iter_mut().enumerate() {
+            r.seq = i;
+            r.key = r.factor_key();
+        }
+        Plan {
+            round: spec
+                .auto_repetitions
+                .map(|_| (runs.len() / spec.repetitions.max(1) as usize).max(1)),
+            runs,
+            order: spec.order,
+        }
+    }
+
+    /// The runs in the spec's own order (keys set; `seq` their position in
+    /// that order, not the campaign's).
+    pub fn runs(&self) -> &[Run] {
+        &self.runs
+    }
+
+    /// The runs in campaign order: shuffled with `seed` when the spec says
+    /// so (with `repetitions = "auto"` each round on its own, so that drift
+    /// hits every condition alike and a condition can stop after any
+    /// round), numbered in that order.
+    pub fn in_order(self, seed: u64) -> Vec<Run> {
+        let mut runs = self.runs;
+        if self.order == Order::Shuffled {
+            let mut rng = SplitMix64::new(seed);
+            match self.round {
+                None => rng.shuffle(&mut runs),
+                Some(round) => {
+                    for chunk in runs.chunks_mut(round) {
+                        rng.shuffle(chunk);
+                    }
+                }
+            }
+        }
+        for (i, r) in runs.iter_mut().enumerate() {
+            r.seq = i;
+        }
+        runs
+    }
+}
+
+/// Every combination of the spec's factors × repetitions, in the spec's
+/// order (keys and positions not set).
+fn matrix(spec: &Spec) -> Vec<Run> {
     let rt_levels: Vec<Option<i64>> = if spec.rt_runtime_us.is_empty() {
         vec![None]
     } else {
@@ -155,25 +231,6 @@ pub fn expand(spec: &Spec, seed: u64) -> Vec<Run> {
                 }
             }
         }
-    }
-    if spec.order == Order::Shuffled {
-        let mut rng = SplitMix64::new(seed);
-        match spec.auto_repetitions {
-            None => rng.shuffle(&mut runs),
-            // Rounds: every condition's repetition r before any r + 1, each
-            // round shuffled, so that drift hits every condition alike and
-            // a condition can stop after any round.
-            Some(_) => {
-                let round = runs.len() / spec.repetitions.max(1) as usize;
-                for chunk in runs.chunks_mut(round.max(1)) {
-                    rng.shuffle(chunk);
-                }
-            }
-        }
-    }
-    for (i, r) in runs.iter_mut().enumerate() {
-        r.seq = i;
-        r.key = r.factor_key();
     }
     runs
 }

@@ -4,7 +4,7 @@
 //! run writes, and the process, file and memory limits allow the largest
 //! run. `plan` and `run` apply the same checks.
 
-use crate::plan::{self, Run};
+use crate::plan::{Plan, Run};
 use crate::spec::{Spec, SpecError};
 use crate::sys::{envinfo, fsinfo, limits};
 
@@ -13,9 +13,11 @@ use super::workdir_of;
 /// Check the parts of a spec that depend on this machine: CPUs exist, RT
 /// runtimes fit the period, the work directory can be written and holds
 /// what the largest run writes, and nothing risks freezing the machine
-/// unless `force` says so. `plan` and `run` apply the same checks.
+/// unless `force` says so. `plan` and `run` apply the same checks, to the
+/// campaign's one expansion of `spec` (`plan`).
 pub fn check_machine(
     spec: &Spec,
+    plan: &Plan,
     origin: &str,
     env: &envinfo::EnvSnapshot,
     force: bool,
@@ -82,8 +84,8 @@ pub fn check_machine(
                 .into(),
         ));
     }
-    check_workdir(spec, &err)?;
-    check_limits(spec, &limits::Limits::capture(), &err)
+    check_workdir(spec, plan, &err)?;
+    check_limits(spec, plan, &limits::Limits::capture(), &err)
 }
 
 /// What one run needs of the machine's limits.
@@ -114,15 +116,17 @@ pub fn run_need(spec: &Spec, r: &Run) -> limits::Need {
 }
 
 /// Refuse a spec of which a run would hit a limit of this machine, naming
-/// the limit (rather than failing every run at fork time).
+/// the limit (rather than failing every run at fork time): the first such
+/// run in the spec's order.
 fn check_limits(
     spec: &Spec,
+    plan: &Plan,
     limits: &limits::Limits,
     err: &dyn Fn(&str, String) -> SpecError,
 ) -> Result<(), SpecError> {
     let mut seen = std::collections::HashSet::new();
-    for r in plan::expand(spec, 0) {
-        let need = run_need(spec, &r);
+    for r in plan.runs() {
+        let need = run_need(spec, r);
         if !seen.insert(need) {
             continue;
         }
@@ -142,8 +146,12 @@ fn check_limits(
 /// The work directory is an existing, writable directory (schedlab never
 /// makes a directory a spec names: a mistyped path would be created as
 /// root and left behind), and its filesystem has room for what the
-/// largest run writes.
-fn check_workdir(spec: &Spec, err: &dyn Fn(&str, String) -> SpecError) -> Result<(), SpecError> {
+/// largest run writes (the last of the largest in the spec's order).
+fn check_workdir(
+    spec: &Spec,
+    plan: &Plan,
+    err: &dyn Fn(&str, String) -> SpecError,
+) -> Result<(), SpecError> {
     let workdir = workdir_of(spec);
     let shown = workdir.display();
     let base = workdir.clone();
@@ -173,8 +181,9 @@ fn check_workdir(spec: &Spec, err: &dyn Fn(&str, String) -> SpecError) -> Result
     let Ok(free) = fsinfo::free_bytes(&base) else {
         return Ok(());
     };
-    let largest = plan::expand(spec, 0)
-        .into_iter()
+    let largest = plan
+        .runs()
+        .iter()
         .map(|r| (r.workload.workload.disk_bytes(r.processes), r))
         .max_by_key(|(b, _)| *b);
     if let Some((need, r)) = largest

@@ -12,7 +12,7 @@ use anyhow::{Context, Result};
 
 use crate::launch::Outcome;
 use crate::locks;
-use crate::plan::Run;
+use crate::plan::{Plan, Run};
 use crate::progress::Progress;
 use crate::record::{RunRecord, RunStatus};
 use crate::spec::Spec;
@@ -54,10 +54,12 @@ pub struct Opened {
 
 impl Opened {
     /// Lock `opts.db` for this runner (`what` says who holds it), open it,
-    /// find or create the campaign of `spec` on the machine `env`
-    /// describes, forget its failed runs when asked, and list the rest.
+    /// find or create the campaign of `spec` (whose runs `plan` holds) on
+    /// the machine `env` describes, forget its failed runs when asked, and
+    /// list the rest.
     pub fn open(
         spec: &Spec,
+        plan: Plan,
         spec_toml: &str,
         overrides: &[String],
         opts: &Options,
@@ -77,7 +79,7 @@ impl Opened {
         let mut store = Store::open(&opts.db)?;
         let host = crate::store::Host::of(env);
         let (campaign, runs, created) =
-            open_campaign(&mut store, &host, spec, spec_toml, overrides)?;
+            open_campaign(&mut store, &host, spec, plan, spec_toml, overrides)?;
         if opts.retry_failed {
             let n = store.forget_runs(
                 campaign.id,
@@ -311,7 +313,7 @@ iterations = 1000
             allow_concurrent: true,
         };
         let env = synth::synthetic_env(2);
-        Opened::open(&spec, text, &[], &opts, &env, "test").unwrap()
+        Opened::open(&spec, Plan::of(&spec), text, &[], &opts, &env, "test").unwrap()
     }
 
     /// Carry out `o`'s runs through `exec`, quietly, with no signal.
@@ -332,6 +334,34 @@ iterations = 1000
         assert_eq!((s.ran, s.by_status[0], s.interrupted), (4, 4, None));
         assert_eq!(exec.gaps, 3, "a gap between runs, none before the first");
         assert_eq!(o.store.finished_keys(o.campaign.id).unwrap().len(), 4);
+    }
+
+    /// `run`'s path expands the spec once: the machine check, the
+    /// campaign's order, the stored count of planned runs and the loop all
+    /// take that one plan; resuming expands it once again, no more.
+    #[test]
+    fn a_campaign_expands_its_spec_once() {
+        let d = tempfile::tempdir().unwrap();
+        let spec = crate::spec::load(SPEC, "seam.toml", &[]).unwrap();
+        let opts = Options {
+            db: d.path().join("seam.db"),
+            quiet: true,
+            retry_failed: false,
+            force: false,
+            allow_concurrent: true,
+        };
+        let env = synth::synthetic_env(2);
+        for (round, expected_runs) in [(1, 4), (2, 0)] {
+            crate::plan::PLANS_MADE.with(|n| n.set(0));
+            let mut o =
+                super::super::open_checked(&spec, "seam.toml", SPEC, &[], &opts, &env, "test")
+                    .unwrap();
+            let s = execute(&mut o, &mut fake(vec![])).unwrap();
+            assert_eq!(s.ran, expected_runs, "round {round}");
+            assert_eq!(o.campaign.planned_runs, 4);
+            let made = crate::plan::PLANS_MADE.with(|n| n.get());
+            assert_eq!(made, 1, "expansions of the spec in round {round}");
+        }
     }
 
     #[test]

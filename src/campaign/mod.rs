@@ -19,7 +19,7 @@ mod preview;
 use anyhow::{Context, Result};
 use std::path::PathBuf;
 
-use crate::plan::{self, Run};
+use crate::plan::{self, Plan, Run};
 use crate::progress::Progress;
 use crate::spec::Spec;
 use crate::store::{Campaign, Store};
@@ -63,12 +63,14 @@ pub fn workdir_of(spec: &Spec) -> PathBuf {
 }
 
 /// Find the campaign of `spec` made on `host` or create it; returns it with
-/// its full plan. A campaign of the same spec from another host (merged
-/// into this database) is never resumed here.
+/// its runs in campaign order (`plan`, the spec's expansion, in the order
+/// of the campaign's seed). A campaign of the same spec from another host
+/// (merged into this database) is never resumed here.
 pub fn open_campaign(
     store: &mut Store,
     host: &crate::store::Host,
     spec: &Spec,
+    plan: Plan,
     spec_toml: &str,
     overrides: &[String],
 ) -> Result<(Campaign, Vec<Run>, bool)> {
@@ -76,17 +78,17 @@ pub fn open_campaign(
         if c.host_id.is_none() {
             store.claim_campaign(c.id, host)?;
         }
-        let runs = plan::expand(spec, c.seed);
+        let runs = plan.in_order(c.seed);
         return Ok((c, runs, false));
     }
     let seed = spec.seed.unwrap_or_else(crate::rng::fresh_seed);
-    let runs = plan::expand(spec, seed);
+    let runs = plan.in_order(seed);
     let c = store.create_campaign_on(host, spec, spec_toml, overrides, seed, runs.len())?;
     Ok((c, runs, true))
 }
 
-/// Run a campaign on this machine: check the spec against it, open the
-/// campaign, calibrate (holding the measurement lock), announce the runs
+/// Run a campaign on this machine: expand the spec once, check that plan
+/// against the machine, open the campaign with it, calibrate (holding the measurement lock), announce the runs
 /// left, and carry them out through [`MachineExecutor`].
 pub fn run(
     spec: &Spec,
@@ -96,13 +98,12 @@ pub fn run(
     opts: &Options,
 ) -> Result<Summary> {
     let env = envinfo::capture();
-    check_machine(spec, origin, &env, opts.force)?;
     let what = format!(
         "schedlab run of \"{}\" into {}",
         spec.name,
         opts.db.display()
     );
-    let mut opened = Opened::open(spec, spec_toml, overrides, opts, &env, &what)?;
+    let mut opened = open_checked(spec, origin, spec_toml, overrides, opts, &env, &what)?;
     let workdir = workdir_of(spec);
     for d in crate::launch::rundir::remove_leftovers(&workdir) {
         if !opts.quiet {
@@ -139,6 +140,23 @@ pub fn run(
     Ok(summary)
 }
 
+/// Expand the spec once, check that plan against the machine `env`
+/// describes (the database is not touched when it is refused), and open
+/// the campaign with it.
+fn open_checked(
+    spec: &Spec,
+    origin: &str,
+    spec_toml: &str,
+    overrides: &[String],
+    opts: &Options,
+    env: &envinfo::EnvSnapshot,
+    what: &str,
+) -> Result<Opened> {
+    let plan = Plan::of(spec);
+    check_machine(spec, &plan, origin, env, opts.force)?;
+    Opened::open(spec, plan, spec_toml, overrides, opts, env, what)
+}
+
 /// Run a campaign in the model of this machine instead of on it: the
 /// model's parameters come from this machine's settings (CPUs, HZ, base
 /// slice, RT bandwidth, RR time slice) and a calibration of its work rates
@@ -168,7 +186,8 @@ pub fn simulate(
         spec.name,
         opts.db.display()
     );
-    let mut opened = Opened::open(spec, spec_toml, overrides, opts, &model_env, &what)?;
+    let plan = Plan::of(spec);
+    let mut opened = Opened::open(spec, plan, spec_toml, overrides, opts, &model_env, &what)?;
     let signals = proc::control_signals();
     proc::block(&signals).context("blocking signals")?;
     let mut progress = announce(spec, &opened, &model_env, &params.rates, opts);

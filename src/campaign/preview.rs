@@ -5,7 +5,7 @@
 use anyhow::Result;
 use std::path::Path;
 
-use crate::plan::{self, Run};
+use crate::plan::{self, Plan, Run};
 use crate::spec::{Spec, SpecError};
 use crate::store::{Campaign, Store};
 use crate::sys::envinfo;
@@ -105,7 +105,8 @@ fn auto_estimate(spec: &Spec, runs: &[Run], store: Option<&Store>) -> Result<Opt
 /// a calibration, which waits for the measurement lock like a run.
 pub fn preview(spec: &Spec, origin: &str, db: &Path, force: bool) -> Result<Preview> {
     let env = envinfo::capture();
-    check_machine(spec, origin, &env, force)?;
+    let plan = Plan::of(spec);
+    check_machine(spec, &plan, origin, &env, force)?;
     // What a workload needs of this machine (a command's program): refused
     // by plan; run records each such run as skipped, with the reason.
     for w in &spec.workloads {
@@ -132,7 +133,7 @@ pub fn preview(spec: &Spec, origin: &str, db: &Path, force: bool) -> Result<Prev
         (None, Default::default())
     };
     let seed = existing.as_ref().map(|c| c.seed).or(spec.seed);
-    let runs = plan::expand(spec, seed.unwrap_or(0));
+    let runs = plan.in_order(seed.unwrap_or(0));
     let auto_estimate = auto_estimate(spec, &runs, store.as_ref())?;
     let rates = super::machine::calibrate_locked("schedlab plan")?;
     let pending: Vec<&Run> = runs.iter().filter(|r| !done.contains(&r.key)).collect();

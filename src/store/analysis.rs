@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use super::Store;
 use super::counts;
+use super::named::{Columns, Named};
 use crate::plan::Run;
 use crate::policy::{Policy, ProcSched};
 use crate::record::{KernelCounts, ProcessRecord, Usage};
@@ -340,19 +341,21 @@ impl Store {
         let sql = "SELECT id, name, description, seed, scale, planned_runs, created_unix_ms, schedlab_version,
                           spec_json
                    FROM campaigns WHERE (?1 IS NULL OR id = ?1) ORDER BY id DESC LIMIT 1";
-        let found = self
-            .conn
-            .query_row(sql, [id], |r| {
+        let mut stmt = self.conn.prepare(sql).context("reading campaigns")?;
+        let cols = Columns::of(&stmt)?;
+        let found = stmt
+            .query_row([id], |r| {
+                let n = cols.row(r);
                 Ok(ReportCampaign {
-                    id: r.get(0)?,
-                    name: r.get(1)?,
-                    description: r.get(2)?,
-                    seed: r.get::<_, i64>(3)? as u64,
-                    scale: r.get(4)?,
-                    planned_runs: r.get::<_, i64>(5)? as u64,
-                    created_unix_ms: r.get(6)?,
-                    schedlab_version: r.get(7)?,
-                    spec_json: r.get(8)?,
+                    id: n.get("id")?,
+                    name: n.get("name")?,
+                    description: n.get("description")?,
+                    seed: n.get::<i64>("seed")? as u64,
+                    scale: n.get("scale")?,
+                    planned_runs: n.get::<i64>("planned_runs")? as u64,
+                    created_unix_ms: n.get("created_unix_ms")?,
+                    schedlab_version: n.get("schedlab_version")?,
+                    spec_json: n.get("spec_json")?,
                     campaigns: Vec::new(),
                     by: None,
                 })
@@ -450,33 +453,35 @@ impl Store {
                 id_list(campaign_ids)
             ))
             .context(SCHEMA_MISMATCH)?;
+        let cols = Columns::of(&stmt)?;
         let rows = stmt
             .query_map([], |r| {
+                let n = cols.row(r);
                 Ok(ReportRun {
-                    id: r.get(0)?,
-                    seq: r.get(1)?,
-                    policy: r.get(2)?,
-                    workload: r.get(3)?,
-                    workload_kind: r.get(4)?,
-                    processes: r.get(5)?,
-                    priority_mode: r.get(6)?,
-                    cpus: r.get(7)?,
-                    cpu_list: r.get(8)?,
-                    rt_runtime_us: r.get(9)?,
-                    rep: r.get(10)?,
-                    status: r.get(11)?,
-                    reason: r.get(12)?,
-                    makespan_ns: r.get(13)?,
-                    cpu_util: r.get(14)?,
-                    load_avg_1m: r.get(15)?,
-                    environment_id: r.get(16)?,
-                    others_runnable: r.get(17)?,
-                    steal_pct: r.get(18)?,
-                    other_cpu_pct: r.get(19)?,
-                    slice_us: r.get(20)?,
-                    ext_scheduler: r.get(21)?,
-                    interrupts: r.get(22)?,
-                    softirqs: r.get(23)?,
+                    id: n.get("id")?,
+                    seq: n.get("seq")?,
+                    policy: n.get("policy")?,
+                    workload: n.get("workload")?,
+                    workload_kind: n.get("workload_kind")?,
+                    processes: n.get("processes")?,
+                    priority_mode: n.get("priority_mode")?,
+                    cpus: n.get("cpus")?,
+                    cpu_list: n.get("cpu_list")?,
+                    rt_runtime_us: n.get("rt_runtime_us")?,
+                    rep: n.get("rep")?,
+                    status: n.get("status")?,
+                    reason: n.get("reason")?,
+                    makespan_ns: n.get("makespan_ns")?,
+                    cpu_util: n.get("cpu_util")?,
+                    load_avg_1m: n.get("load_avg_1m")?,
+                    environment_id: n.get("environment_id")?,
+                    others_runnable: n.get("others_runnable")?,
+                    steal_pct: n.get("steal_pct")?,
+                    other_cpu_pct: n.get("other_cpu_pct")?,
+                    slice_us: n.get("slice_us")?,
+                    ext_scheduler: n.get("ext_scheduler")?,
+                    interrupts: n.get("interrupts")?,
+                    softirqs: n.get("softirqs")?,
                     by: None,
                 })
             })?
@@ -489,30 +494,32 @@ impl Store {
     /// each.
     pub fn report_environments(&self, campaign_ids: &[i64]) -> Result<Vec<ReportEnvironment>> {
         let mut stmt = self.conn.prepare(&format!(
-            "SELECT e.id, COUNT(r.id), e.kernel_release, e.cpu_model, e.cpus_online, e.hz, e.preempt_model,
+            "SELECT e.id, COUNT(r.id) AS runs, e.kernel_release, e.cpu_model, e.cpus_online, e.hz, e.preempt_model,
                     e.sched_rt_runtime_us, e.sched_rt_period_us, e.sched_rr_timeslice_ms, e.cgroup_version,
                     e.virtualization, e.schedlab_version, e.hostname
              FROM environments e JOIN runs r ON r.environment_id = e.id
              WHERE r.campaign_id IN ({}) GROUP BY e.id ORDER BY MIN(r.seq), e.id",
             id_list(campaign_ids)
         ))?;
+        let cols = Columns::of(&stmt)?;
         let rows = stmt
             .query_map([], |r| {
+                let n = cols.row(r);
                 Ok(ReportEnvironment {
-                    id: r.get(0)?,
-                    runs: r.get(1)?,
-                    kernel_release: r.get(2)?,
-                    cpu_model: r.get(3)?,
-                    cpus_online: r.get(4)?,
-                    hz: r.get(5)?,
-                    preempt_model: r.get(6)?,
-                    sched_rt_runtime_us: r.get(7)?,
-                    sched_rt_period_us: r.get(8)?,
-                    sched_rr_timeslice_ms: r.get(9)?,
-                    cgroup_version: r.get(10)?,
-                    virtualization: r.get(11)?,
-                    schedlab_version: r.get(12)?,
-                    hostname: r.get(13)?,
+                    id: n.get("id")?,
+                    runs: n.get("runs")?,
+                    kernel_release: n.get("kernel_release")?,
+                    cpu_model: n.get("cpu_model")?,
+                    cpus_online: n.get("cpus_online")?,
+                    hz: n.get("hz")?,
+                    preempt_model: n.get("preempt_model")?,
+                    sched_rt_runtime_us: n.get("sched_rt_runtime_us")?,
+                    sched_rt_period_us: n.get("sched_rt_period_us")?,
+                    sched_rr_timeslice_ms: n.get("sched_rr_timeslice_ms")?,
+                    cgroup_version: n.get("cgroup_version")?,
+                    virtualization: n.get("virtualization")?,
+                    schedlab_version: n.get("schedlab_version")?,
+                    hostname: n.get("hostname")?,
                 })
             })?
             .collect::<rusqlite::Result<Vec<_>>>()
@@ -590,11 +597,11 @@ impl Store {
                 id_list(campaign_ids)
             ))
             .context(SCHEMA_MISMATCH)?;
-        let counts = counts::Positions::of(&stmt)?;
+        let cols = Columns::of(&stmt)?;
         let mut rows = stmt.query([])?;
         let mut n = 0u64;
         while let Some(r) = rows.next()? {
-            f(&report_process(r, &counts)?);
+            f(&report_process(&cols.row(r))?);
             n += 1;
         }
         Ok(n)
@@ -630,12 +637,12 @@ impl Store {
                 id_list(&ids)
             ))
             .context(SCHEMA_MISMATCH)?;
-        let counts = counts::Positions::of(&stmt)?;
+        let cols = Columns::of(&stmt)?;
         let mut rows = stmt.query([])?;
         let mut run: Vec<ReportProcess> = Vec::new();
         let mut n = 0u64;
         while let Some(r) = rows.next()? {
-            let p = report_process(r, &counts)?;
+            let p = report_process(&cols.row(r))?;
             if run.first().is_some_and(|q| q.run_id != p.run_id) {
                 f(run[0].run_id, &run);
                 run.clear();
@@ -691,58 +698,12 @@ impl Store {
              FROM processes WHERE run_id = ?1 ORDER BY process_index",
             counts::select_list("")
         ))?;
-        let counts = counts::Positions::of(&stmt)?;
-        let u = |v: i64| v.max(0) as u64;
+        let cols = Columns::of(&stmt)?;
         let mut out = Vec::new();
         for &id in run_ids {
             let mut rows = stmt.query([id])?;
             while let Some(r) = rows.next()? {
-                let policy: String = r.get(3)?;
-                let figures: String = r.get(24)?;
-                let opt = |i: usize| -> rusqlite::Result<Option<u64>> {
-                    Ok(r.get::<_, Option<i64>>(i)?.map(u))
-                };
-                let record = ProcessRecord {
-                    index: r.get::<_, i64>(0)?.max(0) as u32,
-                    role: r.get(1)?,
-                    pid: r.get::<_, i64>(2)? as i32,
-                    sched: ProcSched {
-                        policy: Policy::parse(&policy).with_context(|| {
-                            format!("run {id}: unknown policy {policy:?} in a process row")
-                        })?,
-                        nice: r.get::<_, Option<i64>>(4)?.map(|v| v as i32),
-                        rt_priority: r.get::<_, Option<i64>>(5)?.map(|v| v as i32),
-                        dl_runtime_ns: opt(6)?,
-                        dl_deadline_ns: opt(7)?,
-                        dl_period_ns: opt(8)?,
-                        weight: r.get::<_, Option<i64>>(28)?.map(|v| v.max(0) as u32),
-                        slice_ns: None,
-                    },
-                    start_ns: opt(9)?,
-                    end_ns: opt(10)?,
-                    wall_ns: u(r.get(11)?),
-                    usage: Usage {
-                        utime_us: u(r.get(12)?),
-                        stime_us: u(r.get(13)?),
-                        nvcsw: u(r.get(14)?),
-                        nivcsw: u(r.get(15)?),
-                        minflt: u(r.get(16)?),
-                        majflt: u(r.get(17)?),
-                        maxrss_kb: u(r.get(18)?),
-                    },
-                    run_ns: opt(19)?,
-                    wait_ns: opt(20)?,
-                    timeslices: opt(21)?,
-                    kernel: counts.read(r)?,
-                    work: opt(22)?,
-                    work_unit: r.get(23)?,
-                    slice_ns: None,
-                    latency: Default::default(),
-                    figures: serde_json::from_str(&figures).unwrap_or_default(),
-                    exit: r.get(25)?,
-                    ok: r.get(26)?,
-                    stderr_tail: r.get(27)?,
-                };
+                let record = process_record(id, &cols.row(r))?;
                 out.push((id, record));
             }
         }
@@ -755,19 +716,22 @@ impl Store {
     /// as the report's per-run `work`).
     pub fn precision_inputs(&self, campaign_id: i64) -> Result<Vec<PrecisionInput>> {
         let mut stmt = self.conn.prepare(
-            "SELECT r.run_key, r.rep, r.workload, r.status = 'ok', r.makespan_ns,
+            "SELECT r.run_key, r.rep, r.workload, r.status = 'ok' AS ok, r.makespan_ns,
                     (SELECT AVG(p.work) FROM processes p WHERE p.run_id = r.id AND p.role = 'worker')
+                        AS mean_work
              FROM runs r WHERE r.campaign_id = ?1 ORDER BY r.seq",
         )?;
+        let cols = Columns::of(&stmt)?;
         let rows = stmt
             .query_map([campaign_id], |r| {
+                let n = cols.row(r);
                 Ok(PrecisionInput {
-                    key: r.get(0)?,
-                    rep: r.get::<_, i64>(1)?.clamp(0, u32::MAX as i64) as u32,
-                    workload: r.get(2)?,
-                    ok: r.get(3)?,
-                    makespan_ns: r.get(4)?,
-                    mean_work: r.get(5)?,
+                    key: n.get("run_key")?,
+                    rep: n.get::<i64>("rep")?.clamp(0, u32::MAX as i64) as u32,
+                    workload: n.get("workload")?,
+                    ok: n.get("ok")?,
+                    makespan_ns: n.get("makespan_ns")?,
+                    mean_work: n.get("mean_work")?,
                 })
             })?
             .collect::<rusqlite::Result<Vec<_>>>()
@@ -804,31 +768,71 @@ impl Store {
     }
 }
 
-/// A row of the report's process query (columns in the order of
-/// [`Store::for_each_report_process`]).
-fn report_process(
-    r: &rusqlite::Row,
-    counts: &counts::Positions,
-) -> rusqlite::Result<ReportProcess> {
-    let u = |v: i64| v.max(0) as u64;
+/// A row of the report's process query ([`Store::for_each_report_process`]).
+fn report_process(n: &Named<'_, '_, '_>) -> rusqlite::Result<ReportProcess> {
     Ok(ReportProcess {
-        run_id: r.get(0)?,
-        process_index: r.get(1)?,
-        nice: r.get(2)?,
-        rt_priority: r.get(3)?,
-        wall_ns: r.get(4)?,
+        run_id: n.get("run_id")?,
+        process_index: n.get("process_index")?,
+        nice: n.get("nice")?,
+        rt_priority: n.get("rt_priority")?,
+        wall_ns: n.get("wall_ns")?,
         usage: ReportUsage {
-            utime_us: u(r.get(5)?),
-            stime_us: u(r.get(6)?),
-            nvcsw: u(r.get(7)?),
-            nivcsw: u(r.get(8)?),
+            utime_us: n.u64("utime_us")?,
+            stime_us: n.u64("stime_us")?,
+            nvcsw: n.u64("nvcsw")?,
+            nivcsw: n.u64("nivcsw")?,
         },
-        run_ns: r.get(9)?,
-        wait_ns: r.get(10)?,
-        timeslices: r.get(11)?,
-        work: r.get(12)?,
-        end_ns: r.get(13)?,
-        kernel: counts.read(r)?,
+        run_ns: n.get("run_ns")?,
+        wait_ns: n.get("wait_ns")?,
+        timeslices: n.get("timeslices")?,
+        work: n.get("work")?,
+        end_ns: n.get("end_ns")?,
+        kernel: counts::read(n)?,
+    })
+}
+
+/// A row of [`Store::report_process_records`]'s query, of run `id`.
+fn process_record(id: i64, n: &Named<'_, '_, '_>) -> Result<ProcessRecord> {
+    let policy: String = n.get("policy")?;
+    Ok(ProcessRecord {
+        index: n.get::<i64>("process_index")?.max(0) as u32,
+        role: n.get("role")?,
+        pid: n.get::<i64>("pid")? as i32,
+        sched: ProcSched {
+            policy: Policy::parse(&policy)
+                .with_context(|| format!("run {id}: unknown policy {policy:?} in a process row"))?,
+            nice: n.get::<Option<i64>>("nice")?.map(|v| v as i32),
+            rt_priority: n.get::<Option<i64>>("rt_priority")?.map(|v| v as i32),
+            dl_runtime_ns: n.opt_u64("dl_runtime_ns")?,
+            dl_deadline_ns: n.opt_u64("dl_deadline_ns")?,
+            dl_period_ns: n.opt_u64("dl_period_ns")?,
+            weight: n.get::<Option<i64>>("weight")?.map(|v| v.max(0) as u32),
+            slice_ns: None,
+        },
+        start_ns: n.opt_u64("start_ns")?,
+        end_ns: n.opt_u64("end_ns")?,
+        wall_ns: n.u64("wall_ns")?,
+        usage: Usage {
+            utime_us: n.u64("utime_us")?,
+            stime_us: n.u64("stime_us")?,
+            nvcsw: n.u64("nvcsw")?,
+            nivcsw: n.u64("nivcsw")?,
+            minflt: n.u64("minflt")?,
+            majflt: n.u64("majflt")?,
+            maxrss_kb: n.u64("maxrss_kb")?,
+        },
+        run_ns: n.opt_u64("run_ns")?,
+        wait_ns: n.opt_u64("wait_ns")?,
+        timeslices: n.opt_u64("timeslices")?,
+        kernel: counts::read(n)?,
+        work: n.opt_u64("work")?,
+        work_unit: n.get("work_unit")?,
+        slice_ns: None,
+        latency: Default::default(),
+        figures: serde_json::from_str(&n.get::<String>("figures_json")?).unwrap_or_default(),
+        exit: n.get("exit")?,
+        ok: n.get("ok")?,
+        stderr_tail: n.get("stderr_tail")?,
     })
 }
 

@@ -4,8 +4,8 @@
 //! read each column by its name.
 
 use rusqlite::types::ToSql;
-use rusqlite::{Row, Statement};
 
+use super::named::Named;
 use crate::record::KernelCounts;
 
 /// One counter: its `processes` column and its field.
@@ -49,27 +49,15 @@ pub(super) fn values(k: &KernelCounts) -> Vec<Option<i64>> {
         .collect()
 }
 
-/// The counters' positions in a statement's result, found by name once.
-pub(super) struct Positions(Vec<usize>);
-
-impl Positions {
-    pub(super) fn of(stmt: &Statement<'_>) -> rusqlite::Result<Positions> {
-        COUNT_COLUMNS
-            .iter()
-            .map(|c| stmt.column_index(c.name))
-            .collect::<rusqlite::Result<_>>()
-            .map(Positions)
+/// The counters of a row read by name (negative values, never stored,
+/// read as None).
+pub(super) fn read(n: &Named<'_, '_, '_>) -> rusqlite::Result<KernelCounts> {
+    let mut k = KernelCounts::default();
+    for c in COUNT_COLUMNS {
+        let v: Option<i64> = n.get(c.name)?;
+        (c.set)(&mut k, v.and_then(|v| u64::try_from(v).ok()));
     }
-
-    /// The counters of a row (negative values, never stored, read as None).
-    pub(super) fn read(&self, r: &Row<'_>) -> rusqlite::Result<KernelCounts> {
-        let mut k = KernelCounts::default();
-        for (c, &at) in COUNT_COLUMNS.iter().zip(&self.0) {
-            let v: Option<i64> = r.get(at)?;
-            (c.set)(&mut k, v.and_then(|v| u64::try_from(v).ok()));
-        }
-        Ok(k)
-    }
+    Ok(k)
 }
 
 /// `fixed` then the counters' values, as one parameter list.
@@ -114,9 +102,9 @@ mod tests {
                 select_list("t.")
             ))
             .unwrap();
-        let at = Positions::of(&stmt).unwrap();
+        let cols = super::super::named::Columns::of(&stmt).unwrap();
         let got: Vec<KernelCounts> = stmt
-            .query_map([], |r| at.read(r))
+            .query_map([], |r| read(&cols.row(r)))
             .unwrap()
             .collect::<rusqlite::Result<_>>()
             .unwrap();

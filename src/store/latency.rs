@@ -7,6 +7,7 @@ use anyhow::{Context, Result};
 use std::collections::BTreeMap;
 
 use super::Store;
+use super::named::Columns;
 use crate::workload::latency::Latency;
 
 /// One worker process's primary latency and what the kernel saw of it.
@@ -48,25 +49,27 @@ impl Store {
              ORDER BY l.run_id, l.process_index",
             ids.join(", ")
         ))?;
+        let cols = Columns::of(&stmt)?;
         let mut rows = stmt.query([])?;
         let mut out = Vec::new();
         while let Some(r) = rows.next()? {
-            let run_id: i64 = r.get(0)?;
-            let process_index: i64 = r.get(1)?;
-            let bytes: Vec<u8> = r.get(3)?;
+            let n = cols.row(r);
+            let run_id: i64 = n.get("run_id")?;
+            let process_index: i64 = n.get("process_index")?;
+            let bytes: Vec<u8> = n.get("histogram")?;
             let histogram = Latency::decode(&bytes)
                 .with_context(|| format!("run {run_id} process {process_index}: latency"))?;
-            let figures: String = r.get(6)?;
+            let figures: String = n.get("figures_json")?;
             let figures: BTreeMap<String, serde_json::Value> =
                 serde_json::from_str(&figures).unwrap_or_default();
             let fig = |k: &str| figures.get(k).and_then(serde_json::Value::as_f64);
             out.push(ProcessLatency {
                 run_id,
                 process_index,
-                name: r.get(2)?,
+                name: n.get("name")?,
                 histogram,
-                wait_ns: r.get(4)?,
-                timeslices: r.get(5)?,
+                wait_ns: n.get("wait_ns")?,
+                timeslices: n.get("timeslices")?,
                 activations: fig("activations"),
                 misses: fig("misses"),
             });

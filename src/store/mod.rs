@@ -6,6 +6,7 @@ mod analysis;
 mod counts;
 mod latency;
 pub mod merge;
+mod named;
 pub use latency::{ProcessLatency, rq_wait_per_slice_us};
 mod schema;
 mod trace;
@@ -21,6 +22,7 @@ use crate::record::{KernelCounts, RunRecord, RunStatus, Usage};
 use crate::spec::Spec;
 use crate::sys::envinfo::EnvSnapshot;
 use crate::workload::latency::Latency;
+use named::{Columns, Named};
 
 pub use analysis::{
     PrecisionInput, ReportCampaign, ReportData, ReportEnvironment, ReportProcess, ReportRun,
@@ -75,7 +77,7 @@ impl Host {
     }
 }
 
-/// The columns of [`campaign_from_row`], in order.
+/// The columns [`campaign_from_row`] reads.
 const CAMPAIGN_COLUMNS: &str = "c.id, c.uuid, c.name, c.seed, c.scale, c.planned_runs, c.created_unix_ms, c.host_id, c.hostname";
 
 /// A campaign with its progress, for listings.
@@ -225,21 +227,23 @@ pub struct ExportLatency {
 
 /// The export's rows in campaign, run and process order. The order comes
 /// from indexes (`runs_by_campaign_seq`, the processes' primary key), so
-/// SQLite streams the rows without sorting them first. The kernel counters
-/// follow the columns here ([`export_sql`]).
-const EXPORT_SQL: &str = "SELECT c.id, c.name, r.id, r.run_key, r.seq, r.policy, r.workload, r.workload_kind,
-        r.processes, r.priority_mode, r.cpus, r.cpu_list, r.rep, c.scale, r.rt_runtime_us, r.status, r.reason,
-        r.makespan_ns, r.cpu_util, r.started_unix_ms, r.load_avg_1m, r.environment_id, r.extra_json,
-        r.others_runnable, r.steal_pct, r.other_cpu_pct, p.process_index, p.role, p.pid, p.policy, p.nice,
-        p.rt_priority, p.weight, p.dl_runtime_ns, p.dl_deadline_ns, p.dl_period_ns, p.start_ns, p.end_ns,
-        p.wall_ns, p.utime_us, p.stime_us, p.nvcsw, p.nivcsw, p.minflt, p.majflt, p.maxrss_kb, p.run_ns,
-        p.wait_ns, p.timeslices, p.work, p.work_unit, p.figures_json, p.exit, p.ok, p.stderr_tail,
-        l.count, l.p50_ns, l.p90_ns, l.p99_ns, l.p999_ns, l.max_ns, r.slice_us, p.slice_ns,
-        c.uuid, e.hostname, e.host_id, e.kernel_release,
+/// SQLite streams the rows without sorting them first. Each result column
+/// is named as the [`ExportRow`] field it fills and read by that name, in
+/// this order; the kernel counters follow ([`export_sql`]).
+const EXPORT_SQL: &str = "SELECT c.id AS campaign, c.name AS campaign_name, r.id AS run, r.run_key, r.seq, r.policy,
+        r.workload, r.workload_kind, r.processes, r.priority_mode, r.cpus, r.cpu_list, r.rep, c.scale,
+        r.rt_runtime_us, r.status, r.reason, r.makespan_ns, r.cpu_util, r.started_unix_ms, r.load_avg_1m,
+        r.environment_id, r.extra_json, r.others_runnable, r.steal_pct, r.other_cpu_pct, r.interrupts,
+        r.softirqs, r.cpu_freq_khz, r.throttle_count, p.process_index, p.role, p.pid,
+        p.policy AS process_policy, p.nice, p.rt_priority, p.weight, p.dl_runtime_ns, p.dl_deadline_ns,
+        p.dl_period_ns, p.start_ns, p.end_ns, p.wall_ns, p.utime_us, p.stime_us, p.nvcsw, p.nivcsw, p.minflt,
+        p.majflt, p.maxrss_kb, p.run_ns, p.wait_ns, p.timeslices, p.work, p.work_unit, p.figures_json, p.exit,
+        p.ok, p.stderr_tail, l.count AS latency_count, l.p50_ns, l.p90_ns, l.p99_ns, l.p999_ns, l.max_ns,
+        r.slice_us, p.slice_ns, c.uuid AS campaign_uuid, e.hostname, e.host_id, e.kernel_release,
         tc.lost_events, tc.unusable, tp.slices, tp.slice_p50_ns, tp.slice_p99_ns, tp.slice_max_ns,
         tp.oncpu_ns, tp.preempted, tp.yielded, tp.voluntary, tp.migrations, tp.wake_p50_ns, tp.wake_p99_ns,
-        tp.work_oncpu_ns, tp.work_switches, r.ext_scheduler, tc.unusable_reason, tp.work_unattributed_ns,
-        tp.work_missing_switches, r.interrupts, r.softirqs, r.cpu_freq_khz, r.throttle_count{counts}
+        tp.work_oncpu_ns, tp.work_switches, tc.unusable_reason, tp.work_unattributed_ns,
+        tp.work_missing_switches, r.ext_scheduler{counts}
      FROM runs r JOIN campaigns c ON c.id = r.campaign_id
      JOIN environments e ON e.id = r.environment_id
      LEFT JOIN processes p ON p.run_id = r.id
@@ -255,21 +259,130 @@ fn export_sql() -> String {
     EXPORT_SQL.replace("{counts}", &counts::select_list("p."))
 }
 
-/// The resource usage columns of an export row (39..=45, `processes`
-/// columns NOT NULL), or None in a row without a process.
-fn export_usage(r: &rusqlite::Row<'_>) -> rusqlite::Result<Option<Usage>> {
-    let Some(utime_us) = r.get::<_, Option<i64>>(39)? else {
+/// One row of [`EXPORT_SQL`].
+fn export_row(n: &Named<'_, '_, '_>) -> rusqlite::Result<ExportRow> {
+    Ok(ExportRow {
+        campaign: n.get("campaign")?,
+        campaign_name: n.get("campaign_name")?,
+        run: n.get("run")?,
+        run_key: n.get("run_key")?,
+        seq: n.get("seq")?,
+        policy: n.get("policy")?,
+        workload: n.get("workload")?,
+        workload_kind: n.get("workload_kind")?,
+        processes: n.get("processes")?,
+        priority_mode: n.get("priority_mode")?,
+        cpus: n.get("cpus")?,
+        cpu_list: n.get("cpu_list")?,
+        rep: n.get("rep")?,
+        scale: n.get("scale")?,
+        rt_runtime_us: n.get("rt_runtime_us")?,
+        status: n.get("status")?,
+        reason: n.get("reason")?,
+        makespan_ns: n.get("makespan_ns")?,
+        cpu_util: n.get("cpu_util")?,
+        started_unix_ms: n.get("started_unix_ms")?,
+        load_avg_1m: n.get("load_avg_1m")?,
+        environment_id: n.get("environment_id")?,
+        extra_json: n.get("extra_json")?,
+        others_runnable: n.get("others_runnable")?,
+        steal_pct: n.get("steal_pct")?,
+        other_cpu_pct: n.get("other_cpu_pct")?,
+        interrupts: n.get("interrupts")?,
+        softirqs: n.get("softirqs")?,
+        cpu_freq_khz: n.get("cpu_freq_khz")?,
+        throttle_count: n.get("throttle_count")?,
+        process_index: n.get("process_index")?,
+        role: n.get("role")?,
+        pid: n.get("pid")?,
+        process_policy: n.get("process_policy")?,
+        nice: n.get("nice")?,
+        rt_priority: n.get("rt_priority")?,
+        weight: n.get("weight")?,
+        dl_runtime_ns: n.get("dl_runtime_ns")?,
+        dl_deadline_ns: n.get("dl_deadline_ns")?,
+        dl_period_ns: n.get("dl_period_ns")?,
+        start_ns: n.get("start_ns")?,
+        end_ns: n.get("end_ns")?,
+        wall_ns: n.get("wall_ns")?,
+        usage: export_usage(n)?,
+        run_ns: n.get("run_ns")?,
+        wait_ns: n.get("wait_ns")?,
+        timeslices: n.get("timeslices")?,
+        work: n.get("work")?,
+        work_unit: n.get("work_unit")?,
+        figures: n
+            .get::<Option<String>>("figures_json")?
+            .as_deref()
+            .map(parse_figures)
+            .unwrap_or_default(),
+        exit: n.get("exit")?,
+        ok: n.get("ok")?,
+        stderr_tail: n.get("stderr_tail")?,
+        latency: match n.get::<Option<i64>>("latency_count")? {
+            None => None,
+            Some(count) => Some(ExportLatency {
+                count: count.max(0) as u64,
+                p50_ns: n.get("p50_ns")?,
+                p90_ns: n.get("p90_ns")?,
+                p99_ns: n.get("p99_ns")?,
+                p999_ns: n.get("p999_ns")?,
+                max_ns: n.get("max_ns")?,
+            }),
+        },
+        slice_us: n.get("slice_us")?,
+        slice_ns: n.get("slice_ns")?,
+        campaign_uuid: n.get("campaign_uuid")?,
+        hostname: n.get("hostname")?,
+        host_id: n.get("host_id")?,
+        kernel_release: n.get("kernel_release")?,
+        trace: export_trace(n)?,
+        ext_scheduler: n.get("ext_scheduler")?,
+        kernel: counts::read(n)?,
+    })
+}
+
+/// The trace columns of an export row, or None for a run not traced.
+fn export_trace(n: &Named<'_, '_, '_>) -> rusqlite::Result<Option<ExportTrace>> {
+    let Some(lost_events) = n.get::<Option<i64>>("lost_events")? else {
         return Ok(None);
     };
-    let u = |v: i64| v.max(0) as u64;
+    Ok(Some(ExportTrace {
+        lost_events,
+        unusable: n.get("unusable")?,
+        slices: n.get("slices")?,
+        slice_p50_ns: n.get("slice_p50_ns")?,
+        slice_p99_ns: n.get("slice_p99_ns")?,
+        slice_max_ns: n.get("slice_max_ns")?,
+        oncpu_ns: n.get("oncpu_ns")?,
+        preempted: n.get("preempted")?,
+        yielded: n.get("yielded")?,
+        voluntary: n.get("voluntary")?,
+        migrations: n.get("migrations")?,
+        wake_p50_ns: n.get("wake_p50_ns")?,
+        wake_p99_ns: n.get("wake_p99_ns")?,
+        work_oncpu_ns: n.get("work_oncpu_ns")?,
+        work_switches: n.get("work_switches")?,
+        unusable_reason: n.get("unusable_reason")?,
+        work_unattributed_ns: n.get("work_unattributed_ns")?,
+        work_missing_switches: n.get("work_missing_switches")?,
+    }))
+}
+
+/// The resource usage columns of an export row (`processes` columns NOT
+/// NULL), or None in a row without a process.
+fn export_usage(n: &Named<'_, '_, '_>) -> rusqlite::Result<Option<Usage>> {
+    let Some(utime_us) = n.get::<Option<i64>>("utime_us")? else {
+        return Ok(None);
+    };
     Ok(Some(Usage {
-        utime_us: u(utime_us),
-        stime_us: u(r.get(40)?),
-        nvcsw: u(r.get(41)?),
-        nivcsw: u(r.get(42)?),
-        minflt: u(r.get(43)?),
-        majflt: u(r.get(44)?),
-        maxrss_kb: u(r.get(45)?),
+        utime_us: utime_us.max(0) as u64,
+        stime_us: n.u64("stime_us")?,
+        nvcsw: n.u64("nvcsw")?,
+        nivcsw: n.u64("nivcsw")?,
+        minflt: n.u64("minflt")?,
+        majflt: n.u64("majflt")?,
+        maxrss_kb: n.u64("maxrss_kb")?,
     }))
 }
 
@@ -508,19 +621,18 @@ impl Store {
     /// id) is this host's unless it recorded another hostname.
     pub fn find_campaign(&self, spec: &Spec, host: &Host) -> Result<Option<Campaign>> {
         let id = identity(spec);
-        self.conn
-            .query_row(
-                &format!(
-                    "SELECT {CAMPAIGN_COLUMNS} FROM campaigns c
-                     WHERE c.identity = ?1
-                       AND (c.host_id = ?2 OR (c.host_id IS NULL AND (c.hostname IS NULL OR c.hostname = ?3)))
-                     ORDER BY c.host_id IS NULL, c.id DESC LIMIT 1"
-                ),
-                params![id, host.id, host.name],
-                campaign_from_row,
-            )
-            .optional()
-            .context("reading campaigns")
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT {CAMPAIGN_COLUMNS} FROM campaigns c
+             WHERE c.identity = ?1
+               AND (c.host_id = ?2 OR (c.host_id IS NULL AND (c.hostname IS NULL OR c.hostname = ?3)))
+             ORDER BY c.host_id IS NULL, c.id DESC LIMIT 1"
+        ))?;
+        let cols = Columns::of(&stmt)?;
+        stmt.query_row(params![id, host.id, host.name], |r| {
+            campaign_from_row(&cols.row(r))
+        })
+        .optional()
+        .context("reading campaigns")
     }
 
     /// Record `host` as the creator of a campaign stored before host ids
@@ -840,19 +952,22 @@ impl Store {
     pub fn campaigns(&self) -> Result<Vec<CampaignSummary>> {
         let mut stmt = self.conn.prepare(&format!(
             "SELECT {CAMPAIGN_COLUMNS},
-                    COALESCE(SUM(r.status = 'ok'), 0), COALESCE(SUM(r.status = 'failed'), 0),
-                    COALESCE(SUM(r.status = 'timed_out'), 0), COALESCE(SUM(r.status = 'skipped'), 0)
+                    COALESCE(SUM(r.status = 'ok'), 0) AS ok, COALESCE(SUM(r.status = 'failed'), 0) AS failed,
+                    COALESCE(SUM(r.status = 'timed_out'), 0) AS timed_out,
+                    COALESCE(SUM(r.status = 'skipped'), 0) AS skipped
              FROM campaigns c LEFT JOIN runs r ON r.campaign_id = c.id
              GROUP BY c.id ORDER BY c.id"
         ))?;
+        let cols = Columns::of(&stmt)?;
         let rows = stmt
             .query_map([], |r| {
+                let n = cols.row(r);
                 Ok(CampaignSummary {
-                    campaign: campaign_from_row(r)?,
-                    ok: r.get::<_, i64>(9)? as u64,
-                    failed: r.get::<_, i64>(10)? as u64,
-                    timed_out: r.get::<_, i64>(11)? as u64,
-                    skipped: r.get::<_, i64>(12)? as u64,
+                    campaign: campaign_from_row(&n)?,
+                    ok: n.get::<i64>("ok")? as u64,
+                    failed: n.get::<i64>("failed")? as u64,
+                    timed_out: n.get::<i64>("timed_out")? as u64,
+                    skipped: n.get::<i64>("skipped")? as u64,
                 })
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
@@ -902,108 +1017,11 @@ impl Store {
     ) -> Result<u64> {
         self.check_campaign(campaign)?;
         let mut stmt = self.conn.prepare(&export_sql())?;
-        let counts = counts::Positions::of(&stmt)?;
+        let cols = Columns::of(&stmt)?;
         let mut rows = stmt.query([campaign])?;
         let mut n = 0;
         while let Some(r) = rows.next()? {
-            let figures: Option<String> = r.get(51)?;
-            let row = ExportRow {
-                campaign: r.get(0)?,
-                campaign_name: r.get(1)?,
-                run: r.get(2)?,
-                run_key: r.get(3)?,
-                seq: r.get(4)?,
-                policy: r.get(5)?,
-                workload: r.get(6)?,
-                workload_kind: r.get(7)?,
-                processes: r.get(8)?,
-                priority_mode: r.get(9)?,
-                cpus: r.get(10)?,
-                cpu_list: r.get(11)?,
-                rep: r.get(12)?,
-                scale: r.get(13)?,
-                rt_runtime_us: r.get(14)?,
-                status: r.get(15)?,
-                reason: r.get(16)?,
-                makespan_ns: r.get(17)?,
-                cpu_util: r.get(18)?,
-                started_unix_ms: r.get(19)?,
-                load_avg_1m: r.get(20)?,
-                environment_id: r.get(21)?,
-                extra_json: r.get(22)?,
-                others_runnable: r.get(23)?,
-                steal_pct: r.get(24)?,
-                other_cpu_pct: r.get(25)?,
-                interrupts: r.get(86)?,
-                softirqs: r.get(87)?,
-                cpu_freq_khz: r.get(88)?,
-                throttle_count: r.get(89)?,
-                process_index: r.get(26)?,
-                role: r.get(27)?,
-                pid: r.get(28)?,
-                process_policy: r.get(29)?,
-                nice: r.get(30)?,
-                rt_priority: r.get(31)?,
-                weight: r.get(32)?,
-                dl_runtime_ns: r.get(33)?,
-                dl_deadline_ns: r.get(34)?,
-                dl_period_ns: r.get(35)?,
-                start_ns: r.get(36)?,
-                end_ns: r.get(37)?,
-                wall_ns: r.get(38)?,
-                usage: export_usage(r)?,
-                run_ns: r.get(46)?,
-                wait_ns: r.get(47)?,
-                timeslices: r.get(48)?,
-                work: r.get(49)?,
-                work_unit: r.get(50)?,
-                figures: figures.as_deref().map(parse_figures).unwrap_or_default(),
-                exit: r.get(52)?,
-                ok: r.get(53)?,
-                stderr_tail: r.get(54)?,
-                latency: match r.get::<_, Option<i64>>(55)? {
-                    None => None,
-                    Some(count) => Some(ExportLatency {
-                        count: count.max(0) as u64,
-                        p50_ns: r.get(56)?,
-                        p90_ns: r.get(57)?,
-                        p99_ns: r.get(58)?,
-                        p999_ns: r.get(59)?,
-                        max_ns: r.get(60)?,
-                    }),
-                },
-                slice_us: r.get(61)?,
-                slice_ns: r.get(62)?,
-                campaign_uuid: r.get(63)?,
-                hostname: r.get(64)?,
-                host_id: r.get(65)?,
-                kernel_release: r.get(66)?,
-                trace: match r.get::<_, Option<i64>>(67)? {
-                    None => None,
-                    Some(lost_events) => Some(ExportTrace {
-                        lost_events,
-                        unusable: r.get(68)?,
-                        slices: r.get(69)?,
-                        slice_p50_ns: r.get(70)?,
-                        slice_p99_ns: r.get(71)?,
-                        slice_max_ns: r.get(72)?,
-                        oncpu_ns: r.get(73)?,
-                        preempted: r.get(74)?,
-                        yielded: r.get(75)?,
-                        voluntary: r.get(76)?,
-                        migrations: r.get(77)?,
-                        wake_p50_ns: r.get(78)?,
-                        wake_p99_ns: r.get(79)?,
-                        work_oncpu_ns: r.get(80)?,
-                        work_switches: r.get(81)?,
-                        unusable_reason: r.get(83)?,
-                        work_unattributed_ns: r.get(84)?,
-                        work_missing_switches: r.get(85)?,
-                    }),
-                },
-                ext_scheduler: r.get(82)?,
-                kernel: counts.read(r)?,
-            };
+            let row = export_row(&cols.row(r))?;
             f(&row)?;
             n += 1;
         }
@@ -1041,15 +1059,17 @@ impl Store {
             "SELECT process_index, cpu, planned_start_ns, planned_end_ns, actual_end_ns, cpu_ns
              FROM slices WHERE run_id = ?1 ORDER BY seq",
         )?;
+        let cols = Columns::of(&stmt)?;
         let rows = stmt
             .query_map([run_id], |r| {
+                let n = cols.row(r);
                 Ok(crate::record::SliceRow {
-                    process_index: r.get::<_, i64>(0)? as u32,
-                    cpu: r.get::<_, i64>(1)? as u32,
-                    planned_start_ns: r.get::<_, i64>(2)? as u64,
-                    planned_end_ns: r.get::<_, i64>(3)? as u64,
-                    actual_end_ns: r.get::<_, i64>(4)? as u64,
-                    cpu_ns: r.get::<_, i64>(5)? as u64,
+                    process_index: n.get::<i64>("process_index")? as u32,
+                    cpu: n.get::<i64>("cpu")? as u32,
+                    planned_start_ns: n.get::<i64>("planned_start_ns")? as u64,
+                    planned_end_ns: n.get::<i64>("planned_end_ns")? as u64,
+                    actual_end_ns: n.get::<i64>("actual_end_ns")? as u64,
+                    cpu_ns: n.get::<i64>("cpu_ns")? as u64,
                 })
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
@@ -1104,18 +1124,18 @@ fn immutable_uri(path: &Path) -> String {
     uri
 }
 
-/// A campaign from the columns [`CAMPAIGN_COLUMNS`] (first in the row).
-fn campaign_from_row(r: &rusqlite::Row) -> rusqlite::Result<Campaign> {
+/// A campaign from the columns [`CAMPAIGN_COLUMNS`].
+fn campaign_from_row(n: &Named<'_, '_, '_>) -> rusqlite::Result<Campaign> {
     Ok(Campaign {
-        id: r.get(0)?,
-        uuid: r.get(1)?,
-        name: r.get(2)?,
-        seed: r.get::<_, i64>(3)? as u64,
-        scale: r.get(4)?,
-        planned_runs: r.get::<_, i64>(5)? as u64,
-        created_unix_ms: r.get(6)?,
-        host_id: r.get(7)?,
-        hostname: r.get(8)?,
+        id: n.get("id")?,
+        uuid: n.get("uuid")?,
+        name: n.get("name")?,
+        seed: n.get::<i64>("seed")? as u64,
+        scale: n.get("scale")?,
+        planned_runs: n.get::<i64>("planned_runs")? as u64,
+        created_unix_ms: n.get("created_unix_ms")?,
+        host_id: n.get("host_id")?,
+        hostname: n.get("hostname")?,
     })
 }
 

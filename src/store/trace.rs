@@ -11,6 +11,7 @@
 use anyhow::{Context, Result, bail};
 use rusqlite::{OptionalExtension, Transaction, params};
 
+use super::named::Columns;
 use super::{RunRecord, Store, i};
 use crate::trace::derive::{Repair, Slice, WakeUp};
 use crate::trace::derived_blob::{self, StoredDerivation};
@@ -231,23 +232,23 @@ impl Store {
 
     /// The capture stored for a run, as it was saved.
     pub fn load_trace(&self, run_id: i64) -> Result<Capture> {
-        let row = self
-            .conn
-            .query_row(
-                "SELECT start_ns, end_ns, cpus, lost_events, events, release_ns FROM trace_captures
-                 WHERE run_id = ?1",
-                [run_id],
-                |r| {
-                    Ok((
-                        r.get::<_, i64>(0)?,
-                        r.get::<_, i64>(1)?,
-                        r.get::<_, String>(2)?,
-                        r.get::<_, i64>(3)?,
-                        r.get::<_, Vec<u8>>(4)?,
-                        r.get::<_, Option<i64>>(5)?,
-                    ))
-                },
-            )
+        let mut stmt = self.conn.prepare(
+            "SELECT start_ns, end_ns, cpus, lost_events, events, release_ns FROM trace_captures
+             WHERE run_id = ?1",
+        )?;
+        let cols = Columns::of(&stmt)?;
+        let row = stmt
+            .query_row([run_id], |r| {
+                let n = cols.row(r);
+                Ok((
+                    n.get::<i64>("start_ns")?,
+                    n.get::<i64>("end_ns")?,
+                    n.get::<String>("cpus")?,
+                    n.get::<i64>("lost_events")?,
+                    n.get::<Vec<u8>>("events")?,
+                    n.get::<Option<i64>>("release_ns")?,
+                ))
+            })
             .optional()
             .with_context(|| format!("reading the trace of run {run_id}"))?;
         let Some((start_ns, end_ns, cpus, lost_events, events, release_ns)) = row else {
@@ -288,36 +289,39 @@ impl Store {
              FROM trace_captures t JOIN runs r ON r.id = t.run_id
              WHERE {sql_filter} ORDER BY r.seq, r.id"
         ))?;
+        let cols = Columns::of(&stmt)?;
         let rows = stmt
             .query_map([arg], |r| {
-                let (lost_events, mismatched_switches) = (u(r.get(4)?), u(r.get(5)?));
-                let repaired: Option<i64> = r.get(8)?;
+                let n = cols.row(r);
+                let lost_events = n.u64("lost_events")?;
+                let mismatched_switches = n.u64("mismatched_switches")?;
+                let repaired = n.opt_u64("repaired_switches")?;
                 let verdict = Verdict {
                     lost_events,
-                    repaired: repaired.map_or(0, u),
-                    refused: r.get::<_, Option<i64>>(9)?.map_or(0, u),
+                    repaired: repaired.unwrap_or(0),
+                    refused: n.opt_u64("refused_switches")?.unwrap_or(0),
                     // Stored before repairs: its mismatches were neither.
                     unsettled: if repaired.is_none() {
                         mismatched_switches
                     } else {
                         0
                     },
-                    unattributed_ns: r.get::<_, Option<i64>>(10)?.map_or(0, u),
-                    oncpu_ns: r.get::<_, Option<i64>>(11)?.map_or(0, u),
+                    unattributed_ns: n.opt_u64("unattributed_ns")?.unwrap_or(0),
+                    oncpu_ns: n.opt_u64("oncpu_ns")?.unwrap_or(0),
                 };
                 Ok((
                     TraceInfo {
-                        run_id: r.get(0)?,
-                        start_ns: u(r.get(1)?),
-                        end_ns: u(r.get(2)?),
+                        run_id: n.get("run_id")?,
+                        start_ns: n.u64("start_ns")?,
+                        end_ns: n.u64("end_ns")?,
                         cpus: Vec::new(),
                         lost_events,
                         mismatched_switches,
-                        unusable: r.get::<_, bool>(6)? || verdict.unusable(),
-                        event_count: u(r.get(7)?),
+                        unusable: n.get::<bool>("unusable")? || verdict.unusable(),
+                        event_count: n.u64("event_count")?,
                         verdict,
                     },
-                    r.get::<_, String>(3)?,
+                    n.get::<String>("cpus")?,
                 ))
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
@@ -379,20 +383,22 @@ impl Store {
              FROM trace_slices
              WHERE run_id = ?1 AND start_ns < ?3 AND end_ns > ?2 ORDER BY cpu, start_ns, end_ns",
         )?;
+        let cols = Columns::of(&stmt)?;
         let rows = stmt
             .query_map(params![run_id, from, to], |r| {
+                let n = cols.row(r);
                 Ok(Slice {
-                    pid: r.get(0)?,
-                    cpu: r.get(1)?,
-                    start_ns: u(r.get(2)?),
-                    end_ns: u(r.get(3)?),
-                    end: r
-                        .get::<_, Option<String>>(4)?
+                    pid: n.get("pid")?,
+                    cpu: n.get("cpu")?,
+                    start_ns: n.u64("start_ns")?,
+                    end_ns: n.u64("end_ns")?,
+                    end: n
+                        .get::<Option<String>>("end_reason")?
                         .as_deref()
                         .and_then(end_from_name),
-                    start_clipped: r.get(5)?,
-                    start_repaired: r.get(6)?,
-                    end_repaired: r.get(7)?,
+                    start_clipped: n.get("start_clipped")?,
+                    start_repaired: n.get("start_repaired")?,
+                    end_repaired: n.get("end_repaired")?,
                 })
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
@@ -440,17 +446,19 @@ impl Store {
             "SELECT pid, waker_pid, waking_ns, wakeup_ns, target_cpu, new, switch_in_ns, cpu
              FROM trace_wakeups WHERE run_id = ?1 ORDER BY rowid",
         )?;
+        let cols = Columns::of(&stmt)?;
         let rows = stmt
             .query_map([run_id], |r| {
+                let n = cols.row(r);
                 Ok(WakeUp {
-                    pid: r.get(0)?,
-                    waker_pid: r.get(1)?,
-                    waking_ns: r.get::<_, Option<i64>>(2)?.map(u),
-                    wakeup_ns: r.get::<_, Option<i64>>(3)?.map(u),
-                    target_cpu: r.get(4)?,
-                    new: r.get(5)?,
-                    switch_in_ns: r.get::<_, Option<i64>>(6)?.map(u),
-                    cpu: r.get(7)?,
+                    pid: n.get("pid")?,
+                    waker_pid: n.get("waker_pid")?,
+                    waking_ns: n.opt_u64("waking_ns")?,
+                    wakeup_ns: n.opt_u64("wakeup_ns")?,
+                    target_cpu: n.get("target_cpu")?,
+                    new: n.get("new")?,
+                    switch_in_ns: n.opt_u64("switch_in_ns")?,
+                    cpu: n.get("cpu")?,
                 })
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
@@ -482,32 +490,34 @@ impl Store {
                     work_unattributed_ns, work_missing_switches
              FROM trace_processes WHERE run_id = ?1 ORDER BY tgid",
         )?;
+        let cols = Columns::of(&stmt)?;
         let mut rows = stmt.query([run_id])?;
         let mut out = Vec::new();
         while let Some(r) = rows.next()? {
-            let tgid: i32 = r.get(0)?;
+            let n = cols.row(r);
+            let tgid: i32 = n.get("tgid")?;
             let what = |h: &str| format!("run {run_id} process {tgid}: {h}");
             out.push(ProcessTrace {
                 tgid,
-                slices: u(r.get(1)?),
-                slice_ns: decode_hist(r.get_ref(2)?.as_blob()?, &what("slices"))?,
-                oncpu_ns: u(r.get(3)?),
-                preempted: u(r.get(4)?),
-                yielded: u(r.get(5)?),
-                voluntary: u(r.get(6)?),
-                migrations: u(r.get(7)?),
-                wake_ns: decode_hist(r.get_ref(8)?.as_blob()?, &what("wake-ups"))?,
-                work: match (r.get::<_, Option<i64>>(9)?, r.get::<_, Option<i64>>(10)?) {
-                    (Some(oncpu), Some(switches)) => Some(WithinWindow {
-                        oncpu_ns: u(oncpu),
-                        switches: u(switches),
-                        unattributed_ns: r.get::<_, Option<i64>>(13)?.map_or(0, u),
-                        missing_switches: r.get::<_, Option<i64>>(14)?.map_or(0, u),
+                slices: n.u64("slices")?,
+                slice_ns: decode_hist(n.get_ref("slice_histogram")?.as_blob()?, &what("slices"))?,
+                oncpu_ns: n.u64("oncpu_ns")?,
+                preempted: n.u64("preempted")?,
+                yielded: n.u64("yielded")?,
+                voluntary: n.u64("voluntary")?,
+                migrations: n.u64("migrations")?,
+                wake_ns: decode_hist(n.get_ref("wake_histogram")?.as_blob()?, &what("wake-ups"))?,
+                work: match (n.opt_u64("work_oncpu_ns")?, n.opt_u64("work_switches")?) {
+                    (Some(oncpu_ns), Some(switches)) => Some(WithinWindow {
+                        oncpu_ns,
+                        switches,
+                        unattributed_ns: n.opt_u64("work_unattributed_ns")?.unwrap_or(0),
+                        missing_switches: n.opt_u64("work_missing_switches")?.unwrap_or(0),
                     }),
                     _ => None,
                 },
-                unattributed_ns: r.get::<_, Option<i64>>(11)?.map_or(0, u),
-                missing_switches: r.get::<_, Option<i64>>(12)?.map_or(0, u),
+                unattributed_ns: n.opt_u64("unattributed_ns")?.unwrap_or(0),
+                missing_switches: n.opt_u64("missing_switches")?.unwrap_or(0),
             });
         }
         Ok(out)

@@ -3,8 +3,9 @@
 //! cooperating processes, the worker's loop, cost estimate), and the
 //! [`Entry`] that registers a kind's spec parser under its name.
 //!
-//! A new workload is one file implementing `Kind` plus one line in
-//! [`super::registry`] and one variant of [`super::Workload`].
+//! A new workload is one file implementing `Kind` (with its `ENTRY`), its
+//! `pub mod` and one line in the list of kinds in `workload/mod.rs`, which
+//! makes its [`super::Workload`] variant and registers it.
 
 use std::path::Path;
 use std::time::Instant;

@@ -93,21 +93,54 @@ pub enum SyncMode {
     Direct,
 }
 
-/// One workload, tagged by `kind` in serialised form.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Workload {
-    Pi(PiParams),
-    Copy(CopyParams),
-    Mixed(MixedParams),
-    Matmul(MatmulParams),
-    Hash(HashParams),
-    Aio(AioParams),
-    Periodic(PeriodicParams),
-    Request(RequestParams),
-    Pingpong(PingpongParams),
-    Messaging(MessagingParams),
-    Command(CommandParams),
+/// Every workload kind, listed once: its [`Workload`] variant, its
+/// parameter type (which implements [`Kind`]) and its module (whose
+/// `ENTRY` registers the spec parser). The enum, the one dispatch from a
+/// variant to its [`Kind`] and the registry's list ([`registry::KINDS`])
+/// are made from this list, so a new kind is its file, its `pub mod` and
+/// one line here.
+macro_rules! kinds {
+    ($($variant:ident($params:ident) in $module:ident,)*) => {
+        /// One workload, tagged by `kind` in serialised form.
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        #[serde(tag = "kind", rename_all = "snake_case")]
+        pub enum Workload {
+            $($variant($module::$params),)*
+        }
+
+        impl Workload {
+            /// The kind's own behaviour: the one dispatch over the variants.
+            pub fn imp(&self) -> &dyn Kind {
+                match self {
+                    $(Workload::$variant(p) => p,)*
+                }
+            }
+
+            fn imp_mut(&mut self) -> &mut dyn Kind {
+                match self {
+                    $(Workload::$variant(p) => p,)*
+                }
+            }
+        }
+
+        /// Every kind's registration, in the order of the list (the order
+        /// help and errors list them).
+        const ENTRIES: &[kind::Entry] = &[$($module::ENTRY,)*];
+    };
+}
+
+kinds! {
+    Pi(PiParams) in pi,
+    Copy(CopyParams) in copy,
+    Mixed(MixedParams) in mixed,
+    Matmul(MatmulParams) in matmul,
+    Hash(HashParams) in hash,
+    Aio(AioParams) in aio,
+    Periodic(PeriodicParams) in periodic,
+    Request(RequestParams) in request,
+    Pingpong(PingpongParams) in pingpong,
+    Messaging(MessagingParams) in messaging,
+    Command(CommandParams) in command,
 }
 
 /// What a worker needs to know about where it runs.
@@ -172,39 +205,6 @@ pub fn output_path(dir: &Path, index: usize) -> PathBuf {
 }
 
 impl Workload {
-    /// The kind's own behaviour: the one dispatch over the variants.
-    pub fn imp(&self) -> &dyn Kind {
-        match self {
-            Workload::Pi(p) => p,
-            Workload::Copy(p) => p,
-            Workload::Mixed(p) => p,
-            Workload::Matmul(p) => p,
-            Workload::Hash(p) => p,
-            Workload::Aio(p) => p,
-            Workload::Periodic(p) => p,
-            Workload::Request(p) => p,
-            Workload::Pingpong(p) => p,
-            Workload::Messaging(p) => p,
-            Workload::Command(p) => p,
-        }
-    }
-
-    fn imp_mut(&mut self) -> &mut dyn Kind {
-        match self {
-            Workload::Pi(p) => p,
-            Workload::Copy(p) => p,
-            Workload::Mixed(p) => p,
-            Workload::Matmul(p) => p,
-            Workload::Hash(p) => p,
-            Workload::Aio(p) => p,
-            Workload::Periodic(p) => p,
-            Workload::Request(p) => p,
-            Workload::Pingpong(p) => p,
-            Workload::Messaging(p) => p,
-            Workload::Command(p) => p,
-        }
-    }
-
     /// "pi" | "copy" | "mixed" | "matmul" | "hash" | "aio" | …
     pub fn kind(&self) -> &'static str {
         self.imp().name()
