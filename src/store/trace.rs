@@ -3,7 +3,10 @@
 //! names) and what was derived from it before ([`crate::trace::Analysed`]:
 //! slices, wake-ups, per-process and per-CPU figures), written in one
 //! transaction that only persists; read back as the capture, or as the
-//! derived tables for the report and the export.
+//! derived tables for the report and the export. A simulated run's
+//! predicted timeline is stored in the same tables under a capture marked
+//! `source = 'model'`, with no events: loading its capture (the trace
+//! export) refuses, and the export's trace columns are the kernel's only.
 
 use anyhow::{Context, Result, bail};
 use rusqlite::types::{ToSqlOutput, ValueRef};
@@ -30,6 +33,9 @@ pub struct TraceInfo {
     pub event_count: u64,
     /// What the trace is judged by (repairs, refusals, unattributed time).
     pub verdict: Verdict,
+    /// The model's predicted timeline of a simulated run (`source =
+    /// 'model'`): slices without kernel events.
+    pub predicted: bool,
 }
 
 impl TraceInfo {
@@ -57,6 +63,7 @@ fn end_name(end: SwitchEnd) -> &'static str {
         SwitchEnd::Yielded => "yielded",
         SwitchEnd::Blocked => "blocked",
         SwitchEnd::Exited => "exited",
+        SwitchEnd::Throttled => "throttled",
     }
 }
 
@@ -66,8 +73,17 @@ fn end_from_name(name: &str) -> Option<SwitchEnd> {
         "yielded" => SwitchEnd::Yielded,
         "blocked" => SwitchEnd::Blocked,
         "exited" => SwitchEnd::Exited,
+        "throttled" => SwitchEnd::Throttled,
         _ => return None,
     })
+}
+
+/// `trace_captures.source` of the model's predicted timelines (else
+/// 'kernel').
+const MODEL: &str = "model";
+
+fn source_name(predicted: bool) -> &'static str {
+    if predicted { MODEL } else { "kernel" }
 }
 
 fn u(v: i64) -> u64 {
@@ -173,8 +189,8 @@ impl Store {
         tx.execute(
             "INSERT INTO trace_captures (run_id, start_ns, end_ns, cpus, lost_events, mismatched_switches,
                  unusable, event_count, events, release_ns, repaired_switches, refused_switches,
-                 unattributed_ns, oncpu_ns, unusable_reason)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+                 unattributed_ns, oncpu_ns, unusable_reason, source)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
             params![
                 run_id,
                 i(cap.start_ns),
@@ -191,6 +207,7 @@ impl Store {
                 i(verdict.unattributed_ns),
                 i(verdict.oncpu_ns),
                 verdict.reason(),
+                source_name(trace.predicted),
             ],
         )
         .with_context(ctx)?;
@@ -329,8 +346,8 @@ impl Store {
         let row = self
             .conn
             .query_row(
-                "SELECT start_ns, end_ns, cpus, lost_events, events, release_ns FROM trace_captures
-                 WHERE run_id = ?1",
+                "SELECT start_ns, end_ns, cpus, lost_events, events, release_ns, source
+                 FROM trace_captures WHERE run_id = ?1",
                 [run_id],
                 |r| {
                     Ok((
@@ -340,14 +357,22 @@ impl Store {
                         r.get::<_, i64>(3)?,
                         r.get::<_, Vec<u8>>(4)?,
                         r.get::<_, Option<i64>>(5)?,
+                        r.get::<_, String>(6)?,
                     ))
                 },
             )
             .optional()
             .with_context(|| format!("reading the trace of run {run_id}"))?;
-        let Some((start_ns, end_ns, cpus, lost_events, events, release_ns)) = row else {
+        let Some((start_ns, end_ns, cpus, lost_events, events, release_ns, source)) = row else {
             bail!("run {run_id} has no trace (it was not run with --trace)");
         };
+        if source == MODEL {
+            bail!(
+                "run {run_id} was simulated (schedlab simulate): its timeline is the model's prediction, \
+                 not a kernel trace, and has no kernel events to load or export; `schedlab report \
+                 --timeline-run {run_id}` draws it"
+            );
+        }
         let events =
             blob::decode(&events).with_context(|| format!("run {run_id}: trace events"))?;
         let cpus: Vec<u32> =
@@ -379,7 +404,8 @@ impl Store {
     fn trace_infos(&self, sql_filter: &str, arg: i64) -> Result<Vec<TraceInfo>> {
         let mut stmt = self.conn.prepare(&format!(
             "SELECT t.run_id, t.start_ns, t.end_ns, t.cpus, t.lost_events, t.mismatched_switches, t.unusable,
-                    t.event_count, t.repaired_switches, t.refused_switches, t.unattributed_ns, t.oncpu_ns
+                    t.event_count, t.repaired_switches, t.refused_switches, t.unattributed_ns, t.oncpu_ns,
+                    t.source
              FROM trace_captures t JOIN runs r ON r.id = t.run_id
              WHERE {sql_filter} ORDER BY r.seq, r.id"
         ))?;
@@ -411,6 +437,7 @@ impl Store {
                         unusable: r.get::<_, bool>(6)? || verdict.unusable(),
                         event_count: u(r.get(7)?),
                         verdict,
+                        predicted: r.get::<_, String>(12)? == MODEL,
                     },
                     r.get::<_, String>(3)?,
                 ))

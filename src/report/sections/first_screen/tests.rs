@@ -16,6 +16,7 @@ fn info(run_id: i64, unusable: bool) -> RunTrace {
             unusable,
             event_count: 1,
             verdict: Default::default(),
+            predicted: false,
         },
         processes: Vec::new(),
         cpus: Vec::new(),

@@ -50,6 +50,7 @@ fn end_text(end: Option<SwitchEnd>) -> &'static str {
         Some(SwitchEnd::Yielded) => "yielded",
         Some(SwitchEnd::Blocked) => "blocked",
         Some(SwitchEnd::Exited) => "exited",
+        Some(SwitchEnd::Throttled) => "throttled (its class out of bandwidth)",
         None => "still running at the trace's end",
     }
 }
@@ -249,6 +250,7 @@ mod tests {
                 unusable: false,
                 event_count: 10,
                 verdict: Verdict::default(),
+                predicted: false,
             },
             chosen: true,
             window: TimeWindow {
