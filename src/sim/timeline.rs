@@ -171,9 +171,10 @@ mod tests {
             ]
         );
         // Nothing is marked as a kernel trace's repair or clip.
-        assert!(s.iter().all(|s| !s.start_clipped
-            && !s.start_repaired
-            && !s.end_repaired));
+        assert!(
+            s.iter()
+                .all(|s| !s.start_clipped && !s.start_repaired && !s.end_repaired)
+        );
         // Only the last, still running when the model stopped, is not complete.
         assert_eq!(s.iter().filter(|s| s.complete()).count(), 4);
     }

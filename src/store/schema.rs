@@ -333,9 +333,31 @@ pub const MIGRATIONS: &[&str] = &[
     "#,
     // 11: who a capture is from: 'kernel' (a traced run's events) or
     // 'model' (a simulated run's predicted timeline, sim::timeline: slices
-    // with no events). Older captures are all the kernel's.
+    // with no events). Older captures are all the kernel's. A model's
+    // slice may end 'throttled' (its class out of bandwidth, which a kernel
+    // trace shows as preempted): SQLite cannot change a CHECK, so
+    // trace_slices is rebuilt with the same columns in the same order.
     r#"
     ALTER TABLE trace_captures ADD COLUMN source TEXT NOT NULL DEFAULT 'kernel';
+    CREATE TABLE trace_slices_11 (
+        run_id         INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        pid            INTEGER NOT NULL,         -- thread id
+        cpu            INTEGER NOT NULL,
+        start_ns       INTEGER NOT NULL,
+        end_ns         INTEGER NOT NULL,
+        end_reason     TEXT CHECK (end_reason IN ('preempted', 'yielded', 'blocked', 'exited', 'throttled')),
+                                                 -- NULL: still running at the window's end
+        start_clipped  INTEGER NOT NULL,         -- 1: running when the window opened
+        start_repaired INTEGER NOT NULL DEFAULT 0,
+        end_repaired   INTEGER NOT NULL DEFAULT 0
+    );
+    INSERT INTO trace_slices_11 (run_id, pid, cpu, start_ns, end_ns, end_reason, start_clipped,
+        start_repaired, end_repaired)
+        SELECT run_id, pid, cpu, start_ns, end_ns, end_reason, start_clipped, start_repaired, end_repaired
+        FROM trace_slices ORDER BY rowid;
+    DROP TABLE trace_slices;
+    ALTER TABLE trace_slices_11 RENAME TO trace_slices;
+    CREATE INDEX trace_slices_by_run ON trace_slices (run_id, cpu, start_ns);
     "#,
 ];
 
@@ -438,10 +460,56 @@ mod tests {
              VALUES (1, 0, 1, '[0]', 0, 0, 0, 0, x'')",
         )
         .unwrap();
+        conn.execute_batch(
+            "INSERT INTO trace_slices (run_id, pid, cpu, start_ns, end_ns, end_reason, start_clipped,
+                 start_repaired, end_repaired)
+             VALUES (1, 10, 0, 5, 9, 'preempted', 0, 1, 0)",
+        )
+        .unwrap();
+        let throttled = "INSERT INTO trace_slices (run_id, pid, cpu, start_ns, end_ns, end_reason, start_clipped)
+             VALUES (1, 11, 0, 9, 12, 'throttled', 0)";
+        assert!(conn.execute_batch(throttled).is_err());
+        let columns = |conn: &rusqlite::Connection| -> Vec<String> {
+            let mut st = conn
+                .prepare("SELECT name FROM pragma_table_info('trace_slices')")
+                .unwrap();
+            st.query_map([], |r| r.get(0))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect()
+        };
+        let before = columns(&conn);
         conn.execute_batch(super::MIGRATIONS[at]).unwrap();
         let v: String = conn
             .query_row("SELECT source FROM trace_captures", [], |r| r.get(0))
             .unwrap();
         assert_eq!(v, "kernel");
+        // The slices table: the same columns in the same order (merge
+        // compares them), its rows kept, and a model's 'throttled' allowed.
+        assert_eq!(columns(&conn), before);
+        let row: (i64, String, i64) = conn
+            .query_row(
+                "SELECT pid, end_reason, start_repaired FROM trace_slices",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .unwrap();
+        assert_eq!(row, (10, "preempted".to_string(), 1));
+        conn.execute_batch(throttled).unwrap();
+        assert!(
+            conn.execute_batch(
+                "INSERT INTO trace_slices (run_id, pid, cpu, start_ns, end_ns, end_reason, start_clipped)
+                 VALUES (1, 11, 0, 9, 12, 'slept', 0)"
+            )
+            .is_err()
+        );
+        let indexed: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'trace_slices_by_run'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(indexed, 1);
     }
 }

@@ -792,6 +792,66 @@ mod tests {
     }
 
     #[test]
+    fn a_predicted_timeline_is_stored_as_the_model_s_and_has_no_events_to_load() {
+        let (_dir, mut store, run) = store_with_run();
+        let pid: i32 = store
+            .conn
+            .query_row(
+                "SELECT pid FROM processes WHERE run_id = ?1 ORDER BY process_index LIMIT 1",
+                [run],
+                |r| r.get(0),
+            )
+            .unwrap();
+        // No events: the model's slices are given, not derived.
+        let mut cap = capture(0, 10_000_000, &[pid], Vec::new());
+        cap.release_ns = Some(0);
+        let slice = |start_ns, end_ns, end| Slice {
+            pid,
+            cpu: 0,
+            start_ns,
+            end_ns,
+            end,
+            start_clipped: false,
+            start_repaired: false,
+            end_repaired: false,
+        };
+        let derived = crate::trace::derive::Derived {
+            slices: vec![
+                slice(0, 4_000_000, Some(SwitchEnd::Throttled)),
+                slice(6_000_000, 9_000_000, Some(SwitchEnd::Exited)),
+            ],
+            ..Default::default()
+        };
+        let a = Analysed::predicted(&cap, derived.clone(), &[]);
+        store.save_trace(run, &a).unwrap();
+        assert_eq!(store.trace_slices(run, None).unwrap(), derived.slices);
+        let info = store.trace_info(run).unwrap().unwrap();
+        assert!(info.predicted && !info.unusable && info.caveat().is_none());
+        assert_eq!(info.event_count, 0);
+        let t = store.run_trace(run).unwrap().unwrap();
+        assert_eq!(t.processes[0].oncpu_ns, 7_000_000);
+        assert_eq!((t.processes[0].preempted, t.processes[0].voluntary), (1, 1));
+        // Its capture has no kernel events: loading it (the trace export) refuses.
+        let e = format!("{:#}", store.load_trace(run).unwrap_err());
+        assert!(
+            e.contains("simulated") && e.contains("--timeline-run"),
+            "{e}"
+        );
+        // The export's trace columns are the kernel's only.
+        let rows = store.export_rows(None).unwrap();
+        assert!(
+            rows.iter()
+                .filter(|r| r.run == run)
+                .all(|r| r.trace.is_none())
+        );
+        // A kernel capture stored over it is the kernel's again.
+        store
+            .save_trace(run, &Analysed::new(&sample(), &[]))
+            .unwrap();
+        assert!(!store.trace_info(run).unwrap().unwrap().predicted);
+    }
+
+    #[test]
     fn an_untraced_run_has_no_trace() {
         let (_dir, store, run) = store_with_run();
         assert!(store.trace_info(run).unwrap().is_none());
