@@ -36,6 +36,8 @@ pub struct TraceInfo {
     /// The model's predicted timeline of a simulated run (`source =
     /// 'model'`): slices without kernel events.
     pub predicted: bool,
+    /// When the workers were released, on the trace's clock (if known).
+    pub release_ns: Option<u64>,
 }
 
 impl TraceInfo {
@@ -405,7 +407,7 @@ impl Store {
         let mut stmt = self.conn.prepare(&format!(
             "SELECT t.run_id, t.start_ns, t.end_ns, t.cpus, t.lost_events, t.mismatched_switches, t.unusable,
                     t.event_count, t.repaired_switches, t.refused_switches, t.unattributed_ns, t.oncpu_ns,
-                    t.source
+                    t.source, t.release_ns
              FROM trace_captures t JOIN runs r ON r.id = t.run_id
              WHERE {sql_filter} ORDER BY r.seq, r.id"
         ))?;
@@ -438,6 +440,7 @@ impl Store {
                         event_count: u(r.get(7)?),
                         verdict,
                         predicted: r.get::<_, String>(12)? == MODEL,
+                        release_ns: r.get::<_, Option<i64>>(13)?.map(u),
                     },
                     r.get::<_, String>(3)?,
                 ))
@@ -458,6 +461,32 @@ impl Store {
             .trace_infos("t.run_id = ?1", run_id)?
             .into_iter()
             .next())
+    }
+
+    /// The run key of a run (its condition and repetition), None when
+    /// there is no such run.
+    pub fn run_key(&self, run_id: i64) -> Result<Option<String>> {
+        self.conn
+            .query_row("SELECT run_key FROM runs WHERE id = ?1", [run_id], |r| {
+                r.get(0)
+            })
+            .optional()
+            .with_context(|| format!("reading run {run_id}"))
+    }
+
+    /// The latest ok run with this run key whose timeline is the model's
+    /// prediction, None when there is none.
+    pub fn predicted_run(&self, run_key: &str) -> Result<Option<i64>> {
+        self.conn
+            .query_row(
+                "SELECT r.id FROM runs r JOIN trace_captures t ON t.run_id = r.id
+                 WHERE r.run_key = ?1 AND r.status = 'ok' AND t.source = ?2
+                 ORDER BY r.campaign_id DESC, r.id DESC LIMIT 1",
+                params![run_key, MODEL],
+                |r| r.get(0),
+            )
+            .optional()
+            .with_context(|| format!("looking for the simulated run {run_key}"))
     }
 
     /// A run's slices, by CPU then start; with a window (ns, CLOCK_MONOTONIC),

@@ -35,6 +35,8 @@ pub struct TraceSection {
     cpus: Vec<CpuRow>,
     /// Of the traced runs, those whose timeline is the model's prediction.
     predicted_runs: usize,
+    /// The model's prediction of the timeline's run (`--model-timeline`).
+    model: Option<(TimelineSummary, crate::report::svg::GanttChart)>,
 }
 
 /// One CPU of the timeline's run.
@@ -75,8 +77,22 @@ impl TraceSection {
         run: Option<i64>,
         window: Option<crate::report::window::TimeWindow>,
     ) -> TraceSection {
+        TraceSection::with_model(run, window, None)
+    }
+
+    /// The same, with the model's prediction of the timeline's run from
+    /// the simulated database `model_db` drawn under it.
+    pub fn with_model(
+        run: Option<i64>,
+        window: Option<crate::report::window::TimeWindow>,
+        model_db: Option<std::path::PathBuf>,
+    ) -> TraceSection {
         TraceSection {
-            timeline_need: TimelineNeed { run, window },
+            timeline_need: TimelineNeed {
+                run,
+                window,
+                model_db,
+            },
             ..TraceSection::default()
         }
     }
@@ -212,6 +228,22 @@ fn histogram(a: &Analysis, group: usize, conds: &[&ConditionTrace]) -> Option<Ba
     })
 }
 
+/// What the model's timeline drawn under the traced one shows.
+fn twin_caption(traced: &TimelineSummary, model: &TimelineSummary) -> String {
+    format!(
+        "Under run {}: the model's predicted timeline of the same condition and repetition (simulated run {} \
+         of the --model-timeline database; schedlab simulate, not a kernel trace), {} of its {} simulated run, \
+         counted from the workers' release as run {}'s {} of its {} trace (each as far as it goes).",
+        traced.run_id,
+        model.run_id,
+        super::details::window_text(&model.window),
+        crate::units::format_ns(model.trace_ns),
+        traced.run_id,
+        super::details::window_text(&traced.window),
+        crate::units::format_ns(traced.trace_ns),
+    )
+}
+
 /// What the timeline figure shows, and how to draw another.
 fn timeline_caption(s: &TimelineSummary) -> String {
     let which = match (s.chosen, s.predicted) {
@@ -266,6 +298,10 @@ impl Section for TraceSection {
     fn prepare(&mut self, a: &Analysis, details: RunDetails) -> Result<()> {
         self.data = analyse(a, &details.traces, &details.processes, &details.latency);
         self.predicted_runs = details.traces.iter().filter(|t| t.info.predicted).count();
+        self.model = details
+            .model_timeline
+            .as_ref()
+            .map(|t| (timeline::summary(t), timeline::chart(t)));
         self.timeline = details
             .timeline
             .as_ref()
@@ -424,6 +460,16 @@ impl Section for TraceSection {
                 svg: chart.render(),
                 caption: timeline_caption(s),
             })]));
+            if let Some((m, model_chart)) = &self.model {
+                b.push(Block::html_only(vec![Block::Figure(Figure {
+                    svg: model_chart.render(),
+                    caption: twin_caption(s, m),
+                })]));
+                b.push(Block::md_only(vec![Block::p(format!(
+                    "{} The HTML report draws both timelines.",
+                    twin_caption(s, m)
+                ))]));
+            }
             if s.predicted {
                 // Markdown has no charts: say what the HTML report draws.
                 b.push(Block::md_only(vec![Block::p(format!(
@@ -491,10 +537,13 @@ impl Section for TraceSection {
             return None;
         }
         let mut v = serde_json::to_value(&self.data).ok()?;
-        v["timeline"] = self
-            .timeline
-            .as_ref()
-            .map_or(Value::Null, |(s, _)| json!({ "run": s, "cpus": self.cpus }));
+        v["timeline"] = self.timeline.as_ref().map_or(Value::Null, |(s, _)| {
+            json!({
+                "run": s,
+                "cpus": self.cpus,
+                "model": self.model.as_ref().map(|(m, _)| m),
+            })
+        });
         Some(v)
     }
 }

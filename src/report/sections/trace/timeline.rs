@@ -177,7 +177,13 @@ pub fn chart(t: &Timeline) -> GanttChart {
     GanttChart {
         meta: Meta {
             kind: "trace-timeline",
-            id: format!("trace-timeline-run-{}", t.info.run_id),
+            // A prediction may be drawn beside a traced run of the same id
+            // (another database): ids apart.
+            id: if predicted {
+                format!("trace-timeline-model-run-{}", t.info.run_id)
+            } else {
+                format!("trace-timeline-run-{}", t.info.run_id)
+            },
             data: vec![("run", t.info.run_id.to_string())],
             title: if predicted {
                 format!(
@@ -283,6 +289,7 @@ mod tests {
                 event_count: 10,
                 verdict: Verdict::default(),
                 predicted: false,
+                release_ns: None,
             },
             chosen: true,
             window: TimeWindow {
