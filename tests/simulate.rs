@@ -78,3 +78,245 @@ fn a_simulated_campaign_is_stored_and_reported_as_the_model_s() {
     assert!(o.status.success(), "{}", text(&o));
     assert!(!text(&o).contains("nothing left to run"), "{}", text(&o));
 }
+
+/// Three FIFO pi workers pinned to CPU 0, one repetition.
+const FIFO3: &str = r#"
+name = "fifo3"
+repetitions = 1
+cooldown_s = 0
+[matrix]
+policy = ["fifo"]
+workload = ["pi"]
+processes = [3]
+cpus = ["0"]
+[workloads.pi]
+kind = "pi"
+iterations = 2000000
+"#;
+
+/// The bars of the HTML report's timelines whose tooltip names `who`
+/// ("worker" for the model's, "schedlab-w" for a trace's): (name, CPU,
+/// start ms, end ms, how it ended), in the order drawn.
+fn bars(html: &str, who: &str) -> Vec<(String, u32, f64, f64, String)> {
+    let re = regex::Regex::new(&format!(
+        r"<title>(?:pid \d+ \()?({}[ \w-]*?)\)? on CPU (\d+): ([\d.]+)–([\d.]+) ms \([\d.]+ µs\), ([a-z ]+)",
+        regex::escape(who)
+    ))
+    .unwrap();
+    re.captures_iter(html)
+        .map(|c| {
+            (
+                c[1].to_string(),
+                c[2].parse().unwrap(),
+                c[3].parse().unwrap(),
+                c[4].parse().unwrap(),
+                c[5].trim().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// The FIFO workers' predicted slices: each worker once, whole, one after
+/// the other on CPU 0 (no interleaving), each ending exited.
+fn assert_fifo_order(slices: &[(String, u32, f64, f64, String)]) {
+    assert_eq!(slices.len(), 3, "{slices:?}");
+    let mut names: Vec<&str> = slices.iter().map(|s| s.0.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), 3, "one slice per worker: {slices:?}");
+    for w in slices.windows(2) {
+        assert!(w[0].3 <= w[1].2 + 1e-6, "interleaved: {slices:?}");
+    }
+    assert!(
+        slices.iter().all(|s| s.1 == 0 && s.4 == "exited"),
+        "{slices:?}"
+    );
+}
+
+/// `schedlab simulate` stores each run's predicted per-CPU timeline, and
+/// `report --timeline-run` draws it as the model's: FIFO workers one after
+/// the other; the trace export refuses it (no kernel events).
+#[test]
+fn a_simulated_run_s_predicted_timeline_is_drawn_as_the_model_s() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("s.toml"), FIFO3).unwrap();
+    let o = schedlab(
+        &["simulate", "s.toml", "--db", "t.db", "--quiet"],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let o = schedlab(
+        &[
+            "report",
+            "--db",
+            "t.db",
+            "--timeline-run",
+            "1",
+            "-o",
+            "r.html",
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let html = std::fs::read_to_string(dir.path().join("r.html")).unwrap();
+    assert!(
+        html.contains(
+            "Run 1: who holds each CPU in the model&#39;s prediction (not a kernel trace)"
+        ),
+        "the chart's title names the model"
+    );
+    assert!(
+        html.contains("the model&#39;s predicted timeline (schedlab simulate), not a kernel trace")
+    );
+    // The Trace section's timeline (the first screen draws the run too).
+    let drawn = bars(&html, "worker");
+    assert!(drawn.len() >= 3, "{drawn:?}");
+    assert_fifo_order(&drawn[drawn.len() - 3..]);
+    let o = schedlab(
+        &[
+            "report",
+            "--db",
+            "t.db",
+            "--timeline-run",
+            "1",
+            "--format",
+            "json",
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let run = &j["trace"]["timeline"]["run"];
+    assert_eq!(run["predicted"], true, "{run}");
+    assert_eq!(run["slices_shown"], 3, "{run}");
+    let o = schedlab(
+        &[
+            "report",
+            "--db",
+            "t.db",
+            "--timeline-run",
+            "1",
+            "--format",
+            "md",
+        ],
+        dir.path(),
+    );
+    let md = text(&o);
+    assert!(
+        md.contains("## Predicted timeline (the model's, not a kernel trace)"),
+        "{md}"
+    );
+    assert!(
+        md.contains("Run 1 (chosen): the model's predicted timeline"),
+        "{md}"
+    );
+    let o = schedlab(
+        &[
+            "trace", "export", "--db", "t.db", "--run", "1", "-o", "x.json",
+        ],
+        dir.path(),
+    );
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("run 1 was simulated (schedlab simulate)"),
+        "{}",
+        text(&o)
+    );
+    assert!(!dir.path().join("x.json").exists());
+}
+
+/// A traced FIFO run (root: tracefs and SCHED_FIFO) and its simulated
+/// twin: `report --model-timeline` draws the model's prediction of the
+/// same condition and repetition under the traced timeline.
+#[test]
+fn the_model_s_timeline_is_drawn_under_a_traced_run_of_the_same_condition() {
+    let euid = schedlab::sys::proc::euid();
+    if !common::require(
+        euid == 0,
+        format!("tracing needs root (tracefs; euid is {euid})"),
+    ) {
+        return;
+    }
+    let _serial = common::serial();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("s.toml"), FIFO3).unwrap();
+    let o = schedlab(
+        &["run", "s.toml", "--db", "m.db", "--trace", "--quiet"],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let o = schedlab(
+        &["simulate", "s.toml", "--db", "sim.db", "--quiet"],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let o = schedlab(
+        &[
+            "report",
+            "--db",
+            "m.db",
+            "--timeline-run",
+            "1",
+            "--model-timeline",
+            "sim.db",
+            "-o",
+            "r.html",
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let html = std::fs::read_to_string(dir.path().join("r.html")).unwrap();
+    let traced = html
+        .find("Run 1: who held each CPU")
+        .expect("the traced timeline");
+    let model = html
+        .find("Run 1: who holds each CPU in the model&#39;s prediction")
+        .expect("the model's timeline");
+    assert!(traced < model, "the model's is drawn under the traced one");
+    assert!(html.contains("Under run 1: the model&#39;s predicted timeline of the same condition"));
+    // The model's workers, whole (the default window is longer than the
+    // prediction), one after the other; the traced ones are drawn too.
+    assert_fifo_order(&bars(&html, "worker"));
+    assert!(!bars(&html, "schedlab-w").is_empty());
+    let o = schedlab(
+        &[
+            "report",
+            "--db",
+            "m.db",
+            "--timeline-run",
+            "1",
+            "--model-timeline",
+            "sim.db",
+            "--format",
+            "json",
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let t = &j["trace"]["timeline"];
+    assert_eq!(t["run"]["predicted"], false, "{t}");
+    assert_eq!(t["model"]["predicted"], true, "{t}");
+    assert_eq!(t["model"]["run_id"], 1, "{t}");
+    // A simulated database without the condition: refused, naming the flag.
+    let o = schedlab(
+        &[
+            "report",
+            "--db",
+            "sim.db",
+            "--timeline-run",
+            "1",
+            "--model-timeline",
+            "m.db",
+            "--format",
+            "md",
+        ],
+        dir.path(),
+    );
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("--model-timeline m.db: no simulated ok run"),
+        "{}",
+        text(&o)
+    );
+}

@@ -173,6 +173,15 @@ impl Opened {
                     summary.by_status[status_index(rec.status)] += 1;
                     progress.finish(i, run, &describe(&rec));
                 }
+                Outcome::Predicted(rec, p) => {
+                    let p = *p;
+                    let trace = Analysed::predicted(&p.capture, p.derived, &p.windows);
+                    self.store
+                        .insert_run_traced(self.campaign.id, &rec, Some(&trace))?;
+                    summary.ran += 1;
+                    summary.by_status[status_index(rec.status)] += 1;
+                    progress.finish(i, run, &describe(&rec));
+                }
             }
         }
         if let (Some(p), None) = (&self.precision, summary.interrupted) {

@@ -1,8 +1,9 @@
 //! The model as a campaign's [`Executor`]: each run is simulated
 //! ([`crate::sim::simulate`]) instead of carried out on processes, and
 //! stored like a measured one, with the model as its machine (its release,
-//! parameters and host id). Nothing on the machine changes: no lock, no
-//! kernel setting, no process.
+//! parameters and host id) and its predicted per-CPU timeline stored as
+//! a model capture ([`crate::sim::timeline`]). Nothing on the machine
+//! changes: no lock, no kernel setting, no process.
 
 use anyhow::Result;
 
@@ -24,7 +25,11 @@ impl Executor for ModelExecutor<'_> {
         let mut sim = sim::simulate(run, self.spec, &self.params);
         // The model has no clock: when it was asked is the run's start.
         sim.record.started_unix_ms = crate::store::unix_ms();
-        Ok(Outcome::Done(Box::new(sim.record), None))
+        let cpus = self.params.machine.cpus;
+        Ok(match sim::timeline::prediction(&sim, cpus) {
+            Some(p) => Outcome::Predicted(Box::new(sim.record), Box::new(p)),
+            None => Outcome::Done(Box::new(sim.record), None),
+        })
     }
 }
 
@@ -54,10 +59,15 @@ mod tests {
             params,
         };
         let run = crate::plan::expand(&spec, 1).remove(0);
-        let Outcome::Done(rec, trace) = exec.execute(&run).unwrap() else {
-            panic!("interrupted")
+        let Outcome::Predicted(rec, p) = exec.execute(&run).unwrap() else {
+            panic!("not a prediction")
         };
-        assert!(trace.is_none());
+        // The timeline: one slice per process, one after the other on CPU 0.
+        let s = &p.derived.slices;
+        assert_eq!(s.len(), 2, "{s:?}");
+        assert!(s.iter().all(|s| s.cpu == 0));
+        assert!(s[0].end_ns <= s[1].start_ns);
+        assert!(p.capture.events.is_empty());
         assert_eq!(rec.status, RunStatus::Ok, "{}", rec.reason);
         assert_eq!(rec.env.kernel_release, sim::MODEL_RELEASE);
         assert!(

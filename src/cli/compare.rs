@@ -92,6 +92,7 @@ impl CompareArgs {
                     by: None,
                     timeline_run: None,
                     timeline_window: None,
+                    model_timeline: None,
                 },
                 force: self.force,
                 expect: self.expect.clone(),

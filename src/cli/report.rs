@@ -19,6 +19,7 @@ use crate::store::RunFactor;
                         schedlab report --db results.db --format md\n  \
                         schedlab report --db results.db --format json > summary.json\n  \
                         schedlab report --db results.db --campaign 3 --metric wall,nivcsw\n  \
+                        schedlab report --db measured.db --timeline-run 4 --model-timeline simulated.db\n  \
                         schedlab report --db fleet.db --by host --format md"
 )]
 pub(super) struct ReportArgs {
@@ -52,6 +53,10 @@ pub(super) struct ReportArgs {
     /// The part of that run's trace drawn, from its start: FROM..TO with units (default: 0s..250ms).
     #[arg(long, value_name = "FROM..TO", value_parser = parse_window)]
     window: Option<TimeWindow>,
+    /// A database from `schedlab simulate` of the same spec: the model's predicted timeline of the timeline
+    /// run's condition and repetition is drawn under it, aligned at the workers' release.
+    #[arg(long, value_name = "SIMULATED_DB")]
+    model_timeline: Option<PathBuf>,
     /// One spec run on many machines: report every campaign of the
     /// campaign's spec (from `schedlab merge`), with the host or the
     /// kernel release as a factor.
@@ -85,6 +90,7 @@ impl ReportArgs {
                 gantt_run: self.gantt_run,
                 timeline_run: self.timeline_run,
                 timeline_window: self.window,
+                model_timeline: self.model_timeline.clone(),
                 by: self.by,
             },
         }
@@ -134,6 +140,17 @@ mod tests {
             (o.format, o.analysis.by),
             (Format::Json, Some(RunFactor::Kernel))
         );
+        assert_eq!(o.analysis.model_timeline, None);
+        let o = parse(&[
+            "schedlab",
+            "report",
+            "--timeline-run",
+            "4",
+            "--model-timeline",
+            "sim.db",
+        ]);
+        assert_eq!(o.analysis.timeline_run, Some(4));
+        assert_eq!(o.analysis.model_timeline, Some(PathBuf::from("sim.db")));
     }
 
     #[test]

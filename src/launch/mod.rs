@@ -52,6 +52,8 @@ pub enum Outcome {
     /// Finished (ok, failed, timed out or skipped): store it, with its
     /// capture when the run was traced.
     Done(Box<RunRecord>, Option<Box<Capture>>),
+    /// Carried out by the model: store it with its predicted timeline.
+    Predicted(Box<RunRecord>, Box<crate::sim::Prediction>),
     /// The user stopped schedlab (signal number) while the run was going: its
     /// workers were killed and nothing is stored, so it runs again on resume.
     Interrupted(i32),

@@ -89,13 +89,30 @@ pub struct TaskStats {
     pub run_at_period: Option<(u64, u64)>,
 }
 
-/// One stretch of a task on a CPU.
+/// How a stretch of a task on a CPU ended, as the model knows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SegmentEnd {
+    /// Still runnable, taken off by a more important or more deserving
+    /// task (wake-up preemption, the slice or RR turn running out).
+    Preempted,
+    /// Still runnable, its class out of bandwidth: the RT run queue
+    /// throttled by `sched_rt_runtime_us`, or a DEADLINE task's runtime
+    /// spent until its replenishment (CBS).
+    Throttled,
+    /// Went to sleep (I/O, a timer, waiting for a peer).
+    Blocked,
+    Exited,
+}
+
+/// One stretch of a task on a CPU; `end` None: still running when the
+/// model stopped (the last worker exited, or the time limit).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Segment {
     pub cpu: u32,
     pub task: u32,
     pub start_ns: u64,
     pub end_ns: u64,
+    pub end: Option<SegmentEnd>,
 }
 
 /// What a simulation produced.
@@ -308,7 +325,7 @@ impl<'m> Engine<'m> {
 
     fn finish(mut self, timed_out: bool, stalled: bool) -> Outcome {
         for c in 0..self.cpus.len() {
-            self.close_segment(c);
+            self.close_segment(c, None);
         }
         if let Some(w) = self.wrr.as_mut() {
             for c in 0..self.cpus.len() {
@@ -649,8 +666,8 @@ impl<'m> Engine<'m> {
     }
 
     /// The running task `i` leaves the CPU without being runnable.
-    fn leave(&mut self, c: usize, i: usize) {
-        self.close_segment(c);
+    fn leave(&mut self, c: usize, i: usize, end: SegmentEnd) {
+        self.close_segment(c, Some(end));
         self.cpus[c].curr = None;
         self.cpus[c].switch_left = 0;
         self.cpus[c].resched = true;
@@ -663,7 +680,7 @@ impl<'m> Engine<'m> {
     }
 
     fn block(&mut self, c: usize, i: usize) {
-        self.leave(c, i);
+        self.leave(c, i, SegmentEnd::Blocked);
         self.tasks[i].state = State::Blocked;
         self.tasks[i].stats.nvcsw += 1;
         if let (SchedSpec::Wrr, Some(w)) = (self.tasks[i].sched, self.wrr.as_mut()) {
@@ -672,7 +689,7 @@ impl<'m> Engine<'m> {
     }
 
     fn exit(&mut self, c: usize, i: usize) {
-        self.leave(c, i);
+        self.leave(c, i, SegmentEnd::Exited);
         self.tasks[i].state = State::Exited;
         self.tasks[i].stats.exit_ns = Some(self.now);
         if let (SchedSpec::Wrr, Some(w)) = (self.tasks[i].sched, self.wrr.as_mut()) {
@@ -680,7 +697,7 @@ impl<'m> Engine<'m> {
         }
     }
 
-    fn close_segment(&mut self, c: usize) {
+    fn close_segment(&mut self, c: usize, end: Option<SegmentEnd>) {
         if let Some(i) = self.cpus[c].curr
             && self.now > self.cpus[c].seg_start
         {
@@ -689,6 +706,7 @@ impl<'m> Engine<'m> {
                 task: i as u32,
                 start_ns: self.cpus[c].seg_start,
                 end_ns: self.now,
+                end,
             });
         }
         self.cpus[c].seg_start = self.now;
@@ -806,7 +824,8 @@ impl<'m> Engine<'m> {
             return;
         }
         if let Some(p) = prev {
-            self.close_segment(c);
+            let end = self.preempted_end(c, p);
+            self.close_segment(c, Some(end));
             let t = &mut self.tasks[p];
             t.state = State::Runnable;
             t.runnable_since = self.now;
@@ -821,6 +840,22 @@ impl<'m> Engine<'m> {
             t.stats.wait_ns += self.now - t.runnable_since;
             t.stats.timeslices += 1;
             self.cpus[c].switch_left = self.m.context_switch_ns;
+        }
+    }
+
+    /// Why running task `p` leaves CPU `c` still runnable: its class out of
+    /// bandwidth (RT or WRR on a throttled run queue, a DEADLINE task
+    /// whose runtime is spent), else preempted.
+    fn preempted_end(&self, c: usize, p: usize) -> SegmentEnd {
+        let throttled = match self.tasks[p].sched {
+            SchedSpec::Rt { .. } | SchedSpec::Wrr => self.cpus[c].rt.throttled,
+            SchedSpec::Deadline { .. } => self.dl[p].is_some_and(|d| d.throttled),
+            SchedSpec::Fair { .. } => false,
+        };
+        if throttled {
+            SegmentEnd::Throttled
+        } else {
+            SegmentEnd::Preempted
         }
     }
 

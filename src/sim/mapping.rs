@@ -23,11 +23,16 @@ use super::task::{Burn, Cycle, Periodic, Ping, Program, Step};
 use super::wrr::WrrSim;
 
 /// A simulated run: the record the launcher would have stored, and the
-/// predicted per-CPU timeline (times after release, task = process index).
+/// predicted per-CPU timeline on the model's clock (from 0, before the
+/// release when an RT hog warms up first; task = process index).
 #[derive(Debug, Clone)]
 pub struct SimRun {
     pub record: RunRecord,
     pub timeline: Vec<Segment>,
+    /// When the workers were released (the record's times count from it).
+    pub release_ns: u64,
+    /// When the model stopped: the last worker's exit, or the time limit.
+    pub end_ns: u64,
 }
 
 /// The kernel release a simulated run's environment reports.
@@ -57,6 +62,8 @@ pub fn simulate(run: &Run, spec: &Spec, params: &ModelParams) -> SimRun {
     let skipped = |cpu_list: Vec<usize>, reason: String| SimRun {
         record: empty_record(run, &m, params, cpu_list, RunStatus::Skipped, reason),
         timeline: Vec::new(),
+        release_ns: 0,
+        end_ns: 0,
     };
     let cpus = match run.cpus.resolve(&allowed) {
         Ok(c) => c,
@@ -112,6 +119,8 @@ pub fn simulate(run: &Run, spec: &Spec, params: &ModelParams) -> SimRun {
                 return SimRun {
                     record: r,
                     timeline: Vec::new(),
+                    release_ns: 0,
+                    end_ns: 0,
                 };
             }
         }
@@ -494,17 +503,12 @@ impl BuildCtx<'_> {
                 serde_json::json!({ "mechanism": "model", "slices": out.wrr_rows.len() }),
             );
         }
-        let timeline = out
-            .timeline
-            .iter()
-            .filter(|s| s.end_ns > release_ns)
-            .map(|s| Segment {
-                start_ns: s.start_ns.saturating_sub(release_ns),
-                end_ns: s.end_ns - release_ns,
-                ..*s
-            })
-            .collect();
-        SimRun { record, timeline }
+        SimRun {
+            record,
+            timeline: out.timeline,
+            release_ns,
+            end_ns: out.end_ns,
+        }
     }
 }
 

@@ -9,8 +9,10 @@
 //! blocking I/O, periodic activations, wake-ups by a peer), [`eevdf`],
 //! [`rt`], [`deadline`] (with the fair server and admission) and [`wrr`]
 //! (driving `crate::wrr::policy` itself), one class each, [`engine`] (the
-//! event loop), [`mapping`] (run → tasks → record) and [`describe`] (the
-//! model's environment, parameters and each workload's figures).
+//! event loop), [`mapping`] (run → tasks → record), [`describe`] (the
+//! model's environment, parameters and each workload's figures) and
+//! [`timeline`] (the predicted per-CPU timeline as the store keeps a
+//! trace's slices).
 //!
 //! # What is modelled
 //!
@@ -59,11 +61,13 @@ pub mod machine;
 pub mod mapping;
 pub mod rt;
 pub mod task;
+pub mod timeline;
 pub mod wrr;
 
-pub use engine::Segment;
+pub use engine::{Segment, SegmentEnd};
 pub use machine::{CalibrationError, Knobs, Machine, ModelParams, WakeCosts};
 pub use mapping::{MODEL_RELEASE, SimRun, simulate};
+pub use timeline::Prediction;
 
 #[cfg(test)]
 mod tests;

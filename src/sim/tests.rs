@@ -2,7 +2,7 @@
 //! and the whole mapping (a spec's run in, a record out). Every expected
 //! number is derived in the test's comment.
 
-use super::engine::{Engine, Outcome, SchedSpec, Segment, TaskSpec};
+use super::engine::{Engine, Outcome, SchedSpec, Segment, SegmentEnd, TaskSpec};
 use super::machine::{Machine, ModelParams};
 use super::task::{Burn, Program};
 use super::{eevdf::FairKind, simulate};
@@ -89,6 +89,12 @@ fn two_nice0_tasks_take_3ms_turns() {
     }
     want.push((1, 57, 60));
     assert_eq!(segments_ms(&out), want);
+    // Every turn but each task's last (18 of 20) ends preempted; the
+    // last, exited.
+    let ends: Vec<Option<SegmentEnd>> = out.timeline.iter().map(|s| s.end).collect();
+    let mut want_ends = vec![Some(SegmentEnd::Preempted); 18];
+    want_ends.extend([Some(SegmentEnd::Exited), Some(SegmentEnd::Exited)]);
+    assert_eq!(ends, want_ends);
     let [a, b] = [&out.stats[0], &out.stats[1]];
     assert_eq!((a.exit_ns, b.exit_ns), (Some(57 * MS), Some(60 * MS)));
     assert_eq!((a.timeslices, b.timeslices), (10, 10));
@@ -248,6 +254,32 @@ fn a_throttled_hog_gets_95_percent() {
         .map(|s| (s.start_ns / MS, s.end_ns / MS))
         .collect();
     assert_eq!(hog, [(0, 951), (1000, 1950), (2000, 2950)]);
+    // The hog's turns all end throttled (the last at 2950 ms, before the
+    // worker exits at 3 s). The worker's turns end preempted by the
+    // unthrottled hog at 1 s and 2 s, its last exited.
+    let ends = |task: u32| -> Vec<Option<SegmentEnd>> {
+        out.timeline
+            .iter()
+            .filter(|s| s.task == task)
+            .map(|s| s.end)
+            .collect()
+    };
+    assert_eq!(
+        ends(0),
+        [
+            Some(SegmentEnd::Throttled),
+            Some(SegmentEnd::Throttled),
+            Some(SegmentEnd::Throttled)
+        ]
+    );
+    assert_eq!(
+        ends(1),
+        [
+            Some(SegmentEnd::Preempted),
+            Some(SegmentEnd::Preempted),
+            Some(SegmentEnd::Exited)
+        ]
+    );
     assert_eq!(out.stats[0].run_ns, 2851 * MS);
     assert_eq!(out.stats[1].run_ns, 149 * MS);
 }

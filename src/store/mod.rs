@@ -249,8 +249,8 @@ const EXPORT_SQL: &str = "SELECT c.id AS campaign, c.name AS campaign_name, r.id
      LEFT JOIN processes p ON p.run_id = r.id
      LEFT JOIN latency l ON l.run_id = p.run_id AND l.process_index = p.process_index
          AND l.is_primary = 1
-     LEFT JOIN trace_captures tc ON tc.run_id = r.id
-     LEFT JOIN trace_processes tp ON tp.run_id = p.run_id AND tp.tgid = p.pid
+     LEFT JOIN trace_captures tc ON tc.run_id = r.id AND tc.source = 'kernel'
+     LEFT JOIN trace_processes tp ON tp.run_id = tc.run_id AND tp.tgid = p.pid
      WHERE ?1 IS NULL OR c.id = ?1
      ORDER BY c.id, r.seq, r.id, p.process_index";
 

@@ -339,6 +339,14 @@ pub const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE trace_captures ADD COLUMN derived BLOB;
     "#,
+    // 12: who a capture is from: 'kernel' (a traced run's events) or
+    // 'model' (a simulated run's predicted timeline, sim::timeline: slices
+    // with no events, kept in the derivation blob of migration 11, where a
+    // model's slice may end 'throttled'). Older captures are all the
+    // kernel's.
+    r#"
+    ALTER TABLE trace_captures ADD COLUMN source TEXT NOT NULL DEFAULT 'kernel';
+    "#,
 ];
 
 #[cfg(test)]
@@ -455,5 +463,32 @@ mod tests {
             .query_row("SELECT count(*) FROM trace_slices", [], |r| r.get(0))
             .unwrap();
         assert_eq!(n, 1);
+    }
+
+    /// Migration 12 adds `trace_captures.source`, 'kernel' in captures
+    /// stored before it.
+    #[test]
+    fn migration_12_marks_older_captures_as_the_kernel_s() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        conn.execute_batch("PRAGMA foreign_keys = OFF").unwrap();
+        let at = super::MIGRATIONS
+            .iter()
+            .position(|m| m.contains("ADD COLUMN source"))
+            .unwrap();
+        assert_eq!(at, 11);
+        for m in &super::MIGRATIONS[..at] {
+            conn.execute_batch(m).unwrap();
+        }
+        conn.execute_batch(
+            "INSERT INTO trace_captures (run_id, start_ns, end_ns, cpus, lost_events, mismatched_switches,
+                 unusable, event_count, events)
+             VALUES (1, 0, 1, '[0]', 0, 0, 0, 0, x'')",
+        )
+        .unwrap();
+        conn.execute_batch(super::MIGRATIONS[at]).unwrap();
+        let v: String = conn
+            .query_row("SELECT source FROM trace_captures", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(v, "kernel");
     }
 }

@@ -7,6 +7,10 @@
 //! for the report and the export. Captures stored before the derivation
 //! blob (schema migration 11) keep their slices, wake-ups and repairs as
 //! rows, read from there.
+//! A simulated run's predicted timeline is stored the same way under a
+//! capture marked `source = 'model'`, with no events: loading its capture
+//! (the trace export) refuses, and the export's trace columns are the
+//! kernel's only.
 
 use anyhow::{Context, Result, bail};
 use rusqlite::{OptionalExtension, Transaction, params};
@@ -34,6 +38,11 @@ pub struct TraceInfo {
     pub event_count: u64,
     /// What the trace is judged by (repairs, refusals, unattributed time).
     pub verdict: Verdict,
+    /// The model's predicted timeline of a simulated run (`source =
+    /// 'model'`): slices without kernel events.
+    pub predicted: bool,
+    /// When the workers were released, on the trace's clock (if known).
+    pub release_ns: Option<u64>,
 }
 
 impl TraceInfo {
@@ -62,8 +71,17 @@ fn end_from_name(name: &str) -> Option<SwitchEnd> {
         "yielded" => SwitchEnd::Yielded,
         "blocked" => SwitchEnd::Blocked,
         "exited" => SwitchEnd::Exited,
+        "throttled" => SwitchEnd::Throttled,
         _ => return None,
     })
+}
+
+/// `trace_captures.source` of the model's predicted timelines (else
+/// 'kernel').
+const MODEL: &str = "model";
+
+fn source_name(predicted: bool) -> &'static str {
+    if predicted { MODEL } else { "kernel" }
 }
 
 fn u(v: i64) -> u64 {
@@ -136,8 +154,8 @@ impl Store {
         tx.execute(
             "INSERT INTO trace_captures (run_id, start_ns, end_ns, cpus, lost_events, mismatched_switches,
                  unusable, event_count, events, release_ns, repaired_switches, refused_switches,
-                 unattributed_ns, oncpu_ns, unusable_reason, derived)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+                 unattributed_ns, oncpu_ns, unusable_reason, derived, source)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
             params![
                 run_id,
                 i(cap.start_ns),
@@ -155,6 +173,7 @@ impl Store {
                 i(verdict.oncpu_ns),
                 verdict.reason(),
                 derived_blob::encode(&d.slices, &d.wakeups, &d.repairs),
+                source_name(trace.predicted),
             ],
         )
         .with_context(ctx)?;
@@ -233,8 +252,8 @@ impl Store {
     /// The capture stored for a run, as it was saved.
     pub fn load_trace(&self, run_id: i64) -> Result<Capture> {
         let mut stmt = self.conn.prepare(
-            "SELECT start_ns, end_ns, cpus, lost_events, events, release_ns FROM trace_captures
-             WHERE run_id = ?1",
+            "SELECT start_ns, end_ns, cpus, lost_events, events, release_ns, source
+             FROM trace_captures WHERE run_id = ?1",
         )?;
         let cols = Columns::of(&stmt)?;
         let row = stmt
@@ -247,13 +266,21 @@ impl Store {
                     n.get::<i64>("lost_events")?,
                     n.get::<Vec<u8>>("events")?,
                     n.get::<Option<i64>>("release_ns")?,
+                    n.get::<String>("source")?,
                 ))
             })
             .optional()
             .with_context(|| format!("reading the trace of run {run_id}"))?;
-        let Some((start_ns, end_ns, cpus, lost_events, events, release_ns)) = row else {
+        let Some((start_ns, end_ns, cpus, lost_events, events, release_ns, source)) = row else {
             bail!("run {run_id} has no trace (it was not run with --trace)");
         };
+        if source == MODEL {
+            bail!(
+                "run {run_id} was simulated (schedlab simulate): its timeline is the model's prediction, \
+                 not a kernel trace, and has no kernel events to load or export; `schedlab report \
+                 --timeline-run {run_id}` draws it"
+            );
+        }
         let events =
             blob::decode(&events).with_context(|| format!("run {run_id}: trace events"))?;
         let cpus: Vec<u32> =
@@ -285,7 +312,8 @@ impl Store {
     fn trace_infos(&self, sql_filter: &str, arg: i64) -> Result<Vec<TraceInfo>> {
         let mut stmt = self.conn.prepare(&format!(
             "SELECT t.run_id, t.start_ns, t.end_ns, t.cpus, t.lost_events, t.mismatched_switches, t.unusable,
-                    t.event_count, t.repaired_switches, t.refused_switches, t.unattributed_ns, t.oncpu_ns
+                    t.event_count, t.repaired_switches, t.refused_switches, t.unattributed_ns, t.oncpu_ns,
+                    t.source, t.release_ns
              FROM trace_captures t JOIN runs r ON r.id = t.run_id
              WHERE {sql_filter} ORDER BY r.seq, r.id"
         ))?;
@@ -320,6 +348,8 @@ impl Store {
                         unusable: n.get::<bool>("unusable")? || verdict.unusable(),
                         event_count: n.u64("event_count")?,
                         verdict,
+                        predicted: n.get::<String>("source")? == MODEL,
+                        release_ns: n.opt_u64("release_ns")?,
                     },
                     n.get::<String>("cpus")?,
                 ))
@@ -361,6 +391,32 @@ impl Store {
                 .with_context(|| format!("run {run_id}: trace slices and wake-ups"))
         })
         .transpose()
+    }
+
+    /// The run key of a run (its condition and repetition), None when
+    /// there is no such run.
+    pub fn run_key(&self, run_id: i64) -> Result<Option<String>> {
+        self.conn
+            .query_row("SELECT run_key FROM runs WHERE id = ?1", [run_id], |r| {
+                r.get(0)
+            })
+            .optional()
+            .with_context(|| format!("reading run {run_id}"))
+    }
+
+    /// The latest ok run with this run key whose timeline is the model's
+    /// prediction, None when there is none.
+    pub fn predicted_run(&self, run_key: &str) -> Result<Option<i64>> {
+        self.conn
+            .query_row(
+                "SELECT r.id FROM runs r JOIN trace_captures t ON t.run_id = r.id
+                 WHERE r.run_key = ?1 AND r.status = 'ok' AND t.source = ?2
+                 ORDER BY r.campaign_id DESC, r.id DESC LIMIT 1",
+                params![run_key, MODEL],
+                |r| r.get(0),
+            )
+            .optional()
+            .with_context(|| format!("looking for the simulated run {run_key}"))
     }
 
     /// A run's slices, by CPU then start; with a window (ns, CLOCK_MONOTONIC),
@@ -738,6 +794,8 @@ mod tests {
                 SwitchEnd::Yielded => "yielded",
                 SwitchEnd::Blocked => "blocked",
                 SwitchEnd::Exited => "exited",
+                // Not in the rows' CHECK: the model's slices came with the blob.
+                SwitchEnd::Throttled => unreachable!("no kernel trace ends a slice throttled"),
             });
             c.execute(
                 "INSERT INTO trace_slices (run_id, pid, cpu, start_ns, end_ns, end_reason, start_clipped,
@@ -856,6 +914,66 @@ mod tests {
         store.save_trace(run, &Analysed::new(&cap, &[])).unwrap();
         assert!(store.stored_derivation(run).unwrap().is_some());
         assert_eq!((read(&store), store.trace_wakeups(run).unwrap()), from_blob);
+    }
+
+    #[test]
+    fn a_predicted_timeline_is_stored_as_the_model_s_and_has_no_events_to_load() {
+        let (_dir, mut store, run) = store_with_run();
+        let pid: i32 = store
+            .conn
+            .query_row(
+                "SELECT pid FROM processes WHERE run_id = ?1 ORDER BY process_index LIMIT 1",
+                [run],
+                |r| r.get(0),
+            )
+            .unwrap();
+        // No events: the model's slices are given, not derived.
+        let mut cap = capture(0, 10_000_000, &[pid], Vec::new());
+        cap.release_ns = Some(0);
+        let slice = |start_ns, end_ns, end| Slice {
+            pid,
+            cpu: 0,
+            start_ns,
+            end_ns,
+            end,
+            start_clipped: false,
+            start_repaired: false,
+            end_repaired: false,
+        };
+        let derived = crate::trace::derive::Derived {
+            slices: vec![
+                slice(0, 4_000_000, Some(SwitchEnd::Throttled)),
+                slice(6_000_000, 9_000_000, Some(SwitchEnd::Exited)),
+            ],
+            ..Default::default()
+        };
+        let a = Analysed::predicted(&cap, derived.clone(), &[]);
+        store.save_trace(run, &a).unwrap();
+        assert_eq!(store.trace_slices(run, None).unwrap(), derived.slices);
+        let info = store.trace_info(run).unwrap().unwrap();
+        assert!(info.predicted && !info.unusable && info.caveat().is_none());
+        assert_eq!(info.event_count, 0);
+        let t = store.run_trace(run).unwrap().unwrap();
+        assert_eq!(t.processes[0].oncpu_ns, 7_000_000);
+        assert_eq!((t.processes[0].preempted, t.processes[0].voluntary), (1, 1));
+        // Its capture has no kernel events: loading it (the trace export) refuses.
+        let e = format!("{:#}", store.load_trace(run).unwrap_err());
+        assert!(
+            e.contains("simulated") && e.contains("--timeline-run"),
+            "{e}"
+        );
+        // The export's trace columns are the kernel's only.
+        let rows = store.export_rows(None).unwrap();
+        assert!(
+            rows.iter()
+                .filter(|r| r.run == run)
+                .all(|r| r.trace.is_none())
+        );
+        // A kernel capture stored over it is the kernel's again.
+        store
+            .save_trace(run, &Analysed::new(&sample(), &[]))
+            .unwrap();
+        assert!(!store.trace_info(run).unwrap().unwrap().predicted);
     }
 
     #[test]

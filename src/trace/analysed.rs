@@ -1,8 +1,10 @@
 //! A capture with everything the store keeps beside it: the slices and
 //! wake-ups derived from its events ([`super::derive`]), each process's
 //! figures (with those inside its worker's own window, when known) and
-//! each CPU's ([`super::summary`]). Pure: computed before the store's
-//! write transaction opens, so that the store only persists.
+//! each CPU's ([`super::summary`]); or the model's prediction of a run
+//! (a capture without events and the slices the model gives), summarised
+//! the same way. Pure: computed before the store's write transaction
+//! opens, so that the store only persists.
 
 use super::derive::{Derived, derive};
 use super::event::Capture;
@@ -21,13 +23,33 @@ pub struct Analysed<'a> {
     pub cpus: Vec<CpuTrace>,
     /// Whether the trace can be used, and what its repairs cost.
     pub verdict: Verdict,
+    /// The model's prediction (`schedlab simulate`), not a kernel trace.
+    pub predicted: bool,
 }
 
 impl<'a> Analysed<'a> {
     /// Derive everything from `capture`; `windows` are the workers' own
     /// windows on the trace's clock (none: no process has one).
     pub fn new(capture: &'a Capture, windows: &[WorkWindow]) -> Analysed<'a> {
-        let derived = derive(capture);
+        Analysed::summarise(capture, derive(capture), windows, false)
+    }
+
+    /// The model's prediction of a run: its slices as the model gives
+    /// them, summarised as a trace's; `windows` each worker's own.
+    pub fn predicted(
+        capture: &'a Capture,
+        derived: Derived,
+        windows: &[WorkWindow],
+    ) -> Analysed<'a> {
+        Analysed::summarise(capture, derived, windows, true)
+    }
+
+    fn summarise(
+        capture: &'a Capture,
+        derived: Derived,
+        windows: &[WorkWindow],
+        predicted: bool,
+    ) -> Analysed<'a> {
         let processes = summary::processes(capture, &derived)
             .into_iter()
             .map(|p| {
@@ -46,6 +68,7 @@ impl<'a> Analysed<'a> {
             processes,
             cpus,
             verdict,
+            predicted,
         }
     }
 

@@ -37,6 +37,8 @@ fn end_name(end: Option<SwitchEnd>) -> &'static str {
         Some(SwitchEnd::Yielded) => "runnable",
         Some(SwitchEnd::Blocked) => "blocked",
         Some(SwitchEnd::Exited) => "exited",
+        // Never from a kernel capture (only the model's timelines say so).
+        Some(SwitchEnd::Throttled) => "throttled",
         None => "window end",
     }
 }

@@ -367,7 +367,9 @@ pub fn derive(cap: &Capture) -> Derived {
                 state.insert(
                     prev_pid,
                     match how {
-                        SwitchEnd::Preempted | SwitchEnd::Yielded => State::Runnable,
+                        SwitchEnd::Preempted | SwitchEnd::Yielded | SwitchEnd::Throttled => {
+                            State::Runnable
+                        }
                         SwitchEnd::Blocked | SwitchEnd::Exited => State::Blocked,
                     },
                 );

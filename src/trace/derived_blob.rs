@@ -81,6 +81,8 @@ fn pack_flags(s: &Slice) -> u8 {
         Some(SwitchEnd::Yielded) => 2,
         Some(SwitchEnd::Blocked) => 3,
         Some(SwitchEnd::Exited) => 4,
+        // Only the model's predicted timelines end a slice so.
+        Some(SwitchEnd::Throttled) => 5,
     };
     let mark = |on: bool, bit: u8| if on { bit } else { 0 };
     end | mark(s.start_clipped, START_CLIPPED)
@@ -95,6 +97,7 @@ fn unpack_end(flags: u8) -> Result<Option<SwitchEnd>> {
         2 => Some(SwitchEnd::Yielded),
         3 => Some(SwitchEnd::Blocked),
         4 => Some(SwitchEnd::Exited),
+        5 => Some(SwitchEnd::Throttled),
         n => bail!("corrupt trace derivation blob: slice end reason {n}"),
     })
 }
@@ -252,6 +255,7 @@ mod tests {
             Some(SwitchEnd::Yielded),
             Some(SwitchEnd::Blocked),
             Some(SwitchEnd::Exited),
+            Some(SwitchEnd::Throttled),
         ]
         .into_iter()
         .enumerate()

@@ -80,6 +80,10 @@ pub enum SwitchEnd {
     Blocked,
     /// The task died (`X` / `Z`).
     Exited,
+    /// Still runnable, its class out of bandwidth (RT throttling, a
+    /// DEADLINE task's spent runtime). Only the model says so: a kernel
+    /// trace shows such a switch as `Preempted`. Involuntary in rusage.
+    Throttled,
 }
 
 impl SwitchEnd {

@@ -134,7 +134,8 @@ pub fn processes(cap: &Capture, d: &Derived) -> Vec<ProcessTrace> {
             p.slice_ns.record_ns(s.len_ns());
         }
         match s.end {
-            Some(SwitchEnd::Preempted) => p.preempted += 1,
+            // Throttling (only the model's) takes the CPU as a preemption.
+            Some(SwitchEnd::Preempted | SwitchEnd::Throttled) => p.preempted += 1,
             Some(SwitchEnd::Yielded) => p.yielded += 1,
             Some(SwitchEnd::Blocked | SwitchEnd::Exited) => p.voluntary += 1,
             None => {}

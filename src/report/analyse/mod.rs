@@ -95,6 +95,10 @@ pub struct Options {
     /// The part of its trace drawn (default: the first
     /// [`crate::report::sections::details::DEFAULT_WINDOW_NS`]).
     pub timeline_window: Option<crate::report::window::TimeWindow>,
+    /// A simulated database whose run of the timeline run's condition and
+    /// repetition is drawn beside it, the model's prediction
+    /// (`--model-timeline`).
+    pub model_timeline: Option<std::path::PathBuf>,
     /// Report every campaign of the campaign's spec, from any host, with
     /// the host or kernel as a factor (`--by`).
     pub by: Option<RunFactor>,
@@ -110,6 +114,7 @@ impl Default for Options {
             gantt_run: None,
             timeline_run: None,
             timeline_window: None,
+            model_timeline: None,
             by: None,
         }
     }

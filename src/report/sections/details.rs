@@ -1,12 +1,13 @@
 //! The stored details of runs that some sections show beyond the analysis
 //! (resolved plan entries, every process row, WRR slices, kernel traces and
-//! their timelines, one run's or a set's over one span):
+//! their timelines, one run's or a set's over one span, and beside one the
+//! model's prediction of its run from a simulated database):
 //! which runs a
 //! section asks for ([`Needs`]), and those details read once through the
 //! store as plain data ([`RunDetails`]), so that preparing a section is a
 //! pure function of loaded data.
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -28,6 +29,9 @@ pub const MAX_TIMELINE_SLICES: usize = 20_000;
 pub struct TimelineNeed {
     pub run: Option<i64>,
     pub window: Option<TimeWindow>,
+    /// A simulated database whose prediction of the timeline run (same run
+    /// key: condition and repetition) is drawn beside it.
+    pub model_db: Option<std::path::PathBuf>,
 }
 
 /// The slices of one traced run in a window, for its timeline.
@@ -107,6 +111,9 @@ pub struct RunDetails {
     /// The traced ok runs' figures, in run order.
     pub traces: Vec<RunTrace>,
     pub timeline: Option<Timeline>,
+    /// The model's prediction of the timeline's run, over the same stretch
+    /// after the release (when [`TimelineNeed::model_db`] asks for it).
+    pub model_timeline: Option<Timeline>,
     /// One per [`Needs::timeline_sets`] (None: no usable traced run).
     pub timeline_sets: Vec<Option<TimelineSet>>,
 }
@@ -161,6 +168,10 @@ impl RunDetails {
             }
             if let Some(need) = &needs.timeline {
                 d.timeline = timeline(store, &d.traces, need, &needs.traces_of)?;
+                if let Some(db) = &need.model_db {
+                    d.model_timeline =
+                        Some(model_twin(store, d.timeline.as_ref(), need.window, db)?);
+                }
             }
             for need in &needs.timeline_sets {
                 let set = match choose_set(&need.choices, &d.traces) {
@@ -239,6 +250,55 @@ fn timeline(
         },
     };
     load_window(store, info, window, need.run.is_some()).map(Some)
+}
+
+/// The model's prediction of `traced`'s run from the simulated database
+/// `db`: its latest simulated run with the same run key, over the window
+/// asked for (default: the first [`DEFAULT_WINDOW_NS`]) counted from the
+/// workers' release as in the trace (a trace starts some time before it;
+/// the model at 0, or a period before it when an RT hog warms up), up to
+/// the simulated run's end: a prediction longer or shorter than the
+/// traced run is shown as far as it goes.
+fn model_twin(
+    store: &Store,
+    traced: Option<&Timeline>,
+    asked: Option<TimeWindow>,
+    db: &std::path::Path,
+) -> Result<Timeline> {
+    let shown = crate::out::path(db);
+    let Some(traced) = traced else {
+        bail!(
+            "--model-timeline {shown}: the campaign has no traced run whose timeline it could be drawn beside"
+        );
+    };
+    let run = traced.info.run_id;
+    let key = store
+        .run_key(run)?
+        .ok_or_else(|| anyhow::anyhow!("run {run} vanished from the database"))?;
+    let twin = Store::open_existing(db).with_context(|| format!("--model-timeline {shown}"))?;
+    let Some(id) = twin.predicted_run(&key)? else {
+        bail!(
+            "--model-timeline {shown}: no simulated ok run of run {run}'s condition and repetition ({key}); \
+             `schedlab simulate SPEC --db {shown}` with the spec of run {run}'s campaign makes one"
+        );
+    };
+    let info = twin
+        .trace_info(id)?
+        .ok_or_else(|| anyhow::anyhow!("--model-timeline {shown}: run {id} has no timeline"))?;
+    let since = |i: &TraceInfo| i.release_ns.map_or(0, |r| r.saturating_sub(i.start_ns));
+    let (from_traced, from_model) = (since(&traced.info), since(&info));
+    let shift = |t: u64| (t + from_model).saturating_sub(from_traced);
+    let asked = asked.unwrap_or(TimeWindow {
+        from_ns: 0,
+        to_ns: DEFAULT_WINDOW_NS,
+    });
+    let len_ns = info.end_ns.saturating_sub(info.start_ns).max(1);
+    let from_ns = shift(asked.from_ns).min(len_ns - 1);
+    let window = TimeWindow {
+        from_ns,
+        to_ns: shift(asked.to_ns).clamp(from_ns + 1, len_ns),
+    };
+    load_window(&twin, info, window, true)
 }
 
 /// The slices, repairs and tasks of a traced run in `window`.

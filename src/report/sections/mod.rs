@@ -115,7 +115,11 @@ pub fn sections_for(opts: &Options) -> Vec<Box<dyn Section>> {
         Box::new(RtBandwidthSection::default()),
         Box::new(MatmulSection::default()),
         Box::new(LatencySection::default()),
-        Box::new(TraceSection::new(opts.timeline_run, opts.timeline_window)),
+        Box::new(TraceSection::with_model(
+            opts.timeline_run,
+            opts.timeline_window,
+            opts.model_timeline.clone(),
+        )),
         Box::new(ExtSchedulersSection::default()),
         Box::new(ModelSection::default()),
         Box::new(ComparisonsSection),

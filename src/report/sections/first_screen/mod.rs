@@ -130,13 +130,21 @@ impl FirstScreenSection {
                     .iter()
                     .filter(|g| g.key.workload == workload)
                     .nth(set.choice);
-                let text = format!(
-                    "who held each CPU in {}: {runs}, over the first {} of each run's trace (the Kernel trace \
-                     section has the figures; `schedlab report --timeline-run N --window FROM..TO` draws any \
-                     traced run in detail).",
-                    group.map_or(workload, |g| g.label.as_str()),
-                    crate::units::format_ns(set.span_ns),
-                );
+                let group = group.map_or(workload, |g| g.label.as_str());
+                let span = crate::units::format_ns(set.span_ns);
+                let text = if panels.iter().all(|p| p.timeline.info.predicted) {
+                    format!(
+                        "who holds each CPU in the model's prediction (not a kernel trace) for {group}: {runs}, \
+                         over the first {span} of each simulated run (the Predicted timeline section has the \
+                         figures; `schedlab report --timeline-run N --window FROM..TO` draws any run in detail)."
+                    )
+                } else {
+                    format!(
+                        "who held each CPU in {group}: {runs}, over the first {span} of each run's trace (the \
+                         Kernel trace section has the figures; `schedlab report --timeline-run N --window \
+                         FROM..TO` draws any traced run in detail)."
+                    )
+                };
                 let chart = picture::timelines(workload, &panels, set.span_ns);
                 (
                     Some(Figure {

@@ -81,6 +81,9 @@ pub fn timelines(workload: &str, panels: &[Panel], span_ns: u64) -> GanttChart {
     let mut workers = 0usize;
     let mut others = false;
     let mut notes = Vec::new();
+    // A simulated campaign's timelines are the model's (their processes
+    // have no pid: the timeline names them by index).
+    let predicted = !panels.is_empty() && panels.iter().all(|p| p.timeline.info.predicted);
     for p in panels {
         let t = p.timeline;
         let origin = t.info.start_ns + t.window.from_ns;
@@ -104,18 +107,31 @@ pub fn timelines(workload: &str, panels: &[Panel], span_ns: u64) -> GanttChart {
         for s in &t.slices {
             let Some(row) = row_of(s.cpu) else { continue };
             let pid = tgid.get(&s.pid).copied().unwrap_or(s.pid);
-            let proc = p.processes.iter().find(|r| r.pid == pid);
+            let proc = if t.info.predicted {
+                p.processes
+                    .iter()
+                    .find(|r| crate::sim::timeline::task_id(r.index) == pid)
+            } else {
+                p.processes.iter().find(|r| r.pid == pid)
+            };
+            let pid_text = |r: &crate::record::ProcessRecord| {
+                if t.info.predicted {
+                    "(simulated)".to_string()
+                } else {
+                    format!("(pid {})", r.pid)
+                }
+            };
             let (who, colour) = match proc {
                 Some(r) if r.role == "worker" => {
                     workers = workers.max(r.index as usize + 1);
                     (
-                        format!("process {} (pid {pid})", r.index + 1),
+                        format!("process {} {}", r.index + 1, pid_text(r)),
                         PALETTE[r.index as usize % PALETTE.len()],
                     )
                 }
                 Some(r) => {
                     others = true;
-                    (format!("{} (pid {pid})", r.role), OTHER_COLOUR)
+                    (format!("{} {}", r.role, pid_text(r)), OTHER_COLOUR)
                 }
                 None => {
                     others = true;
@@ -178,21 +194,37 @@ pub fn timelines(workload: &str, panels: &[Panel], span_ns: u64) -> GanttChart {
             kind: "first-timelines",
             id: super::super::chart_id(&["first-timelines", workload]),
             data: vec![("workload", workload.to_string()), ("runs", runs.join(" "))],
-            title: format!(
-                "{workload}: who held each CPU, one run per policy, first {} of each trace",
-                crate::units::format_ns(span_ns)
-            ),
+            title: if predicted {
+                format!(
+                    "{workload}: who holds each CPU in the model's prediction, one run per policy, first {} \
+                     of each simulated run",
+                    crate::units::format_ns(span_ns)
+                )
+            } else {
+                format!(
+                    "{workload}: who held each CPU, one run per policy, first {} of each trace",
+                    crate::units::format_ns(span_ns)
+                )
+            },
             y_label: String::new(),
-            x_label: "ms after the run's trace began".into(),
+            x_label: if predicted {
+                "ms after the simulated run began".into()
+            } else {
+                "ms after the run's trace began".into()
+            },
         },
         rows,
         bars,
         x_max: span_ns as f64 / 1e6,
-        note: std::iter::once(
+        note: std::iter::once(if predicted {
+            "The model's prediction (schedlab simulate), not a kernel trace: one bar per slice the model gives \
+             a process, coloured by process; gaps: the CPU idle in the model."
+                .to_string()
+        } else {
             "One bar per slice, from sched_switch in to sched_switch out, coloured by process; gaps: the CPU \
              idle or running other programs."
-                .to_string(),
-        )
+                .to_string()
+        })
         .chain(notes)
         .collect::<Vec<_>>()
         .join(" "),

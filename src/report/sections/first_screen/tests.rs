@@ -16,6 +16,8 @@ fn info(run_id: i64, unusable: bool) -> RunTrace {
             unusable,
             event_count: 1,
             verdict: Default::default(),
+            predicted: false,
+            release_ns: None,
         },
         processes: Vec::new(),
         cpus: Vec::new(),

@@ -3,7 +3,10 @@
 //! slices ended, migrations, the trace's wake-up-to-run latency beside the
 //! workload's own latency, the agreement of each traced process with the
 //! kernel's counters, and a per-CPU timeline of one run. Runs whose trace
-//! lost events are listed and left out.
+//! lost events are listed and left out. A simulated campaign's runs carry
+//! the model's predicted timelines in the same tables: shown the same way,
+//! each saying it is the model's, without the comparison with counters
+//! (the model's both).
 
 mod timeline;
 
@@ -30,6 +33,10 @@ pub struct TraceSection {
     timeline: Option<(TimelineSummary, crate::report::svg::GanttChart)>,
     /// The timeline run's CPUs: utilisation of the traced window and gaps.
     cpus: Vec<CpuRow>,
+    /// Of the traced runs, those whose timeline is the model's prediction.
+    predicted_runs: usize,
+    /// The model's prediction of the timeline's run (`--model-timeline`).
+    model: Option<(TimelineSummary, crate::report::svg::GanttChart)>,
 }
 
 /// One CPU of the timeline's run.
@@ -70,8 +77,22 @@ impl TraceSection {
         run: Option<i64>,
         window: Option<crate::report::window::TimeWindow>,
     ) -> TraceSection {
+        TraceSection::with_model(run, window, None)
+    }
+
+    /// The same, with the model's prediction of the timeline's run from
+    /// the simulated database `model_db` drawn under it.
+    pub fn with_model(
+        run: Option<i64>,
+        window: Option<crate::report::window::TimeWindow>,
+        model_db: Option<std::path::PathBuf>,
+    ) -> TraceSection {
         TraceSection {
-            timeline_need: TimelineNeed { run, window },
+            timeline_need: TimelineNeed {
+                run,
+                window,
+                model_db,
+            },
             ..TraceSection::default()
         }
     }
@@ -211,13 +232,63 @@ fn histogram(a: &Analysis, group: usize, conds: &[&ConditionTrace]) -> Option<Ba
     })
 }
 
+/// What the model's timeline drawn under the traced one shows.
+fn twin_caption(traced: &TimelineSummary, model: &TimelineSummary) -> String {
+    format!(
+        "Under run {}: the model's predicted timeline of the same condition and repetition (simulated run {} \
+         of the --model-timeline database; schedlab simulate, not a kernel trace), {} of its {} simulated run, \
+         counted from the workers' release as run {}'s {} of its {} trace (each as far as it goes).",
+        traced.run_id,
+        model.run_id,
+        super::details::window_text(&model.window),
+        crate::units::format_ns(model.trace_ns),
+        traced.run_id,
+        super::details::window_text(&traced.window),
+        crate::units::format_ns(traced.trace_ns),
+    )
+}
+
+/// What the timeline figure shows, and how to draw another.
+fn timeline_caption(s: &TimelineSummary) -> String {
+    let which = match (s.chosen, s.predicted) {
+        (true, _) => " (chosen)",
+        (false, false) => ", the first traced run",
+        (false, true) => ", the first simulated run",
+    };
+    if s.predicted {
+        format!(
+            "Run {}{}: the model's predicted timeline (schedlab simulate), not a kernel trace: {} of its {} \
+             simulated run. `schedlab report --timeline-run N --window FROM..TO` draws another run or stretch.",
+            s.run_id,
+            which,
+            super::details::window_text(&s.window),
+            crate::units::format_ns(s.trace_ns),
+        )
+    } else {
+        format!(
+            "Run {}{}: {} of its {} trace. `schedlab report --timeline-run N --window FROM..TO` draws another \
+             run or stretch.{}",
+            s.run_id,
+            which,
+            super::details::window_text(&s.window),
+            crate::units::format_ns(s.trace_ns),
+            s.caveat.as_ref().map_or(String::new(), |c| format!(" {c}"))
+        )
+    }
+}
+
 impl Section for TraceSection {
     fn id(&self) -> &'static str {
         "trace"
     }
 
     fn title(&self) -> &'static str {
-        "Kernel trace"
+        // Known once prepared (rendering comes after).
+        if self.data.traced_runs > 0 && self.predicted_runs == self.data.traced_runs {
+            "Predicted timeline (the model's, not a kernel trace)"
+        } else {
+            "Kernel trace"
+        }
     }
 
     fn needs(&self, a: &Analysis) -> Needs {
@@ -230,6 +301,11 @@ impl Section for TraceSection {
 
     fn prepare(&mut self, a: &Analysis, details: RunDetails) -> Result<()> {
         self.data = analyse(a, &details.traces, &details.processes, &details.latency);
+        self.predicted_runs = details.traces.iter().filter(|t| t.info.predicted).count();
+        self.model = details
+            .model_timeline
+            .as_ref()
+            .map(|t| (timeline::summary(t), timeline::chart(t)));
         self.timeline = details
             .timeline
             .as_ref()
@@ -248,16 +324,37 @@ impl Section for TraceSection {
 
     fn blocks(&self, a: &Analysis) -> Vec<Block> {
         let d = &self.data;
-        let mut b = vec![Block::p(format!(
-            "{} of the campaign {} traced by the kernel (sched_switch, sched_waking, sched_wakeup_new, \
+        let all_predicted = self.predicted_runs == d.traced_runs;
+        let mut b = vec![if all_predicted {
+            Block::p(format!(
+                "{} of the campaign {} simulated (schedlab simulate): each has the model's predicted \
+                 timeline, not a kernel trace. The model's slices are summarised as a trace's: a slice runs from \
+                 a process's switch-in to its switch-out on that CPU as the model schedules it (ended preempted, \
+                 throttled, blocked or exited). The model records no wake-up stamps, and its counters are its \
+                 own, so there is no comparison with them.",
+                plural(d.traced_runs, "ok run", "ok runs"),
+                if d.traced_runs == 1 { "was" } else { "were" },
+            ))
+        } else {
+            Block::p(format!(
+                "{} of the campaign {} traced by the kernel (sched_switch, sched_waking, sched_wakeup_new, \
              sched_migrate_task, sched_process_exit, sched_process_fork over the measured window; a task forked \
              by a worker is counted under it, so a program's figures are its whole tree's). A slice runs from a task's switch-in \
              to its switch-out on that CPU; slices cut by the window's edges count towards time and number but not \
              towards the lengths. Wake-up-to-run latency is from sched_waking to the task's next switch-in: the \
              kernel's share of the workload's own latency beside it.",
-            plural(d.traced_runs, "ok run", "ok runs"),
-            if d.traced_runs == 1 { "was" } else { "were" },
-        ))];
+                plural(d.traced_runs, "ok run", "ok runs"),
+                if d.traced_runs == 1 { "was" } else { "were" },
+            ))
+        }];
+        if self.predicted_runs > 0 && !all_predicted {
+            b.push(Block::p(format!(
+                "{} of these {} the model's predicted timelines (schedlab simulate), not kernel traces: \
+                 counted the same way, and not compared with the counters.",
+                self.predicted_runs,
+                if self.predicted_runs == 1 { "is" } else { "are" },
+            )));
+        }
         if !d.excluded.is_empty() {
             let mut notes = vec![format!(
                 "{} left out, each for the reason given. A larger buffer helps only where events were lost: \
@@ -316,7 +413,8 @@ impl Section for TraceSection {
             b.push(Block::Figures(figures));
         }
         let flagged: Vec<&Agreement> = d.agreement.iter().filter(|g| g.flagged).collect();
-        b.push(Block::p(format!(
+        if !all_predicted {
+            b.push(Block::p(format!(
             "The trace against the kernel's own counters, per traced process, over the same window: the \
              process's own work (from its start to its end, the window its schedstat and rusage figures cover; \
              the whole trace for runs stored without it). On-CPU time against schedstat's run time, and switches \
@@ -329,52 +427,62 @@ impl Section for TraceSection {
             fmt::sig(AGREEMENT_TOLERANCE * 100.0, 2),
             if flagged.is_empty() { "." } else { ":" }
         )));
-        if !flagged.is_empty() {
-            b.push(Block::Table {
-                row_class: Vec::new(),
-                table: Table {
-                    title: String::new(),
-                    headers: [
-                        "run",
-                        "condition",
-                        "process",
-                        "trace on-CPU ms",
-                        "schedstat ms",
-                        "ratio",
-                        "trace switches",
-                        "rusage switches",
-                        "ratio",
-                        "missing events",
-                    ]
-                    .map(String::from)
-                    .to_vec(),
-                    numeric: vec![
-                        true, false, false, true, true, true, true, true, true, false,
-                    ],
-                    rows: flagged
-                        .iter()
-                        .take(MAX_LISTED)
-                        .map(|g| agreement_row(a, g))
-                        .collect(),
-                },
-            });
-            if let Some(line) = more_line(flagged.len()) {
-                b.push(Block::p(line));
+            if !flagged.is_empty() {
+                b.push(Block::Table {
+                    row_class: Vec::new(),
+                    table: Table {
+                        title: String::new(),
+                        headers: [
+                            "run",
+                            "condition",
+                            "process",
+                            "trace on-CPU ms",
+                            "schedstat ms",
+                            "ratio",
+                            "trace switches",
+                            "rusage switches",
+                            "ratio",
+                            "missing events",
+                        ]
+                        .map(String::from)
+                        .to_vec(),
+                        numeric: vec![
+                            true, false, false, true, true, true, true, true, true, false,
+                        ],
+                        rows: flagged
+                            .iter()
+                            .take(MAX_LISTED)
+                            .map(|g| agreement_row(a, g))
+                            .collect(),
+                    },
+                });
+                if let Some(line) = more_line(flagged.len()) {
+                    b.push(Block::p(line));
+                }
             }
         }
         if let Some((s, chart)) = &self.timeline {
             b.push(Block::html_only(vec![Block::Figure(Figure {
                 svg: chart.render(),
-                caption: format!(
-                    "Run {}{}: {} of its {} trace. `schedlab report --timeline-run N --window FROM..TO` draws another \
-                     run or stretch.{}",
-                    s.run_id,
-                    if s.chosen { " (chosen)" } else { ", the first traced run" },
-                    super::details::window_text(&s.window),
-                    crate::units::format_ns(s.trace_ns),
-                    s.caveat.as_ref().map_or(String::new(), |c| format!(" {c}"))
-                ),
+                caption: timeline_caption(s),
             })]));
+            if let Some((m, model_chart)) = &self.model {
+                b.push(Block::html_only(vec![Block::Figure(Figure {
+                    svg: model_chart.render(),
+                    caption: twin_caption(s, m),
+                })]));
+                b.push(Block::md_only(vec![Block::p(format!(
+                    "{} The HTML report draws both timelines.",
+                    twin_caption(s, m)
+                ))]));
+            }
+            if s.predicted {
+                // Markdown has no charts: say what the HTML report draws.
+                b.push(Block::md_only(vec![Block::p(format!(
+                    "{} The HTML report draws it (`-o report.html`).",
+                    timeline_caption(s)
+                ))]));
+            }
         }
         if let Some((s, _)) = &self.timeline
             && !self.cpus.is_empty()
@@ -385,11 +493,20 @@ impl Section for TraceSection {
             b.push(Block::Table {
                 row_class: Vec::new(),
                 table: Table {
-                    title: format!(
-                        "Run {}'s CPUs over its whole trace ({})",
-                        s.run_id,
-                        crate::units::format_ns(s.trace_ns)
-                    ),
+                    title: if s.predicted {
+                        format!(
+                            "Run {}'s CPUs over its whole predicted timeline ({}; the model's, not a kernel \
+                             trace)",
+                            s.run_id,
+                            crate::units::format_ns(s.trace_ns)
+                        )
+                    } else {
+                        format!(
+                            "Run {}'s CPUs over its whole trace ({})",
+                            s.run_id,
+                            crate::units::format_ns(s.trace_ns)
+                        )
+                    },
                     headers: [
                         "CPU",
                         "held by the run's tasks %",
@@ -426,10 +543,13 @@ impl Section for TraceSection {
             return None;
         }
         let mut v = serde_json::to_value(&self.data).ok()?;
-        v["timeline"] = self
-            .timeline
-            .as_ref()
-            .map_or(Value::Null, |(s, _)| json!({ "run": s, "cpus": self.cpus }));
+        v["timeline"] = self.timeline.as_ref().map_or(Value::Null, |(s, _)| {
+            json!({
+                "run": s,
+                "cpus": self.cpus,
+                "model": self.model.as_ref().map(|(m, _)| m),
+            })
+        });
         Some(v)
     }
 }
@@ -547,6 +667,59 @@ mod tests {
             md.contains("## Kernel trace") && md.contains("slice p50 µs"),
             "{md}"
         );
+    }
+
+    /// A simulated run's predicted timeline is drawn as a trace's, saying
+    /// everywhere that it is the model's, without the counters' check.
+    #[test]
+    fn a_predicted_timeline_says_it_is_the_model_s() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("t.db")).unwrap();
+        synth::create(&mut store, &synth::SynthConfig::small()).unwrap();
+        let run = store.export_rows(Some(1)).unwrap()[0].run;
+        let mut cap = capture(0, 30_000_000, &[1, 2], Vec::new());
+        cap.tasks[0].comm = "worker 0".into();
+        cap.tasks[1].comm = "worker 1".into();
+        let slice = |pid, start_ns, end_ns| crate::trace::derive::Slice {
+            pid,
+            cpu: 0,
+            start_ns,
+            end_ns,
+            end: Some(crate::trace::SwitchEnd::Exited),
+            start_clipped: false,
+            start_repaired: false,
+            end_repaired: false,
+        };
+        let derived = crate::trace::derive::Derived {
+            slices: vec![slice(1, 0, 10_000_000), slice(2, 10_000_000, 20_000_000)],
+            ..Default::default()
+        };
+        store
+            .save_trace(run, &crate::trace::Analysed::predicted(&cap, derived, &[]))
+            .unwrap();
+        let opts = crate::report::Options {
+            campaign: Some(1),
+            ..crate::report::Options::default()
+        };
+        let r = crate::report::Report::with_sections(
+            &store,
+            &opts,
+            vec![Box::new(TraceSection::new(None, None))],
+        )
+        .unwrap();
+        let j = r.json();
+        assert_eq!(j["trace"]["timeline"]["run"]["predicted"], true);
+        assert_eq!(j["trace"]["timeline"]["run"]["run_id"], run);
+        assert_eq!(j["trace"]["agreement"].as_array().unwrap().len(), 0);
+        let md = r.markdown();
+        assert!(md.contains("## Predicted timeline (the model's"), "{md}");
+        assert!(
+            md.contains("the model's predicted timeline (schedlab simulate), not a kernel trace")
+        );
+        assert!(!md.contains("against the kernel's own counters"), "{md}");
+        let html = r.html();
+        assert!(html.contains("who holds each CPU in the model&#39;s prediction"));
+        assert!(html.contains("worker 1 on CPU 0: 10–20 ms"), "{html}");
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The per-CPU timeline of one traced run: which process held each CPU
-//! when, in a window of its trace, one colour per process.
+//! when, in a window of its trace, one colour per process; or of one
+//! simulated run, the model's prediction, drawn the same way and saying so.
 
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -25,6 +26,9 @@ pub struct TimelineSummary {
     pub caveat: Option<String>,
     /// Repaired gaps overlapping the window.
     pub repairs_shown: usize,
+    /// The model's predicted timeline of a simulated run, not a kernel
+    /// trace.
+    pub predicted: bool,
 }
 
 pub fn summary(t: &Timeline) -> TimelineSummary {
@@ -38,6 +42,7 @@ pub fn summary(t: &Timeline) -> TimelineSummary {
         unusable: t.info.unusable,
         caveat: t.info.caveat(),
         repairs_shown: t.repairs.len(),
+        predicted: t.info.predicted,
     }
 }
 
@@ -50,6 +55,7 @@ fn end_text(end: Option<SwitchEnd>) -> &'static str {
         Some(SwitchEnd::Yielded) => "yielded",
         Some(SwitchEnd::Blocked) => "blocked",
         Some(SwitchEnd::Exited) => "exited",
+        Some(SwitchEnd::Throttled) => "throttled (its class out of bandwidth)",
         None => "still running at the trace's end",
     }
 }
@@ -79,13 +85,17 @@ pub fn chart(t: &Timeline) -> GanttChart {
         .enumerate()
         .map(|(k, &p)| (p, PALETTE[k % PALETTE.len()]))
         .collect();
+    let predicted = t.info.predicted;
     let name = |tgid: i32| {
         let comm = t
             .tasks
             .iter()
             .find(|k| k.tid == tgid)
             .map_or("", |k| k.comm.as_str());
-        if comm.is_empty() {
+        // The model's processes have no pid: their role and index name them.
+        if predicted && !comm.is_empty() {
+            comm.to_string()
+        } else if comm.is_empty() {
             format!("pid {tgid}")
         } else {
             format!("pid {tgid} ({comm})")
@@ -106,12 +116,14 @@ pub fn chart(t: &Timeline) -> GanttChart {
                 inner_end: None,
                 tooltip: format!(
                     "{}{} on CPU {}: {}–{} ms ({} µs), {}{}",
-                    if s.pid == tgid {
+                    if predicted {
+                        name(tgid)
+                    } else if s.pid == tgid {
                         format!("pid {tgid}")
                     } else {
                         format!("thread {} of pid {tgid}", s.pid)
                     },
-                    if comm.is_empty() {
+                    if comm.is_empty() || predicted {
                         String::new()
                     } else {
                         format!(" ({comm})")
@@ -122,6 +134,8 @@ pub fn chart(t: &Timeline) -> GanttChart {
                     fmt::sig(s.len_ns() as f64 / 1e3, 4),
                     if s.end_repaired {
                         "switch-out never emitted by the kernel: ends at its last event"
+                    } else if predicted && s.end.is_none() {
+                        "still running when the model stopped"
                     } else {
                         end_text(s.end)
                     },
@@ -163,17 +177,33 @@ pub fn chart(t: &Timeline) -> GanttChart {
     GanttChart {
         meta: Meta {
             kind: "trace-timeline",
-            id: format!("trace-timeline-run-{}", t.info.run_id),
+            // A prediction may be drawn beside a traced run of the same id
+            // (another database): ids apart.
+            id: if predicted {
+                format!("trace-timeline-model-run-{}", t.info.run_id)
+            } else {
+                format!("trace-timeline-run-{}", t.info.run_id)
+            },
             data: vec![("run", t.info.run_id.to_string())],
-            title: format!(
-                "Run {}: who held each CPU, {} into its trace",
-                t.info.run_id,
-                window_text(&t.window)
-            ),
+            title: if predicted {
+                format!(
+                    "Run {}: who holds each CPU in the model's prediction (not a kernel trace), {} into the \
+                     simulated run",
+                    t.info.run_id,
+                    window_text(&t.window)
+                )
+            } else {
+                format!(
+                    "Run {}: who held each CPU, {} into its trace",
+                    t.info.run_id,
+                    window_text(&t.window)
+                )
+            },
             y_label: String::new(),
             x_label: format!(
-                "ms after {} into the trace",
-                crate::units::format_ns(t.window.from_ns)
+                "ms after {} into the {}",
+                crate::units::format_ns(t.window.from_ns),
+                if predicted { "simulated run" } else { "trace" }
             ),
         },
         rows: cpus
@@ -186,9 +216,18 @@ pub fn chart(t: &Timeline) -> GanttChart {
         bars,
         x_max: len_ms,
         note: format!(
-            "{}One bar per slice from sched_switch in to sched_switch out; gaps: the CPU idle or running other \
-             programs.{}{}",
-            t.info.caveat().map_or(String::new(), |c| format!("{c} ")),
+            "{}{}{}",
+            if predicted {
+                "The model's prediction (schedlab simulate), not a kernel trace: one bar per slice the model \
+                 gives a process, from its switch-in to its switch-out; gaps: the CPU idle in the model."
+                    .to_string()
+            } else {
+                format!(
+                    "{}One bar per slice from sched_switch in to sched_switch out; gaps: the CPU idle or \
+                     running other programs.",
+                    t.info.caveat().map_or(String::new(), |c| format!("{c} "))
+                )
+            },
             if t.repairs.is_empty() {
                 ""
             } else {
@@ -249,6 +288,8 @@ mod tests {
                 unusable: false,
                 event_count: 10,
                 verdict: Verdict::default(),
+                predicted: false,
+                release_ns: None,
             },
             chosen: true,
             window: TimeWindow {
