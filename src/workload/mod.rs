@@ -383,31 +383,46 @@ const CALIBRATION_PROBE_NS: u64 = 50_000_000;
 /// round trips, enough for a mean.
 const WAKE_PROBE_NS: u64 = 10_000_000;
 
+/// A CPU-bound probe's output and the CPU time it took on this thread:
+/// its rate is per second *on a CPU*, what `estimate_cpu_s` and the model
+/// need, and what a probe sharing its CPU with other work (campaign start
+/// on a busy machine) still measures right, where its wall time would
+/// count the other work's turns as slowness.
+fn on_cpu<T>(probe: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<(T, u64)> {
+    let before_ns = crate::sys::clock::thread_cpu_ns()?;
+    let out = probe()?;
+    let after_ns = crate::sys::clock::thread_cpu_ns()?;
+    Ok((out, after_ns.saturating_sub(before_ns)))
+}
+
 /// Measure the rates `estimate_cpu_s` needs, quickly (≤ about 0.3 s total),
-/// using scratch files in `dir` that are removed afterwards.
+/// using scratch files in `dir` that are removed afterwards. CPU-bound
+/// rates are per CPU second ([`on_cpu`]).
 pub fn calibrate(dir: &Path) -> anyhow::Result<Rates> {
     let probe = Stop::DurationNs(CALIBRATION_PROBE_NS);
 
-    let pi_out = pi::run(&PiParams { stop: probe }, None)?;
-    let pi_iter_per_s = per_second(pi_out.work as f64, pi_out.elapsed_ns);
+    let (pi_out, pi_cpu_ns) = on_cpu(|| pi::run(&PiParams { stop: probe }, None))?;
+    let pi_iter_per_s = per_second(pi_out.work as f64, pi_cpu_ns);
 
-    let hash_out = hash::run(
-        &HashParams {
-            stop: probe,
-            rounds: hash::CALIBRATION_ROUNDS,
-        },
-        0,
-        None,
-    )?;
-    let hash_per_s = per_second(hash_out.work as f64, hash_out.elapsed_ns);
+    let (hash_out, hash_cpu_ns) = on_cpu(|| {
+        hash::run(
+            &HashParams {
+                stop: probe,
+                rounds: hash::CALIBRATION_ROUNDS,
+            },
+            0,
+            None,
+        )
+    })?;
+    let hash_per_s = per_second(hash_out.work as f64, hash_cpu_ns);
 
     // n = 64 keeps the three matrices (96 KiB) in cache, as most real sizes
     // that matter for scheduling experiments are about as cache-friendly.
     let mm = MatmulParams { n: 64, stop: probe };
-    let mm_out = matmul::run(&mm, None)?;
+    let (mm_out, mm_cpu_ns) = on_cpu(|| matmul::run(&mm, None))?;
     let flops_per_s = per_second(
         mm_out.work as f64 * matmul::flops_per_multiply(mm.n),
-        mm_out.elapsed_ns,
+        mm_cpu_ns,
     );
 
     let copy_bytes_per_s = copy::calibrate(dir, CALIBRATION_PROBE_NS)?;
@@ -434,6 +449,23 @@ pub fn calibrate(dir: &Path) -> anyhow::Result<Rates> {
         );
     }
     Ok(rates)
+}
+
+#[cfg(test)]
+mod on_cpu_tests {
+    #[test]
+    fn a_probe_is_timed_by_its_cpu_time_not_its_wall_time() {
+        // Waiting (as a probe does while another task has its CPU) costs
+        // wall time, not CPU time: a rate from it is not lowered.
+        let ((), cpu_ns) = super::on_cpu(|| {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            Ok(())
+        })
+        .unwrap();
+        assert!(cpu_ns < 10_000_000, "{cpu_ns} ns of CPU for a 50 ms sleep");
+        let (sum, cpu_ns) = super::on_cpu(|| Ok(super::pi::leibniz(0, 5_000_000))).unwrap();
+        assert!(sum > 0.78 && cpu_ns > 0);
+    }
 }
 
 #[cfg(test)]
