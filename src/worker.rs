@@ -78,7 +78,8 @@ pub struct WorkerResult {
     pub usage_end: Usage,
     pub schedstat_start: Option<SchedStat>,
     pub schedstat_end: Option<SchedStat>,
-    /// `se.nr_migrations` of `/proc/self/sched` at those two moments.
+    /// `se.nr_migrations` of `/proc/self/sched` just before the barrier
+    /// (so the long read stays out of the run) and when the work ended.
     #[serde(default)]
     pub nr_migrations_start: Option<u64>,
     #[serde(default)]
@@ -110,15 +111,20 @@ pub fn main(json: &str) -> i32 {
 fn run(json: &str) -> Result<()> {
     let args: WorkerArgs =
         serde_json::from_str(json).context("bad worker arguments (this mode is internal)")?;
+    // Read before the barrier: /proc/self/sched is a long text (16 µs a
+    // read here), and with every worker reading it at once just after
+    // release (160 of them in hackbench's default messaging) the reads
+    // would delay the work inside the run's makespan. A sleeping task only
+    // moves when it wakes, so the count gains at most the migrations of the
+    // few steps to the barrier and of the wake-up at release. (Before the
+    // naming, the last step before the barrier: see launch::ready.)
+    let nr_migrations_start = read_nr_migrations(std::process::id() as i32).ok();
     // Workers are re-executed through /proc/self/exe, so the kernel would
     // call every one `exe`: give each its own name for ps and traces.
     let _ = crate::sys::proc::set_thread_name(&format!("schedlab-w{}", args.index));
     if args.wait_barrier {
         wait_for_barrier()?;
     }
-    // Read before the window opens: /proc/self/sched is a long text, and
-    // its reading would otherwise count in the work's wall and CPU time.
-    let nr_migrations_start = read_nr_migrations(std::process::id() as i32).ok();
     let start_ns = monotonic_ns();
     let usage_start = self_usage();
     let schedstat_start = read_schedstat(std::process::id() as i32).ok();

@@ -1,17 +1,28 @@
-//! Waiting, before release, until the workers that become programs
-//! (`kind = "command"`) wait at the barrier. A program's tree is measured
-//! from release (its wall time and, through its cgroup, its CPU time), so
-//! its worker's start-up (schedlab's exec, loading and setup: a few ms on
-//! this machine, half a second or more under QEMU without KVM) must be
-//! over by then, or it would count as the program's. schedlab's own
-//! workers measure themselves from after the barrier and are not waited
-//! for.
+//! Waiting, before release, until the workers whose start-up would
+//! otherwise count in what is measured wait at the barrier:
+//! - programs (`kind = "command"`): a program's tree is measured from
+//!   release (its wall time and, through its cgroup, its CPU time), so its
+//!   worker's start-up (schedlab's exec, loading and setup: a few ms on this
+//!   machine, half a second or more under QEMU without KVM) must be over by
+//!   then, or it would count as the program's;
+//! - the processes of cooperating groups (messaging, pingpong, ...): a
+//!   worker waits for its peers' messages, so a peer still loading after
+//!   release would stretch every peer's time, and the run's makespan would
+//!   count the start-ups competing for the CPUs (with 160 messaging
+//!   workers on 2 CPUs, a fifth of the run's CPU went to the loading of
+//!   late workers). hackbench likewise starts its clock once every child
+//!   is ready.
+//!
+//! Other workers of schedlab's own measure themselves from after the
+//! barrier and are not waited for.
 
 use std::time::{Duration, Instant};
 
 use crate::sys::{proc, procfs};
 
 use super::Early;
+use super::members::Role;
+use crate::workload::Workload;
 
 /// How long the workers may take to reach the barrier before the run goes
 /// on without waiting longer (the start-up then counts, as it did before).
@@ -35,6 +46,12 @@ fn at_barrier(index: usize, comm: Option<&str>, state: Option<char>) -> bool {
     }
 }
 
+/// Whether a member of `role` running `workload` is waited for at the
+/// barrier before release (see the module docs).
+pub fn waited_for(role: Role, workload: &Workload) -> bool {
+    role == Role::Worker && (workload.is_command() || workload.group_size() > 1)
+}
+
 /// Waits until each of `workers` ((index, pid)) is at the barrier, at
 /// most [`READY_WAIT`]; a stop signal (Ctrl-C) ends the run.
 pub fn wait_at_barrier(workers: &[(usize, i32)], signals: &libc::sigset_t) -> Result<(), Early> {
@@ -56,6 +73,24 @@ pub fn wait_at_barrier(workers: &[(usize, i32)], signals: &libc::sigset_t) -> Re
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn workload(kind: &str, text: &str) -> Workload {
+        let table: toml::Table = text.parse().unwrap();
+        crate::workload::registry::parse("w", kind, &table).unwrap()
+    }
+
+    #[test]
+    fn programs_and_groups_are_waited_for_and_lone_workers_and_hogs_not() {
+        let messaging = workload("messaging", "senders = 1\nreceivers = 1");
+        let pingpong = workload("pingpong", "");
+        let pi = workload("pi", "duration_s = 1");
+        assert!(waited_for(Role::Worker, &messaging));
+        assert!(waited_for(Role::Worker, &pingpong));
+        assert!(!waited_for(Role::Worker, &pi));
+        // A hog never waits at the barrier: waiting for it would time out.
+        assert!(!waited_for(Role::Hog, &pi));
+        assert!(!waited_for(Role::Hog, &messaging));
+    }
 
     #[test]
     fn a_worker_is_at_the_barrier_once_named_and_asleep() {

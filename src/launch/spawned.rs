@@ -137,16 +137,18 @@ impl Spawned {
                 false => None,
             });
         }
-        // A program is measured from release: its worker's start-up must be
-        // over by then (before the hand-over, which may stop workers).
-        let programs: Vec<(usize, i32)> = trees
+        // A program is measured from release, and a group's processes wait
+        // for one another: their start-up must be over by then (before the
+        // hand-over, which may stop workers).
+        let waited: Vec<(usize, i32)> = cast
+            .members
             .iter()
             .zip(&workers.pids)
             .enumerate()
-            .filter(|(_, (tree, _))| tree.is_some())
+            .filter(|(_, (m, _))| super::ready::waited_for(m.role, &m.workload))
             .map(|(index, (_, &pid))| (index, pid))
             .collect();
-        super::ready::wait_at_barrier(&programs, &l.signals)?;
+        super::ready::wait_at_barrier(&waited, &l.signals)?;
         // The granted slice is read while they wait (what the kernel
         // reports back, clamped to its range).
         let granted = cast

@@ -342,7 +342,8 @@ impl Which {
             ),
             Which::Messaging => format!(
                 "messaging: {} messages of 100 B per sender and receiver; ours the run's makespan (barrier \
-                 release to the last worker's end), hackbench its Time",
+                 release to the last worker's end), hackbench its Time (start signal to the last child \
+                 reaped); both start once every process is ready, so process creation is in neither",
                 s.messaging_loops
             ),
             Which::Pi | Which::Matmul => format!(
