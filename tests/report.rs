@@ -305,6 +305,7 @@ fn snapshot(rt_runtime_us: i64) -> EnvSnapshot {
         sched_rt_period_us: Some(1_000_000),
         sched_rr_timeslice_ms: Some(100),
         sched_autogroup_enabled: Some(1),
+        fair_base_slice_ns: None,
         cgroup_version: "v2".into(),
         rt_group_sched: false,
         root_cgroup_rt_runtime_us: None,

@@ -184,6 +184,7 @@ pub fn synthetic_env(cpus: usize) -> EnvSnapshot {
         sched_rt_period_us: Some(1_000_000),
         sched_rr_timeslice_ms: Some(100),
         sched_autogroup_enabled: None,
+        fair_base_slice_ns: None,
         cgroup_version: "v2".into(),
         rt_group_sched: false,
         root_cgroup_rt_runtime_us: None,

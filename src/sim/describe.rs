@@ -59,6 +59,7 @@ pub fn env(m: &Machine) -> EnvSnapshot {
         sched_rt_period_us: Some(m.rt_period_us as i64),
         sched_rr_timeslice_ms: Some(m.rr_timeslice_ms as i64),
         sched_autogroup_enabled: None,
+        fair_base_slice_ns: Some(m.base_slice_ns),
         cgroup_version: "none".into(),
         rt_group_sched: false,
         root_cgroup_rt_runtime_us: None,

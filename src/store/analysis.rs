@@ -134,6 +134,9 @@ pub struct ReportEnvironment {
     pub schedlab_version: String,
     /// The machine's hostname (None where an older schedlab recorded none).
     pub hostname: Option<String>,
+    /// EEVDF's base slice as the kernel reported it (None: it reported
+    /// none, or an older schedlab did not record it).
+    pub fair_base_slice_ns: Option<u64>,
 }
 
 /// The measured figures of one worker process of an ok run.
@@ -496,7 +499,8 @@ impl Store {
         let mut stmt = self.conn.prepare(&format!(
             "SELECT e.id, COUNT(r.id) AS runs, e.kernel_release, e.cpu_model, e.cpus_online, e.hz, e.preempt_model,
                     e.sched_rt_runtime_us, e.sched_rt_period_us, e.sched_rr_timeslice_ms, e.cgroup_version,
-                    e.virtualization, e.schedlab_version, e.hostname
+                    e.virtualization, e.schedlab_version, e.hostname,
+                    json_extract(e.json, '$.fair_base_slice_ns') AS fair_base_slice_ns
              FROM environments e JOIN runs r ON r.environment_id = e.id
              WHERE r.campaign_id IN ({}) GROUP BY e.id ORDER BY MIN(r.seq), e.id",
             id_list(campaign_ids)
@@ -520,6 +524,7 @@ impl Store {
                     virtualization: n.get("virtualization")?,
                     schedlab_version: n.get("schedlab_version")?,
                     hostname: n.get("hostname")?,
+                    fair_base_slice_ns: n.opt_u64("fair_base_slice_ns")?,
                 })
             })?
             .collect::<rusqlite::Result<Vec<_>>>()

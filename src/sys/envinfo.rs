@@ -41,6 +41,11 @@ pub struct EnvSnapshot {
     pub sched_rt_period_us: Option<i64>,
     pub sched_rr_timeslice_ms: Option<i64>,
     pub sched_autogroup_enabled: Option<i64>,
+    /// EEVDF's base slice as the kernel reports it (debugfs
+    /// `sched/base_slice_ns`); None when it reports none (debugfs not
+    /// mounted, an older kernel), where the documented default applies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fair_base_slice_ns: Option<u64>,
     /// "v1", "v2", "hybrid" or "none".
     pub cgroup_version: String,
     /// Whether the root cpu cgroup has `cpu.rt_runtime_us`
@@ -112,6 +117,10 @@ pub fn capture() -> EnvSnapshot {
         sched_rt_period_us: sysctl("sched_rt_period_us"),
         sched_rr_timeslice_ms: sysctl("sched_rr_timeslice_ms"),
         sched_autogroup_enabled: sysctl("sched_autogroup_enabled"),
+        fair_base_slice_ns: match fair_base_slice_ns(cpus_online()) {
+            (ns, true) => Some(ns),
+            (_, false) => None,
+        },
         cgroup_version: cgroup_version.to_string(),
         rt_group_sched: rt_file.is_some(),
         root_cgroup_rt_runtime_us: rt_file.as_deref().and_then(read_i64_file),
@@ -919,6 +928,7 @@ mod tests {
             sched_rt_period_us: Some(1_000_000),
             sched_rr_timeslice_ms: Some(100),
             sched_autogroup_enabled: Some(1),
+            fair_base_slice_ns: None,
             cgroup_version: "v1".into(),
             rt_group_sched: true,
             root_cgroup_rt_runtime_us: Some(950_000),

@@ -212,6 +212,7 @@ mod tests {
             virtualization: "kvm".into(),
             schedlab_version: "0.1.0".into(),
             hostname: None,
+            fair_base_slice_ns: None,
         }
     }
 

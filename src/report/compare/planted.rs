@@ -283,6 +283,7 @@ pub fn report_data(cfg: &Planted, candidate: bool, id: i64) -> Result<ReportData
         virtualization: env.virtualization.clone(),
         schedlab_version: env.schedlab_version.clone(),
         hostname: Some(env.hostname.clone()),
+        fair_base_slice_ns: env.fair_base_slice_ns,
     }];
     Ok(ReportData {
         campaign,

@@ -93,7 +93,16 @@ fn runs_by_condition(a: &Analysis) -> Vec<(usize, Vec<i64>)> {
 pub fn machine_of(envs: &[ReportEnvironment]) -> Option<(Machine, String)> {
     let e = envs.iter().max_by_key(|e| e.runs)?;
     let cpus = e.cpus_online.max(1) as usize;
-    let base = crate::sys::envinfo::default_base_slice_ns(cpus);
+    let (base, base_source) = match e.fair_base_slice_ns {
+        Some(ns) => (ns, "as the kernel reported it".to_string()),
+        None => (
+            crate::sys::envinfo::default_base_slice_ns(cpus),
+            format!(
+                "the kernel's default for {cpus} CPUs (0.75 ms × (1 + log2 CPUs)): the kernel \
+                 reported none (debugfs sched/base_slice_ns)"
+            ),
+        ),
+    };
     let knobs = Knobs {
         hz: e.hz.map(|h| h.max(1) as u32),
         rr_timeslice_ms: e.sched_rr_timeslice_ms,
@@ -103,8 +112,7 @@ pub fn machine_of(envs: &[ReportEnvironment]) -> Option<(Machine, String)> {
     let m = Machine::from_knobs(&e.kernel_release, cpus, knobs, base);
     let source = format!(
         "environment {} ({} of the runs): kernel {}, {cpus} CPUs, HZ {}, sched_rr_timeslice_ms {}, \
-         sched_rt_runtime_us {} per {} µs; EEVDF base slice {} ms is the kernel's default for {cpus} \
-         CPUs (0.75 ms × (1 + log2 CPUs)): a campaign does not record the base slice",
+         sched_rt_runtime_us {} per {} µs; EEVDF base slice {} ms, {base_source}",
         e.id,
         e.runs,
         e.kernel_release,
@@ -388,5 +396,43 @@ impl Section for ModelSection {
             State::Skipped(why) => json!({ "skipped": why }),
             State::Checked(c) => serde_json::to_value(c).ok()?,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(fair_base_slice_ns: Option<u64>) -> ReportEnvironment {
+        ReportEnvironment {
+            id: 1,
+            runs: 4,
+            kernel_release: "6.18.0".into(),
+            cpu_model: "test".into(),
+            cpus_online: 2,
+            hz: Some(250),
+            preempt_model: "none".into(),
+            sched_rt_runtime_us: Some(950_000),
+            sched_rt_period_us: Some(1_000_000),
+            sched_rr_timeslice_ms: Some(100),
+            cgroup_version: "v2".into(),
+            virtualization: "none".into(),
+            schedlab_version: "0.1.0".into(),
+            hostname: None,
+            fair_base_slice_ns,
+        }
+    }
+
+    #[test]
+    fn the_model_takes_the_base_slice_the_kernel_reported_else_the_default() {
+        let (m, source) = machine_of(&[env(Some(3_000_000))]).unwrap();
+        assert_eq!(m.base_slice_ns, 3_000_000);
+        assert!(
+            source.contains("base slice 3 ms, as the kernel reported it"),
+            "{source}"
+        );
+        let (m, source) = machine_of(&[env(None)]).unwrap();
+        assert_eq!(m.base_slice_ns, 1_500_000);
+        assert!(source.contains("the kernel reported none"), "{source}");
     }
 }
