@@ -129,25 +129,30 @@ pub fn fair_slice_ns(pid: i32) -> Option<u64> {
 
 /// Whether the kernel honours a custom fair slice: a scratch thread asks
 /// for 3 ms and reads back what it got. The caller's own threads are left
-/// as they were.
+/// as they were. False when no thread can be made (see
+/// [`default_fair_slice_ns`]).
 pub fn custom_slice_honoured() -> bool {
     const ASKED_NS: u64 = 3_000_000;
-    std::thread::spawn(|| {
-        let attr = SchedAttr {
-            sched_runtime: ASKED_NS,
-            ..SchedAttr::fair(SCHED_OTHER, current_nice())
-        };
-        set_attr(0, &attr).is_ok() && fair_slice_ns(0) == Some(ASKED_NS)
-    })
-    .join()
-    .unwrap_or(false)
+    std::thread::Builder::new()
+        .spawn(|| {
+            let attr = SchedAttr {
+                sched_runtime: ASKED_NS,
+                ..SchedAttr::fair(SCHED_OTHER, current_nice())
+            };
+            set_attr(0, &attr).is_ok() && fair_slice_ns(0) == Some(ASKED_NS)
+        })
+        .is_ok_and(|h| h.join().unwrap_or(false))
 }
 
 /// The fair slice the kernel gives a thread that asked for none (its base
 /// slice), as it reports it for a scratch thread; None before Linux 6.12.
-/// schedlab's own threads never ask for a slice of their own.
+/// schedlab's own threads never ask for a slice of their own. None too
+/// when no thread can be made (a SCHED_DEADLINE caller may not fork or
+/// clone: EAGAIN).
 pub fn default_fair_slice_ns() -> Option<u64> {
-    std::thread::spawn(|| fair_slice_ns(0))
+    std::thread::Builder::new()
+        .spawn(|| fair_slice_ns(0))
+        .ok()?
         .join()
         .ok()
         .flatten()
