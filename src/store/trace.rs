@@ -106,6 +106,28 @@ fn decode_hist(bytes: &[u8], what: &str) -> Result<Latency> {
     Latency::decode(bytes).with_context(|| format!("stored trace histogram {what}"))
 }
 
+/// The slices overlapping `from..to`, as the rows' query selected and
+/// ordered them (a stable sort: ties keep the derivation's order, as they
+/// kept the rows').
+fn slices_in(slices: Vec<Slice>, from: i64, to: i64) -> Vec<Slice> {
+    let mut v: Vec<Slice> = slices
+        .into_iter()
+        .filter(|s| i(s.start_ns) < to && i(s.end_ns) > from)
+        .collect();
+    v.sort_by_key(|s| (s.cpu, s.start_ns, s.end_ns));
+    v
+}
+
+/// The repaired gaps touching `from..=to`, by CPU then start.
+fn repairs_in(repairs: Vec<Repair>, from: i64, to: i64) -> Vec<Repair> {
+    let mut v: Vec<Repair> = repairs
+        .into_iter()
+        .filter(|r| i(r.from_ns) <= to && i(r.to_ns) >= from)
+        .collect();
+    v.sort_by_key(|r| (r.cpu, r.from_ns));
+    v
+}
+
 impl Store {
     /// Store a run's capture and what was derived from it in one
     /// transaction, replacing any trace stored for the run before.
@@ -424,16 +446,37 @@ impl Store {
     pub fn trace_slices(&self, run_id: i64, window: Option<(u64, u64)>) -> Result<Vec<Slice>> {
         let (from, to) = window.map_or((i64::MIN, i64::MAX), |(a, b)| (i(a), i(b)));
         if let Some(d) = self.stored_derivation(run_id)? {
-            // As the rows' query selected and ordered them (a stable sort:
-            // ties keep the derivation's order, as they kept the rows').
-            let mut slices: Vec<Slice> = d
-                .slices
-                .into_iter()
-                .filter(|s| i(s.start_ns) < to && i(s.end_ns) > from)
-                .collect();
-            slices.sort_by_key(|s| (s.cpu, s.start_ns, s.end_ns));
-            return Ok(slices);
+            return Ok(slices_in(d.slices, from, to));
         }
+        self.slice_rows(run_id, from, to)
+    }
+
+    /// A run's slices and repaired gaps in a window (as [`trace_slices`]
+    /// and [`trace_repairs`] give them), its derivation decoded once: what
+    /// a timeline draws.
+    ///
+    /// [`trace_slices`]: Self::trace_slices
+    /// [`trace_repairs`]: Self::trace_repairs
+    pub fn trace_window(
+        &self,
+        run_id: i64,
+        window: (u64, u64),
+    ) -> Result<(Vec<Slice>, Vec<Repair>)> {
+        let (from, to) = (i(window.0), i(window.1));
+        if let Some(d) = self.stored_derivation(run_id)? {
+            return Ok((
+                slices_in(d.slices, from, to),
+                repairs_in(d.repairs, from, to),
+            ));
+        }
+        Ok((
+            self.slice_rows(run_id, from, to)?,
+            self.repair_rows(run_id, from, to)?,
+        ))
+    }
+
+    /// Slices of a capture stored before the derivation blob, from its rows.
+    fn slice_rows(&self, run_id: i64, from: i64, to: i64) -> Result<Vec<Slice>> {
         let mut stmt = self.conn.prepare(
             "SELECT pid, cpu, start_ns, end_ns, end_reason, start_clipped, start_repaired, end_repaired
              FROM trace_slices
@@ -466,14 +509,13 @@ impl Store {
     pub fn trace_repairs(&self, run_id: i64, window: Option<(u64, u64)>) -> Result<Vec<Repair>> {
         let (from, to) = window.map_or((i64::MIN, i64::MAX), |(a, b)| (i(a), i(b)));
         if let Some(d) = self.stored_derivation(run_id)? {
-            let mut repairs: Vec<Repair> = d
-                .repairs
-                .into_iter()
-                .filter(|r| i(r.from_ns) <= to && i(r.to_ns) >= from)
-                .collect();
-            repairs.sort_by_key(|r| (r.cpu, r.from_ns));
-            return Ok(repairs);
+            return Ok(repairs_in(d.repairs, from, to));
         }
+        self.repair_rows(run_id, from, to)
+    }
+
+    /// Repaired gaps of a capture stored before the derivation blob.
+    fn repair_rows(&self, run_id: i64, from: i64, to: i64) -> Result<Vec<Repair>> {
         let mut stmt = self.conn.prepare(
             "SELECT cpu, before_pid, after_pid, from_ns, to_ns FROM trace_repairs
              WHERE run_id = ?1 AND from_ns <= ?3 AND to_ns >= ?2 ORDER BY cpu, from_ns",

@@ -309,8 +309,7 @@ fn load_window(
     chosen: bool,
 ) -> Result<Timeline> {
     let span = (info.start_ns + window.from_ns, info.start_ns + window.to_ns);
-    let mut slices = store.trace_slices(info.run_id, Some(span))?;
-    let repairs = store.trace_repairs(info.run_id, Some(span))?;
+    let (mut slices, repairs) = store.trace_window(info.run_id, span)?;
     let slices_total = slices.len();
     // Cut in time order, so that what is drawn is the start of the window.
     slices.sort_by_key(|s| (s.start_ns, s.cpu));
