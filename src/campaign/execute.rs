@@ -322,7 +322,20 @@ iterations = 1000
             allow_concurrent: true,
         };
         let env = synth::synthetic_env(2);
-        Opened::open(&spec, Plan::of(&spec), text, &[], &opts, &env, "test").unwrap()
+        // The runner lock of a campaign opened and dropped just before is
+        // briefly held on by a child another test thread is forking (the
+        // lock's descriptor lives in it until its exec): wait that out.
+        let mut tries = 0;
+        loop {
+            match Opened::open(&spec, Plan::of(&spec), text, &[], &opts, &env, "test") {
+                Ok(o) => return o,
+                Err(e) if tries < 100 && format!("{e:#}").contains("is being written by") => {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                Err(e) => panic!("{e:#}"),
+            }
+        }
     }
 
     /// Carry out `o`'s runs through `exec`, quietly, with no signal.
