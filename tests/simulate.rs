@@ -135,7 +135,9 @@ fn assert_fifo_order(slices: &[(String, u32, f64, f64, String)]) {
 
 /// `schedlab simulate` stores each run's predicted per-CPU timeline, and
 /// `report --timeline-run` draws it as the model's: FIFO workers one after
-/// the other; the trace export refuses it (no kernel events).
+/// the other, each released at once and waiting until the ones before it
+/// ended (the model's wake-up-to-run latency); the trace export refuses
+/// it (no kernel events).
 #[test]
 fn a_simulated_run_s_predicted_timeline_is_drawn_as_the_model_s() {
     let dir = tempfile::tempdir().unwrap();
@@ -189,6 +191,17 @@ fn a_simulated_run_s_predicted_timeline_is_drawn_as_the_model_s() {
     let run = &j["trace"]["timeline"]["run"];
     assert_eq!(run["predicted"], true, "{run}");
     assert_eq!(run["slices_shown"], 3, "{run}");
+    // The three released together at the start of the drawn window: the
+    // first runs at once, the last waits until the second's slice ends,
+    // where its own bar starts (HdrHistogram: within 0.1 %).
+    let wake = &j["trace"]["conditions"][0]["trace_wake"];
+    assert_eq!(wake["count"], 3, "{wake}");
+    let last_start_us = drawn[drawn.len() - 1].2 * 1e3;
+    let max_us = wake["max_us"].as_f64().unwrap();
+    assert!(
+        (max_us / last_start_us - 1.0).abs() < 2e-3,
+        "{wake} against the last bar from {last_start_us} µs"
+    );
     let o = schedlab(
         &[
             "report",
@@ -210,6 +223,20 @@ fn a_simulated_run_s_predicted_timeline_is_drawn_as_the_model_s() {
         md.contains("Run 1 (chosen): the model's predicted timeline"),
         "{md}"
     );
+    assert!(
+        md.contains("Its wake-up-to-run latency is the model's"),
+        "{md}"
+    );
+    // The condition's row gives the waits 0, one and two workers' slices:
+    // the p50 wake→run is the second's, one slice (the slices are equal).
+    let row = md
+        .lines()
+        .find(|l| l.starts_with("| pi, 3 processes, FIFO |"))
+        .unwrap_or_else(|| panic!("no trace row: {md}"));
+    let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+    let (slice_p50, wake_p50) = (cells[4], cells[11]);
+    let p50_us: f64 = wake_p50.parse().unwrap_or_else(|_| panic!("{row}"));
+    assert!(p50_us > 0.0 && wake_p50 == slice_p50, "{row}");
     let o = schedlab(
         &[
             "trace", "export", "--db", "t.db", "--run", "1", "-o", "x.json",

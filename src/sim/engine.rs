@@ -115,12 +115,53 @@ pub struct Segment {
     pub end: Option<SegmentEnd>,
 }
 
+/// Why a task became runnable in the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum WakeCause {
+    /// Its start: a worker released from the barrier, a hog started.
+    Released,
+    /// The end of its sleep: a timer, or its I/O completing.
+    Timer,
+    /// A peer's signal or close (the peer's task index).
+    Peer(u32),
+    /// Its CPU's RT run queue unthrottled at an RT period
+    /// (`do_sched_rt_period_timer`): an RT or WRR task waiting there.
+    Unthrottled,
+    /// A throttled DEADLINE task's runtime replenished at its next period
+    /// (`dl_task_timer`).
+    Replenished,
+}
+
+/// One time a task became runnable, and its wait until it next ran: what
+/// a kernel trace's wake-up records (`sched_waking` to the next switch-in).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Wake {
+    pub task: u32,
+    pub cause: WakeCause,
+    pub at_ns: u64,
+    /// The CPU whose run queue it was put on.
+    pub target_cpu: u32,
+    /// Its next switch-in, and on which CPU; None: the model stopped
+    /// first.
+    pub run_ns: Option<u64>,
+    pub run_cpu: Option<u32>,
+}
+
+impl Wake {
+    /// Runnable to running, when it ran.
+    pub fn wait_ns(&self) -> Option<u64> {
+        Some(self.run_ns?.saturating_sub(self.at_ns))
+    }
+}
+
 /// What a simulation produced.
 #[derive(Debug, Clone)]
 pub struct Outcome {
     pub stats: Vec<TaskStats>,
     pub programs: Vec<Program>,
     pub timeline: Vec<Segment>,
+    /// Every time a task became runnable, in time order.
+    pub wakes: Vec<Wake>,
     /// WRR turns, times after `release_ns`.
     pub wrr_rows: Vec<crate::record::SliceRow>,
     /// When the last worker exited, or when the limit stopped it.
@@ -167,6 +208,8 @@ struct Task {
     last_closed: bool,
     runnable_since: u64,
     worker: bool,
+    /// Its wake in [`Engine::wakes`] not yet followed by a switch-in.
+    pending_wake: Option<usize>,
 }
 
 #[derive(Default)]
@@ -203,6 +246,7 @@ pub struct Engine<'m> {
     wrr: Option<WrrSim>,
     timers: BinaryHeap<Reverse<(u64, TimerKind, usize)>>,
     timeline: Vec<Segment>,
+    wakes: Vec<Wake>,
     release_ns: u64,
     /// The last tick and RT period handled (two events at one instant
     /// must not tick twice).
@@ -235,6 +279,7 @@ impl<'m> Engine<'m> {
             wrr,
             timers: BinaryHeap::new(),
             timeline: Vec::new(),
+            wakes: Vec::new(),
             release_ns,
             ticked_at: None,
             period_at: None,
@@ -285,6 +330,7 @@ impl<'m> Engine<'m> {
                 last_closed: false,
                 runnable_since: s.start_ns,
                 worker: s.worker,
+                pending_wake: None,
             });
         }
         e
@@ -337,6 +383,7 @@ impl<'m> Engine<'m> {
             stats,
             programs,
             timeline: self.timeline,
+            wakes: self.wakes,
             wrr_rows: self.wrr.map(|w| w.rows).unwrap_or_default(),
             end_ns: self.now,
             timed_out,
@@ -461,9 +508,9 @@ impl<'m> Engine<'m> {
             match kind {
                 TimerKind::Start => {
                     self.tasks[i].state = State::Blocked;
-                    self.wake(i);
+                    self.wake(i, WakeCause::Released);
                 }
-                TimerKind::Wake => self.wake(i),
+                TimerKind::Wake => self.wake(i, WakeCause::Timer),
                 TimerKind::Replenish => self.replenish(i),
             }
         }
@@ -480,6 +527,7 @@ impl<'m> Engine<'m> {
             for c in 0..self.cpus.len() {
                 if self.cpus[c].rt.period(runtime) {
                     self.cpus[c].resched = true;
+                    self.unthrottled(c);
                 }
             }
             if now > self.release_ns {
@@ -538,8 +586,46 @@ impl<'m> Engine<'m> {
         }
         if matches!(self.tasks[i].state, State::Runnable | State::Running) {
             let c = self.tasks[i].cpu;
+            if self.tasks[i].state == State::Runnable {
+                self.note_wake(i, WakeCause::Replenished);
+            }
             self.check_preempt(c, i);
         }
+    }
+
+    /// CPU `c`'s RT run queue is back: the RT and WRR tasks waiting on it
+    /// (off the CPU while it was throttled) are runnable again. The one
+    /// still running, throttled and unthrottled at one instant, never
+    /// stopped.
+    fn unthrottled(&mut self, c: usize) {
+        for i in 0..self.tasks.len() {
+            let t = &self.tasks[i];
+            if t.cpu == c
+                && t.state == State::Runnable
+                && matches!(t.sched, SchedSpec::Rt { .. } | SchedSpec::Wrr)
+            {
+                self.note_wake(i, WakeCause::Unthrottled);
+            }
+        }
+    }
+
+    /// Task `i`, now on its CPU's run queue, became runnable; a wake not
+    /// yet followed by a switch-in stays the one (a task woken while its
+    /// class is throttled waits from its wake-up, as a kernel trace's
+    /// `sched_waking` counts).
+    fn note_wake(&mut self, i: usize, cause: WakeCause) {
+        if self.tasks[i].pending_wake.is_some() {
+            return;
+        }
+        self.tasks[i].pending_wake = Some(self.wakes.len());
+        self.wakes.push(Wake {
+            task: i as u32,
+            cause,
+            at_ns: self.now,
+            target_cpu: self.tasks[i].cpu as u32,
+            run_ns: None,
+            run_cpu: None,
+        });
     }
 
     /// Schedule every CPU that must, balance, and drive tasks whose
@@ -620,8 +706,8 @@ impl<'m> Engine<'m> {
                     self.block(c, i);
                     return;
                 }
-                Action::Signal(p) => self.post(p, false),
-                Action::Close(p) => self.post(p, true),
+                Action::Signal(p) => self.post(i, p, false),
+                Action::Close(p) => self.post(i, p, true),
                 Action::Wait => {
                     let t = &mut self.tasks[i];
                     if t.tokens > 0 {
@@ -644,8 +730,9 @@ impl<'m> Engine<'m> {
         self.exit(c, i);
     }
 
-    /// Give task `p` a token (or close its channel), waking it if it waits.
-    fn post(&mut self, p: usize, close: bool) {
+    /// Task `from` gives task `p` a token (or closes its channel), waking
+    /// it if it waits.
+    fn post(&mut self, from: usize, p: usize, close: bool) {
         let Some(t) = self.tasks.get_mut(p) else {
             return;
         };
@@ -661,7 +748,7 @@ impl<'m> Engine<'m> {
             } else {
                 t.last_closed = true;
             }
-            self.wake(p);
+            self.wake(p, WakeCause::Peer(from as u32));
         }
     }
 
@@ -713,7 +800,7 @@ impl<'m> Engine<'m> {
     }
 
     /// A blocked task becomes runnable on the CPU chosen for it.
-    fn wake(&mut self, i: usize) {
+    fn wake(&mut self, i: usize, cause: WakeCause) {
         if self.tasks[i].state != State::Blocked {
             return;
         }
@@ -728,6 +815,7 @@ impl<'m> Engine<'m> {
             d.wake(self.now);
         }
         self.enqueue(c, i, false);
+        self.note_wake(i, cause);
         self.check_preempt(c, i);
     }
 
@@ -839,6 +927,10 @@ impl<'m> Engine<'m> {
             t.state = State::Running;
             t.stats.wait_ns += self.now - t.runnable_since;
             t.stats.timeslices += 1;
+            if let Some(k) = t.pending_wake.take() {
+                self.wakes[k].run_ns = Some(self.now);
+                self.wakes[k].run_cpu = Some(c as u32);
+            }
             self.cpus[c].switch_left = self.m.context_switch_ns;
         }
     }

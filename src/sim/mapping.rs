@@ -17,7 +17,7 @@ use crate::workload::{Rates, Stop, SyncMode, Workload};
 
 use super::deadline;
 use super::eevdf::FairKind;
-use super::engine::{Engine, Outcome, SchedSpec, Segment, TaskSpec};
+use super::engine::{Engine, Outcome, SchedSpec, Segment, TaskSpec, Wake};
 use super::machine::{Machine, ModelParams};
 use super::task::{Burn, Cycle, Periodic, Ping, Program, Step};
 use super::wrr::WrrSim;
@@ -29,6 +29,9 @@ use super::wrr::WrrSim;
 pub struct SimRun {
     pub record: RunRecord,
     pub timeline: Vec<Segment>,
+    /// When each task became runnable and its wait until it ran, on the
+    /// same clock.
+    pub wakes: Vec<Wake>,
     /// When the workers were released (the record's times count from it).
     pub release_ns: u64,
     /// When the model stopped: the last worker's exit, or the time limit.
@@ -62,6 +65,7 @@ pub fn simulate(run: &Run, spec: &Spec, params: &ModelParams) -> SimRun {
     let skipped = |cpu_list: Vec<usize>, reason: String| SimRun {
         record: empty_record(run, &m, params, cpu_list, RunStatus::Skipped, reason),
         timeline: Vec::new(),
+        wakes: Vec::new(),
         release_ns: 0,
         end_ns: 0,
     };
@@ -119,6 +123,7 @@ pub fn simulate(run: &Run, spec: &Spec, params: &ModelParams) -> SimRun {
                 return SimRun {
                     record: r,
                     timeline: Vec::new(),
+                    wakes: Vec::new(),
                     release_ns: 0,
                     end_ns: 0,
                 };
@@ -506,6 +511,7 @@ impl BuildCtx<'_> {
         SimRun {
             record,
             timeline: out.timeline,
+            wakes: out.wakes,
             release_ns,
             end_ns: out.end_ns,
         }

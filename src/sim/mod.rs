@@ -64,10 +64,12 @@ pub mod task;
 pub mod timeline;
 pub mod wrr;
 
-pub use engine::{Segment, SegmentEnd};
+pub use engine::{Segment, SegmentEnd, Wake, WakeCause};
 pub use machine::{CalibrationError, Knobs, Machine, ModelParams, WakeCosts};
 pub use mapping::{MODEL_RELEASE, SimRun, simulate};
 pub use timeline::Prediction;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod wake_tests;

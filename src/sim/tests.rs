@@ -13,7 +13,7 @@ const MS: u64 = 1_000_000;
 
 /// One CPU, HZ 1000 (1 ms ticks), a 3 ms base slice, RR 100 ms, RT
 /// throttling off, no fair server, no delayed dequeue, free switches.
-fn machine(cpus: usize) -> Machine {
+pub(super) fn machine(cpus: usize) -> Machine {
     Machine {
         cpus,
         hz: 1000,
@@ -29,7 +29,7 @@ fn machine(cpus: usize) -> Machine {
     }
 }
 
-fn fair(nice: i32) -> SchedSpec {
+pub(super) fn fair(nice: i32) -> SchedSpec {
     SchedSpec::Fair {
         kind: FairKind::Normal,
         nice,
@@ -37,7 +37,7 @@ fn fair(nice: i32) -> SchedSpec {
     }
 }
 
-fn task(sched: SchedSpec, program: Burn, start_ns: u64) -> TaskSpec {
+pub(super) fn task(sched: SchedSpec, program: Burn, start_ns: u64) -> TaskSpec {
     TaskSpec {
         sched,
         cpus: vec![0],
@@ -47,7 +47,7 @@ fn task(sched: SchedSpec, program: Burn, start_ns: u64) -> TaskSpec {
     }
 }
 
-fn run(m: &Machine, tasks: Vec<TaskSpec>, limit_ns: u64) -> Outcome {
+pub(super) fn run(m: &Machine, tasks: Vec<TaskSpec>, limit_ns: u64) -> Outcome {
     let out = Engine::new(m, tasks, None, 0).run(limit_ns);
     assert!(!out.timed_out && !out.stalled);
     out

@@ -1,13 +1,14 @@
 //! The model's predicted per-CPU timeline in the form the store keeps a
 //! kernel trace's: each engine [`Segment`] a slice with how it ended,
-//! by CPU then start, the migrations between a task's segments, under a
+//! by CPU then start, each engine [`Wake`] a wake-up with its wait until
+//! the task ran, the migrations between a task's segments, under a
 //! capture without events. The model emits no kernel events and none are
 //! invented: the capture's events are empty, and what needs them (the
-//! trace export, wake-up stamps) says so instead. Pure.
+//! trace export) says so instead. Pure.
 
-use super::engine::{Segment, SegmentEnd};
+use super::engine::{Segment, SegmentEnd, Wake, WakeCause};
 use super::mapping::SimRun;
-use crate::trace::derive::{Derived, Migration, Slice};
+use crate::trace::derive::{Derived, Migration, Slice, WakeUp};
 use crate::trace::summary::WorkWindow;
 use crate::trace::{Capture, SwitchEnd, Task};
 
@@ -55,6 +56,32 @@ pub fn slices(segments: &[Segment]) -> Vec<Slice> {
         })
         .collect();
     out.sort_by_key(|s| (s.cpu, s.start_ns, s.end_ns));
+    out
+}
+
+/// The model's wake-ups as a trace's, in time order: became runnable at
+/// `waking_ns` (= `wakeup_ns`: the model puts a task on its run queue at
+/// once), by a peer (its task id) or else by nobody (0, as an interrupt:
+/// a timer, the RT period, the DEADLINE replenishment timer), the release
+/// marked `new` (a task's first time runnable, as `sched_wakeup_new`).
+pub fn wakeups(wakes: &[Wake]) -> Vec<WakeUp> {
+    let mut out: Vec<WakeUp> = wakes
+        .iter()
+        .map(|w| WakeUp {
+            pid: task_id(w.task),
+            waker_pid: match w.cause {
+                WakeCause::Peer(p) => task_id(p),
+                _ => 0,
+            },
+            waking_ns: Some(w.at_ns),
+            wakeup_ns: Some(w.at_ns),
+            target_cpu: w.target_cpu,
+            new: w.cause == WakeCause::Released,
+            switch_in_ns: w.run_ns,
+            cpu: w.run_cpu,
+        })
+        .collect();
+    out.sort_by_key(|w| w.waking_ns);
     out
 }
 
@@ -110,6 +137,7 @@ pub fn prediction(sim: &SimRun, cpus: usize) -> Option<Prediction> {
     };
     let derived = Derived {
         slices: slices(&sim.timeline),
+        wakeups: wakeups(&sim.wakes),
         migrations: migrations(&sim.timeline),
         ..Derived::default()
     };
@@ -177,6 +205,56 @@ mod tests {
         );
         // Only the last, still running when the model stopped, is not complete.
         assert_eq!(s.iter().filter(|s| s.complete()).count(), 4);
+    }
+
+    #[test]
+    fn each_wake_is_a_wake_up_with_its_waker_and_switch_in() {
+        let wake = |task, cause, at_ns, run: Option<(u64, u32)>| Wake {
+            task,
+            cause,
+            at_ns,
+            target_cpu: 1,
+            run_ns: run.map(|r| r.0),
+            run_cpu: run.map(|r| r.1),
+        };
+        let w = wakeups(&[
+            wake(0, WakeCause::Released, 0, Some((0, 1))),
+            wake(1, WakeCause::Peer(0), 10, Some((25, 0))),
+            wake(2, WakeCause::Unthrottled, 30, Some((30, 1))),
+            wake(0, WakeCause::Timer, 40, None),
+        ]);
+        // (pid, waker, new, waking, switch-in, CPU run on)
+        type Row = (i32, i32, bool, Option<u64>, Option<u64>, Option<u32>);
+        let got: Vec<Row> = w
+            .iter()
+            .map(|w| {
+                (
+                    w.pid,
+                    w.waker_pid,
+                    w.new,
+                    w.waking_ns,
+                    w.switch_in_ns,
+                    w.cpu,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (1, 0, true, Some(0), Some(0), Some(1)),
+                (2, 1, false, Some(10), Some(25), Some(0)),
+                (3, 0, false, Some(30), Some(30), Some(1)),
+                (1, 0, false, Some(40), None, None),
+            ]
+        );
+        // Waking and on the run queue at once; the wait is the trace's
+        // wake-up-to-run latency.
+        assert!(
+            w.iter()
+                .all(|w| w.wakeup_ns == w.waking_ns && w.target_cpu == 1)
+        );
+        assert_eq!(w[1].latency_ns(), Some(15));
+        assert_eq!(w[3].latency_ns(), None);
     }
 
     #[test]

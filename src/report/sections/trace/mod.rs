@@ -232,6 +232,12 @@ fn histogram(a: &Analysis, group: usize, conds: &[&ConditionTrace]) -> Option<Ba
     })
 }
 
+/// What a predicted timeline's wake-up-to-run latency is.
+const MODEL_WAKE: &str = "Its wake-up-to-run latency is the model's: from each time the model makes a \
+     process runnable (its release, the end of a sleep, a peer's signal, its RT run queue unthrottled, its \
+     DEADLINE runtime replenished; the last two are no sched_waking in a kernel trace) to the process's next \
+     switch-in.";
+
 /// What the model's timeline drawn under the traced one shows.
 fn twin_caption(traced: &TimelineSummary, model: &TimelineSummary) -> String {
     format!(
@@ -330,8 +336,8 @@ impl Section for TraceSection {
                 "{} of the campaign {} simulated (schedlab simulate): each has the model's predicted \
                  timeline, not a kernel trace. The model's slices are summarised as a trace's: a slice runs from \
                  a process's switch-in to its switch-out on that CPU as the model schedules it (ended preempted, \
-                 throttled, blocked or exited). The model records no wake-up stamps, and its counters are its \
-                 own, so there is no comparison with them.",
+                 throttled, blocked or exited). {MODEL_WAKE} Its counters are its own, so there is no comparison \
+                 with them.",
                 plural(d.traced_runs, "ok run", "ok runs"),
                 if d.traced_runs == 1 { "was" } else { "were" },
             ))
@@ -350,7 +356,7 @@ impl Section for TraceSection {
         if self.predicted_runs > 0 && !all_predicted {
             b.push(Block::p(format!(
                 "{} of these {} the model's predicted timelines (schedlab simulate), not kernel traces: \
-                 counted the same way, and not compared with the counters.",
+                 counted the same way, and not compared with the counters. {MODEL_WAKE}",
                 self.predicted_runs,
                 if self.predicted_runs == 1 { "is" } else { "are" },
             )));
@@ -670,7 +676,9 @@ mod tests {
     }
 
     /// A simulated run's predicted timeline is drawn as a trace's, saying
-    /// everywhere that it is the model's, without the counters' check.
+    /// everywhere that it is the model's, without the counters' check;
+    /// its wake-ups are the model's wake-up-to-run latency (worker 0 runs
+    /// at its release at 0, worker 1 10 ms after its own).
     #[test]
     fn a_predicted_timeline_says_it_is_the_model_s() {
         let dir = tempfile::tempdir().unwrap();
@@ -690,8 +698,19 @@ mod tests {
             start_repaired: false,
             end_repaired: false,
         };
+        let released = |pid, switch_in_ns| crate::trace::derive::WakeUp {
+            pid,
+            waker_pid: 0,
+            waking_ns: Some(0),
+            wakeup_ns: Some(0),
+            target_cpu: 0,
+            new: true,
+            switch_in_ns: Some(switch_in_ns),
+            cpu: Some(0),
+        };
         let derived = crate::trace::derive::Derived {
             slices: vec![slice(1, 0, 10_000_000), slice(2, 10_000_000, 20_000_000)],
+            wakeups: vec![released(1, 0), released(2, 10_000_000)],
             ..Default::default()
         };
         store
@@ -711,7 +730,14 @@ mod tests {
         assert_eq!(j["trace"]["timeline"]["run"]["predicted"], true);
         assert_eq!(j["trace"]["timeline"]["run"]["run_id"], run);
         assert_eq!(j["trace"]["agreement"].as_array().unwrap().len(), 0);
+        // Waits of 0 and 10 ms (HdrHistogram: 10 ms within 0.1 %).
+        let wake = &j["trace"]["conditions"][0]["trace_wake"];
+        assert_eq!(wake["count"], 2, "{wake}");
+        let max_us = wake["max_us"].as_f64().unwrap();
+        assert!((max_us / 10_000.0 - 1.0).abs() < 1e-3, "{wake}");
         let md = r.markdown();
+        assert!(md.contains(MODEL_WAKE), "{md}");
+        assert!(!md.contains("no wake-up stamps"), "{md}");
         assert!(md.contains("## Predicted timeline (the model's"), "{md}");
         assert!(
             md.contains("the model's predicted timeline (schedlab simulate), not a kernel trace")
