@@ -11,7 +11,10 @@
 //!   (`replenish_dl_entity`). Enforcement is exact (HRTICK_DL is on by
 //!   default). A wake-up keeps the current runtime and deadline unless the
 //!   deadline passed or the rest would overrun the reserved bandwidth
-//!   (`update_dl_entity`, `dl_entity_overflow`).
+//!   (`update_dl_entity`, `dl_entity_overflow`); a task with a deadline
+//!   shorter than its period then keeps its deadline with the runtime its
+//!   density allows in the time left (the revised wake-up rule,
+//!   `update_dl_revised_wakeup`).
 //! - Admission: Σ runtime/period of the root domain's tasks, and of its
 //!   fair servers on 6.12+, at most CPUs × `sched_rt_runtime_us` /
 //!   `sched_rt_period_us`, in the kernel's 20-bit fixed point (`to_ratio`,
@@ -46,9 +49,14 @@ impl DlEntity {
         }
     }
 
-    /// `update_dl_entity` at wake-up: a new runtime and deadline when the
-    /// deadline passed or the remaining runtime over the time left to it
-    /// exceeds runtime / deadline (`dl_entity_overflow`).
+    /// `update_dl_entity` at wake-up: when the deadline passed or the
+    /// remaining runtime over the time left to it exceeds runtime /
+    /// deadline (`dl_entity_overflow`), a new runtime and deadline; but a
+    /// constrained task (deadline < period) whose deadline has not passed
+    /// keeps it, with its density (runtime / deadline, `dl_density` in
+    /// 20-bit fixed point) times the laxity left as runtime
+    /// (`update_dl_revised_wakeup`): a fresh deadline would let it run
+    /// more than its runtime in one period.
     pub fn wake(&mut self, now: u64) {
         if self.throttled {
             return;
@@ -58,10 +66,19 @@ impl DlEntity {
             let right = u128::from(self.abs_deadline - now) * u128::from(self.runtime_ns);
             right < left
         };
-        if self.abs_deadline <= now || overflow() {
-            self.abs_deadline = now + self.deadline_ns;
-            self.remaining_ns = self.runtime_ns as i64;
+        // 0: never activated, a deadline that has passed.
+        let passed = self.abs_deadline <= now;
+        if !passed && !overflow() {
+            return;
         }
+        if !passed && self.deadline_ns != self.period_ns {
+            let laxity_ns = self.abs_deadline - now;
+            let density = to_ratio(self.deadline_ns, self.runtime_ns);
+            self.remaining_ns = ((u128::from(density) * u128::from(laxity_ns)) >> 20) as i64;
+            return;
+        }
+        self.abs_deadline = now + self.deadline_ns;
+        self.remaining_ns = self.runtime_ns as i64;
     }
 
     /// Run for `ns`. True: the runtime is used up and the task throttled.
@@ -258,6 +275,41 @@ mod tests {
         early.wake(10 * MS);
         assert_eq!(early.abs_deadline, 100 * MS);
         assert_eq!(early.remaining_ns, 20 * MS as i64);
+    }
+
+    /// Constrained, 2 ms every 10 ms within 5 ms: ran 1 ms from 0, wakes
+    /// at 4 ms with 1 ms left and 1 ms to its deadline: (5 − 4) × 2 <
+    /// 5 × 1 overflows. An implicit task would get deadline 9 ms and 2 ms;
+    /// this one keeps deadline 5 ms with density × laxity: to_ratio(5 ms,
+    /// 2 ms) = ⌊2 × 2²⁰ / 5⌋ = 419430, × 1 ms >> 20 = 399999 ns. Woken
+    /// after its deadline it gets a new period as any task.
+    #[test]
+    fn a_constrained_task_waking_before_its_deadline_keeps_it() {
+        let mut d = DlEntity::new(2 * MS, 5 * MS, 10 * MS);
+        d.wake(0);
+        assert!(!d.charge(MS));
+        let mut early = d;
+        early.wake(4 * MS);
+        assert_eq!((early.abs_deadline, early.remaining_ns), (5 * MS, 399_999));
+        // No overflow (left 5 × 1, right (5 − 2) × 2): kept as it was.
+        let mut kept = d;
+        kept.wake(2 * MS);
+        assert_eq!((kept.abs_deadline, kept.remaining_ns), (5 * MS, MS as i64));
+        let mut late = d;
+        late.wake(6 * MS);
+        assert_eq!(
+            (late.abs_deadline, late.remaining_ns),
+            (11 * MS, 2 * MS as i64)
+        );
+        // Implicit (deadline = period): the rule is not applied.
+        let mut implicit = DlEntity::new(2 * MS, 5 * MS, 5 * MS);
+        implicit.wake(0);
+        implicit.charge(MS);
+        implicit.wake(4 * MS);
+        assert_eq!(
+            (implicit.abs_deadline, implicit.remaining_ns),
+            (9 * MS, 2 * MS as i64)
+        );
     }
 
     /// Two CPUs at 95%: 1.9 CPUs. Three tasks of 60% fit (1.8), four do

@@ -1,9 +1,10 @@
 //! The model's wake-ups against schedules computed by hand: when each task
 //! became runnable (released, woken by a timer or a peer, its RT run queue
-//! unthrottled, its DEADLINE runtime replenished) and when it next ran.
+//! unthrottled, its DEADLINE runtime replenished) and when it next ran;
+//! and a constrained DEADLINE task under the revised wake-up rule.
 //! Every expected time is derived in the test's comment.
 
-use super::engine::{Outcome, SchedSpec, TaskSpec, WakeCause};
+use super::engine::{Outcome, SchedSpec, SegmentEnd, TaskSpec, WakeCause};
 use super::task::{Burn, Cycle, Ping, Program, Step};
 use super::tests::{fair, machine, run, task};
 
@@ -169,6 +170,58 @@ fn a_throttled_rt_task_is_woken_when_its_run_queue_is_unthrottled() {
             (0, u, 1000 * MS, Some(1000 * MS)),
             (0, u, 2000 * MS, Some(2000 * MS)),
             (0, u, 3000 * MS, Some(3000 * MS)),
+        ]
+    );
+}
+
+/// The revised wake-up rule on a whole schedule: A, 2 ms every 10 ms
+/// within 5 ms, runs 1 ms, sleeps 3 ms, then needs 2 ms more. It runs [0,
+/// 1 ms) and wakes at 4 ms with 1 ms left and 1 ms to its deadline, which
+/// overflows: as a constrained task it keeps deadline 5 ms with 399999 ns
+/// (see `deadline::tests`), runs [4 ms, 4.399999 ms) and is throttled
+/// until its next period at 5 − 5 + 10 = 10 ms; replenished (deadline 15
+/// ms, 2 ms), it runs the 1.600001 ms left and exits at 11.600001 ms. (A
+/// new deadline at the wake-up would have let it run [4, 6) ms: 3 ms in
+/// its first period of 2 ms.)
+#[test]
+fn a_constrained_deadline_task_waking_late_gets_what_its_density_allows() {
+    let m = machine(1);
+    let a = TaskSpec {
+        program: Program::Cycle(Cycle::new(
+            vec![Step::Cpu(MS), Step::Io(3 * MS), Step::Cpu(2 * MS)],
+            Some(1),
+            None,
+        )),
+        ..task(
+            SchedSpec::Deadline {
+                runtime_ns: 2 * MS,
+                deadline_ns: 5 * MS,
+                period_ns: 10 * MS,
+            },
+            Burn::amount(0),
+            0,
+        )
+    };
+    let out = run(&m, vec![a], u64::MAX);
+    let segs: Vec<(u64, u64, Option<SegmentEnd>)> = out
+        .timeline
+        .iter()
+        .map(|s| (s.start_ns, s.end_ns, s.end))
+        .collect();
+    assert_eq!(
+        segs,
+        [
+            (0, MS, Some(SegmentEnd::Blocked)),
+            (4 * MS, 4 * MS + 399_999, Some(SegmentEnd::Throttled)),
+            (10 * MS, 11 * MS + 600_001, Some(SegmentEnd::Exited)),
+        ]
+    );
+    assert_eq!(
+        wakes(&out),
+        [
+            (0, WakeCause::Released, 0, Some(0)),
+            (0, WakeCause::Timer, 4 * MS, Some(4 * MS)),
+            (0, WakeCause::Replenished, 10 * MS, Some(10 * MS)),
         ]
     );
 }
