@@ -224,7 +224,7 @@ fn a_simulated_run_s_predicted_timeline_is_drawn_as_the_model_s() {
         "{md}"
     );
     assert!(
-        md.contains("Its wake-up-to-run latency is the model's"),
+        md.contains("A predicted timeline's wake-up-to-run latency is the model's"),
         "{md}"
     );
     // The condition's row gives the waits 0, one and two workers' slices:

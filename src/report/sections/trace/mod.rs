@@ -233,10 +233,10 @@ fn histogram(a: &Analysis, group: usize, conds: &[&ConditionTrace]) -> Option<Ba
 }
 
 /// What a predicted timeline's wake-up-to-run latency is.
-const MODEL_WAKE: &str = "Its wake-up-to-run latency is the model's: from each time the model makes a \
-     process runnable (its release, the end of a sleep, a peer's signal, its RT run queue unthrottled, its \
-     DEADLINE runtime replenished; the last two are no sched_waking in a kernel trace) to the process's next \
-     switch-in.";
+const MODEL_WAKE: &str = "A predicted timeline's wake-up-to-run latency is the model's: from each time the \
+     model makes a process runnable (its release, the end of a sleep, a peer's signal, its RT run queue \
+     unthrottled, its DEADLINE runtime replenished; the last two are no sched_waking in a kernel trace) to \
+     the process's next switch-in.";
 
 /// What the model's timeline drawn under the traced one shows.
 fn twin_caption(traced: &TimelineSummary, model: &TimelineSummary) -> String {
@@ -336,8 +336,8 @@ impl Section for TraceSection {
                 "{} of the campaign {} simulated (schedlab simulate): each has the model's predicted \
                  timeline, not a kernel trace. The model's slices are summarised as a trace's: a slice runs from \
                  a process's switch-in to its switch-out on that CPU as the model schedules it (ended preempted, \
-                 throttled, blocked or exited). {MODEL_WAKE} Its counters are its own, so there is no comparison \
-                 with them.",
+                 throttled, blocked or exited). {MODEL_WAKE} The model's counters are its own, so there is no \
+                 comparison with them.",
                 plural(d.traced_runs, "ok run", "ok runs"),
                 if d.traced_runs == 1 { "was" } else { "were" },
             ))
