@@ -1295,6 +1295,13 @@ fn quick_traces_as_root_and_its_report_opens_with_timelines_in_chromium() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     // 2 processes of 15M iterations (about 20 ms of CPU each) on CPU 0.
+    // Four runs of each policy: a policy's panel needs one usable trace,
+    // and this VM's kernel now and then never emits a sched_switch, which
+    // leaves an OTHER run's trace unusable (a CPU-bound task has no other
+    // event to repair the gap from): 3 of 60 OTHER runs beside `stress-ng
+    // --cpu 2`, none of FIFO's or RR's. At 5 % both of two runs are
+    // unusable about once in 400 (the panel missing once in CI); all of
+    // four about once in 160,000.
     let o = schedlab(
         &[
             "run",
@@ -1303,7 +1310,7 @@ fn quick_traces_as_root_and_its_report_opens_with_timelines_in_chromium() {
             "--scale",
             "0.05",
             "--set",
-            "repetitions=2",
+            "repetitions=4",
             "--set",
             "matrix.processes=[2]",
             "--set",
@@ -1335,9 +1342,34 @@ fn quick_traces_as_root_and_its_report_opens_with_timelines_in_chromium() {
         .filter(|r| r["run"].is_number())
         .map(|r| r["policy"].as_str().unwrap())
         .collect();
-    assert_eq!(policies, ["other", "fifo", "rr"], "{p}");
+    assert_eq!(
+        policies,
+        ["other", "fifo", "rr"],
+        "{p}\nunusable traces: {:?}",
+        unusable_traces(&d.join("q.db"))
+    );
     let o = schedlab(&["report", "--db", "q.db", "-o", "q.html"], d);
     assert!(o.status.success(), "{}", text(&o));
     let l = check_first_screen(&chrome, &d.join("q.html"), "after");
     assert_eq!(l["kind"], "first-timelines", "{l}");
+}
+
+/// Each unusable trace of the database at `db`: its run's policy and why.
+fn unusable_traces(db: &Path) -> Vec<(String, String)> {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let mut st = conn
+        .prepare(
+            "SELECT r.policy, t.unusable_reason FROM trace_captures t
+             JOIN runs r ON r.id = t.run_id WHERE t.unusable = 1 ORDER BY r.id",
+        )
+        .unwrap();
+    st.query_map([], |r| {
+        Ok((
+            r.get(0)?,
+            r.get::<_, Option<String>>(1)?.unwrap_or_default(),
+        ))
+    })
+    .unwrap()
+    .collect::<rusqlite::Result<_>>()
+    .unwrap()
 }

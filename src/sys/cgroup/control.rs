@@ -3,12 +3,13 @@
 //! continue it, list its tasks (for raising and lowering each one's
 //! priority), read its CPU time and whether it still has processes.
 //!
-//! Stopping prefers the kernel's freezer over signals: cgroup2's
-//! `cgroup.freeze` (present in every non-root cgroup2 group since Linux
-//! 5.2, with no controller enabled — so in the unified hierarchy of a
-//! hybrid machine too), else the v1 freezer's `freezer.state`, else
-//! SIGSTOP/SIGCONT to each process of `cgroup.procs`. The freezer acts on
-//! the group, not on a list read a moment earlier: a child forked while
+//! Stopping prefers the kernel's freezer over signals ([`Freezer`]:
+//! cgroup2's `cgroup.freeze`, present in every non-root cgroup2 group
+//! since Linux 5.2, with no controller enabled — so in the unified
+//! hierarchy of a hybrid machine too; else the v1 freezer's
+//! `freezer.state`), else SIGSTOP/SIGCONT to each process of
+//! `cgroup.procs`. The freezer acts on the group, not on a list read a
+//! moment earlier: a child forked while
 //! the group is frozen is born frozen (kernel/cgroup/cgroup.c
 //! `cgroup_post_fork`; v1: kernel/cgroup/legacy_freezer.c `freezer_fork`),
 //! no parent sees its children stop (no SIGCHLD, no `wait` woken for a
@@ -23,6 +24,7 @@
 use std::path::{Path, PathBuf};
 
 use super::files::{self, keyed_u64, parse_events, parse_pids};
+use super::freezer::{Freezer, FreezerKind};
 use crate::sys::events::PidFd;
 
 /// How a tree is stopped and continued.
@@ -58,27 +60,14 @@ pub struct TreeControl {
     members: PathBuf,
 }
 
-/// Which stopper a tree with these groups uses: the first of cgroup2's
-/// freeze file, the v1 freezer, signals.
-pub fn choose_stopper(v2_freeze_file: bool, v1_freezer: bool) -> Stopper {
-    match (v2_freeze_file, v1_freezer) {
-        (true, _) => Stopper::FreezeV2,
-        (false, true) => Stopper::FreezerV1,
-        (false, false) => Stopper::Signals,
-    }
-}
-
-/// Whether a v1 `freezer.state` or cgroup2 `cgroup.events` text says the
-/// group is frozen (None: the text says neither, or "FREEZING").
-pub fn parse_frozen(stopper: Stopper, text: &str) -> Option<bool> {
-    match stopper {
-        Stopper::FreezeV2 => parse_events(text).and_then(|e| e.frozen),
-        Stopper::FreezerV1 => match text.trim() {
-            "FROZEN" => Some(true),
-            "THAWED" => Some(false),
-            _ => None,
-        },
-        Stopper::Signals => None,
+impl Stopper {
+    /// The stopper of a tree with this freezer (signals without one).
+    fn of(freezer: Option<FreezerKind>) -> Stopper {
+        match freezer {
+            Some(FreezerKind::V2) => Stopper::FreezeV2,
+            Some(FreezerKind::V1) => Stopper::FreezerV1,
+            None => Stopper::Signals,
+        }
     }
 }
 
@@ -102,14 +91,14 @@ impl TreeControl {
         &self.members
     }
 
+    /// The tree's freezer (see [`Freezer::of`]): None, signals.
+    fn freezer(&self) -> Option<Freezer> {
+        Freezer::of(self.v2.as_deref(), self.freezer.as_deref())
+    }
+
     /// How this tree is stopped and continued.
     pub fn stopper(&self) -> Stopper {
-        choose_stopper(
-            self.v2
-                .as_ref()
-                .is_some_and(|d| d.join("cgroup.freeze").exists()),
-            self.freezer.is_some(),
-        )
+        Stopper::of(self.freezer().map(|f| f.kind()))
     }
 
     /// Stops (`on`) or continues the whole tree. The freezer returns once
@@ -117,32 +106,20 @@ impl TreeControl {
     /// SIGSTOP; [`frozen`](Self::frozen) says when all have); signals go
     /// to each process of the group, none outside it.
     pub fn stop(&self, on: bool) -> std::io::Result<()> {
-        let write = |dir: &Path, name: &str, value: &str| {
-            files::write(dir, name, value).map_err(|e| std::io::Error::other(format!("{e:#}")))
-        };
-        match (self.stopper(), &self.v2, &self.freezer) {
-            (Stopper::FreezeV2, Some(v2), _) => {
-                write(v2, "cgroup.freeze", if on { "1" } else { "0" })
-            }
-            (Stopper::FreezerV1, _, Some(fz)) => {
-                write(fz, "freezer.state", if on { "FROZEN" } else { "THAWED" })
-            }
-            _ => self.signal_each(if on { libc::SIGSTOP } else { libc::SIGCONT }),
+        match self.freezer() {
+            Some(f) => f
+                .set(on)
+                .map_err(|e| std::io::Error::other(format!("{e:#}"))),
+            None => self.signal_each(if on { libc::SIGSTOP } else { libc::SIGCONT }),
         }
     }
 
     /// Whether every task of the tree is stopped: frozen, or (signals)
     /// every process in state 'T'. None when it cannot be told.
     pub fn frozen(&self) -> Option<bool> {
-        let stopper = self.stopper();
-        match (stopper, &self.v2, &self.freezer) {
-            (Stopper::FreezeV2, Some(v2), _) => files::read(v2, "cgroup.events")
-                .ok()
-                .and_then(|t| parse_frozen(stopper, &t)),
-            (Stopper::FreezerV1, _, Some(fz)) => files::read(fz, "freezer.state")
-                .ok()
-                .and_then(|t| parse_frozen(stopper, &t)),
-            _ => Some(self.procs().iter().all(|&p| {
+        match self.freezer() {
+            Some(f) => f.frozen(),
+            None => Some(self.procs().iter().all(|&p| {
                 matches!(
                     crate::sys::procstat::read_stat(p).map(|s| s.state),
                     None | Some('T' | 't' | 'Z' | 'X')
@@ -235,24 +212,9 @@ mod tests {
 
     #[test]
     fn the_freezer_is_preferred_to_signals() {
-        assert_eq!(choose_stopper(true, true), Stopper::FreezeV2);
-        assert_eq!(choose_stopper(true, false), Stopper::FreezeV2);
-        assert_eq!(choose_stopper(false, true), Stopper::FreezerV1);
-        assert_eq!(choose_stopper(false, false), Stopper::Signals);
-    }
-
-    #[test]
-    fn frozen_states() {
-        let v2 = Stopper::FreezeV2;
-        assert_eq!(parse_frozen(v2, "populated 1\nfrozen 1\n"), Some(true));
-        assert_eq!(parse_frozen(v2, "populated 1\nfrozen 0\n"), Some(false));
-        // Before Linux 5.2 there is no frozen key.
-        assert_eq!(parse_frozen(v2, "populated 1\n"), None);
-        let v1 = Stopper::FreezerV1;
-        assert_eq!(parse_frozen(v1, "FROZEN\n"), Some(true));
-        assert_eq!(parse_frozen(v1, "THAWED\n"), Some(false));
-        assert_eq!(parse_frozen(v1, "FREEZING\n"), None);
-        assert_eq!(parse_frozen(Stopper::Signals, "FROZEN"), None);
+        assert_eq!(Stopper::of(Some(FreezerKind::V2)), Stopper::FreezeV2);
+        assert_eq!(Stopper::of(Some(FreezerKind::V1)), Stopper::FreezerV1);
+        assert_eq!(Stopper::of(None), Stopper::Signals);
     }
 
     /// Plain directories stand for the groups: the files are what the

@@ -1,6 +1,6 @@
-//! Signalling and emptying groups: freezing (v2 `cgroup.freeze`, v1
-//! `freezer.state`) so that a forking program cannot escape between
-//! reading the list of members and signalling them, v2 `cgroup.kill`,
+//! Signalling and emptying groups: freezing (through [`Freezer`]: v2
+//! `cgroup.freeze`, v1 `freezer.state`) so that a forking program cannot
+//! escape between reading the list of members and signalling them, v2 `cgroup.kill`,
 //! waiting for a group to empty (v2 `cgroup.events` watched with
 //! inotify; v1 by reading `cgroup.procs`), and removing groups.
 
@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 
 use super::files::{self, parse_events, procs};
+use super::freezer::Freezer;
 
 /// How long a freeze may take before signalling goes on without it (a
 /// task in uninterruptible sleep can hold it up).
@@ -67,31 +68,9 @@ impl GroupDirs {
         !self.procs().is_empty()
     }
 
-    /// Freezes (or thaws) the tree; true when it is known frozen.
-    fn freeze(&self, on: bool) -> bool {
-        if let Some(v2) = &self.v2
-            && v2.join("cgroup.freeze").exists()
-        {
-            return freeze_v2(v2, on);
-        }
-        if let Some(fz) = &self.freezer {
-            return freeze_v1(fz, on);
-        }
-        false
-    }
-
-    /// Whether the tree was asked to be frozen (v2 `cgroup.freeze` is 1,
-    /// v1 `freezer.state` FREEZING or FROZEN): by the WRR dispatcher, whose
-    /// turns stop a command's tree so.
-    fn freeze_requested(&self) -> bool {
-        if let Some(v2) = &self.v2 {
-            return std::fs::read_to_string(v2.join("cgroup.freeze"))
-                .is_ok_and(|t| t.trim() == "1");
-        }
-        self.freezer.as_ref().is_some_and(|fz| {
-            std::fs::read_to_string(fz.join("freezer.state"))
-                .is_ok_and(|t| matches!(t.trim(), "FREEZING" | "FROZEN"))
-        })
+    /// The tree's freezer (see [`Freezer::of`]).
+    fn freezer(&self) -> Option<Freezer> {
+        Freezer::of(self.v2.as_deref(), self.freezer.as_deref())
     }
 
     /// Sends `sig` to every process of the tree, frozen while its members
@@ -103,14 +82,18 @@ impl GroupDirs {
     /// until thawed. Returns the threads seen while frozen (for attributing
     /// exits).
     pub fn signal_all(&self, sig: i32) -> Vec<i32> {
-        let was_frozen = sig != libc::SIGKILL && self.freeze_requested();
-        let frozen = self.freeze(true);
+        let freezer = self.freezer();
+        // Asked by the WRR dispatcher, whose turns stop a command's tree so.
+        let was_frozen = sig != libc::SIGKILL && freezer.as_ref().is_some_and(Freezer::asked);
+        if let Some(f) = &freezer {
+            f.set_and_wait(true, FREEZE_WAIT);
+        }
         let seen = self.threads();
         for pid in self.procs() {
             crate::sys::proc::kill(pid, sig);
         }
-        if !was_frozen && (frozen || self.v2.is_some() || self.freezer.is_some()) {
-            self.freeze(false);
+        if let Some(f) = freezer.filter(|_| !was_frozen) {
+            f.set_and_wait(false, FREEZE_WAIT);
         }
         seen
     }
@@ -154,44 +137,6 @@ impl GroupDirs {
                 None => std::thread::sleep(step.min(Duration::from_millis(5))),
             }
         }
-    }
-}
-
-fn freeze_v2(dir: &Path, on: bool) -> bool {
-    if files::write(dir, "cgroup.freeze", if on { "1" } else { "0" }).is_err() {
-        return false;
-    }
-    let deadline = Instant::now() + FREEZE_WAIT;
-    loop {
-        let frozen = std::fs::read_to_string(dir.join("cgroup.events"))
-            .ok()
-            .and_then(|t| parse_events(&t))
-            .and_then(|e| e.frozen);
-        if frozen == Some(on) {
-            return on;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-}
-
-fn freeze_v1(dir: &Path, on: bool) -> bool {
-    let want = if on { "FROZEN" } else { "THAWED" };
-    if files::write(dir, "freezer.state", want).is_err() {
-        return false;
-    }
-    let deadline = Instant::now() + FREEZE_WAIT;
-    loop {
-        let state = std::fs::read_to_string(dir.join("freezer.state")).unwrap_or_default();
-        if state.trim() == want {
-            return on;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(1));
     }
 }
 

@@ -34,14 +34,17 @@
 //!
 //! Files, one job each: `mounts.rs` (mountinfo and /proc/PID/cgroup),
 //! `layout.rs` (which hierarchies), `files.rs` (parsing the groups'
-//! files), `kill.rs` (freeze, signal, cgroup.kill, wait for empty,
-//! remove), `journal.rs` (the session journals and their recovery),
+//! files), `freezer.rs` (the one freezer type both `kill.rs` and
+//! `control.rs` use: freeze, thaw, asked and actual state, wait),
+//! `kill.rs` (freeze, signal, cgroup.kill, wait for empty, remove),
+//! `journal.rs` (the session journals and their recovery),
 //! `taskstats.rs`, `exits.rs`, `control.rs`, `session.rs`
 //! ([`TreeGroups`]), `group.rs` ([`TreeGroup`]), `stats.rs`.
 
 mod control;
 mod exits;
 mod files;
+mod freezer;
 mod group;
 mod journal;
 mod kill;
