@@ -9,6 +9,11 @@
 //! fifo the children keep the priority they were forked with and one tree
 //! takes nearly all.
 //!
+//! The kernel mechanism (`ext`, schedlab's sched_ext scheduler, which puts
+//! each task a worker's tree forks in the worker's group) needs a kernel
+//! with sched_ext: the same campaign under it runs in `scripts/vm-test`'s
+//! guest (`scripts/vm/wrr-tree.sh`, judged by `scripts/vm/wrr-tree-check.py`).
+//!
 //! Needs root (a cgroup per worker) and, for fifo, SCHED_FIFO: fails
 //! instead of skipping under `SCHEDLAB_REQUIRE_ROOT=1`. The RT part is
 //! short (3 s), pinned to CPU 0 and under the spec's 30 s timeout.

@@ -4,21 +4,34 @@
 Checks, for scripts/vm-test, the guest's campaign with the kernel's example
 scheduler scx_simple as a factor (matrix.ext_scheduler = ["none",
 "scx_simple"], three pi workers of different nice values pinned to CPU 0,
-policy other, two repetitions), from what an observer outside schedlab can
-see: every run's status in the export (CSV), the kernel's log lines of the
+policy other, two repetitions; and three `tree` command workers, each a shell
+whose background child prints its own policy and whether it is on sched_ext;
+then that command alone under scx_qmap -p, a scheduler in partial mode),
+from what an observer outside schedlab can see: every run's status in the export (CSV), the kernel's log lines of the
 campaign, and sched_ext's state sampled on CPU 1 (both in the serial log).
 Prints each nice value's CPU share under both conditions beside the share
 its kernel nice weight predicts. Exits non-zero, naming what failed, when a
 run is not ok, the kernel did not log scx_simple enabled and disabled once
 per run of it, the observer never saw it enabled, sched_ext is not disabled
-after the campaign, or under scx_simple the shares do not fall with nice
-(weighted vtime; its FIFO mode would give equal shares). How far the shares
+after the campaign, under scx_simple the shares do not fall with nice
+(weighted vtime; its FIFO mode would give equal shares), or a command's
+child does not run where its level puts the command (issue 19:
+ext_scheduler levels cover a command's children): on sched_ext
+(`ext.enabled` 1 in its /proc/self/sched) under scx_simple, not under
+"none"; and under scx_qmap -p, where schedlab moves the worker to
+SCHED_EXT, the child's own policy (field 41 of /proc/self/stat) 7 =
+SCHED_EXT, inherited, and on sched_ext. (scx_simple switches every task
+without changing its policy: there the child's policy stays 0, SCHED_OTHER,
+which is printed.) How far the shares
 are from the weights is printed, not asserted: under TCG the guest's ticks
 come late whenever the host is busy.
 """
 
+import base64
 import collections
 import csv
+import gzip
+import io
 import sys
 
 # The kernel's nice-to-weight table (kernel/sched/core.c, sched_prio_to_weight).
@@ -30,6 +43,13 @@ WEIGHT = [
 ]
 LEVELS = ("none", "scx_simple")
 REPETITIONS = (1, 2)
+WORKLOADS = ("pi", "tree")
+# Whether a `tree` worker's child must be on sched_ext per level (its
+# /proc/self/sched `ext.enabled`).
+CHILD_EXT = {"none": 0, "scx_simple": 1}
+# SCHED_EXT, the policy (field 41 of /proc/self/stat) a child of a worker
+# schedlab moved to SCHED_EXT inherits.
+SCHED_EXT = 7
 
 
 def nice_weight(nice):
@@ -49,20 +69,43 @@ def main(csv_path, log_path, seconds):
     rows = list(csv.DictReader(open(csv_path, newline="", encoding="utf-8")))
     if not rows or "ext_scheduler" not in rows[0]:
         return ["the campaign's export has no rows or no ext_scheduler column"]
-    runs = collections.defaultdict(list)  # (level, rep, run id) -> worker rows
+    every = collections.defaultdict(list)  # (level, rep, run id, workload) -> worker rows
     for r in rows:
         if r["role"] == "worker":
-            runs[(r["ext_scheduler"], int(r["rep"]), r["run"])].append(r)
+            every[(r["ext_scheduler"], int(r["rep"]), r["run"], r["workload"])].append(r)
     for level in LEVELS:
-        got = [k for k in runs if k[0] == level]
-        if len(got) != len(REPETITIONS):
-            failures.append(f"{len(got)} runs of ext_scheduler = {level} ({len(REPETITIONS)} expected)")
-        for k in got:
-            bad = [r for r in runs[k] if r["status"] != "ok"]
-            if bad:
+        for workload in WORKLOADS:
+            got = [k for k in every if k[0] == level and k[3] == workload]
+            if len(got) != len(REPETITIONS):
                 failures.append(
-                    f"the run of ext_scheduler = {level}, rep {k[1]} is {bad[0]['status']}: {bad[0]['reason']}"
+                    f"{len(got)} runs of {workload} under ext_scheduler = {level} ({len(REPETITIONS)} expected)"
                 )
+            for k in got:
+                bad = [r for r in every[k] if r["status"] != "ok"]
+                if bad:
+                    failures.append(
+                        f"the run of {workload} under ext_scheduler = {level}, rep {k[1]} is "
+                        f"{bad[0]['status']}: {bad[0]['reason']}"
+                    )
+    runs = {k[:3]: v for k, v in every.items() if k[3] == "pi"}
+
+    # A command's child under each level: what it read of itself.
+    for level in LEVELS:
+        tree = [r for k, workers in sorted(every.items()) if k[0] == level and k[3] == "tree" for r in workers]
+        on_ext = [r.get("fig_childext", "") for r in tree]
+        print(
+            f"tree under {level}: the children's ext.enabled {', '.join(on_ext) or '-'}, "
+            f"their own policy (field 41 of /proc/self/stat) "
+            f"{', '.join(r.get('fig_childpolicy', '') for r in tree) or '-'}"
+        )
+        want = CHILD_EXT[level]
+        wrong = [v for v in on_ext if v == "" or float(v) != want]
+        if not on_ext or wrong:
+            failures.append(
+                f"under ext_scheduler = {level} a command's child reported ext.enabled {wrong or 'nothing'} "
+                f"({want} expected)"
+            )
+    failures += partial_tree(log)
 
     # CPU shares: each worker's on-CPU time (schedstat run_ns) over all of
     # the run's workers'.
@@ -121,7 +164,7 @@ def main(csv_path, log_path, seconds):
     kernel = [line for line in log if line.startswith("@@ scx campaign kernel: ")]
     enabled = sum('BPF scheduler "simple" enabled' in line for line in kernel)
     disabled = sum('BPF scheduler "simple" disabled' in line for line in kernel)
-    n_scx = len([k for k in runs if k[0] == "scx_simple"])
+    n_scx = len([k for k in every if k[0] == "scx_simple"])
     print(f"kernel: scx_simple enabled {enabled}×, disabled {disabled}× during the campaign ({n_scx} runs with it)")
     if n_scx == 0 or enabled != n_scx or disabled != n_scx:
         failures.append(
@@ -144,6 +187,38 @@ def main(csv_path, log_path, seconds):
     if not exits or not exits[0].startswith("@@ scx campaign exit: 0 "):
         failures.append("schedlab run failed (" + (exits[0][3:] if exits else "no exit status printed") + ")")
     return failures
+
+
+def partial_tree(log):
+    """The `tree` command alone under scx_qmap -p (the "@@@ scx tree csv"
+    block): its child's own policy must be SCHED_EXT, and it on sched_ext."""
+    begin, end = "@@@ scx tree csv begin", "@@@ scx tree csv end"
+    if begin not in log or end not in log:
+        return ["the guest printed no run of the command under scx_qmap -p"]
+    inner = log[log.index(begin) + 1 : log.index(end)]
+    try:
+        text = gzip.decompress(base64.b64decode("".join(inner))).decode()
+    except (ValueError, OSError) as e:
+        return [f"the run of the command under scx_qmap -p could not be read: {e}"]
+    rows = [r for r in csv.DictReader(io.StringIO(text)) if r.get("role") == "worker"]
+    exits = [line for line in log if line.startswith("@@ scx tree exit: ")]
+    print(
+        "tree under scx_qmap -p (schedlab moves the worker to SCHED_EXT): "
+        + ("; ".join(
+            f"{r['status']}, the child's policy {r.get('fig_childpolicy') or '-'}, "
+            f"ext.enabled {r.get('fig_childext') or '-'}" for r in rows
+        ) or "no run")
+        + f" ({exits[0][3:] if exits else 'no exit status'})"
+    )
+    if len(rows) != 1 or rows[0]["status"] != "ok":
+        return [f"the command under scx_qmap -p: {[(r['status'], r['reason']) for r in rows]}"]
+    got = (rows[0].get("fig_childpolicy", ""), rows[0].get("fig_childext", ""))
+    if got[0] == "" or float(got[0]) != SCHED_EXT or got[1] == "" or float(got[1]) != 1:
+        return [
+            f"under scx_qmap -p a command's child reported policy {got[0] or 'nothing'} and ext.enabled "
+            f"{got[1] or 'nothing'} ({SCHED_EXT} and 1 expected: the child inherits SCHED_EXT)"
+        ]
+    return []
 
 
 if __name__ == "__main__":

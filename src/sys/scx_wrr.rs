@@ -4,7 +4,9 @@
 //! and unloading it.
 //!
 //! One thread owns the BPF object for its whole life: it loads the
-//! program, fills the `tasks` map (pid → slice), attaches the struct_ops
+//! program, fills the `tasks` map (worker pid → slice, queue index, CPU:
+//! the scheduler puts each task the worker's tree forks into its group,
+//! and a turn is the group's), attaches the struct_ops
 //! link (from then on the kernel schedules SCHED_EXT tasks with it), reads
 //! the ring buffer until told to stop, then drops the link (the kernel
 //! unloads the scheduler and every SCHED_EXT task goes back to the fair
@@ -55,8 +57,8 @@ const POLL: Duration = Duration::from_millis(100);
 
 /// Size of `struct wrr_turn` in wrr.bpf.c.
 const TURN_BYTES: usize = 56;
-/// Size of `struct wrr_task` in wrr.bpf.c.
-const TASK_BYTES: usize = 56;
+/// Size of `struct wrr_group` in wrr.bpf.c.
+const GROUP_BYTES: usize = 80;
 
 /// sched_ext's `SCX_EXIT_ERROR` (`enum scx_exit_kind`): kinds from here on
 /// are errors (the BPF scheduler's, or the watchdog's).
@@ -67,36 +69,41 @@ pub const SCX_EXIT_ERROR: i32 = 1024;
 pub enum TurnEnd {
     /// The slice was used up.
     Expired,
-    /// The task went to sleep.
+    /// No task of the worker's tree was left runnable (the last one went
+    /// to sleep, or a task other than the worker's process exited).
     Blocked,
-    /// The task exited.
+    /// The worker's process exited, no other task of its tree runnable.
     Exited,
-    /// The task left sched_ext (the scheduler was unloaded, or its policy
-    /// changed).
+    /// A task of the tree left sched_ext (the scheduler was unloaded, or
+    /// its policy changed).
     Left,
 }
 
-/// One turn of one task, as the BPF scheduler reported it. Times are
-/// CLOCK_MONOTONIC ns (`bpf_ktime_get_ns`).
+/// One turn of one worker, as the BPF scheduler reported it: the turn of
+/// the worker's group (its process and every task its tree forked), under
+/// the worker's pid. Times are CLOCK_MONOTONIC ns (`bpf_ktime_get_ns`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Turn {
     pub pid: i32,
     pub cpu: u32,
-    /// When the task started running with a fresh slice.
+    /// When a task of the group started running with a fresh turn.
     pub start_ns: u64,
-    /// When its slice was used up, it blocked, exited or left.
+    /// When the turn was used up, the group had no runnable task left (it
+    /// blocked or exited), or it left.
     pub end_ns: u64,
-    /// CPU time over the turn (sum_exec_runtime delta).
+    /// The group's CPU time over the turn (its tasks' sum_exec_runtime
+    /// over their runs in it).
     pub cpu_ns: u64,
-    /// The task's slice.
+    /// The worker's slice.
     pub slice_ns: u64,
-    /// The CPU time this turn aimed at: the slice minus what the task's
-    /// turns since it last blocked got beyond it (plus what they fell
+    /// The CPU time this turn aimed at: the slice minus what the group's
+    /// turns since it last forfeited one got beyond it (plus what they fell
     /// short), within ±½ slice.
     pub target_ns: u64,
     pub end: TurnEnd,
-    /// Times the task was put on the CPU in this turn: more than 1 when a
-    /// higher class preempted it and it resumed its slice.
+    /// Times a task of the group was put on the CPU in this turn: more
+    /// than 1 when a higher class preempted it and it resumed its slice,
+    /// or when the group's tasks took the turn in succession.
     pub runs: u32,
 }
 
@@ -127,10 +134,23 @@ pub fn parse_turn(data: &[u8]) -> Option<Turn> {
     })
 }
 
-/// A `struct wrr_task` value: the slice, and an empty turn.
-fn task_value(slice_ns: u64) -> [u8; TASK_BYTES] {
-    let mut v = [0u8; TASK_BYTES];
-    v[..8].copy_from_slice(&slice_ns.to_ne_bytes());
+/// One worker the scheduler is loaded for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Worker {
+    pub pid: i32,
+    pub slice_ns: u64,
+    /// The CPU it is pinned to (its tree's turns are taken there).
+    pub cpu: u32,
+}
+
+/// A `struct wrr_group` value: the worker's slice, pid, queue index and
+/// CPU, and an empty turn.
+fn group_value(w: &Worker, index: u32) -> [u8; GROUP_BYTES] {
+    let mut v = [0u8; GROUP_BYTES];
+    v[..8].copy_from_slice(&w.slice_ns.to_ne_bytes());
+    v[8..12].copy_from_slice(&w.pid.to_ne_bytes());
+    v[12..16].copy_from_slice(&index.to_ne_bytes());
+    v[16..20].copy_from_slice(&w.cpu.to_ne_bytes());
     v
 }
 
@@ -170,6 +190,10 @@ pub struct Unloaded {
     pub exit: Option<ExitInfo>,
     /// Turns the BPF side could not report (ring buffer full).
     pub lost_turns: u64,
+    /// Tasks forked in a worker's tree that the BPF side could not put in
+    /// its group (no memory for their task storage): they ran first come,
+    /// first served.
+    pub lost_members: u64,
     /// Records that could not be read.
     pub bad_records: u64,
     /// CPU time of the thread that read the ring buffer while the
@@ -189,10 +213,9 @@ pub struct WrrExt {
 }
 
 impl WrrExt {
-    /// Load the scheduler with the slice of every task (pid, slice in
-    /// ns), and attach it: SCHED_EXT tasks are scheduled by it from when
-    /// this returns.
-    pub fn load(tasks: Vec<(i32, u64)>) -> Result<WrrExt> {
+    /// Load the scheduler with every worker's slice and CPU, and attach
+    /// it: SCHED_EXT tasks are scheduled by it from when this returns.
+    pub fn load(tasks: Vec<Worker>) -> Result<WrrExt> {
         // One run queue (DSQ) per possible CPU.
         let nr_cpus = libbpf_rs::num_possible_cpus()? as u32;
         let (ready_tx, ready_rx) = mpsc::channel();
@@ -241,7 +264,7 @@ impl Drop for WrrExt {
 
 fn run(
     nr_cpus: u32,
-    tasks: Vec<(i32, u64)>,
+    tasks: Vec<Worker>,
     ready: mpsc::Sender<Result<(), String>>,
     stop: Arc<AtomicBool>,
 ) -> Unloaded {
@@ -258,7 +281,7 @@ fn run(
 /// is attached (then nothing is left loaded).
 fn serve(
     nr_cpus: u32,
-    tasks: &[(i32, u64)],
+    tasks: &[Worker],
     ready: &mpsc::Sender<Result<(), String>>,
     stop: &AtomicBool,
 ) -> Result<Unloaded, String> {
@@ -269,16 +292,18 @@ fn serve(
         .map_err(|e| format!("opening the sched_ext scheduler's BPF object: {e}"))?;
     if let Some(ro) = open.maps.rodata_data.as_mut() {
         ro.nr_cpus = nr_cpus.max(1);
+        ro.nr_groups = u32::try_from(tasks.len())
+            .map_err(|_| format!("{} workers are too many for one run", tasks.len()))?;
         ro.test_stall = std::env::var(TEST_STALL_ENV).is_ok_and(|v| v == "1");
     }
     let mut skel = open.load().map_err(|e| {
         format!("loading the sched_ext scheduler (libbpf's log is on standard error): {e}")
     })?;
-    for &(pid, slice_ns) in tasks {
+    for (index, w) in (0u32..).zip(tasks) {
         skel.maps
             .tasks
-            .update(&pid.to_ne_bytes(), &task_value(slice_ns), MapFlags::ANY)
-            .map_err(|e| format!("giving worker pid {pid} its slice: {e}"))?;
+            .update(&w.pid.to_ne_bytes(), &group_value(w, index), MapFlags::ANY)
+            .map_err(|e| format!("giving worker pid {} its slice: {e}", w.pid))?;
     }
     let link = skel
         .maps
@@ -321,7 +346,7 @@ fn serve(
         errors.push(format!("reading the scheduler's last turns: {e}"));
     }
     drop(ring);
-    let (exit, lost_turns) = match skel.maps.bss_data.as_ref() {
+    let (exit, lost_turns, lost_members) = match skel.maps.bss_data.as_ref() {
         Some(bss) => {
             let e = &bss.exit_info;
             let exit = (e.kind != 0).then(|| ExitInfo {
@@ -330,14 +355,15 @@ fn serve(
                 reason: c_text(&e.reason),
                 msg: c_text(&e.msg),
             });
-            (exit, bss.lost_turns)
+            (exit, bss.lost_turns, bss.lost_members)
         }
-        None => (None, 0),
+        None => (None, 0, 0),
     };
     Ok(Unloaded {
         turns: turns.into_inner(),
         exit,
         lost_turns,
+        lost_members,
         bad_records: bad.get(),
         reader_cpu_ns,
         load_cpu_ns: attached.saturating_sub(load_start),
@@ -395,10 +421,18 @@ mod tests {
     }
 
     #[test]
-    fn task_value_starts_with_the_slice() {
-        let v = task_value(30_000_000);
+    fn group_value_holds_slice_pid_index_and_cpu() {
+        let w = Worker {
+            pid: 4242,
+            slice_ns: 30_000_000,
+            cpu: 1,
+        };
+        let v = group_value(&w, 7);
         assert_eq!(u64::from_ne_bytes(v[..8].try_into().unwrap()), 30_000_000);
-        assert!(v[8..].iter().all(|&b| b == 0));
+        assert_eq!(i32::from_ne_bytes(v[8..12].try_into().unwrap()), 4242);
+        assert_eq!(u32::from_ne_bytes(v[12..16].try_into().unwrap()), 7);
+        assert_eq!(u32::from_ne_bytes(v[16..20].try_into().unwrap()), 1);
+        assert!(v[20..].iter().all(|&b| b == 0), "the turn starts empty");
     }
 
     #[test]

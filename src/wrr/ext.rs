@@ -2,7 +2,11 @@
 //! sched_ext scheduler (`src/bpf/wrr.bpf.c`) is loaded for the run with
 //! each worker's slice, the workers are put under SCHED_EXT, and the turns
 //! the scheduler reports become the run's [`SliceRecord`]s, as the
-//! user-space dispatcher's slices do. No thread of schedlab's takes part in
+//! user-space dispatcher's slices do. A worker's turn covers its whole tree
+//! (a `command` worker's children inherit SCHED_EXT and the scheduler puts
+//! each forked task in its worker's group): the slice is the CPU time of
+//! all the tree's tasks over the turn, recorded under the worker's pid, as
+//! the user-space mechanisms charge a tree's cgroup. No thread of schedlab's takes part in
 //! scheduling: the ring buffer's reader is its only work, and its CPU time
 //! is reported as the dispatcher's.
 //!
@@ -33,7 +37,7 @@ mod loaded {
     use crate::sys::proc::monotonic_ns;
     use crate::sys::sched::{self, SchedAttr};
     use crate::sys::scx::SCHED_EXT;
-    use crate::sys::scx_wrr::{Unloaded, WrrExt};
+    use crate::sys::scx_wrr::{Unloaded, Worker, WrrExt};
     use crate::wrr::dispatch::{DispatchReport, Mechanism};
     use crate::wrr::policy::WrrPolicy;
 
@@ -59,14 +63,17 @@ mod loaded {
                 pids.len(),
                 policy.tasks().len()
             );
-            let mut slices = Vec::with_capacity(pids.len());
+            let mut workers = Vec::with_capacity(pids.len());
             let mut tasks = HashMap::with_capacity(pids.len());
             for (t, &pid) in policy.tasks().iter().zip(pids) {
-                let slice = policy.slice_of(t.id).unwrap_or(0);
-                slices.push((pid, slice));
+                workers.push(Worker {
+                    pid,
+                    slice_ns: policy.slice_of(t.id).unwrap_or(0),
+                    cpu: u32::try_from(t.cpu)?,
+                });
                 tasks.insert(pid, t.id);
             }
-            let ext = WrrExt::load(slices)?;
+            let ext = WrrExt::load(workers)?;
             for (t, &pid) in policy.tasks().iter().zip(pids) {
                 sched::set_affinity_raw(pid, &sched::cpu_set(&[t.cpu])).map_err(|errno| {
                     anyhow::anyhow!(
@@ -134,6 +141,13 @@ mod loaded {
             errors.push(format!(
                 "sched_ext unloaded the scheduler during the run: {}",
                 exit.describe()
+            ));
+        }
+        if u.lost_members > 0 {
+            errors.push(format!(
+                "{} tasks forked by the workers could not join their worker's turns (no memory \
+                 for their BPF task storage)",
+                u.lost_members
             ));
         }
         if u.lost_turns > 0 {
@@ -247,6 +261,7 @@ mod tests {
                 msg: String::new(),
             }),
             lost_turns: 2,
+            lost_members: 3,
             bad_records: 0,
             reader_cpu_ns: 7,
             load_cpu_ns: 70,
@@ -267,6 +282,11 @@ mod tests {
             "{:?}",
             r.errors
         );
-        assert!(r.errors[1].contains("2 turns were lost"), "{:?}", r.errors);
+        assert!(
+            r.errors[1].contains("3 tasks forked by the workers could not join"),
+            "{:?}",
+            r.errors
+        );
+        assert!(r.errors[2].contains("2 turns were lost"), "{:?}", r.errors);
     }
 }

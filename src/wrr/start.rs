@@ -47,7 +47,8 @@ impl WrrRun {
 
 /// Start WRR over `pids` (task `i` is `pids[i]`, and when `trees[i]` is
 /// given, every task of that cgroup: a `command` worker's tree): a run
-/// queue per CPU, slice = quantum × weight. `auto` settles `mechanism =
+/// queue per CPU, slice = quantum × weight. Under ext the trees need no
+/// cgroup: the BPF scheduler puts every task a worker forks in its group. `auto` settles `mechanism =
 /// "auto"` once per campaign; `beside_ext` names another program's
 /// sched_ext scheduler loaded for the run, which rules out schedlab's own.
 pub fn start(
@@ -63,8 +64,7 @@ pub fn start(
     };
     let policy =
         WrrPolicy::new(tasks, rule).map_err(|e| StartError::Failed(format!("WRR: {e}")))?;
-    let has_trees = trees.iter().any(Option::is_some);
-    match mechanism(settings.mechanism, auto, beside_ext, has_trees)? {
+    match mechanism(settings.mechanism, auto, beside_ext)? {
         Mechanism::Ext => start_ext(&policy, pids),
         mechanism => Dispatcher::start_trees(
             policy,
@@ -79,15 +79,13 @@ pub fn start(
 }
 
 /// The mechanism to use: the one asked for when the machine allows it,
-/// else (auto) ext, else FIFO, else signals. With `trees` (a `command`
-/// worker) not ext: schedlab's sched_ext scheduler knows the workers by
-/// pid and would schedule a program's children first come, first served
-/// outside their worker's turns (`src/bpf/wrr.bpf.c`, `wrr_enqueue`).
+/// else (auto) ext, else FIFO, else signals. Every mechanism covers a
+/// `command` worker's whole tree (ext: `src/bpf/wrr.bpf.c` puts each task a
+/// worker's tree forks in the worker's group), so trees choose as any run.
 fn mechanism(
     asked: Option<WrrMechanism>,
     auto: &OnceLock<Mechanism>,
     beside_ext: Option<&str>,
-    trees: bool,
 ) -> Result<Mechanism, StartError> {
     Ok(match asked {
         Some(WrrMechanism::Fifo) => {
@@ -104,15 +102,6 @@ fn mechanism(
                      run beside \"{other}\" of matrix.ext_scheduler (one BPF scheduler at a time)"
                 )));
             }
-            if trees {
-                return Err(StartError::Skipped(
-                    "wrr.mechanism = \"ext\" schedules only the first process of a command's \
-                     tree (schedlab's sched_ext scheduler knows its workers by pid; their \
-                     children would run outside their turns): use \"signals\" or \"fifo\", \
-                     which cover the whole tree"
-                        .to_string(),
-                ));
-            }
             if let Some(why) = super::ext::unavailable() {
                 return Err(StartError::Skipped(format!(
                     "wrr.mechanism = \"ext\" cannot run here: {why}"
@@ -122,7 +111,7 @@ fn mechanism(
         }
         // Another program's sched_ext scheduler is loaded: a user-space
         // mechanism, without settling "auto" for the other runs.
-        None if beside_ext.is_some() || trees => super::available_mechanism(),
+        None if beside_ext.is_some() => super::available_mechanism(),
         None => *auto.get_or_init(|| {
             if super::ext::unavailable().is_none() {
                 Mechanism::Ext
@@ -160,7 +149,7 @@ mod tests {
     #[test]
     fn ext_beside_another_programs_scheduler_is_skipped_naming_it() {
         let auto = OnceLock::new();
-        let err = mechanism(Some(WrrMechanism::Ext), &auto, Some("simple"), false).unwrap_err();
+        let err = mechanism(Some(WrrMechanism::Ext), &auto, Some("simple")).unwrap_err();
         let StartError::Skipped(why) = err else {
             panic!("{err:?}")
         };
@@ -171,40 +160,20 @@ mod tests {
     #[test]
     fn auto_beside_another_scheduler_leaves_auto_unsettled() {
         let auto = OnceLock::new();
-        let m = mechanism(None, &auto, Some("simple"), false).unwrap();
+        let m = mechanism(None, &auto, Some("simple")).unwrap();
         assert_ne!(m, Mechanism::Ext);
         assert!(auto.get().is_none(), "auto must stay open for other runs");
-    }
-
-    #[test]
-    fn a_command_tree_is_never_given_to_the_ext_mechanism() {
-        let auto = OnceLock::new();
-        let err = mechanism(Some(WrrMechanism::Ext), &auto, None, true).unwrap_err();
-        let StartError::Skipped(why) = err else {
-            panic!("{err:?}")
-        };
-        assert!(why.contains("whole tree"), "{why}");
-        let m = mechanism(None, &auto, None, true).unwrap();
-        assert_ne!(m, Mechanism::Ext);
-        assert!(
-            auto.get().is_none(),
-            "auto stays open for runs without trees"
-        );
-        assert_eq!(
-            mechanism(Some(WrrMechanism::Signals), &auto, None, true).unwrap(),
-            Mechanism::Signals
-        );
     }
 
     #[test]
     fn signals_is_always_allowed_and_auto_is_settled_once() {
         let auto = OnceLock::new();
         assert_eq!(
-            mechanism(Some(WrrMechanism::Signals), &auto, None, false).unwrap(),
+            mechanism(Some(WrrMechanism::Signals), &auto, None).unwrap(),
             Mechanism::Signals
         );
-        let first = mechanism(None, &auto, None, false).unwrap();
+        let first = mechanism(None, &auto, None).unwrap();
         assert_eq!(auto.get(), Some(&first));
-        assert_eq!(mechanism(None, &auto, None, false).unwrap(), first);
+        assert_eq!(mechanism(None, &auto, None).unwrap(), first);
     }
 }
