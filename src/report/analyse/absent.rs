@@ -32,10 +32,10 @@ impl Absent {
     /// "voluntary context switches: not given for any of its 3 ok runs
     /// (not given by this kernel: …)".
     pub fn sentence(&self) -> String {
-        let what = if self.runs_without == self.runs {
-            format!("any of its {} ok runs", self.runs)
-        } else {
-            format!("{} of its {} ok runs", self.runs_without, self.runs)
+        let what = match (self.runs_without, self.runs) {
+            (_, 1) => "its one ok run".to_string(),
+            (without, runs) if without == runs => format!("any of its {runs} ok runs"),
+            (without, runs) => format!("{without} of its {runs} ok runs"),
         };
         format!(
             "{}: not given for {what} ({})",
@@ -102,4 +102,32 @@ pub(super) fn absent(
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sentence_counts_the_runs_without() {
+        let x = |runs_without, runs| Absent {
+            condition: 0,
+            metric: Metric::Nvcsw,
+            runs_without,
+            runs,
+            why: vec!["a".into(), "b".into()],
+        };
+        assert_eq!(
+            x(1, 1).sentence(),
+            "voluntary context switches: not given for its one ok run (a; b)"
+        );
+        assert_eq!(
+            x(3, 3).sentence(),
+            "voluntary context switches: not given for any of its 3 ok runs (a; b)"
+        );
+        assert_eq!(
+            x(2, 5).sentence(),
+            "voluntary context switches: not given for 2 of its 5 ok runs (a; b)"
+        );
+    }
 }
