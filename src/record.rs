@@ -59,7 +59,7 @@ pub struct ProcessRecord {
     /// Resource usage over the measured window (flattened: the JSON shape
     /// keeps `utime_us`, `stime_us`, … at this level).
     #[serde(flatten)]
-    pub usage: Usage,
+    pub usage: ProcessUsage,
     /// From /proc/PID/schedstat, read after exit and before reaping.
     pub run_ns: Option<u64>,
     pub wait_ns: Option<u64>,
@@ -84,6 +84,36 @@ pub struct ProcessRecord {
     pub ok: bool,
     /// The last lines the worker wrote to stderr, when it failed.
     pub stderr_tail: String,
+}
+
+/// A process's resource usage as recorded: its CPU times always; its
+/// switches, page faults and peak memory None where the kernel could not
+/// give them (a `command` worker's tree without taskstats exit records or
+/// a memory group; the run's `extra.command[].missing` says why), never 0
+/// in their place. A built-in workload's rusage has every one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessUsage {
+    pub utime_us: u64,
+    pub stime_us: u64,
+    pub nvcsw: Option<u64>,
+    pub nivcsw: Option<u64>,
+    pub minflt: Option<u64>,
+    pub majflt: Option<u64>,
+    pub maxrss_kb: Option<u64>,
+}
+
+impl From<Usage> for ProcessUsage {
+    fn from(u: Usage) -> ProcessUsage {
+        ProcessUsage {
+            utime_us: u.utime_us,
+            stime_us: u.stime_us,
+            nvcsw: Some(u.nvcsw),
+            nivcsw: Some(u.nivcsw),
+            minflt: Some(u.minflt),
+            majflt: Some(u.majflt),
+            maxrss_kb: Some(u.maxrss_kb),
+        }
+    }
 }
 
 /// Per-process kernel counters stored beside the others, one
@@ -172,7 +202,7 @@ mod tests {
     fn process_json_keeps_the_usage_fields_flat() {
         let sched = crate::policy::ProcSched::realtime(crate::policy::Policy::Fifo, 50);
         let mut p = crate::report::synth::synthetic_process(0, sched, 9, 3);
-        p.usage.maxrss_kb = 100;
+        p.usage.maxrss_kb = Some(100);
         let v = serde_json::to_value(&p).unwrap();
         let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
         for k in [
@@ -192,5 +222,11 @@ mod tests {
         let text = serde_json::to_string(&p).unwrap();
         let back: ProcessRecord = serde_json::from_str(&text).unwrap();
         assert_eq!(back, p);
+        // A figure the kernel did not give is null, and comes back None.
+        p.usage.nvcsw = None;
+        let v = serde_json::to_value(&p).unwrap();
+        assert!(v["nvcsw"].is_null(), "{v}");
+        let back: ProcessRecord = serde_json::from_value(v).unwrap();
+        assert_eq!(back.usage.nvcsw, None);
     }
 }

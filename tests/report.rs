@@ -341,7 +341,8 @@ fn process(
             minflt: 0,
             majflt: 0,
             maxrss_kb: 1000,
-        },
+        }
+        .into(),
         run_ns: Some((cpu_ms * 1e6) as u64),
         wait_ns: Some(0),
         timeslices: Some(10),

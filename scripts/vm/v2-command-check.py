@@ -25,8 +25,11 @@ exits non-zero naming every check that failed:
   figures   by what the kernel was built with (its /proc/config.gz): tasks
             (3 per tree), run-queue wait and time slices with CONFIG_TASKSTATS,
             cpu.pressure with CONFIG_PSI, memory.peak with CONFIG_MEMCG; each
-            absent one empty and named, with a reason, in the run's
-            extra_json command.missing; the CPU figures never missing
+            absent one empty (an empty cell, never 0) and named, with a
+            reason, in the run's extra_json command.missing, and the
+            report's per-condition tables say, for every condition, that
+            its switches, run-queue wait and time slices were not given and
+            why; the CPU figures never missing
   leftovers no daemon alive, no schedlab group under /sys/fs/cgroup, no
             cgroup journal
 """
@@ -226,7 +229,7 @@ def daemon(c, rows, log):
                     f"run_ns {cpu}, wall_ns {wall}")
 
 
-def figures(c, config, workers, files):
+def figures(c, config, workers, files, log):
     if not workers:
         c.check("figures", False, "no run in the export to read them from")
         return
@@ -244,9 +247,16 @@ def figures(c, config, workers, files):
         ("minor_faults", "minflt", "CONFIG_TASKSTATS", None, "taskstats"),
         ("major_faults", "majflt", "CONFIG_TASKSTATS", None, "taskstats"),
     ]
-    # Columns of the process's usage (NOT NULL in the store): 0 when the
-    # tree's figure is missing, which `missing` names.
-    usage_columns = {"maxrss_kb", "nvcsw", "nivcsw", "minflt", "majflt"}
+    # The report's metric of a column, by its label in the report.
+    report_labels = {
+        "nvcsw": "voluntary context switches",
+        "nivcsw": "involuntary context switches",
+        "wait_ns": "run-queue wait",
+        "timeslices": "time slices",
+    }
+    report = lines_of(log, "@@ v2 report: ")
+    report_done = one(log, "@@ v2 report done") is not None
+    conditions = len(POLICIES) * len(WORKLOADS)
     # Figures that may be 0 when present.
     may_be_zero = {"nivcsw", "majflt", "fig_tree_cpu_pressure_some_us"}
     for missing_name, col, option, file, words in optional:
@@ -266,14 +276,23 @@ def figures(c, config, workers, files):
                     problems.append(f"{name}: {v:.0f} tasks, not {TASKS}")
             else:
                 why = missing.get(missing_name, "")
-                empty = v is None or (col in usage_columns and v == 0)
-                if not empty or words not in why:
+                if v is not None or words not in why:
                     problems.append(f"{name}: {col} {v}, missing says {why!r}")
         if has and file is not None and file not in files:
             problems.append(f"a worker group has no {file}")
         if not has and file is not None and file in files:
             problems.append(f"a worker group has {file}, yet {option} is not set")
+        label = report_labels.get(col)
+        if not has and label is not None:
+            said = [x for x in report if f": {label}: not given for any of its " in x and words in x]
+            if not report_done:
+                problems.append("the report was not made: " + " | ".join(lines_of(log, "@@ v2 report failed: ")))
+            elif len(said) != conditions:
+                problems.append(f"the report says {label} not given ({words}) for {len(said)} of "
+                                f"{conditions} conditions")
         seen = "present in every run" if has else f"empty and named in missing ({option} not set)"
+        if not has and col in report_labels:
+            seen += ", and in the report"
         c.check(f"figures: {missing_name}", not problems, "; ".join(problems[:3]) or seen)
     problems = []
     for r in workers:
@@ -312,7 +331,7 @@ def main():
     files = groups(c, log, workers)
     fork2(c, [r for r in workers if r["workload"] == "fork2"])
     daemon(c, [r for r in workers if r["workload"] == "daemon"], log)
-    figures(c, config, workers, files)
+    figures(c, config, workers, files, log)
     leftovers(c, log)
     if c.failed:
         print(f"v2 command checks failed: {', '.join(c.failed)}", file=sys.stderr)

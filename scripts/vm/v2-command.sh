@@ -153,3 +153,10 @@ echo "@@ v2 journals left: [${journals# }]"
 echo "@@@ v2 csv begin"
 schedlab export --db /tmp/v2.db --format csv | gzip -c | base64
 echo "@@@ v2 csv end"
+# What the report says of the figures this kernel did not give.
+if schedlab report --db /tmp/v2.db --format md -o /tmp/v2.md >/tmp/v2-report.log 2>&1; then
+    grep ': not given for ' /tmp/v2.md | sed 's/^/@@ v2 report: /'
+    echo "@@ v2 report done"
+else
+    tail -n 3 /tmp/v2-report.log | sed 's/^/@@ v2 report failed: /'
+fi

@@ -153,7 +153,11 @@ pub fn run(o: TraceBenchOptions) -> Result<()> {
             continue;
         };
         lost += t.lost_events;
-        let rusage = u.nvcsw + u.nivcsw;
+        // Built-in workloads' rusage always has switches; a row without
+        // them (a program's tree the kernel gave none for) is not compared.
+        let Some(rusage) = u.nvcsw.zip(u.nivcsw).map(|(v, i)| v + i) else {
+            continue;
+        };
         if let Some(on) = t.work_oncpu_ns.filter(|_| run_ns > 0) {
             cpu_err.push(on as f64 / run_ns as f64 - 1.0);
         }
@@ -221,7 +225,7 @@ impl Disagreement {
             Some(u(run_ns)),
             u(t.work_unattributed_ns.unwrap_or(0)),
             u(switches),
-            (rusage, tree_tasks(r)),
+            (Some(rusage), tree_tasks(r)),
             u(t.work_missing_switches.unwrap_or(0)),
         );
         (!explanation.is_empty()).then(|| Disagreement {

@@ -19,7 +19,7 @@ mod csv;
 mod json;
 pub mod parquet;
 
-use crate::record::Usage;
+use crate::record::ProcessUsage;
 use crate::store::{ExportLatency, ExportRow, ExportTrace, rq_wait_per_slice_us};
 
 /// The type of a column's values (Parquet: INT64, DOUBLE, STRING).
@@ -103,8 +103,8 @@ pub const COLUMNS: &[Column] = &[
     col("stime_us", Kind::Int, NULLABLE, |r| {
         usage(r, |u| u.stime_us)
     }),
-    col("nvcsw", Kind::Int, NULLABLE, |r| usage(r, |u| u.nvcsw)),
-    col("nivcsw", Kind::Int, NULLABLE, |r| usage(r, |u| u.nivcsw)),
+    col("nvcsw", Kind::Int, NULLABLE, |r| given(r, |u| u.nvcsw)),
+    col("nivcsw", Kind::Int, NULLABLE, |r| given(r, |u| u.nivcsw)),
     col("run_ns", Kind::Int, NULLABLE, |r| int(r.run_ns)),
     col("wait_ns", Kind::Int, NULLABLE, |r| int(r.wait_ns)),
     col("timeslices", Kind::Int, NULLABLE, |r| int(r.timeslices)),
@@ -131,10 +131,10 @@ pub const COLUMNS: &[Column] = &[
     col("pid", Kind::Int, NULLABLE, |r| int(r.pid)),
     col("start_ns", Kind::Int, NULLABLE, |r| int(r.start_ns)),
     col("end_ns", Kind::Int, NULLABLE, |r| int(r.end_ns)),
-    col("minflt", Kind::Int, NULLABLE, |r| usage(r, |u| u.minflt)),
-    col("majflt", Kind::Int, NULLABLE, |r| usage(r, |u| u.majflt)),
+    col("minflt", Kind::Int, NULLABLE, |r| given(r, |u| u.minflt)),
+    col("majflt", Kind::Int, NULLABLE, |r| given(r, |u| u.majflt)),
     col("maxrss_kb", Kind::Int, NULLABLE, |r| {
-        usage(r, |u| u.maxrss_kb)
+        given(r, |u| u.maxrss_kb)
     }),
     col("work_unit", Kind::Text, NULLABLE, |r| {
         text(r.work_unit.as_deref())
@@ -359,8 +359,14 @@ fn fixed(r: &ExportRow) -> Vec<Value> {
 }
 
 /// A resource usage counter of the row's process.
-fn usage(r: &ExportRow, field: fn(&Usage) -> u64) -> Value {
+fn usage(r: &ExportRow, field: fn(&ProcessUsage) -> u64) -> Value {
     int(r.usage.as_ref().map(|u| field(u) as i64))
+}
+
+/// A usage figure of the row's process that the kernel may not have given
+/// (a program's tree): empty where it did not, never 0.
+fn given(r: &ExportRow, field: fn(&ProcessUsage) -> Option<u64>) -> Value {
+    int(r.usage.as_ref().and_then(field).map(|v| v as i64))
 }
 
 /// A count of the row's process in the run's trace.
@@ -436,14 +442,14 @@ mod tests {
             start_ns: Some(1),
             end_ns: Some(9),
             wall_ns: Some(9),
-            usage: Some(Usage {
+            usage: Some(ProcessUsage {
                 utime_us: 3,
                 stime_us: 0,
-                nvcsw: 1,
-                nivcsw: 0,
-                minflt: 5,
-                majflt: 0,
-                maxrss_kb: 100,
+                nvcsw: Some(1),
+                nivcsw: Some(0),
+                minflt: Some(5),
+                majflt: Some(0),
+                maxrss_kb: Some(100),
             }),
             run_ns: Some(3000),
             wait_ns: Some(10),

@@ -10,9 +10,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::record::ProcessRecord;
+use crate::record::{ProcessRecord, ProcessUsage};
 use crate::sys::cgroup::TreeStats;
-use crate::sys::proc::{Exit, Usage};
+use crate::sys::proc::Exit;
 use crate::workload::command::CommandParams;
 use crate::workload::command::figures::{self, Captured};
 
@@ -113,17 +113,18 @@ pub fn record(o: &Observed, outputs: &Outputs) -> (ProcessRecord, Option<String>
 }
 
 /// The tree's usage: CPU, switches, page faults and peak memory of every
-/// process it had (a figure the kernel could not give is 0 here and named
-/// in `extra.command.missing`).
-fn tree_usage(s: &TreeStats) -> Usage {
-    Usage {
+/// process it had. A switch, fault or memory figure the kernel could not
+/// give stays None (stored NULL), named with why in
+/// `extra.command.missing`.
+fn tree_usage(s: &TreeStats) -> ProcessUsage {
+    ProcessUsage {
         utime_us: s.cpu_user_ns.unwrap_or(0) / 1000,
         stime_us: s.cpu_system_ns.unwrap_or(0) / 1000,
-        nvcsw: s.voluntary_switches.unwrap_or(0),
-        nivcsw: s.involuntary_switches.unwrap_or(0),
-        minflt: s.minor_faults.unwrap_or(0),
-        majflt: s.major_faults.unwrap_or(0),
-        maxrss_kb: s.peak_memory_bytes.unwrap_or(0) / 1024,
+        nvcsw: s.voluntary_switches,
+        nivcsw: s.involuntary_switches,
+        minflt: s.minor_faults,
+        majflt: s.major_faults,
+        maxrss_kb: s.peak_memory_bytes.map(|b| b / 1024),
     }
 }
 

@@ -207,7 +207,7 @@ pub const METRICS: &[MetricDef] = &[
         Lower,
         "Voluntary context switches",
     )
-    .per_process(|p| p.usage.nvcsw as f64)
+    .per_process(|p| p.usage.nvcsw.map_or(f64::NAN, |v| v as f64))
     .plural(),
     def(
         Metric::Nivcsw,
@@ -217,7 +217,7 @@ pub const METRICS: &[MetricDef] = &[
         Lower,
         "Involuntary context switches (preemptions)",
     )
-    .per_process(|p| p.usage.nivcsw as f64)
+    .per_process(|p| p.usage.nivcsw.map_or(f64::NAN, |v| v as f64))
     .plural(),
     def(
         Metric::Wait,
@@ -541,8 +541,8 @@ mod tests {
             usage: crate::store::ReportUsage {
                 utime_us: 1_500_000,
                 stime_us: 500_000,
-                nvcsw: 3,
-                nivcsw: 40,
+                nvcsw: Some(3),
+                nivcsw: Some(40),
             },
             run_ns: Some(2_000_000_000),
             wait_ns: Some(5_000_000),

@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 
 use crate::plan::Run;
 use crate::policy::{Class, Policy, ProcSched};
-use crate::record::{ProcessRecord, RunRecord, RunStatus, Usage};
+use crate::record::{ProcessRecord, ProcessUsage, RunRecord, RunStatus, Usage};
 use crate::rng::SplitMix64;
 use crate::stats::fairness::nice_weight;
 use crate::store::Store;
@@ -250,7 +250,8 @@ pub fn synthetic_process(
         usage: Usage {
             utime_us,
             ..Usage::default()
-        },
+        }
+        .into(),
         run_ns: None,
         wait_ns: None,
         timeslices: None,
@@ -436,10 +437,10 @@ fn measure(cfg: &SynthConfig, run: &Run, env: &EnvSnapshot, cpus: usize) -> RunR
             let base =
                 synthetic_process(i as u32, sched, (wall * 1e9) as u64, (utime * 1e6) as u64);
             ProcessRecord {
-                usage: Usage {
+                usage: ProcessUsage {
                     stime_us: (stime * 1e6) as u64,
-                    nvcsw: nvcsw as u64,
-                    nivcsw: nivcsw as u64,
+                    nvcsw: Some(nvcsw as u64),
+                    nivcsw: Some(nivcsw as u64),
                     ..base.usage
                 },
                 run_ns: Some((cpu * 1e9) as u64),

@@ -527,7 +527,7 @@ fn base_process(i: usize, mem: &Member, role: &str) -> ProcessRecord {
         start_ns: None,
         end_ns: None,
         wall_ns: 0,
-        usage: Usage::default(),
+        usage: Usage::default().into(),
         run_ns: None,
         wait_ns: None,
         timeslices: None,
@@ -566,7 +566,8 @@ fn worker_record(
         nvcsw: s.nvcsw - nvcsw0,
         nivcsw: s.nivcsw - nivcsw0,
         ..Usage::default()
-    };
+    }
+    .into();
     p.run_ns = Some(run_ns);
     p.wait_ns = Some(s.wait_ns - wait0);
     p.timeslices = Some(s.timeslices - slices0);
@@ -605,7 +606,8 @@ fn hog_record(i: usize, mem: &Member, out: &Outcome, release_ns: u64, end: u64) 
         nvcsw: s.nvcsw,
         nivcsw: s.nivcsw,
         ..Usage::default()
-    };
+    }
+    .into();
     p.run_ns = Some(run);
     p.wait_ns = Some(s.wait_ns);
     p.timeslices = Some(s.timeslices);

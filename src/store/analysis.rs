@@ -7,6 +7,8 @@
 //! ([`Store::load_report_data_with`]); the detailed queries of the report's
 //! special sections take the runs they need.
 
+use std::collections::BTreeMap;
+
 use anyhow::{Context, Result, bail};
 use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
@@ -16,7 +18,7 @@ use super::counts;
 use super::named::{Columns, Named};
 use crate::plan::Run;
 use crate::policy::{Policy, ProcSched};
-use crate::record::{KernelCounts, ProcessRecord, Usage};
+use crate::record::{KernelCounts, ProcessRecord, ProcessUsage};
 
 /// A campaign as the report describes it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -91,6 +93,29 @@ pub struct ReportRun {
     /// kernel release); None in a report of one campaign.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub by: Option<String>,
+    /// A `command` run's figures the kernel could not give for its
+    /// workers' trees, by `TreeStats` name ("voluntary_switches", …), with
+    /// why (the first worker's reason; `extra.command[].missing`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub not_given: BTreeMap<String, String>,
+}
+
+/// The figures a `command` run's `extra.command` (one object per worker,
+/// each with `missing`: name → why) says the kernel did not give.
+fn not_given(command_extra: Option<&str>) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let Some(v) = command_extra.and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok())
+    else {
+        return out;
+    };
+    for worker in v.as_array().into_iter().flatten() {
+        for (name, why) in worker["missing"].as_object().into_iter().flatten() {
+            if let Some(why) = why.as_str() {
+                out.entry(name.clone()).or_insert_with(|| why.to_string());
+            }
+        }
+    }
+    out
 }
 
 /// A property of a run's environment that a report can treat as a factor
@@ -157,15 +182,16 @@ pub struct ReportProcess {
     pub kernel: KernelCounts,
 }
 
-/// The part of a process's [`Usage`] the report's metrics use. A report
-/// holds a million of these for a large campaign, so the fault and memory
-/// counters, which no metric reads, are left out.
+/// The part of a process's [`ProcessUsage`] the report's metrics use. A
+/// report holds a million of these for a large campaign, so the fault and
+/// memory counters, which no metric reads, are left out. Switches are None
+/// where the kernel did not give them (a program's tree).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ReportUsage {
     pub utime_us: u64,
     pub stime_us: u64,
-    pub nvcsw: u64,
-    pub nivcsw: u64,
+    pub nvcsw: Option<u64>,
+    pub nivcsw: Option<u64>,
 }
 
 /// A campaign as the report's analysis takes it: plain data, no database.
@@ -451,7 +477,9 @@ impl Store {
                 "SELECT id, seq, policy, workload, workload_kind, processes, priority_mode, cpus, cpu_list,
                     rt_runtime_us, rep, status, reason, makespan_ns, cpu_util, load_avg_1m, environment_id,
                     others_runnable, steal_pct, other_cpu_pct, slice_us,
-                    ext_scheduler, interrupts, softirqs
+                    ext_scheduler, interrupts, softirqs,
+                    CASE WHEN workload_kind = 'command' THEN json_extract(extra_json, '$.command') END
+                        AS command_extra
              FROM runs WHERE campaign_id IN ({}) ORDER BY seq, id",
                 id_list(campaign_ids)
             ))
@@ -486,6 +514,7 @@ impl Store {
                     interrupts: n.get("interrupts")?,
                     softirqs: n.get("softirqs")?,
                     by: None,
+                    not_given: not_given(n.get::<Option<String>>("command_extra")?.as_deref()),
                 })
             })?
             .collect::<rusqlite::Result<Vec<_>>>()
@@ -784,8 +813,8 @@ fn report_process(n: &Named<'_, '_, '_>) -> rusqlite::Result<ReportProcess> {
         usage: ReportUsage {
             utime_us: n.u64("utime_us")?,
             stime_us: n.u64("stime_us")?,
-            nvcsw: n.u64("nvcsw")?,
-            nivcsw: n.u64("nivcsw")?,
+            nvcsw: n.opt_u64("nvcsw")?,
+            nivcsw: n.opt_u64("nivcsw")?,
         },
         run_ns: n.get("run_ns")?,
         wait_ns: n.get("wait_ns")?,
@@ -817,14 +846,14 @@ fn process_record(id: i64, n: &Named<'_, '_, '_>) -> Result<ProcessRecord> {
         start_ns: n.opt_u64("start_ns")?,
         end_ns: n.opt_u64("end_ns")?,
         wall_ns: n.u64("wall_ns")?,
-        usage: Usage {
+        usage: ProcessUsage {
             utime_us: n.u64("utime_us")?,
             stime_us: n.u64("stime_us")?,
-            nvcsw: n.u64("nvcsw")?,
-            nivcsw: n.u64("nivcsw")?,
-            minflt: n.u64("minflt")?,
-            majflt: n.u64("majflt")?,
-            maxrss_kb: n.u64("maxrss_kb")?,
+            nvcsw: n.opt_u64("nvcsw")?,
+            nivcsw: n.opt_u64("nivcsw")?,
+            minflt: n.opt_u64("minflt")?,
+            majflt: n.opt_u64("majflt")?,
+            maxrss_kb: n.opt_u64("maxrss_kb")?,
         },
         run_ns: n.opt_u64("run_ns")?,
         wait_ns: n.opt_u64("wait_ns")?,
@@ -871,6 +900,21 @@ fn host_label(
 #[cfg(test)]
 mod tests {
     use super::host_label;
+
+    /// The figures a program's run did not get are read from each
+    /// worker's `missing`, the first worker's reason kept; anything else
+    /// gives none.
+    #[test]
+    fn not_given_figures_come_from_every_worker_s_missing() {
+        let extra = r#"[{"worker": 0, "missing": {"voluntary_switches": "no taskstats"}},
+            {"worker": 1, "missing": {"voluntary_switches": "other", "peak_memory_bytes": "no memory"}}]"#;
+        let m = super::not_given(Some(extra));
+        assert_eq!(m.len(), 2);
+        assert_eq!(m["voluntary_switches"], "no taskstats");
+        assert_eq!(m["peak_memory_bytes"], "no memory");
+        assert!(super::not_given(None).is_empty());
+        assert!(super::not_given(Some("not json")).is_empty());
+    }
 
     #[test]
     fn hosts_sharing_a_name_are_told_apart_by_id() {

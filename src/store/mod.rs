@@ -18,7 +18,7 @@ use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::Path;
 
-use crate::record::{KernelCounts, RunRecord, RunStatus, Usage};
+use crate::record::{KernelCounts, ProcessUsage, RunRecord, RunStatus};
 use crate::spec::Spec;
 use crate::sys::envinfo::EnvSnapshot;
 use crate::workload::latency::Latency;
@@ -151,7 +151,7 @@ pub struct ExportRow {
     pub end_ns: Option<i64>,
     pub wall_ns: Option<i64>,
     /// The process's resource usage; None in a row without a process.
-    pub usage: Option<Usage>,
+    pub usage: Option<ProcessUsage>,
     pub run_ns: Option<i64>,
     pub wait_ns: Option<i64>,
     pub timeslices: Option<i64>,
@@ -369,20 +369,21 @@ fn export_trace(n: &Named<'_, '_, '_>) -> rusqlite::Result<Option<ExportTrace>> 
     }))
 }
 
-/// The resource usage columns of an export row (`processes` columns NOT
-/// NULL), or None in a row without a process.
-fn export_usage(n: &Named<'_, '_, '_>) -> rusqlite::Result<Option<Usage>> {
+/// The resource usage columns of an export row, or None in a row without a
+/// process (its CPU times are NOT NULL; its switches, faults and peak
+/// memory NULL where the kernel did not give them).
+fn export_usage(n: &Named<'_, '_, '_>) -> rusqlite::Result<Option<ProcessUsage>> {
     let Some(utime_us) = n.get::<Option<i64>>("utime_us")? else {
         return Ok(None);
     };
-    Ok(Some(Usage {
+    Ok(Some(ProcessUsage {
         utime_us: utime_us.max(0) as u64,
         stime_us: n.u64("stime_us")?,
-        nvcsw: n.u64("nvcsw")?,
-        nivcsw: n.u64("nivcsw")?,
-        minflt: n.u64("minflt")?,
-        majflt: n.u64("majflt")?,
-        maxrss_kb: n.u64("maxrss_kb")?,
+        nvcsw: n.opt_u64("nvcsw")?,
+        nivcsw: n.opt_u64("nivcsw")?,
+        minflt: n.opt_u64("minflt")?,
+        majflt: n.opt_u64("majflt")?,
+        maxrss_kb: n.opt_u64("maxrss_kb")?,
     }))
 }
 
@@ -875,11 +876,11 @@ impl Store {
                     i(p.wall_ns),
                     i(p.usage.utime_us),
                     i(p.usage.stime_us),
-                    i(p.usage.nvcsw),
-                    i(p.usage.nivcsw),
-                    i(p.usage.minflt),
-                    i(p.usage.majflt),
-                    i(p.usage.maxrss_kb),
+                    p.usage.nvcsw.map(i),
+                    p.usage.nivcsw.map(i),
+                    p.usage.minflt.map(i),
+                    p.usage.majflt.map(i),
+                    p.usage.maxrss_kb.map(i),
                     p.run_ns.map(i),
                     p.wait_ns.map(i),
                     p.timeslices.map(i),
@@ -1152,6 +1153,71 @@ mod tests {
 
     fn file_bytes(p: &Path) -> Vec<u8> {
         std::fs::read(p).unwrap()
+    }
+
+    /// A process whose switches, faults and peak memory the kernel did
+    /// not give is stored with them NULL and read back as None by every
+    /// reader (export rows, process records, the report's rows) and
+    /// copied as NULL by `merge`; a process that has them keeps them, 0
+    /// included.
+    #[test]
+    fn figures_not_given_round_trip_as_null() {
+        use crate::report::synth::{synthetic_env, synthetic_process, synthetic_record};
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("t.db")).unwrap();
+        let toml = "name = \"t\"\n[matrix]\npolicy = [\"other\"]\nworkload = [\"pi\"]\n";
+        let spec = crate::spec::load(toml, "t", &[]).unwrap();
+        let c = store.create_campaign(&spec, toml, &[], 1, 1).unwrap();
+        let mut run = crate::plan::expand(&spec, 1).swap_remove(0);
+        run.processes = 2;
+        let sched = crate::policy::ProcSched::fair(crate::policy::Policy::Other, 0);
+        let mut given = synthetic_process(0, sched, 2_000_000, 1000);
+        given.usage.nvcsw = Some(0);
+        let mut not_given = synthetic_process(1, sched, 2_000_000, 1000);
+        not_given.usage = ProcessUsage {
+            utime_us: 1000,
+            stime_us: 20,
+            nvcsw: None,
+            nivcsw: None,
+            minflt: None,
+            majflt: None,
+            maxrss_kb: None,
+        };
+        let rec = synthetic_record(
+            &run,
+            &synthetic_env(2),
+            vec![0, 1],
+            0,
+            None,
+            vec![given.clone(), not_given.clone()],
+        );
+        let id = store.insert_run(c.id, &rec).unwrap();
+        let nulls: i64 = store
+            .conn
+            .query_row(
+                "SELECT count(*) FROM processes WHERE process_index = 1 AND nvcsw IS NULL
+                     AND nivcsw IS NULL AND minflt IS NULL AND majflt IS NULL AND maxrss_kb IS NULL",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(nulls, 1);
+        let rows = store.export_rows(None).unwrap();
+        assert_eq!(rows[0].usage, Some(given.usage));
+        assert_eq!(rows[1].usage, Some(not_given.usage));
+        let recs = store.report_process_records(&[id]).unwrap();
+        assert_eq!(recs[0].1.usage, given.usage);
+        assert_eq!(recs[1].1.usage, not_given.usage);
+        let mut seen = Vec::new();
+        store
+            .for_each_report_process(&[c.id], |p| seen.push((p.usage.nvcsw, p.usage.nivcsw)))
+            .unwrap();
+        assert_eq!(seen, [(Some(0), given.usage.nivcsw), (None, None)]);
+        // `merge` copies the NULLs.
+        let mut merged = Store::open(&dir.path().join("m.db")).unwrap();
+        merged.merge_from(&store, |_, _| {}).unwrap();
+        let rows = merged.export_rows(None).unwrap();
+        assert_eq!(rows[1].usage, Some(not_given.usage));
     }
 
     #[test]

@@ -347,6 +347,62 @@ pub const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE trace_captures ADD COLUMN source TEXT NOT NULL DEFAULT 'kernel';
     "#,
+    // 13: a command tree's switches, page faults and peak memory are
+    // empty (NULL) where the kernel could not give them (no taskstats exit
+    // records, no memory group), never 0; the run's
+    // `extra.command[].missing` says why. SQLite cannot drop NOT NULL in
+    // place, so `processes` is rebuilt (foreign keys off, see
+    // `Store::migrate`): same columns in the same order, same primary key
+    // and foreign key, every row with its rowid. The table has no index
+    // or trigger of its own beyond its primary key's.
+    r#"
+    CREATE TABLE processes_new (
+        run_id        INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        process_index INTEGER NOT NULL,
+        role          TEXT NOT NULL DEFAULT 'worker',  -- 'worker', or 'hog' (an RT CPU hog beside them)
+        pid           INTEGER NOT NULL,
+        policy        TEXT NOT NULL,
+        nice          INTEGER,
+        rt_priority   INTEGER,
+        dl_runtime_ns INTEGER,
+        dl_deadline_ns INTEGER,
+        dl_period_ns  INTEGER,
+        start_ns      INTEGER,
+        end_ns        INTEGER,
+        wall_ns       INTEGER NOT NULL,
+        utime_us      INTEGER NOT NULL,
+        stime_us      INTEGER NOT NULL,
+        nvcsw         INTEGER,                         -- NULL: not given by this kernel (a command tree)
+        nivcsw        INTEGER,
+        minflt        INTEGER,
+        majflt        INTEGER,
+        maxrss_kb     INTEGER,
+        run_ns        INTEGER,
+        wait_ns       INTEGER,
+        timeslices    INTEGER,
+        work          INTEGER,
+        work_unit     TEXT NOT NULL,
+        figures_json  TEXT NOT NULL,
+        exit          TEXT NOT NULL,
+        ok            INTEGER NOT NULL,
+        stderr_tail   TEXT NOT NULL DEFAULT '',
+        weight        INTEGER,
+        slice_ns      INTEGER,
+        nr_migrations INTEGER,
+        PRIMARY KEY (run_id, process_index)
+    );
+    INSERT INTO processes_new (rowid, run_id, process_index, role, pid, policy, nice, rt_priority, dl_runtime_ns,
+                               dl_deadline_ns, dl_period_ns, start_ns, end_ns, wall_ns, utime_us, stime_us, nvcsw,
+                               nivcsw, minflt, majflt, maxrss_kb, run_ns, wait_ns, timeslices, work, work_unit,
+                               figures_json, exit, ok, stderr_tail, weight, slice_ns, nr_migrations)
+    SELECT rowid, run_id, process_index, role, pid, policy, nice, rt_priority, dl_runtime_ns,
+           dl_deadline_ns, dl_period_ns, start_ns, end_ns, wall_ns, utime_us, stime_us, nvcsw,
+           nivcsw, minflt, majflt, maxrss_kb, run_ns, wait_ns, timeslices, work, work_unit,
+           figures_json, exit, ok, stderr_tail, weight, slice_ns, nr_migrations
+    FROM processes;
+    DROP TABLE processes;
+    ALTER TABLE processes_new RENAME TO processes;
+    "#,
 ];
 
 #[cfg(test)]
@@ -490,5 +546,143 @@ mod tests {
             .query_row("SELECT source FROM trace_captures", [], |r| r.get(0))
             .unwrap();
         assert_eq!(v, "kernel");
+    }
+
+    /// The migration that lets a process's switches, faults and peak
+    /// memory be empty rebuilds `processes`: on a database of the schema
+    /// before it, with rows in it, every row survives with its rowid and
+    /// values, the primary key's index, the foreign key and its cascade
+    /// stay, and the five columns then take NULL (the others stay NOT
+    /// NULL).
+    #[test]
+    fn migration_nullable_usage_keeps_every_process_row_and_index() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        conn.execute_batch("PRAGMA foreign_keys = OFF").unwrap();
+        let at = super::MIGRATIONS
+            .iter()
+            .position(|m| m.contains("CREATE TABLE processes_new"))
+            .unwrap();
+        for m in &super::MIGRATIONS[..at] {
+            conn.execute_batch(m).unwrap();
+        }
+        conn.execute_batch(
+            "INSERT INTO campaigns (id, name, identity, seed, scale, planned_runs, spec_json, spec_toml,
+                 created_unix_ms, schedlab_version, uuid)
+             VALUES (1, 'c', 'x', 1, 1.0, 2, '{}', '', 0, 'v', 'u');
+             INSERT INTO environments (id, fingerprint, kernel_release, cpu_model, cpus_online, preempt_model,
+                 cgroup_version, virtualization, schedlab_version, json)
+             VALUES (1, 'f', 'k', 'm', 2, 'p', 'v1', 'none', 'v', '{}');
+             INSERT INTO runs (id, campaign_id, run_key, seq, policy, workload, workload_kind, processes,
+                 priority_mode, cpus, cpu_list, rep, status, reason, started_unix_ms, environment_id, resolved_json)
+             VALUES (1, 1, 'a', 0, 'other', 'w', 'cpu', 2, 'equal', 'all', '0', 0, 'ok', '', 0, 1, '{}'),
+                    (2, 1, 'b', 1, 'other', 'w', 'cpu', 1, 'equal', 'all', '0', 1, 'ok', '', 0, 1, '{}');
+             INSERT INTO processes (rowid, run_id, process_index, role, pid, policy, nice, wall_ns, utime_us,
+                 stime_us, nvcsw, nivcsw, minflt, majflt, maxrss_kb, run_ns, work_unit, figures_json, exit, ok,
+                 weight, slice_ns, nr_migrations)
+             VALUES (7, 1, 0, 'worker', 100, 'other', 0, 5, 4, 3, 2, 1, 9, 8, 700, 11, 'it', '{\"a\":1}',
+                     'exit code 0', 1, 3, 2800000, 6),
+                    (9, 1, 1, 'hog', 101, 'fifo', NULL, 6, 5, 4, 3, 2, 10, 0, 800, NULL, 'it', '{}',
+                     'exit code 0', 1, NULL, NULL, NULL),
+                    (12, 2, 0, 'worker', 102, 'other', 5, 7, 6, 5, 4, 3, 11, 1, 900, 13, 'it', '{}',
+                     'killed by signal 9 (SIGKILL)', 0, NULL, NULL, 0);",
+        )
+        .unwrap();
+        let rows = |conn: &rusqlite::Connection| -> Vec<Vec<rusqlite::types::Value>> {
+            let mut stmt = conn
+                .prepare("SELECT rowid, * FROM processes ORDER BY rowid")
+                .unwrap();
+            let n = stmt.column_count();
+            stmt.query_map([], |r| (0..n).map(|i| r.get(i)).collect())
+                .unwrap()
+                .collect::<rusqlite::Result<_>>()
+                .unwrap()
+        };
+        let schema = |conn: &rusqlite::Connection, sql: &str| -> Vec<String> {
+            let mut stmt = conn.prepare(sql).unwrap();
+            let n = stmt.column_count();
+            stmt.query_map([], |r| {
+                Ok((0..n)
+                    .map(|i| format!("{:?}", r.get::<_, rusqlite::types::Value>(i).unwrap()))
+                    .collect::<Vec<_>>()
+                    .join("|"))
+            })
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+        };
+        const INDEXES: &str = "SELECT name, \"unique\", origin, partial FROM pragma_index_list('processes') \
+                               ORDER BY name";
+        const KEYS: &str = "SELECT \"table\", \"from\", \"to\", on_delete FROM pragma_foreign_key_list('processes')";
+        const OTHERS: &str = "SELECT type, name FROM sqlite_master WHERE tbl_name = 'processes' \
+                              AND type IN ('trigger', 'view') ORDER BY name";
+        const COLUMNS: &str =
+            "SELECT name, type, pk FROM pragma_table_info('processes') ORDER BY cid";
+        let before = (
+            rows(&conn),
+            schema(&conn, INDEXES),
+            schema(&conn, KEYS),
+            schema(&conn, OTHERS),
+            schema(&conn, COLUMNS),
+        );
+        assert_eq!(before.0.len(), 3);
+        assert_eq!(before.1.len(), 1, "the primary key's index: {:?}", before.1);
+        assert_eq!(before.2.len(), 1);
+        conn.execute_batch(super::MIGRATIONS[at]).unwrap();
+        let after = (
+            rows(&conn),
+            schema(&conn, INDEXES),
+            schema(&conn, KEYS),
+            schema(&conn, OTHERS),
+            schema(&conn, COLUMNS),
+        );
+        assert_eq!(after, before);
+        let nullable: Vec<String> = conn
+            .prepare(
+                "SELECT name FROM pragma_table_info('processes') WHERE \"notnull\" = 0 AND name IN \
+                 ('nvcsw', 'nivcsw', 'minflt', 'majflt', 'maxrss_kb', 'wall_ns', 'utime_us', 'stime_us') \
+                 ORDER BY cid",
+            )
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(
+            nullable,
+            ["nvcsw", "nivcsw", "minflt", "majflt", "maxrss_kb"]
+        );
+        conn.execute_batch(
+            "INSERT INTO processes (run_id, process_index, pid, policy, wall_ns, utime_us, stime_us, nvcsw,
+                 nivcsw, minflt, majflt, maxrss_kb, work_unit, figures_json, exit, ok)
+             VALUES (2, 1, 103, 'other', 1, 0, 0, NULL, NULL, NULL, NULL, NULL, '', '{}', '', 1)",
+        )
+        .unwrap();
+        let empty: (Option<i64>, Option<i64>) = conn
+            .query_row(
+                "SELECT nvcsw, maxrss_kb FROM processes WHERE pid = 103",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!(empty, (None, None));
+        assert!(
+            conn.execute_batch(
+                "INSERT INTO processes (run_id, process_index, pid, policy, wall_ns, utime_us, stime_us,
+                     work_unit, figures_json, exit, ok)
+                 VALUES (2, 2, 104, 'other', NULL, 0, 0, '', '{}', '', 1)",
+            )
+            .is_err(),
+            "wall_ns stays NOT NULL"
+        );
+        conn.execute_batch("PRAGMA foreign_keys = ON; DELETE FROM runs WHERE id = 1")
+            .unwrap();
+        let left: i64 = conn
+            .query_row("SELECT count(*) FROM processes", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(left, 2, "deleting a run still deletes its processes");
+        let check: String = conn
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(check, "ok");
     }
 }

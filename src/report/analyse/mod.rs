@@ -10,6 +10,7 @@
 //! from plain data ([`Store::load_report_data`]), without a database, the
 //! same way. One file per job.
 
+mod absent;
 mod comparisons;
 mod conditions;
 mod fairness;
@@ -36,6 +37,7 @@ use crate::store::{
     ReportCampaign, ReportData, ReportEnvironment, ReportProcess, ReportRun, RunFactor, Store,
 };
 
+pub use absent::Absent;
 pub(crate) use comparisons::min_exact_p;
 pub use comparisons::{Comparison, Verdict, mw_method, unreachable};
 pub use conditions::{Cell, CiMethod, Condition, Interval, mean_interval, ratio_interval};
@@ -150,6 +152,9 @@ pub struct Analysis {
     pub process_rows: u64,
     pub groups: Vec<Group>,
     pub conditions: Vec<Condition>,
+    /// Metrics some ok runs of a condition have no value of, and why
+    /// (left out of its statistics, never counted as 0).
+    pub absent: Vec<Absent>,
     pub comparisons: Vec<Comparison>,
     pub outliers: Vec<Outlier>,
     pub scaling: Vec<Scaling>,
@@ -407,6 +412,7 @@ where
         opts,
     );
     let groups = grouping.groups;
+    let absent = absent::absent(&conditions, &cond_runs, &runs);
 
     let run_info: HashMap<i64, (i64, i64)> = runs.iter().map(|r| (r.id, (r.seq, r.rep))).collect();
     let outliers = outliers::find_outliers(&conditions, &run_info);
@@ -437,6 +443,7 @@ where
         process_rows,
         groups,
         conditions,
+        absent,
         comparisons: Vec::new(),
         outliers,
         scaling,

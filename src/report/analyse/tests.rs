@@ -47,9 +47,9 @@ fn analysed(samples: &[(&str, Vec<f64>)]) -> Analysis {
                     100_000,
                 );
                 ProcessRecord {
-                    usage: crate::record::Usage {
-                        nvcsw: 1,
-                        nivcsw: 2,
+                    usage: crate::record::ProcessUsage {
+                        nvcsw: Some(1),
+                        nivcsw: Some(2),
                         ..base.usage
                     },
                     run_ns: Some(100_000_000),
@@ -367,6 +367,7 @@ pub(super) fn mem_run(id: i64, policy: &str, rep: i64, status: &str, makespan_s:
         slice_us: None,
         ext_scheduler: None,
         by: None,
+        not_given: Default::default(),
     }
 }
 
@@ -383,8 +384,8 @@ fn mem_process(run_id: i64, index: i64, wall_s: f64) -> ReportProcess {
         usage: crate::store::ReportUsage {
             utime_us: ns as u64 / 1000,
             stime_us: 0,
-            nvcsw: 1,
-            nivcsw: 10 * (index as u64 + 1),
+            nvcsw: Some(1),
+            nivcsw: Some(10 * (index as u64 + 1)),
         },
         run_ns: Some(ns),
         wait_ns: Some(0),
@@ -477,6 +478,76 @@ fn an_in_memory_campaign_is_analysed_without_a_database() {
     assert!(a.outliers.is_empty() && a.scaling.is_empty() && a.shares.is_empty());
     let load = a.load.as_ref().unwrap();
     assert!((load.min - 0.51).abs() < 1e-12 && (load.max - 0.63).abs() < 1e-12);
+}
+
+/// A program's tree whose switches this kernel did not give: in the
+/// OTHER runs (a `command` workload) no process has voluntary switches,
+/// and two of six have no involuntary ones. Those metrics are absent for
+/// the runs without them (not averaged as 0), the report says why in the
+/// runs' own words, and FIFO's runs, which have them, are untouched.
+#[test]
+fn a_condition_whose_runs_lack_a_figure_has_it_absent_with_why() {
+    let mut data = mem_campaign();
+    let why = "no taskstats exit record of the tree's top process (pid 9) arrived";
+    for (run, rows) in data.runs.iter_mut().zip(&mut data.processes) {
+        if run.policy != "other" {
+            continue;
+        }
+        run.workload_kind = "command".into();
+        run.not_given
+            .insert("voluntary_switches".into(), why.to_string());
+        for p in rows.iter_mut() {
+            p.usage.nvcsw = None;
+            if run.rep <= 2 {
+                p.usage.nivcsw = None;
+            }
+        }
+        if run.rep <= 2 {
+            run.not_given
+                .insert("involuntary_switches".into(), why.to_string());
+        }
+    }
+    let a = analyse_data(data, &Options::default());
+    let (nv, niv) = (
+        a.metric_index(Metric::Nvcsw).unwrap(),
+        a.metric_index(Metric::Nivcsw).unwrap(),
+    );
+    let other = &a.conditions[0];
+    assert_eq!(other.label, "pi, 2 processes, OTHER");
+    assert_eq!(other.cells[nv].n, 0);
+    assert!(other.cells[nv].summary.is_none() && other.cells[nv].per_process.is_none());
+    // Involuntary switches: the four runs that have them, 10 and 20 each
+    // (mean 15), not 6 runs with two at 0 (mean 10).
+    assert_eq!(other.cells[niv].n, 4);
+    assert_eq!(other.cells[niv].summary.as_ref().unwrap().mean, 15.0);
+    let fifo = &a.conditions[1];
+    assert_eq!((fifo.cells[nv].n, fifo.cells[niv].n), (6, 6));
+    let absent: Vec<(usize, Metric, usize, usize)> = a
+        .absent
+        .iter()
+        .map(|x| (x.condition, x.metric, x.runs_without, x.runs))
+        .collect();
+    assert_eq!(
+        absent,
+        [(0, Metric::Nvcsw, 6, 6), (0, Metric::Nivcsw, 2, 6)]
+    );
+    assert_eq!(
+        a.absent[0].sentence(),
+        format!(
+            "voluntary context switches: not given for any of its 6 ok runs (not given by this kernel: {why})"
+        )
+    );
+    assert_eq!(
+        a.absent[1].why,
+        [format!("not given by this kernel: {why}")]
+    );
+    // No comparison claims a difference on a metric one side lacks.
+    assert!(
+        a.comparisons
+            .iter()
+            .filter(|c| c.metric == Metric::Nvcsw)
+            .all(|c| c.verdict != Verdict::Different)
+    );
 }
 
 #[test]

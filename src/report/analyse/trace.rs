@@ -107,8 +107,9 @@ pub struct Agreement {
     /// Switches the trace saw, as rusage counts them.
     pub trace_switches: u64,
     /// rusage nvcsw + nivcsw (a program's tree: summed over its tasks'
-    /// exit records).
-    pub rusage_switches: u64,
+    /// exit records; None where the kernel gave none, and then no
+    /// comparison of switches is made).
+    pub rusage_switches: Option<u64>,
     /// A program's tree: its tasks (the switches its exit records lack,
     /// [`expected_switches`]).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -183,7 +184,7 @@ pub fn explain(
     schedstat_run_ns: Option<u64>,
     unattributed_ns: u64,
     trace_switches: u64,
-    (rusage_switches, tree_tasks): (u64, Option<u64>),
+    (rusage_switches, tree_tasks): (Option<u64>, Option<u64>),
     missing_switches: u64,
 ) -> String {
     let mut parts = Vec::new();
@@ -207,6 +208,9 @@ pub fn explain(
             });
         }
     }
+    let Some(rusage_switches) = rusage_switches else {
+        return parts.join("; ");
+    };
     let (_, off) = switch_agreement(trace_switches, rusage_switches, tree_tasks);
     if off {
         let (expected, below, _) = expected_switches(rusage_switches, tree_tasks);
@@ -381,14 +385,18 @@ pub fn analyse(
                             )
                         }
                     };
-                let rusage_switches = rec.usage.nvcsw + rec.usage.nivcsw;
+                let rusage_switches = rec.usage.nvcsw.zip(rec.usage.nivcsw).map(|(v, i)| v + i);
                 let tree_tasks = rec.figures.get("tree_tasks").map(|&t| t as u64);
                 let (oncpu_ratio, oncpu_off) = match rec.run_ns {
                     Some(run) => ratio(trace_oncpu_ns, run),
                     None => (None, false),
                 };
-                let (switch_ratio, switch_off) =
-                    switch_agreement(trace_switches, rusage_switches, tree_tasks);
+                // A tree whose exit records the kernel did not give has no
+                // count to compare the trace's switches with.
+                let (switch_ratio, switch_off) = match rusage_switches {
+                    Some(counted) => switch_agreement(trace_switches, counted, tree_tasks),
+                    None => (None, false),
+                };
                 let flagged = oncpu_off || switch_off;
                 ct.compared += 1;
                 ct.flagged += usize::from(flagged);
@@ -482,7 +490,7 @@ mod tests {
                 Some(1_000_000_000),
                 12_000_000,
                 10,
-                (10, None),
+                (Some(10), None),
                 0
             ),
             "on-CPU: explained by switches never emitted (12.000 ms unattributed)"
@@ -494,33 +502,40 @@ mod tests {
                 Some(1_000_000_000),
                 12_000_000,
                 10,
-                (10, None),
+                (Some(10), None),
                 0
             ),
             "on-CPU: not explained (12.000 ms unattributed, off by +20.000 ms)"
         );
         assert_eq!(
-            explain(1_020_000_000, Some(1_000_000_000), 0, 10, (10, None), 0),
+            explain(
+                1_020_000_000,
+                Some(1_000_000_000),
+                0,
+                10,
+                (Some(10), None),
+                0
+            ),
             "on-CPU: not explained by a missing event (none next to it)"
         );
         // Two switches short, two never emitted: explained; three short: not.
         assert_eq!(
-            explain(1_000, Some(1_000), 0, 98, (100, None), 2),
+            explain(1_000, Some(1_000), 0, 98, (Some(100), None), 2),
             "switches: explained by 2 never emitted"
         );
         assert_eq!(
-            explain(1_000, Some(1_000), 0, 97, (100, None), 2),
+            explain(1_000, Some(1_000), 0, 97, (Some(100), None), 2),
             "switches: not explained (2 never emitted)"
         );
         // A tree of 4 tasks counted 100 by its exit records is expected at
         // 104, from 4 fewer to 8 more (and 1 %): 98 switches with 2 never
         // emitted reach the 100 of one switch fewer per task; 97 do not.
         assert_eq!(
-            explain(1_000, Some(1_000), 0, 98, (100, Some(4)), 2),
+            explain(1_000, Some(1_000), 0, 98, (Some(100), Some(4)), 2),
             "switches: explained by 2 never emitted"
         );
         assert_eq!(
-            explain(1_000, Some(1_000), 0, 97, (100, Some(4)), 2),
+            explain(1_000, Some(1_000), 0, 97, (Some(100), Some(4)), 2),
             "switches: not explained (2 never emitted)"
         );
     }

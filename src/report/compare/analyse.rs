@@ -258,6 +258,10 @@ pub struct Comparison {
     /// report order within each.
     pub comparisons: Vec<Row>,
     pub summary: Vec<MetricSummary>,
+    /// Metrics of a compared condition that some runs of a side have no
+    /// value of, and why: "baseline: pi, 2 processes, OTHER: voluntary
+    /// context switches: not given for …" (those runs are not in its n).
+    pub absent: Vec<String>,
     /// Conditions of one campaign without a counterpart in the other.
     pub only_in_baseline: Vec<String>,
     pub only_in_candidate: Vec<String>,
@@ -742,6 +746,7 @@ pub fn compare(
         ok_runs: i.analysis.counts.ok,
         runs: i.analysis.counts.total(),
     };
+    let absent = absent_figures(&baseline, &candidate, &metrics);
     Ok(Comparison {
         baseline: side(&baseline),
         candidate: side(&candidate),
@@ -756,7 +761,29 @@ pub fn compare(
         max_resamples: opts.analysis.resamples,
         comparisons: jobs.into_iter().map(|(r, _, _)| r).collect(),
         summary,
+        absent,
         only_in_baseline: only(&bk, &ck),
         only_in_candidate: only(&ck, &bk),
     })
+}
+
+/// Each side's metrics among `metrics` that some ok runs of a condition
+/// lack, with why ([`crate::report::analyse::Absent`]).
+fn absent_figures(baseline: &Input<'_>, candidate: &Input<'_>, metrics: &[Metric]) -> Vec<String> {
+    [("baseline", baseline), ("candidate", candidate)]
+        .into_iter()
+        .flat_map(|(side, i)| {
+            i.analysis
+                .absent
+                .iter()
+                .filter(|x| metrics.contains(&x.metric))
+                .map(move |x| {
+                    format!(
+                        "{side}: {}: {}",
+                        i.analysis.conditions[x.condition].label,
+                        x.sentence()
+                    )
+                })
+        })
+        .collect()
 }

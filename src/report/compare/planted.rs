@@ -14,7 +14,7 @@ use anyhow::{Context, Result};
 use super::super::synth::{synthetic_env, synthetic_process, synthetic_record};
 use crate::plan::Run;
 use crate::policy::ProcSched;
-use crate::record::{ProcessRecord, RunRecord, Usage};
+use crate::record::{ProcessRecord, ProcessUsage, RunRecord};
 use crate::rng::SplitMix64;
 use crate::spec::{Cpus, Spec};
 use crate::store::{
@@ -146,10 +146,10 @@ fn record(cfg: &Planted, run: &Run, env: &EnvSnapshot, candidate: bool) -> RunRe
                 (utime_s * 1e6) as u64,
             );
             ProcessRecord {
-                usage: Usage {
+                usage: ProcessUsage {
                     stime_us: (stime_s * 1e6) as u64,
-                    nivcsw: nivcsw.round() as u64,
-                    nvcsw: 2,
+                    nivcsw: Some(nivcsw.round() as u64),
+                    nvcsw: Some(2),
                     ..base.usage
                 },
                 work: Some(10_000_000),
@@ -237,6 +237,7 @@ pub fn report_data(cfg: &Planted, candidate: bool, id: i64) -> Result<ReportData
             slice_us: r.run.slice_us.map(i64::from),
             ext_scheduler: r.run.ext_scheduler.as_ref().map(|x| x.name.clone()),
             by: None,
+            not_given: Default::default(),
         })
         .collect();
     let processes: Vec<Vec<ReportProcess>> = recs

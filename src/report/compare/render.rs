@@ -179,6 +179,12 @@ fn differences(c: &Comparison) -> Part {
             .map(|r| r.unexpected().then_some("flag"))
             .collect(),
     });
+    if !c.absent.is_empty() {
+        b.push(Block::RunIn {
+            title: "Figures not given (those runs are not in n)".into(),
+            text: c.absent.join("; "),
+        });
+    }
     for (which, list) in [
         ("baseline", &c.only_in_baseline),
         ("candidate", &c.only_in_candidate),

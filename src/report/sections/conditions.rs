@@ -186,6 +186,14 @@ impl Section for ConditionsSection {
                 numeric: n.to_vec(),
                 rows,
             }));
+            // Runs without a value are left out of n, and said so.
+            for x in a.absent.iter().filter(|x| x.metric == m) {
+                b.push(Block::p(format!(
+                    "{}: {}.",
+                    a.conditions[x.condition].label,
+                    x.sentence()
+                )));
+            }
         }
         b
     }
@@ -195,6 +203,7 @@ impl Section for ConditionsSection {
             "factors": a.factors,
             "groups": a.groups,
             "conditions": a.conditions,
+            "absent": a.absent,
         }))
     }
 }

@@ -615,6 +615,7 @@ mod tests {
                 slice_us: None,
                 ext_scheduler: None,
                 by: None,
+                not_given: Default::default(),
             })
             .collect();
         let details = RunDetails {

@@ -652,7 +652,7 @@ mod tests {
             start_ns: Some(0),
             end_ns: Some(2_000_000_000),
             wall_ns: 2_000_000_000,
-            usage: crate::record::Usage::default(),
+            usage: crate::record::ProcessUsage::default(),
             run_ns: Some(1_000_000_000),
             wait_ns: None,
             timeslices: None,

@@ -271,15 +271,55 @@ fn exit_records(session: &Session, src: &Sources<'_>) -> Result<Vec<ExitRecord>,
         .filter(|(seq, _)| *seq >= src.start_seq)
         .map(|(_, r)| r.clone())
         .collect();
-    Ok(attribute(&records, src.known)
+    let tree: Vec<ExitRecord> = attribute(&records, src.known)
         .into_iter()
         .cloned()
-        .collect())
+        .collect();
+    complete(tree, src.top)
+}
+
+/// The tree's exit records, if the top process's is among them. The top
+/// process always exits before its tree is seen empty, so without its
+/// record the records are not all in, and sums over them would pass a
+/// part of the tree (often nothing: 0 switches, 0 tasks) off as the
+/// whole. Taskstats sends exit records to listeners in the initial
+/// network namespace only: schedlab in a network namespace of its own (a
+/// container's; `unshare --net`) registers a listener that receives none.
+fn complete(tree: Vec<ExitRecord>, top: Option<i32>) -> Result<Vec<ExitRecord>, String> {
+    match top {
+        // The reason is the same for every run it happens to (no pid), so
+        // that a report says it once.
+        Some(top) if !tree.iter().any(|r| r.tid == top) => Err(
+            "no taskstats exit record of the tree's top process arrived, so the tree's records \
+             are not all in (taskstats sends them to listeners in the initial network namespace \
+             only: is schedlab in a network namespace of its own, e.g. a container's?)"
+                .to_string(),
+        ),
+        _ => Ok(tree),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Without the top process's exit record none of the tree's records
+    /// are used (an empty log gives no figure at all, not zeros).
+    #[test]
+    fn a_tree_without_its_top_s_exit_record_has_no_record_figures() {
+        let rec = |tid: i32| ExitRecord {
+            tid,
+            ..ExitRecord::default()
+        };
+        let why = complete(vec![], Some(40)).unwrap_err();
+        assert!(
+            why.contains("top process") && why.contains("network namespace"),
+            "{why}"
+        );
+        assert!(complete(vec![rec(41)], Some(40)).is_err());
+        assert_eq!(complete(vec![rec(41), rec(40)], Some(40)).unwrap().len(), 2);
+        assert_eq!(complete(vec![rec(41)], None).unwrap().len(), 1);
+    }
 
     #[test]
     fn every_missing_figure_says_why() {

@@ -163,10 +163,11 @@ fn agreement_row(a: &Analysis, g: &Agreement) -> Vec<String> {
             .map_or_else(|| "–".into(), |v| fmt::sig(v as f64 / 1e6, 4)),
         ratio(g.oncpu_ratio),
         g.trace_switches.to_string(),
-        match g.tree_tasks {
+        match (g.rusage_switches, g.tree_tasks) {
+            (None, _) => "–".into(),
             // The exit records' count and each task's last switch.
-            Some(tasks) => format!("{} + {tasks}", g.rusage_switches),
-            None => g.rusage_switches.to_string(),
+            (Some(n), Some(tasks)) => format!("{n} + {tasks}"),
+            (Some(n), None) => n.to_string(),
         },
         ratio(g.switch_ratio),
         g.explanation.clone().unwrap_or_default(),
