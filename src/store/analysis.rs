@@ -773,7 +773,6 @@ impl Store {
     }
 }
 
-/// A row of the report's process query ([`Store::for_each_report_process`]).
 /// The positions of a process-row query's columns
 /// ([`Store::for_each_report_run`], [`Store::for_each_report_process`]),
 /// found by name once per statement: the report reads ten million rows by
