@@ -3,9 +3,10 @@
 //! report's process rows and the export's rows all iterate that list, and
 //! read each column by its name.
 
+use rusqlite::Row;
 use rusqlite::types::ToSql;
 
-use super::named::Named;
+use super::named::{Columns, Named};
 use crate::record::KernelCounts;
 
 /// One counter: its `processes` column and its field.
@@ -55,6 +56,26 @@ pub(super) fn read(n: &Named<'_, '_, '_>) -> rusqlite::Result<KernelCounts> {
     let mut k = KernelCounts::default();
     for c in COUNT_COLUMNS {
         let v: Option<i64> = n.get(c.name)?;
+        (c.set)(&mut k, v.and_then(|v| u64::try_from(v).ok()));
+    }
+    Ok(k)
+}
+
+/// The positions of the counters' columns in a statement's result, in
+/// [`COUNT_COLUMNS`] order (for [`read_at`]).
+pub(super) fn positions(cols: &Columns) -> rusqlite::Result<Vec<usize>> {
+    COUNT_COLUMNS
+        .iter()
+        .map(|c| cols.position(c.name))
+        .collect()
+}
+
+/// The counters of a row whose columns are at `positions` ([`positions`]),
+/// as [`read`] reads them.
+pub(super) fn read_at(r: &Row<'_>, positions: &[usize]) -> rusqlite::Result<KernelCounts> {
+    let mut k = KernelCounts::default();
+    for (c, &at) in COUNT_COLUMNS.iter().zip(positions) {
+        let v: Option<i64> = r.get(at)?;
         (c.set)(&mut k, v.and_then(|v| u64::try_from(v).ok()));
     }
     Ok(k)

@@ -68,6 +68,16 @@ impl Columns {
         Ok(at)
     }
 
+    /// The position of column `name`, looked up once: a reader of many
+    /// rows that resolves its columns before the first row
+    /// ([`super::analysis`]'s process rows) reads each value by position.
+    pub(super) fn position(&self, name: &str) -> rusqlite::Result<usize> {
+        self.index
+            .get(name)
+            .copied()
+            .ok_or_else(|| rusqlite::Error::InvalidColumnName(name.to_string()))
+    }
+
     /// Row `r` of this statement, read by column name.
     pub(super) fn row<'c, 'r, 's>(&'c self, r: &'r Row<'s>) -> Named<'c, 'r, 's> {
         self.reads.set(0);
@@ -169,6 +179,17 @@ mod tests {
         assert_eq!(a, [1, 2, 3, 4]);
         assert_eq!(rows[3].1, "y");
         assert_eq!(cols.seen.borrow().len(), 2, "two reads a row remembered");
+    }
+
+    #[test]
+    fn positions_are_found_by_name_once() {
+        let conn = conn();
+        let stmt = conn.prepare("SELECT c, a AS first, b FROM t").unwrap();
+        let cols = Columns::of(&stmt).unwrap();
+        assert_eq!(cols.position("first").unwrap(), 1);
+        assert_eq!(cols.position("b").unwrap(), 2);
+        let e = cols.position("a").unwrap_err();
+        assert!(e.to_string().contains('a'), "{e}");
     }
 
     #[test]

@@ -28,6 +28,12 @@ pub(super) struct Folded {
 /// per-process summaries by metric, and the rows read.
 type CondFold = (Vec<RunValues>, Vec<Option<Summary>>, u64);
 
+/// A thread's columns of per-process values, one per metric, emptied and
+/// refilled for each condition it folds: a condition of ten million rows
+/// fills tens of megabytes, and fresh ones for each condition were paid
+/// again in page faults.
+type Columns = Vec<Vec<f64>>;
+
 /// The ok runs of each condition (indices into `runs`, in campaign order).
 pub(super) fn ok_runs_by_condition(
     runs: &[ReportRun],
@@ -53,6 +59,7 @@ fn fold_condition<E>(
     ok: &[usize],
     timed: &[String],
     metrics: &[Metric],
+    columns: &mut Columns,
     read: impl FnOnce(&mut dyn FnMut(usize, &[ReportProcess])) -> Result<(), E>,
 ) -> Result<CondFold, E> {
     let mut slots: Vec<Option<RunValues>> = (0..ok.len()).map(|_| None).collect();
@@ -75,10 +82,13 @@ fn fold_condition<E>(
     // values as it goes.
     let slots: Vec<Option<usize>> = metrics.iter().map(|m| m.process_slot()).collect();
     let processes: usize = values.iter().map(|v| v.processes.len()).sum();
-    let mut columns: Vec<Vec<f64>> = slots
-        .iter()
-        .map(|s| Vec::with_capacity(if s.is_some() { processes } else { 0 }))
-        .collect();
+    columns.resize_with(slots.len(), Vec::new);
+    for (column, slot) in columns.iter_mut().zip(&slots) {
+        column.clear();
+        if slot.is_some() {
+            column.reserve(processes);
+        }
+    }
     for v in &mut values {
         for p in std::mem::take(&mut v.processes) {
             for (column, slot) in columns.iter_mut().zip(&slots) {
@@ -90,8 +100,8 @@ fn fold_condition<E>(
     }
     let per_process = slots
         .iter()
-        .zip(columns)
-        .map(|(slot, column)| slot.and_then(|_| stats::summarize(&column)))
+        .zip(columns.iter())
+        .map(|(slot, column)| slot.and_then(|_| stats::summarize(column)))
         .collect();
     Ok((values, per_process, rows))
 }
@@ -126,8 +136,8 @@ pub(super) fn from_store(
     timed: &[String],
     metrics: &[Metric],
 ) -> Result<Folded> {
-    let fold = |s: &Store, c: usize| {
-        fold_condition(runs, &ok[c], timed, metrics, |each| {
+    let fold = |s: &Store, columns: &mut Columns, c: usize| {
+        fold_condition(runs, &ok[c], timed, metrics, columns, |each| {
             let ids: Vec<i64> = ok[c].iter().map(|&ri| runs[ri].id).collect();
             let slot: HashMap<i64, usize> =
                 ids.iter().enumerate().map(|(k, &id)| (id, k)).collect();
@@ -146,9 +156,12 @@ pub(super) fn from_store(
         .min(ok.len());
     let folds = match store.open_reader() {
         Some(first) if threads > 1 => par_conditions(ok.len(), threads, first, store, fold)?,
-        _ => (0..ok.len())
-            .map(|c| fold(store, c))
-            .collect::<Result<Vec<_>>>()?,
+        _ => {
+            let mut columns = Columns::new();
+            (0..ok.len())
+                .map(|c| fold(store, &mut columns, c))
+                .collect::<Result<Vec<_>>>()?
+        }
     };
     Ok(assemble(runs.len(), ok, folds))
 }
@@ -161,17 +174,18 @@ fn par_conditions(
     threads: usize,
     first: Store,
     store: &Store,
-    fold: impl Fn(&Store, usize) -> Result<CondFold> + Sync,
+    fold: impl Fn(&Store, &mut Columns, usize) -> Result<CondFold> + Sync,
 ) -> Result<Vec<CondFold>> {
     let next = AtomicUsize::new(0);
     let work = |reader: Store| -> Result<Vec<(usize, CondFold)>> {
         let mut done = Vec::new();
+        let mut columns = Columns::new();
         loop {
             let c = next.fetch_add(1, Ordering::Relaxed);
             if c >= n {
                 return Ok(done);
             }
-            done.push((c, fold(&reader, c)?));
+            done.push((c, fold(&reader, &mut columns, c)?));
         }
     };
     // The readers are opened here: a connection is Send but not Sync.
@@ -211,10 +225,11 @@ pub(super) fn from_rows(
     timed: &[String],
     metrics: &[Metric],
 ) -> Folded {
+    let mut columns = Columns::new();
     let folds = ok
         .iter()
         .map(|ok| {
-            let Ok(fold) = fold_condition(runs, ok, timed, metrics, |each| {
+            let Ok(fold) = fold_condition(runs, ok, timed, metrics, &mut columns, |each| {
                 for (k, &ri) in ok.iter().enumerate() {
                     each(k, &std::mem::take(&mut processes[ri]));
                 }
