@@ -58,6 +58,18 @@ pub struct WorkerArgs {
     /// its steady state before the workers are released).
     #[serde(default = "yes")]
     pub wait_barrier: bool,
+    /// Once its measurement is over, the worker moves itself to nice 19
+    /// (under OTHER or BATCH) for what is left: writing its result and
+    /// exiting. That is schedlab's cost, not the workload's: the kernel's
+    /// teardown of an exec'd schedlab takes about 0.2 ms of CPU here,
+    /// against under 0.1 ms for a forked hackbench child, and an early
+    /// finisher's would otherwise take CPU time from workers still
+    /// measuring. Set by the parent only where nothing measures the run
+    /// until the last exit (no CPU hog, whose window ends when every worker
+    /// is reaped; no WRR dispatcher or other program's scheduler deciding
+    /// who runs).
+    #[serde(default)]
+    pub lower_when_done: bool,
 }
 
 fn yes() -> bool {
@@ -153,6 +165,11 @@ fn run(json: &str) -> Result<()> {
     let usage_end = self_usage();
     let schedstat_end = read_schedstat(std::process::id() as i32).ok();
     let nr_migrations_end = read_nr_migrations(std::process::id() as i32).ok();
+    if args.lower_when_done {
+        // Best effort: a worker that cannot lower itself only keeps
+        // competing as before.
+        let _ = crate::sys::sched::fair_self_to_lowest();
+    }
     let result = WorkerResult {
         start_ns,
         end_ns,

@@ -152,6 +152,17 @@ impl Cast {
             .iter()
             .any(|m| m.sched.policy.class() == Class::Deadline)
     }
+
+    /// Whether the workers lower themselves once their work is measured
+    /// (`worker::WorkerArgs::lower_when_done`): only when every process is
+    /// a fair-class worker. A hog's window ends when the last worker is
+    /// reaped, and RT, DEADLINE and WRR workers are not in the fair class
+    /// (WRR's dispatcher moreover hands the CPU on as workers exit).
+    pub fn workers_lower_when_done(&self) -> bool {
+        self.members
+            .iter()
+            .all(|m| m.role == Role::Worker && m.sched.policy.class() == Class::Fair)
+    }
 }
 
 /// Fraction of each period the kernel grants RT and DEADLINE tasks
@@ -202,6 +213,53 @@ mod tests {
         assert_eq!(rt_fraction(&env), 1.0);
         env.sched_rt_runtime_us = None;
         assert_eq!(rt_fraction(&env), 0.95);
+    }
+
+    fn member(role: Role, sched: ProcSched) -> Member {
+        Member {
+            role,
+            sched,
+            cpus: vec![0],
+            workload: Workload::Pi(PiParams {
+                stop: Stop::Work(1),
+            }),
+        }
+    }
+
+    fn cast_of(members: Vec<Member>) -> Cast {
+        Cast {
+            members,
+            cpus: vec![0],
+            bandwidth_cpus: 1,
+            run_cpus: vec![0],
+        }
+    }
+
+    #[test]
+    fn only_runs_of_fair_workers_alone_lower_them_when_done() {
+        use policy::Policy;
+        let fair = |p| member(Role::Worker, ProcSched::fair(p, 0));
+        for p in [Policy::Other, Policy::Batch, Policy::Idle] {
+            assert!(cast_of(vec![fair(p), fair(p)]).workers_lower_when_done());
+        }
+        // A hog beside them, fair or RT.
+        let hog = member(Role::Hog, ProcSched::fair(Policy::Other, 0));
+        assert!(!cast_of(vec![fair(Policy::Other), hog]).workers_lower_when_done());
+        let rt_hog = member(Role::Hog, ProcSched::realtime(Policy::Fifo, 50));
+        assert!(!cast_of(vec![fair(Policy::Other), rt_hog]).workers_lower_when_done());
+        // Workers beyond the fair class.
+        for p in [Policy::Fifo, Policy::Rr] {
+            let rt = member(Role::Worker, ProcSched::realtime(p, 10));
+            assert!(!cast_of(vec![rt]).workers_lower_when_done());
+        }
+        let wrr = member(
+            Role::Worker,
+            ProcSched {
+                policy: Policy::Wrr,
+                ..ProcSched::fair(Policy::Other, 0)
+            },
+        );
+        assert!(!cast_of(vec![wrr]).workers_lower_when_done());
     }
 
     #[test]

@@ -98,6 +98,11 @@ impl Spawned {
             .map_err(Early::Fatal)?;
         let mut workers = Workers::new(cast.members.len());
         let mut trees: Vec<Option<TreeGroup>> = Vec::with_capacity(cast.members.len());
+        // Workers lower themselves once measured where nothing else
+        // depends on when they exit (`WorkerArgs::lower_when_done`); under
+        // another program's scheduler that program decides what a nice
+        // value means.
+        let lower_when_done = prepared.ext_sched.is_none() && cast.workers_lower_when_done();
         for (index, m) in cast.members.iter().enumerate() {
             let args = WorkerArgs {
                 fds: match m.role {
@@ -109,6 +114,7 @@ impl Spawned {
                 workdir: l.workdir.clone(),
                 index,
                 wait_barrier: m.role == Role::Worker,
+                lower_when_done: m.role == Role::Worker && lower_when_done,
             };
             let shared = spawn::Shared {
                 barrier: &barrier_r,
