@@ -75,19 +75,20 @@ fn a_forking_program_s_tree_cpu_matches_perf_stat() {
     {
         return;
     }
-    // Five of each, interleaved, compared by their medians: two samples
-    // disturbed by the machine cannot decide (with three, one disturbed
-    // pair moved the ratio to 1.07 once in CI).
+    // Five of each, interleaved, compared by their least: on this shared VM
+    // the same shell loop's CPU time moves by 10 % between executions under
+    // either observer (perf alone read 582..650 ms in one test), and a
+    // disturbance (steal, cache, another tenant) only ever adds CPU time,
+    // so each observer's least-disturbed sample is the one to compare
+    // (medians of five still differed by 6.4 % once, with every sample
+    // of both sets within 580..652 ms but one).
     let (mut tree, mut perf) = (Vec::new(), Vec::new());
     for _ in 0..5 {
         tree.push(tree_cpu_ms());
         perf.push(perf_cpu_ms());
     }
-    let median = |v: &mut Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
-    let (tree_ms, perf_ms) = (median(&mut tree), median(&mut perf));
+    let least = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
+    let (tree_ms, perf_ms) = (least(&tree), least(&perf));
     let ratio = tree_ms / perf_ms;
     assert!(
         (0.95..=1.05).contains(&ratio),

@@ -60,6 +60,9 @@ pub fn record(o: &Observed, outputs: &Outputs) -> (ProcessRecord, Option<String>
         )),
         (true, Some(_)) => None,
     };
+    if failure.is_none() {
+        failure = cpu_unread(stats);
+    }
     let extracted = match (&failure, &out) {
         (None, Some(out)) => match figures::extract(o.params, captured(out, cwd)) {
             Ok(x) => Some(x),
@@ -115,7 +118,8 @@ pub fn record(o: &Observed, outputs: &Outputs) -> (ProcessRecord, Option<String>
 /// The tree's usage: CPU, switches, page faults and peak memory of every
 /// process it had. A switch, fault or memory figure the kernel could not
 /// give stays None (stored NULL), named with why in
-/// `extra.command.missing`.
+/// `extra.command.missing`; a tree whose CPU was not read has failed its
+/// run ([`cpu_unread`]), so its 0 is never taken for a measurement.
 fn tree_usage(s: &TreeStats) -> ProcessUsage {
     ProcessUsage {
         utime_us: s.cpu_user_ns.unwrap_or(0) / 1000,
@@ -125,6 +129,23 @@ fn tree_usage(s: &TreeStats) -> ProcessUsage {
         minflt: s.minor_faults,
         majflt: s.major_faults,
         maxrss_kb: s.peak_memory_bytes.map(|b| b / 1024),
+    }
+}
+
+/// Why the tree's CPU time could not be read, when it could not: the
+/// record's user and system time have no empty value, so such a run fails
+/// rather than store 0 as the tree's CPU (neither cgroup2's `cpu.stat` nor a
+/// v1 cpuacct group gave it).
+fn cpu_unread(s: &TreeStats) -> Option<String> {
+    match (s.cpu_user_ns, s.cpu_system_ns) {
+        (Some(_), Some(_)) => None,
+        _ => {
+            let why = ["cpu_user_ns", "cpu_system_ns"]
+                .iter()
+                .find_map(|k| s.missing.get(k))
+                .map_or("no reading", String::as_str);
+            Some(format!("the tree's CPU time could not be read: {why}"))
+        }
     }
 }
 
@@ -165,4 +186,28 @@ pub fn extra(o: &Observed, outputs: &Outputs) -> serde_json::Value {
         "stderr_dropped_bytes": out.as_ref().map_or(0, |x| x.stderr_dropped),
         "missing": missing,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tree_whose_cpu_was_not_read_fails_naming_why() {
+        let mut s = TreeStats {
+            cpu_user_ns: Some(5_000),
+            cpu_system_ns: Some(1_000),
+            ..Default::default()
+        };
+        assert_eq!(cpu_unread(&s), None);
+        s.cpu_user_ns = None;
+        s.cpu_system_ns = None;
+        s.missing.insert(
+            "cpu_user_ns",
+            "no cgroup2 cpu.stat and no cpuacct group".into(),
+        );
+        let why = cpu_unread(&s).unwrap();
+        assert!(why.contains("CPU time could not be read"), "{why}");
+        assert!(why.contains("no cpuacct group"), "{why}");
+    }
 }
