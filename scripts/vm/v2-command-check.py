@@ -34,13 +34,13 @@ exits non-zero naming every check that failed:
             cgroup journal
 """
 
-import base64
 import csv
-import gzip
 import io
 import json
 import re
 import sys
+
+from serial_log import Checks, gz_block, lines_of, one
 
 POLICIES = ("other", "fifo")
 WORKLOADS = ("fork2", "daemon")
@@ -62,24 +62,11 @@ SELF_SLACK_FRACTION, SELF_SLACK_NS = 0.10, 100e6
 BUSY_RANGE = (0.85, 1.05)
 
 
-def lines_of(log, prefix):
-    """What follows `prefix` on each line holding it (the guest's first line
-    can follow the firmware's terminal codes)."""
-    return [line[line.index(prefix) + len(prefix) :] for line in log if prefix in line]
-
-
-def one(log, prefix):
-    found = lines_of(log, prefix)
-    return found[0] if found else None
-
-
 def block(log):
-    begin, end = "@@@ v2 csv begin", "@@@ v2 csv end"
-    if begin not in log or end not in log:
+    data = gz_block(log, "v2 csv")
+    if data is None:
         return None
-    inner = log[log.index(begin) + 1 : log.index(end)]
-    text = gzip.decompress(base64.b64decode("".join(inner))).decode()
-    return list(csv.DictReader(io.StringIO(text)))
+    return list(csv.DictReader(io.StringIO(data.decode())))
 
 
 def num(row, col):
@@ -90,16 +77,6 @@ def num(row, col):
 def bracketed(text):
     m = re.search(r"\[([^\]]*)\]", text or "")
     return m.group(1).split() if m else None
-
-
-class Checks:
-    def __init__(self):
-        self.failed = []
-
-    def check(self, name, ok, saw):
-        print(f"  {'ok  ' if ok else 'FAIL'} {name}: {saw}")
-        if not ok:
-            self.failed.append(name)
 
 
 def machine(c, log):

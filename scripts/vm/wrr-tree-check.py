@@ -27,13 +27,13 @@ EXTRA_POINTS for what schedlab does in the tree's cgroup around the turns
 same in both trees, which pulls the shares towards one half).
 """
 
-import base64
-import gzip
 import json
 import os
 import sqlite3
 import sys
 import tempfile
+
+from serial_log import Checks, gz_block, lines_of
 
 RUNS = 3
 WEIGHTS = (1, 3)
@@ -44,28 +44,13 @@ MIN_TURNS = 5
 TURN_FLOOR = 0.9
 
 
-def lines_of(log, prefix):
-    return [line[line.index(prefix) + len(prefix):] for line in log if prefix in line]
-
-
 def database(log, path):
-    begin, end = "@@@ wrr-tree db begin", "@@@ wrr-tree db end"
-    if begin not in log or end not in log:
+    data = gz_block(log, "wrr-tree db")
+    if data is None:
         return False
-    inner = log[log.index(begin) + 1:log.index(end)]
     with open(path, "wb") as f:
-        f.write(gzip.decompress(base64.b64decode("".join(inner))))
+        f.write(data)
     return True
-
-
-class Checks:
-    def __init__(self):
-        self.failed = []
-
-    def check(self, name, ok, saw):
-        print(f"  {'ok  ' if ok else 'FAIL'} {name}: {saw}")
-        if not ok:
-            self.failed.append(name)
 
 
 def runs_of(c, conn):
