@@ -1,11 +1,14 @@
 //! The worker side: what a re-executed `schedlab __worker` process does. It
 //! was put under its policy, priority and affinity before exec; here it waits
 //! on the start barrier, reads the release time, runs its workload, and
-//! hands its result to the parent through its result pipe.
+//! hands its result to the parent through its result pipe; where the parent
+//! asks, it then waits (parked, asleep) until every worker has reported
+//! before it exits.
 //!
 //! Descriptors the parent set up: the barrier (`BARRIER_FD`), the result
 //! pipe's write end (`RESULT_FD`), the run's release-time file
-//! (`RELEASE_FD`), and stderr, a pipe the parent drains (it keeps the last
+//! (`RELEASE_FD`), the leave pipe's read end (`LEAVE_FD`, only for a worker
+//! that parks), and stderr, a pipe the parent drains (it keeps the last
 //! lines, recorded when the worker fails). Nothing is written to the file
 //! system unless the workload works on files.
 
@@ -19,7 +22,7 @@ use crate::sys::proc::{Usage, monotonic_ns, self_usage};
 use crate::sys::procfs::{SchedStat, read_nr_migrations, read_schedstat};
 use crate::workload::{WorkContext, WorkOutput, Workload};
 
-pub use crate::sys::proc::{BARRIER_FD, RELEASE_FD, RESULT_FD};
+pub use crate::sys::proc::{BARRIER_FD, LEAVE_FD, RELEASE_FD, RESULT_FD};
 
 /// Environment variable for fault injection in tests, `FAULT:N` for
 /// worker N:
@@ -58,18 +61,19 @@ pub struct WorkerArgs {
     /// its steady state before the workers are released).
     #[serde(default = "yes")]
     pub wait_barrier: bool,
-    /// Once its measurement is over, the worker moves itself to nice 19
-    /// (under OTHER or BATCH) for what is left: writing its result and
-    /// exiting. That is schedlab's cost, not the workload's: the kernel's
-    /// teardown of an exec'd schedlab takes about 0.2 ms of CPU here,
-    /// against under 0.1 ms for a forked hackbench child, and an early
-    /// finisher's would otherwise take CPU time from workers still
-    /// measuring. Set by the parent only where nothing measures the run
-    /// until the last exit (no CPU hog, whose window ends when every worker
-    /// is reaped; no WRR dispatcher or other program's scheduler deciding
-    /// who runs).
+    /// Once its result is written, the worker sleeps on the leave pipe
+    /// (`LEAVE_FD`) until the parent closes it, which it does when every
+    /// worker of the run has reported (or failed), and only then exits. Its
+    /// exit is schedlab's cost, not the workload's: the kernel's teardown
+    /// of an exec'd schedlab takes about 0.2 ms of CPU here, against under
+    /// 0.1 ms for a forked hackbench child, and an early finisher's would
+    /// otherwise take CPU time from workers still measuring (or, on one CPU
+    /// under FIFO, delay the next worker's start). Set by the parent only
+    /// where nothing depends on when a worker exits (no CPU hog, whose
+    /// window ends when every worker is reaped; no WRR dispatcher, which
+    /// hands the CPU on as workers exit; no program).
     #[serde(default)]
-    pub lower_when_done: bool,
+    pub park_when_done: bool,
 }
 
 fn yes() -> bool {
@@ -165,11 +169,6 @@ fn run(json: &str) -> Result<()> {
     let usage_end = self_usage();
     let schedstat_end = read_schedstat(std::process::id() as i32).ok();
     let nr_migrations_end = read_nr_migrations(std::process::id() as i32).ok();
-    if args.lower_when_done {
-        // Best effort: a worker that cannot lower itself only keeps
-        // competing as before.
-        let _ = crate::sys::sched::fair_self_to_lowest();
-    }
     let result = WorkerResult {
         start_ns,
         end_ns,
@@ -181,7 +180,11 @@ fn run(json: &str) -> Result<()> {
         nr_migrations_end,
         output,
     };
-    send_result(&result, args.index)
+    send_result(&result, args.index)?;
+    if args.park_when_done {
+        wait_to_leave()?;
+    }
+    Ok(())
 }
 
 /// Write the result to the result pipe, whole, and close it. The parent
@@ -215,6 +218,22 @@ fn wait_for_barrier() -> Result<()> {
             Ok(_) => continue,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e).context("reading the start barrier"),
+        }
+    }
+}
+
+/// Sleep until the parent closes the leave pipe's write end (EOF): every
+/// worker of the run has reported. The parent's death closes it too.
+fn wait_to_leave() -> Result<()> {
+    let mut leave = crate::sys::proc::take_leave()
+        .context("the leave pipe is missing (this mode is internal)")?;
+    let mut buf = [0u8; 16];
+    loop {
+        match leave.read(&mut buf) {
+            Ok(0) => return Ok(()),
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e).context("waiting on the leave pipe"),
         }
     }
 }

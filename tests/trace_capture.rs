@@ -246,16 +246,29 @@ fn a_traced_run_records_its_processes_and_leaves_tracefs_as_found() {
             derived.is_some() && rows == 0,
             "run {run_id}: {rows} slice rows"
         );
-        for (pid, nvcsw, nivcsw, start_ns, end_ns) in procs {
+        // The last worker's end (the capture starts a few µs before
+        // release, so this is at or before it).
+        let last_end_ns = cap.start_ns + procs.iter().map(|p| p.4).max().unwrap();
+        for &(pid, nvcsw, nivcsw, start_ns, end_ns) in &procs {
             assert!(seen.contains(&pid), "run {run_id}: no event of pid {pid}");
-            // Each worker exits inside the window, at nice 19 (kernel
-            // prio 139): a run of fair-class workers alone lowers each
-            // once its work is measured (`WorkerArgs::lower_when_done`).
+            // Each worker exits at its own priority (nice 0: kernel prio
+            // 120), and only once every worker of the run has reported: a
+            // run of schedlab's workers alone parks each once measured
+            // (`WorkerArgs::park_when_done`).
+            let exit = cap
+                .events
+                .iter()
+                .find(|e| matches!(e.kind, EventKind::Exit { pid: p, .. } if p == pid))
+                .unwrap_or_else(|| panic!("run {run_id}: pid {pid} has no exit"));
+            assert_eq!(
+                exit.kind,
+                EventKind::Exit { pid, prio: 120 },
+                "run {run_id}"
+            );
             assert!(
-                cap.events
-                    .iter()
-                    .any(|e| e.kind == EventKind::Exit { pid, prio: 139 }),
-                "run {run_id}: pid {pid} exit"
+                exit.ts_ns >= last_end_ns,
+                "run {run_id}: pid {pid} exited at {} ns, before the last worker's end at {last_end_ns} ns",
+                exit.ts_ns
             );
             // rusage counts over the worker's own window (start to end
             // of its work, after release); the capture starts a few µs

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use crate::plan::Run;
-use crate::policy::{self, Class, ProcSched};
+use crate::policy::{self, Class, Policy, ProcSched};
 use crate::spec::Hog;
 use crate::sys::envinfo::EnvSnapshot;
 use crate::workload::{PiParams, Stop, Workload};
@@ -153,15 +153,16 @@ impl Cast {
             .any(|m| m.sched.policy.class() == Class::Deadline)
     }
 
-    /// Whether the workers lower themselves once their work is measured
-    /// (`worker::WorkerArgs::lower_when_done`): only when every process is
-    /// a fair-class worker. A hog's window ends when the last worker is
-    /// reaped, and RT, DEADLINE and WRR workers are not in the fair class
-    /// (WRR's dispatcher moreover hands the CPU on as workers exit).
-    pub fn workers_lower_when_done(&self) -> bool {
-        self.members
-            .iter()
-            .all(|m| m.role == Role::Worker && m.sched.policy.class() == Class::Fair)
+    /// Whether the workers park once their result is written, until every
+    /// worker has reported (`worker::WorkerArgs::park_when_done`): only
+    /// when every process is one of schedlab's own workers, under any
+    /// policy but WRR. A hog's window ends when the last worker is reaped,
+    /// WRR's dispatcher hands the CPU on as workers exit, and a program
+    /// (`kind = "command"`) is not schedlab's to hold.
+    pub fn workers_park_when_done(&self) -> bool {
+        self.members.iter().all(|m| {
+            m.role == Role::Worker && m.sched.policy != Policy::Wrr && !m.workload.is_command()
+        })
     }
 }
 
@@ -236,22 +237,21 @@ mod tests {
     }
 
     #[test]
-    fn only_runs_of_fair_workers_alone_lower_them_when_done() {
-        use policy::Policy;
+    fn only_runs_of_schedlab_s_own_workers_alone_park_them_when_done() {
         let fair = |p| member(Role::Worker, ProcSched::fair(p, 0));
         for p in [Policy::Other, Policy::Batch, Policy::Idle] {
-            assert!(cast_of(vec![fair(p), fair(p)]).workers_lower_when_done());
+            assert!(cast_of(vec![fair(p), fair(p)]).workers_park_when_done());
+        }
+        for p in [Policy::Fifo, Policy::Rr] {
+            let rt = member(Role::Worker, ProcSched::realtime(p, 10));
+            assert!(cast_of(vec![rt, fair(Policy::Other)]).workers_park_when_done());
         }
         // A hog beside them, fair or RT.
         let hog = member(Role::Hog, ProcSched::fair(Policy::Other, 0));
-        assert!(!cast_of(vec![fair(Policy::Other), hog]).workers_lower_when_done());
+        assert!(!cast_of(vec![fair(Policy::Other), hog]).workers_park_when_done());
         let rt_hog = member(Role::Hog, ProcSched::realtime(Policy::Fifo, 50));
-        assert!(!cast_of(vec![fair(Policy::Other), rt_hog]).workers_lower_when_done());
-        // Workers beyond the fair class.
-        for p in [Policy::Fifo, Policy::Rr] {
-            let rt = member(Role::Worker, ProcSched::realtime(p, 10));
-            assert!(!cast_of(vec![rt]).workers_lower_when_done());
-        }
+        assert!(!cast_of(vec![fair(Policy::Other), rt_hog]).workers_park_when_done());
+        // WRR workers, and a program.
         let wrr = member(
             Role::Worker,
             ProcSched {
@@ -259,7 +259,13 @@ mod tests {
                 ..ProcSched::fair(Policy::Other, 0)
             },
         );
-        assert!(!cast_of(vec![wrr]).workers_lower_when_done());
+        assert!(!cast_of(vec![wrr]).workers_park_when_done());
+        let mut program = fair(Policy::Other);
+        program.workload = crate::workload::Workload::Command(
+            toml::from_str("argv = [\"true\"]\ngrace_ns = 1\nok_exit = [0]")
+                .expect("a command's keys"),
+        );
+        assert!(!cast_of(vec![fair(Policy::Other), program]).workers_park_when_done());
     }
 
     #[test]

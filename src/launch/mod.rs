@@ -19,6 +19,7 @@
 mod ext_scheduler;
 mod guard;
 mod interference;
+mod leave;
 mod members;
 pub mod outputs;
 mod prepare;

@@ -196,6 +196,12 @@ impl Outputs {
         }
     }
 
+    /// Whether every process's result pipe has closed: each has reported,
+    /// or died (a program's: its standard output is closed).
+    pub fn results_closed(&self) -> bool {
+        self.procs.iter().all(|p| p.result_pipe.is_none())
+    }
+
     /// The result process `index` sent, if it sent a whole one.
     pub fn result(&self, index: usize) -> Option<WorkerResult> {
         let p = self.procs.get(index)?;

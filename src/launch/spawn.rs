@@ -25,6 +25,8 @@ pub struct Shared<'a> {
     pub barrier: &'a OwnedFd,
     /// The run's release-time file.
     pub release: &'a OwnedFd,
+    /// The read end of the leave pipe, for workers that park once measured.
+    pub leave: Option<&'a OwnedFd>,
 }
 
 /// Start worker `index`. The child is left waiting on the barrier; its
@@ -55,6 +57,17 @@ pub fn spawn_worker(
             .map_err(|e| fail(e.raw_os_error(), format!("cannot pass its stdout: {e}")))?,
         false => Stdio::null(),
     };
+    let mut move_fds = vec![
+        (shared.barrier.as_raw_fd(), worker::BARRIER_FD),
+        (ends.result.as_raw_fd(), worker::RESULT_FD),
+        (shared.release.as_raw_fd(), worker::RELEASE_FD),
+    ];
+    if args.park_when_done {
+        let leave = shared
+            .leave
+            .ok_or_else(|| fail(None, "parks once measured but has no leave pipe".into()))?;
+        move_fds.push((leave.as_raw_fd(), worker::LEAVE_FD));
+    }
     let mut cmd = Command::new("/proc/self/exe");
     cmd.arg("__worker")
         .arg(json)
@@ -67,11 +80,7 @@ pub fn spawn_worker(
             unblock_signals: true,
             die_with_parent: true,
             own_process_group: true,
-            move_fds: vec![
-                (shared.barrier.as_raw_fd(), worker::BARRIER_FD),
-                (ends.result.as_raw_fd(), worker::RESULT_FD),
-                (shared.release.as_raw_fd(), worker::RELEASE_FD),
-            ],
+            move_fds,
             keep_fds: args.fds.clone(),
             attr: Some(attr),
             affinity: Some(set),

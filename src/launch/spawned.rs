@@ -17,6 +17,7 @@ use crate::trace::Task as TraceTask;
 use crate::worker::WorkerArgs;
 use crate::wrr::{self, Task, WrrRun};
 
+use super::leave::Leave;
 use super::members::{Cast, Member, Role, describe_sched};
 use super::outputs::{self, Outputs};
 use super::prepare::Prepared;
@@ -72,6 +73,8 @@ pub struct Spawned {
     pub outputs: Outputs,
     /// The write end of the barrier: closing it releases every worker.
     pub barrier_w: Option<OwnedFd>,
+    /// Holds workers that park once measured until the last has reported.
+    pub leave: Option<Leave>,
     /// The run's release-time file (written just before release).
     pub release: Option<OwnedFd>,
     /// The EEVDF slice the kernel granted each fair process.
@@ -98,11 +101,18 @@ impl Spawned {
             .map_err(Early::Fatal)?;
         let mut workers = Workers::new(cast.members.len());
         let mut trees: Vec<Option<TreeGroup>> = Vec::with_capacity(cast.members.len());
-        // Workers lower themselves once measured where nothing else
-        // depends on when they exit (`WorkerArgs::lower_when_done`); under
-        // another program's scheduler that program decides what a nice
-        // value means.
-        let lower_when_done = prepared.ext_sched.is_none() && cast.workers_lower_when_done();
+        // Workers park once measured where nothing depends on when they
+        // exit (`WorkerArgs::park_when_done`): they leave together once
+        // every one has reported.
+        let (leave, leave_r) = match cast.workers_park_when_done() {
+            true => {
+                let (leave, read) = Leave::open()
+                    .context("creating the leave pipe")
+                    .map_err(Early::Fatal)?;
+                (Some(leave), Some(read))
+            }
+            false => (None, None),
+        };
         for (index, m) in cast.members.iter().enumerate() {
             let args = WorkerArgs {
                 fds: match m.role {
@@ -114,11 +124,12 @@ impl Spawned {
                 workdir: l.workdir.clone(),
                 index,
                 wait_barrier: m.role == Role::Worker,
-                lower_when_done: m.role == Role::Worker && lower_when_done,
+                park_when_done: leave.is_some(),
             };
             let shared = spawn::Shared {
                 barrier: &barrier_r,
                 release: &release,
+                leave: leave_r.as_ref(),
             };
             let program = m.role == Role::Worker && m.workload.is_command();
             let spawned = match outputs.open_for(program) {
@@ -172,6 +183,7 @@ impl Spawned {
             dispatcher: None,
             outputs,
             barrier_w: Some(barrier_w),
+            leave,
             release: Some(release),
             granted,
             prepared,

@@ -1,7 +1,8 @@
 //! The fourth phase of a run: schedlab sleeps until every worker has
 //! exited, the timeout passes or a stop signal arrives; it reaps each
 //! worker as it exits (reading its schedstat while it is a zombie), drains
-//! the workers' pipes whenever they hold something, samples RT hogs at
+//! the workers' pipes whenever they hold something, lets parked workers
+//! leave once every one has reported, samples RT hogs at
 //! whole RT periods and stops them when the last worker is done. Then it
 //! stops what ran beside the workers (another program's scheduler, the
 //! trace, the WRR dispatcher) and takes the end-of-run counters.
@@ -17,6 +18,7 @@ use crate::sys::procfs;
 use crate::trace::Capture;
 use crate::wrr::{DispatchReport, WrrRun};
 
+use super::leave::Leave;
 use super::members::Member;
 use super::outputs::Outputs;
 use super::release::Released;
@@ -51,16 +53,14 @@ impl Released {
             release_ns,
         } = self;
         let mut trees = TreeWatch::new(&spawned.trees, members, release_ns);
-        let waited = wait_all(
-            l,
-            &mut spawned.workers,
-            &hogs,
-            release_ns,
-            spawned.dispatcher.as_ref(),
-            &mut spawned.outputs,
-            &mut trees,
-        )
-        .map(|mut w| {
+        let watched = Watched {
+            workers: &mut spawned.workers,
+            hogs: &hogs,
+            dispatcher: spawned.dispatcher.as_ref(),
+            outputs: &mut spawned.outputs,
+            leave: spawned.leave.as_mut(),
+        };
+        let waited = wait_all(l, watched, release_ns, &mut trees).map(|mut w| {
             w.tree_end = std::mem::take(&mut trees.ended_ns);
             w.stopped = std::mem::take(&mut trees.stopped);
             w
@@ -128,19 +128,33 @@ pub struct Waited {
 const SIGNAL_TOKEN: u64 = 0;
 const TIMER_TOKEN: u64 = 1;
 
+/// What the wait watches and acts on: the run's processes, its hogs, the
+/// WRR dispatcher, the pipes, and the leave pipe of parked workers.
+struct Watched<'a> {
+    workers: &'a mut Workers,
+    hogs: &'a [(usize, i32)],
+    dispatcher: Option<&'a WrrRun>,
+    outputs: &'a mut Outputs,
+    leave: Option<&'a mut Leave>,
+}
+
 /// Sleep until every worker has exited, the timeout passes, or a stop
 /// signal arrives; reap each worker as it exits, and drain the workers'
 /// pipes whenever they hold something (a worker writing more than a pipe
 /// holds waits for that). Hogs are stopped once the last worker has ended.
 fn wait_all(
     l: &Launcher,
-    workers: &mut Workers,
-    hogs: &[(usize, i32)],
+    watched: Watched,
     release_ns: u64,
-    dispatcher: Option<&WrrRun>,
-    outputs: &mut Outputs,
     trees: &mut TreeWatch,
 ) -> Result<Waited> {
+    let Watched {
+        workers,
+        hogs,
+        dispatcher,
+        outputs,
+        mut leave,
+    } = watched;
     let signals = proc::SignalFd::new(&l.signals).context("watching signals")?;
     let timer = AbsTimer::new().context("creating a timer")?;
     outputs.poller().add(signals.as_fd(), SIGNAL_TOKEN)?;
@@ -202,6 +216,9 @@ fn wait_all(
             } else {
                 w.others.insert(pid, (exit, usage));
             }
+        }
+        if let Some(l) = leave.as_deref_mut() {
+            l.release_when_reported(outputs);
         }
         if let Some(d) = dispatcher {
             for index in trees.ended_ns.keys() {

@@ -70,12 +70,17 @@ pub const RESULT_FD: i32 = 4;
 /// The descriptor number of the run's release-time file (an anonymous file
 /// in memory the parent writes the barrier's release time to).
 pub const RELEASE_FD: i32 = 5;
+/// The descriptor number of the read end of the pipe a worker that parks
+/// once measured waits on: end of file (the parent closed the write end,
+/// or died) means it may exit.
+pub const LEAVE_FD: i32 = 6;
 /// The highest of the numbers above: a workload's channels lie above it.
-pub const LAST_FIXED_FD: i32 = RELEASE_FD;
+pub const LAST_FIXED_FD: i32 = LEAVE_FD;
 
 static BARRIER_TAKEN: AtomicBool = AtomicBool::new(false);
 static RESULT_TAKEN: AtomicBool = AtomicBool::new(false);
 static RELEASE_TAKEN: AtomicBool = AtomicBool::new(false);
+static LEAVE_TAKEN: AtomicBool = AtomicBool::new(false);
 
 /// Own `fd`, one of the fixed numbers the parent moved a descriptor to
 /// before exec, guarded by `taken`: once only, and only if it is open.
@@ -111,7 +116,12 @@ pub fn take_release() -> Option<std::fs::File> {
     take_fixed(RELEASE_FD, &RELEASE_TAKEN)
 }
 
-/// CLOCK_MONOTONIC in nanoseconds: the one clock parent and workers share.
+/// In a worker that parks once measured: the read end of the leave pipe
+/// (`LEAVE_FD`), once.
+pub fn take_leave() -> Option<std::fs::File> {
+    take_fixed(LEAVE_FD, &LEAVE_TAKEN)
+}
+
 /// Names the calling thread (`comm`, as /proc, ps and kernel traces show
 /// it); the kernel keeps the first 15 bytes. A name with a NUL byte is
 /// refused with `InvalidInput`.
@@ -128,6 +138,7 @@ pub fn set_thread_name(name: &str) -> io::Result<()> {
     }
 }
 
+/// CLOCK_MONOTONIC in nanoseconds: the one clock parent and workers share.
 pub fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,

@@ -117,29 +117,6 @@ pub fn get_attr(pid: i32) -> io::Result<SchedAttr> {
     }
 }
 
-/// The nice value [`fair_self_to_lowest`] moves a thread to.
-pub const LOWEST_NICE: i32 = 19;
-
-/// Moves the calling thread, when it runs under SCHED_OTHER or SCHED_BATCH,
-/// to nice 19 (its policy and custom slice kept), so that what it still
-/// does yields to the fair tasks that want the CPU; a real-time, deadline,
-/// idle or sched_ext thread, or one at nice 19 already, is left as it is.
-/// Returns whether it moved. Raising one's own nice needs no privilege.
-pub fn fair_self_to_lowest() -> io::Result<bool> {
-    let attr = get_attr(0)?;
-    if !matches!(attr.sched_policy, SCHED_OTHER | SCHED_BATCH) || attr.sched_nice >= LOWEST_NICE {
-        return Ok(false);
-    }
-    set_attr(
-        0,
-        &SchedAttr {
-            sched_runtime: attr.sched_runtime,
-            ..SchedAttr::fair(attr.sched_policy, LOWEST_NICE)
-        },
-    )?;
-    Ok(true)
-}
-
 /// A CPU set for `sched_setaffinity`.
 /// The slice of fair task `pid` as the kernel reports it (`sched_runtime`
 /// of `sched_getattr`, Linux 6.12+); None when it reports none (older
@@ -266,53 +243,6 @@ mod tests {
             let got = get_attr(tid).unwrap();
             assert_eq!(got.sched_policy, SCHED_BATCH);
             assert_eq!(got.sched_nice, 5);
-        })
-        .join()
-        .unwrap();
-    }
-
-    #[test]
-    fn other_and_batch_threads_are_moved_to_nice_19_and_idle_ones_not() {
-        for (policy, nice, moves) in [
-            (SCHED_OTHER, 0, true),
-            (SCHED_BATCH, 5, true),
-            (SCHED_OTHER, 19, false),
-            (SCHED_IDLE, 0, false),
-        ] {
-            std::thread::spawn(move || {
-                let tid = gettid();
-                set_attr(tid, &SchedAttr::fair(policy, nice)).expect("set a fair policy");
-                let moved = fair_self_to_lowest().expect("lowering itself");
-                assert_eq!(moved, moves, "policy {policy} nice {nice}");
-                let got = get_attr(tid).unwrap();
-                assert_eq!(got.sched_policy, policy, "the policy is kept");
-                if policy != SCHED_IDLE {
-                    assert_eq!(got.sched_nice, LOWEST_NICE);
-                }
-                // Once lowered, there is nothing more to do.
-                assert!(!fair_self_to_lowest().unwrap());
-            })
-            .join()
-            .unwrap();
-        }
-    }
-
-    #[test]
-    fn a_realtime_thread_is_left_as_it_is() {
-        let fifo = crate::sys::probe::probe()
-            .policy("fifo")
-            .is_some_and(|p| p.allowed);
-        if !crate::testing::require(fifo, "SCHED_FIFO needs root or CAP_SYS_NICE") {
-            return;
-        }
-        // No RT work: the thread only changes and reads its policy, on CPU 0.
-        std::thread::spawn(|| {
-            let tid = gettid();
-            set_affinity_raw(tid, &cpu_set(&[0])).unwrap();
-            set_attr(tid, &SchedAttr::realtime(SCHED_FIFO, 1)).expect("set fifo");
-            let moved = fair_self_to_lowest();
-            set_attr(tid, &SchedAttr::fair(SCHED_OTHER, 0)).expect("back to other");
-            assert!(!moved.expect("reading its policy"));
         })
         .join()
         .unwrap();
