@@ -68,14 +68,17 @@ pub fn hackbench_ours(ctx: &mut Ctx, trial: u32) -> Result<Side, Problem> {
     })
 }
 
-/// `perf bench sched pipe` (unpinned) as a command workload: its own µs
-/// per round trip.
+/// `perf bench sched pipe` as a command workload on CPU 0 (both its
+/// processes inherit the affinity): its own µs per round trip. Pinned, as
+/// its bare side (`taskset -c 0`): unpinned, a round trip takes 5 or 40 µs
+/// here depending on whether the two ends share a CPU, and that placement,
+/// not schedlab, decided the row (0.69× in one quick trial).
 pub fn pipe_ours(ctx: &mut Ctx, trial: u32) -> Result<Side, Problem> {
     let mut argv = vec!["perf".to_string()];
     argv.extend(reference::perf_pipe_args(ctx.sizes.pingpong_loops));
     let spec = command_spec(
         format!("fidelity-cmd-pipe-{trial}"),
-        "all".into(),
+        CPU.to_string(),
         &argv,
         Some("perf-bench-sched"),
     );

@@ -301,7 +301,7 @@ impl Which {
             Which::Matmul => format!("matmul n={}, CPU {CPU}", s.matmul_n),
             Which::Launch => format!("launch {} workers", s.launch_workers),
             Which::CommandHackbench => "command: hackbench".into(),
-            Which::CommandPipe => "command: perf bench sched pipe".into(),
+            Which::CommandPipe => format!("command: perf bench sched pipe, CPU {CPU}"),
             Which::CommandTreeCpu => format!("command: sh + 3 children, CPU {CPU}"),
         }
     }
@@ -322,7 +322,7 @@ impl Which {
                 "hackbench -P -g {} -f {}, bare",
                 s.messaging_groups, s.messaging_fds
             ),
-            Which::CommandPipe => "perf bench sched pipe, bare".into(),
+            Which::CommandPipe => format!("taskset -c {CPU} perf bench sched pipe, bare"),
             Which::CommandTreeCpu => format!("taskset -c {CPU} perf stat -e task-clock"),
         }
     }
@@ -433,7 +433,7 @@ fn measure_reference(w: Which, ctx: &mut Ctx, trial: u32) -> Result<Side, Proble
         Which::Matmul => cpu::matmul_c(ctx),
         Which::Launch => launch::reference(ctx),
         Which::CommandHackbench => latency::messaging_hackbench(ctx),
-        Which::CommandPipe => latency::pingpong_perf(ctx, false),
+        Which::CommandPipe => latency::pingpong_perf(ctx, true),
         Which::CommandTreeCpu => command::tree_cpu_perf(ctx),
     }
 }
