@@ -270,9 +270,10 @@ fn check_blocks(c: &ModelCheck) -> Vec<Block> {
          run-to-run spread (coefficient of variation) for scale, and beside them other \
          programs' activity over the condition's runs: the most CPU they took on a run's CPUs \
          (measured over runs of a second or more) and the most of their tasks runnable at a \
-         run's release. The model simulates schedlab's processes alone, so from {:.0} % of the CPUs or {} runnable \
-         tasks on, a miss may be theirs, and a finding then says so. Each workload's parameters are calibrated on one condition, marked \
-         [calibration]; every other row is a prediction.",
+         run's release. The model simulates schedlab's processes alone, so from {:.0} % of \
+         the CPUs or {} runnable tasks on, a miss may be theirs, and a finding then says so. \
+         Each workload's parameters are calibrated on one condition, marked [calibration]; \
+         every other row is a prediction.",
         c.model_release,
         crate::report::analyse::OTHER_CPU_NOTE_PCT,
         crate::report::analyse::OTHERS_RUNNABLE_NOTE
