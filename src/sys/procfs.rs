@@ -364,6 +364,31 @@ mod tests {
         );
     }
 
+    /// Why a worker calls getrusage just before reading its schedstat: the
+    /// file shows a running task's CPU time as of its last tick or switch,
+    /// and getrusage brings it up to date.
+    #[test]
+    fn getrusage_brings_the_running_task_s_schedstat_up_to_date() {
+        let mut file = ProcFile::open("/proc/thread-self/schedstat".into()).unwrap();
+        let mut refreshed = 0;
+        for _ in 0..5 {
+            let mut x = 0u64;
+            for i in 0..200_000u64 {
+                x = std::hint::black_box(x.wrapping_add(i * i));
+            }
+            std::hint::black_box(x);
+            let before = file.schedstat().unwrap();
+            crate::sys::proc::self_usage();
+            let after = file.schedstat().unwrap();
+            // Without the refresh both readings are equal, unless a tick
+            // fell just between them.
+            if after.run_ns > before.run_ns {
+                refreshed += 1;
+            }
+        }
+        assert!(refreshed >= 4, "refreshed in {refreshed} of 5 tries");
+    }
+
     #[test]
     fn proc_file_reads_a_text_longer_than_its_buffer_whole() {
         let dir = tempfile::tempdir().unwrap();
