@@ -19,7 +19,7 @@ use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 
 use crate::sys::proc::{Usage, monotonic_ns, self_usage};
-use crate::sys::procfs::{SchedStat, read_nr_migrations, read_schedstat};
+use crate::sys::procfs::{ProcFile, SchedStat};
 use crate::workload::{WorkContext, WorkOutput, Workload};
 
 pub use crate::sys::proc::{BARRIER_FD, LEAVE_FD, RELEASE_FD, RESULT_FD};
@@ -134,16 +134,32 @@ fn run(json: &str) -> Result<()> {
     // moves when it wakes, so the count gains at most the migrations of the
     // few steps to the barrier and of the wake-up at release. (Before the
     // naming, the last step before the barrier: see launch::ready.)
-    let nr_migrations_start = read_nr_migrations(std::process::id() as i32).ok();
+    //
+    // Both counter files are opened here, before the barrier, and read by
+    // offset at the start and end of the work: the end readings happen
+    // while the worker still holds its CPU, which under FIFO the next
+    // worker waits for, so they should cost no path walk (see ProcFile).
+    let pid = std::process::id();
+    let mut sched_file = ProcFile::open(format!("/proc/{pid}/sched")).ok();
+    let mut schedstat_file = ProcFile::open(format!("/proc/{pid}/schedstat")).ok();
+    let nr_migrations_start = sched_file.as_mut().and_then(|f| f.nr_migrations().ok());
     // Workers are re-executed through /proc/self/exe, so the kernel would
     // call every one `exe`: give each its own name for ps and traces.
     let _ = crate::sys::proc::set_thread_name(&format!("schedlab-w{}", args.index));
-    if args.wait_barrier {
-        wait_for_barrier()?;
-    }
+    // The process's first clock read faults in the vDSO's data page (a few
+    // µs): take that fault here, not between the barrier and start_ns.
+    monotonic_ns();
+    // The barrier is closed after start_ns, not before: a close is a
+    // system call between the CPU's hand-over and the start.
+    let barrier = if args.wait_barrier {
+        Some(wait_for_barrier()?)
+    } else {
+        None
+    };
     let start_ns = monotonic_ns();
     let usage_start = self_usage();
-    let schedstat_start = read_schedstat(std::process::id() as i32).ok();
+    let schedstat_start = schedstat_file.as_mut().and_then(|f| f.schedstat().ok());
+    drop(barrier);
     if fault("abort-worker", args.index) {
         eprintln!("fault injection: worker {} aborts", args.index);
         std::process::abort();
@@ -166,9 +182,13 @@ fn run(json: &str) -> Result<()> {
     };
     let output = args.workload.run(&ctx)?;
     let end_ns = monotonic_ns();
+    // getrusage before the schedstat read, here and at the start: it brings
+    // the running task's sum_exec_runtime up to date (the kernel's
+    // task_sched_runtime), which /proc/PID/schedstat alone shows only as
+    // of the last tick or switch (up to 4 ms old at HZ 250).
     let usage_end = self_usage();
-    let schedstat_end = read_schedstat(std::process::id() as i32).ok();
-    let nr_migrations_end = read_nr_migrations(std::process::id() as i32).ok();
+    let schedstat_end = schedstat_file.as_mut().and_then(|f| f.schedstat().ok());
+    let nr_migrations_end = sched_file.as_mut().and_then(|f| f.nr_migrations().ok());
     let result = WorkerResult {
         start_ns,
         end_ns,
@@ -207,14 +227,15 @@ fn send_result(result: &WorkerResult, index: usize) -> Result<()> {
     Ok(())
 }
 
-/// Block until the parent closes the barrier's write end (EOF).
-fn wait_for_barrier() -> Result<()> {
+/// Block until the parent closes the barrier's write end (EOF); returns the
+/// barrier for the caller to close.
+fn wait_for_barrier() -> Result<std::fs::File> {
     let mut barrier = crate::sys::proc::take_barrier()
         .context("the start barrier was taken already (this mode is internal)")?;
     let mut buf = [0u8; 16];
     loop {
         match barrier.read(&mut buf) {
-            Ok(0) => return Ok(()),
+            Ok(0) => return Ok(barrier),
             Ok(_) => continue,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e).context("reading the start barrier"),

@@ -1,8 +1,9 @@
 //! The report's model section on a campaign measured on this machine: a
 //! tiny quick-like spec (two pi workers on CPU 0 under OTHER, and FIFO and
 //! RR where RT is permitted), reported as JSON and Markdown; the section
-//! names every figure it claims, its numbers are finite, and the
-//! calibration condition is marked. A simulated campaign's report says in
+//! names every figure it claims, its numbers are finite, the calibration
+//! condition is marked, and each row carries other programs' activity over
+//! its runs as the runs table has it. A simulated campaign's report says in
 //! one line that it has no model section of its own.
 
 mod common;
@@ -48,6 +49,7 @@ fn a_measured_campaign_s_report_sets_the_model_beside_it() {
         "{m}"
     );
     let rows = m["rows"].as_array().unwrap();
+    let db = rusqlite::Connection::open(d.join("t.db")).unwrap();
     let conditions = policies.split(',').count();
     let mut figures = std::collections::BTreeSet::new();
     for r in rows {
@@ -67,6 +69,25 @@ fn a_measured_campaign_s_report_sets_the_model_beside_it() {
         ));
         // Only the OTHER condition is the calibration condition.
         assert_eq!(r["calibration"], r["policy"] == "other", "{r}");
+        // Beside the error, the most CPU other programs took over the
+        // condition's runs, as the runs table has it (one condition per
+        // policy here).
+        let most: Option<f64> = db
+            .query_row(
+                "SELECT MAX(other_cpu_pct) FROM runs WHERE status = 'ok' AND policy = ?1",
+                [r["policy"].as_str().unwrap()],
+                |row| row.get(0),
+            )
+            .unwrap();
+        assert_eq!(r["others"]["cpu_pct"].as_f64(), most, "{r}");
+        let runnable: Option<i64> = db
+            .query_row(
+                "SELECT MAX(others_runnable) FROM runs WHERE status = 'ok' AND policy = ?1",
+                [r["policy"].as_str().unwrap()],
+                |row| row.get(0),
+            )
+            .unwrap();
+        assert_eq!(r["others"]["runnable"].as_i64(), runnable, "{r}");
     }
     let metrics = [
         "share",
@@ -100,6 +121,10 @@ fn a_measured_campaign_s_report_sets_the_model_beside_it() {
         assert!(section.contains(name), "{name} missing:\n{section}");
     }
     assert!(section.contains("Not modelled"), "{section}");
+    assert!(
+        section.contains("others: CPU / runnable (most)"),
+        "{section}"
+    );
     // One table row per figure in the JSON.
     let table_rows = section.lines().filter(|l| l.starts_with("| pi, ")).count();
     assert!(table_rows >= rows.len(), "{table_rows} < {}", rows.len());

@@ -4,8 +4,9 @@
 //! as a campaign and then simulated from its own plan exactly as the
 //! report's model section does it ([`crate::report::sections::ModelSection`]).
 //! Every figure's prediction error is printed beside the run-to-run
-//! spread, with issue 20's target for it met or missed: printed, never
-//! asserted.
+//! spread and other programs' activity over its runs (the model simulates
+//! schedlab's processes alone), with issue 20's target for it met or
+//! missed: printed, never asserted.
 
 use anyhow::{Context, Result, bail};
 use std::path::PathBuf;
@@ -13,7 +14,7 @@ use std::path::PathBuf;
 use crate::campaign::{self, Options};
 use crate::report::analyse::model::{ModelCheck, ModelMetric, ModelRow, OrderCheck};
 use crate::report::fmt::{self, Align};
-use crate::report::sections::{ModelSection, RunDetails, Section};
+use crate::report::sections::{ModelSection, RunDetails, Section, others_cell};
 use crate::store::Store;
 
 /// What to measure.
@@ -236,6 +237,7 @@ fn row_cells(case: &str, r: &ModelRow) -> Vec<String> {
         r.measured
             .cv
             .map_or_else(|| "–".into(), |c| format!("{:.2} %", 100.0 * c)),
+        others_cell(&r.others),
         goal.to_string(),
         verdict.to_string(),
     ]
@@ -255,12 +257,13 @@ fn order_cells(o: &OrderCheck) -> Vec<String> {
         "–".into(),
         "–".into(),
         "–".into(),
+        "–".into(),
         "exact".into(),
         if exact { "met" } else { "missed" }.into(),
     ]
 }
 
-const HEADERS: [&str; 9] = [
+const HEADERS: [&str; 10] = [
     "condition",
     "figure",
     "predicted",
@@ -268,12 +271,16 @@ const HEADERS: [&str; 9] = [
     "error",
     "predicted − measured",
     "spread (CV)",
+    "others: CPU / runnable (most)",
     "target",
     "",
 ];
-const ALIGN: [Align; 9] = [
+/// The verdict's column.
+const VERDICT: usize = HEADERS.len() - 1;
+const ALIGN: [Align; 10] = [
     Align::Left,
     Align::Left,
+    Align::Right,
     Align::Right,
     Align::Right,
     Align::Right,
@@ -320,7 +327,7 @@ pub fn run(o: ModelBenchOptions) -> Result<(usize, usize)> {
         let mut rows: Vec<Vec<String>> = c.rows.iter().map(|r| row_cells(case.key, r)).collect();
         rows.extend(c.orders.iter().map(order_cells));
         for r in &rows {
-            match r[8].as_str() {
+            match r[VERDICT].as_str() {
                 "met" => met += 1,
                 "missed" => missed += 1,
                 _ => {}
@@ -380,6 +387,7 @@ mod tests {
             covered: None,
             runs_below: 0,
             runs_above: 0,
+            others: Default::default(),
         };
         assert_eq!(
             target("quick", &row(ModelMetric::Share, "other", 50.0, 50.9)),

@@ -87,6 +87,80 @@ pub fn read_nr_migrations(pid: i32) -> io::Result<u64> {
     })
 }
 
+/// A procfs file opened once and read again whole, by offset, as often as
+/// wanted: `/proc/PID/schedstat` and `/proc/PID/sched` are seq_files, which
+/// make their text anew on a read from offset 0. A worker opens both before
+/// its barrier so that its end-of-work readings cost no path walk: on the
+/// 2-CPU VM the open of `/proc/PID/schedstat` took 20-30 µs, and a
+/// `read_to_string` of `/proc/PID/sched` eight reads of growing size, all
+/// while the worker still held the CPU the next FIFO worker waited for.
+pub struct ProcFile {
+    file: std::fs::File,
+    path: String,
+    /// Kept between readings, so a reading allocates nothing.
+    buf: Vec<u8>,
+}
+
+impl ProcFile {
+    /// Room for `/proc/PID/sched` (about 2 KB) in one read.
+    const START_BYTES: usize = 8192;
+
+    pub fn open(path: String) -> io::Result<ProcFile> {
+        let file = std::fs::File::open(&path)?;
+        Ok(ProcFile {
+            file,
+            path,
+            buf: vec![0; Self::START_BYTES],
+        })
+    }
+
+    /// The file's whole text now.
+    pub fn text(&mut self) -> io::Result<&str> {
+        whole_text(&self.file, &mut self.buf, &self.path)
+    }
+
+    /// Its text as a schedstat file's counters.
+    pub fn schedstat(&mut self) -> io::Result<SchedStat> {
+        let path = &self.path;
+        let text = whole_text(&self.file, &mut self.buf, path)?;
+        parse_schedstat(text).ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("unexpected content in {path}: {text:?}"),
+            )
+        })
+    }
+
+    /// Its text's `se.nr_migrations` (a `/proc/PID/sched` file).
+    pub fn nr_migrations(&mut self) -> io::Result<u64> {
+        parse_nr_migrations(self.text()?).ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("no se.nr_migrations in {}", self.path),
+            )
+        })
+    }
+}
+
+/// `file`'s whole text read from offset 0 into `buf`, grown as needed.
+fn whole_text<'b>(file: &std::fs::File, buf: &'b mut Vec<u8>, path: &str) -> io::Result<&'b str> {
+    use std::os::unix::fs::FileExt;
+    let mut len = 0;
+    loop {
+        if len == buf.len() {
+            buf.resize(2 * len, 0);
+        }
+        match file.read_at(&mut buf[len..], len as u64) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    std::str::from_utf8(&buf[..len])
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, format!("{path} is not UTF-8")))
+}
+
 /// Parses a file holding one (possibly negative) integer, such as a sysctl
 /// (`sched_rt_runtime_us` is -1 when RT throttling is disabled).
 pub fn parse_i64_text(text: &str) -> Option<i64> {
@@ -246,6 +320,95 @@ mod tests {
         let s = read_schedstat(std::process::id() as i32).expect("read own schedstat");
         assert!(s.run_ns > 0, "{s:?}");
         assert!(s.timeslices > 0, "{s:?}");
+    }
+
+    /// Burns CPU until `read` gives a run time beyond `past_ns` (the kernel
+    /// updates a running task's `sum_exec_runtime` at its ticks, not on
+    /// the read); None if it does not within 2 s.
+    fn burn_past(past_ns: u64, mut read: impl FnMut() -> SchedStat) -> Option<SchedStat> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        let mut x = 0u64;
+        while std::time::Instant::now() < deadline {
+            for i in 0..100_000u64 {
+                x = std::hint::black_box(x.wrapping_add(i * i));
+            }
+            let s = read();
+            if s.run_ns > past_ns {
+                return Some(s);
+            }
+        }
+        None
+    }
+
+    #[test]
+    fn proc_file_reads_the_counters_anew_each_time() {
+        // This test's own thread: the process's main thread only waits.
+        let path = "/proc/thread-self/schedstat";
+        let mut file = ProcFile::open(path.into()).unwrap();
+        let first = file.schedstat().unwrap();
+        let fresh = burn_past(first.run_ns, || read_schedstat_at(Path::new(path)).unwrap())
+            .expect("a fresh read sees the run time grow");
+        // A stale reading through the open file would never get past it.
+        let second = burn_past(fresh.run_ns, || file.schedstat().unwrap())
+            .expect("the open file's reading follows the fresh one");
+        assert!(first.timeslices <= second.timeslices);
+
+        let mut sched = ProcFile::open("/proc/thread-self/sched".into()).unwrap();
+        let before = sched.nr_migrations().unwrap();
+        let text = std::fs::read_to_string("/proc/thread-self/sched").unwrap();
+        let between = parse_nr_migrations(&text).unwrap();
+        let after = sched.nr_migrations().unwrap();
+        assert!(
+            before <= between && between <= after,
+            "{before} {between} {after}"
+        );
+    }
+
+    /// Why a worker calls getrusage just before reading its schedstat: the
+    /// file shows a running task's CPU time as of its last tick or switch,
+    /// and getrusage brings it up to date.
+    #[test]
+    fn getrusage_brings_the_running_task_s_schedstat_up_to_date() {
+        let mut file = ProcFile::open("/proc/thread-self/schedstat".into()).unwrap();
+        let mut refreshed = 0;
+        for _ in 0..5 {
+            let mut x = 0u64;
+            for i in 0..200_000u64 {
+                x = std::hint::black_box(x.wrapping_add(i * i));
+            }
+            std::hint::black_box(x);
+            let before = file.schedstat().unwrap();
+            crate::sys::proc::self_usage();
+            let after = file.schedstat().unwrap();
+            // Without the refresh both readings are equal, unless a tick
+            // fell just between them.
+            if after.run_ns > before.run_ns {
+                refreshed += 1;
+            }
+        }
+        assert!(refreshed >= 4, "refreshed in {refreshed} of 5 tries");
+    }
+
+    #[test]
+    fn proc_file_reads_a_text_longer_than_its_buffer_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("long");
+        let long = "x".repeat(3 * ProcFile::START_BYTES + 5);
+        std::fs::write(&path, &long).unwrap();
+        let mut file = ProcFile::open(path.display().to_string()).unwrap();
+        assert_eq!(file.text().unwrap(), long);
+        std::fs::write(&path, "1 2 3\n").unwrap();
+        assert_eq!(
+            file.schedstat().unwrap(),
+            SchedStat {
+                run_ns: 1,
+                wait_ns: 2,
+                timeslices: 3
+            }
+        );
+        let err = file.nr_migrations().unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidData);
+        assert!(err.to_string().contains("long"), "{err}");
     }
 
     #[test]

@@ -20,7 +20,7 @@
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-use super::{Settings, mean_interval};
+use super::{OTHER_CPU_NOTE_PCT, OTHERS_RUNNABLE_NOTE, Settings, mean_interval};
 use crate::plan::Run;
 use crate::policy::{Policy, ProcSched};
 use crate::record::{ProcessRecord, RunStatus};
@@ -41,6 +41,57 @@ pub struct MeasuredRun {
     pub run_id: i64,
     /// Every process row (workers and hogs).
     pub processes: Vec<ProcessRecord>,
+    /// Other programs' activity during the run, as it was measured.
+    pub others: Others,
+}
+
+/// Other programs' activity during a run (`record::Interference`): the
+/// model simulates schedlab's processes alone, so a run whose CPUs others
+/// took a share of misses its prediction for that reason, which a row must
+/// show beside its error. None where it was not measured.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct Others {
+    /// % of the run's CPUs other programs kept busy over the run (at most,
+    /// over a condition's runs).
+    pub cpu_pct: Option<f64>,
+    /// Other programs' runnable tasks at release (at most, likewise).
+    pub runnable: Option<i64>,
+}
+
+impl Others {
+    /// The most of each over `runs`.
+    pub fn most(runs: impl IntoIterator<Item = Others>) -> Others {
+        runs.into_iter().fold(Others::default(), |a, b| Others {
+            cpu_pct: match (a.cpu_pct, b.cpu_pct) {
+                (Some(x), Some(y)) => Some(x.max(y)),
+                (x, y) => x.or(y),
+            },
+            runnable: a.runnable.max(b.runnable),
+        })
+    }
+
+    /// Whether others took enough to move a prediction: the thresholds at
+    /// which the report's summary names a run.
+    pub fn disturbing(&self) -> bool {
+        self.cpu_pct.is_some_and(|p| p >= OTHER_CPU_NOTE_PCT)
+            || self.runnable.is_some_and(|n| n >= OTHERS_RUNNABLE_NOTE)
+    }
+
+    /// "other programs took up to 62 % of the run's CPUs, 3 runnable at
+    /// release", or None when nothing disturbing was measured.
+    pub fn cause(&self) -> Option<String> {
+        if !self.disturbing() {
+            return None;
+        }
+        let mut parts = Vec::new();
+        if let Some(p) = self.cpu_pct {
+            parts.push(format!("took up to {p:.0} % of the run's CPUs"));
+        }
+        if let Some(n) = self.runnable.filter(|&n| n > 0) {
+            parts.push(format!("had up to {n} runnable at release"));
+        }
+        Some(format!("other programs {}", parts.join(" and ")))
+    }
 }
 
 /// A condition of the campaign as the check takes it.
@@ -184,6 +235,8 @@ pub struct ModelRow {
     /// Runs whose value lies below and above the prediction.
     pub runs_below: usize,
     pub runs_above: usize,
+    /// Other programs' activity over the condition's runs (the most).
+    pub others: Others,
 }
 
 /// A condition (or a figure of it) the model does not predict, and why.
@@ -587,6 +640,7 @@ fn compare_condition(
                 runs_below: values.iter().filter(|&&v| v < pred).count(),
                 runs_above: values.iter().filter(|&&v| v > pred).count(),
                 measured,
+                others: Others::most(c.runs.iter().map(|r| r.others)),
             });
         }
     }
@@ -649,7 +703,19 @@ pub fn findings(rows: &[ModelRow]) -> Vec<String> {
             None => groups.push(vec![r]),
         }
     }
-    groups.into_iter().map(|g| finding(&g, rows)).collect()
+    groups
+        .into_iter()
+        .map(|g| {
+            let f = finding(&g, rows);
+            // The miss stays, with what else was on the machine beside it.
+            match g[0].others.cause() {
+                Some(cause) => {
+                    format!("{f}; {cause} during these runs, which the model does not simulate")
+                }
+                None => f,
+            }
+        })
+        .collect()
 }
 
 fn finding(g: &[&ModelRow], rows: &[ModelRow]) -> String {
@@ -766,6 +832,7 @@ mod tests {
                         MeasuredRun {
                             run_id: k as i64,
                             processes: procs,
+                            others: Others::default(),
                         }
                     })
                     .collect();
@@ -869,6 +936,129 @@ mod tests {
     }
 
     #[test]
+    fn a_miss_beside_busy_other_programs_shows_them_as_its_cause() {
+        let short = |p: &mut ProcessRecord| {
+            if p.index == 1 {
+                p.run_ns = p.run_ns.map(|ns| (ns as f64 * 0.88) as u64);
+            }
+        };
+        let (mut input, _) = input(short);
+        for (k, r) in input.conditions[1].runs.iter_mut().enumerate() {
+            r.others = Others {
+                cpu_pct: Some([4.0, 62.0, 58.0][k]),
+                runnable: Some([0, 3, 1][k]),
+            };
+        }
+        input.conditions[0].runs[0].others = Others {
+            cpu_pct: Some(2.0),
+            runnable: Some(0),
+        };
+        let c = check(&input, &tests_settings());
+        let f: Vec<&String> = c
+            .findings
+            .iter()
+            .filter(|f| f.contains("CPU share"))
+            .collect();
+        assert_eq!(f.len(), 1, "{:?}", c.findings);
+        // The miss is still there, with its cause beside it.
+        assert!(
+            f[0].contains("got 0.88 of its predicted CPU share"),
+            "{}",
+            f[0]
+        );
+        assert!(
+            f[0].contains(
+                "other programs took up to 62 % of the run's CPUs and had up to 3 runnable at release"
+            ),
+            "{}",
+            f[0]
+        );
+        for r in &c.rows {
+            let want = if r.condition == 1 {
+                Others {
+                    cpu_pct: Some(62.0),
+                    runnable: Some(3),
+                }
+            } else {
+                Others {
+                    cpu_pct: Some(2.0),
+                    runnable: Some(0),
+                }
+            };
+            assert_eq!(r.others, want, "{r:?}");
+        }
+    }
+
+    #[test]
+    fn quiet_other_programs_are_no_cause() {
+        let (mut input, _) = input(|p| {
+            if p.index == 1 {
+                p.run_ns = p.run_ns.map(|ns| (ns as f64 * 0.88) as u64);
+            }
+        });
+        for r in &mut input.conditions[1].runs {
+            r.others = Others {
+                cpu_pct: Some(3.0),
+                runnable: Some(1),
+            };
+        }
+        let c = check(&input, &tests_settings());
+        assert!(!c.findings.is_empty());
+        assert!(
+            c.findings.iter().all(|f| !f.contains("other programs")),
+            "{:?}",
+            c.findings
+        );
+    }
+
+    #[test]
+    fn others_take_the_most_of_each_and_name_only_what_was_measured() {
+        let most = Others::most([
+            Others {
+                cpu_pct: None,
+                runnable: Some(2),
+            },
+            Others {
+                cpu_pct: Some(12.5),
+                runnable: None,
+            },
+            Others::default(),
+        ]);
+        assert_eq!(
+            most,
+            Others {
+                cpu_pct: Some(12.5),
+                runnable: Some(2)
+            }
+        );
+        assert_eq!(Others::most([]), Others::default());
+        assert_eq!(Others::default().cause(), None);
+        let cpu_only = Others {
+            cpu_pct: Some(40.0),
+            runnable: Some(0),
+        };
+        assert_eq!(
+            cpu_only.cause().as_deref(),
+            Some("other programs took up to 40 % of the run's CPUs")
+        );
+        let runnable_only = Others {
+            cpu_pct: None,
+            runnable: Some(OTHERS_RUNNABLE_NOTE),
+        };
+        assert_eq!(
+            runnable_only.cause().as_deref(),
+            Some("other programs had up to 2 runnable at release")
+        );
+        assert!(
+            !Others {
+                cpu_pct: Some(OTHER_CPU_NOTE_PCT - 0.1),
+                runnable: Some(OTHERS_RUNNABLE_NOTE - 1),
+            }
+            .disturbing()
+        );
+    }
+
+    #[test]
     fn free_tasks_on_several_cpus_are_not_predicted() {
         let spec = crate::spec::load(
             "[matrix]\nworkload = [\"pi\"]\nprocesses = [4]\ncpus = [\"all\"]\n",
@@ -932,6 +1122,7 @@ mod tests {
                         MeasuredRun {
                             run_id: (10 * i + k) as i64,
                             processes: procs,
+                            others: Others::default(),
                         }
                     })
                     .collect();

@@ -48,7 +48,7 @@ pub use first_screen::{FirstScreenSection, TRACE_HINT};
 pub use latency::LatencySection;
 pub use matmul::MatmulSection;
 pub use method::MethodSection;
-pub use model::ModelSection;
+pub use model::{ModelSection, others_cell};
 pub use outliers::OutliersSection;
 pub use rt_bandwidth::RtBandwidthSection;
 pub use scaling::ScalingSection;

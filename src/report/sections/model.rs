@@ -13,6 +13,7 @@ use super::{MAX_LISTED, Needs, RunDetails, Section, Table, group_of, more_line};
 use crate::report::analyse::Analysis;
 use crate::report::analyse::model::{
     self, ConditionRuns, MAX_RUNS_PER_CONDITION, MeasuredRun, ModelCheck, ModelInput, ModelRow,
+    Others,
 };
 use crate::report::blocks::Block;
 use crate::report::fmt;
@@ -148,6 +149,17 @@ impl ModelSection {
         })?;
         let (machine, machine_source) =
             machine_of(&a.environments).ok_or("the campaign records no environment")?;
+        let others: HashMap<i64, Others> = a
+            .runs
+            .iter()
+            .map(|r| {
+                let o = Others {
+                    cpu_pct: r.other_cpu_pct,
+                    runnable: r.others_runnable,
+                };
+                (r.id, o)
+            })
+            .collect();
         let conditions = runs_by_condition(a)
             .into_iter()
             .map(|(c, ids)| {
@@ -166,6 +178,7 @@ impl ModelSection {
                             details.processes.get(id).map(|p| MeasuredRun {
                                 run_id: *id,
                                 processes: p.clone(),
+                                others: others.get(id).copied().unwrap_or_default(),
                             })
                         })
                         .collect(),
@@ -194,7 +207,7 @@ fn pct(v: Option<f64>) -> String {
     v.map_or_else(|| "–".into(), |x| format!("{:+.1} %", 100.0 * x))
 }
 
-const HEADERS: [&str; 10] = [
+const HEADERS: [&str; 11] = [
     "condition",
     "figure",
     "processes",
@@ -204,11 +217,24 @@ const HEADERS: [&str; 10] = [
     "error",
     "CI covers",
     "spread (CV)",
+    "others: CPU / runnable (most)",
     "runs",
 ];
-const NUMERIC: [bool; 10] = [
-    false, false, false, false, true, true, true, false, true, true,
+const NUMERIC: [bool; 11] = [
+    false, false, false, false, true, true, true, false, true, true, true,
 ];
+
+/// Other programs' most CPU over the row's runs and most runnable tasks at
+/// their release: "62 % / 3"; "–" for what was not measured (the CPU share
+/// is not given for runs under a second, see
+/// `launch::interference::MIN_TICKS_PER_CPU`).
+pub fn others_cell(o: &Others) -> String {
+    let cpu = o
+        .cpu_pct
+        .map_or_else(|| "–".into(), |p| format!("{p:.0} %"));
+    let runnable = o.runnable.map_or_else(|| "–".into(), |n| n.to_string());
+    format!("{cpu} / {runnable}")
+}
 
 fn row_cells(r: &ModelRow) -> Vec<String> {
     vec![
@@ -231,6 +257,7 @@ fn row_cells(r: &ModelRow) -> Vec<String> {
         r.measured
             .cv
             .map_or_else(|| "–".into(), |c| format!("{:.1} %", 100.0 * c)),
+        others_cell(&r.others),
         r.measured.n.to_string(),
     ]
 }
@@ -240,9 +267,16 @@ fn check_blocks(c: &ModelCheck) -> Vec<Block> {
         "The campaign's own plan run through the model ({}) at report time, each figure against \
          the measured runs: predicted, measured mean with its 95 % CI, the relative error \
          (predicted − measured) / measured, whether the CI covers the prediction, and the \
-         run-to-run spread (coefficient of variation) for scale. Each workload's parameters are \
-         calibrated on one condition, marked [calibration]; every other row is a prediction.",
-        c.model_release
+         run-to-run spread (coefficient of variation) for scale, and beside them other \
+         programs' activity over the condition's runs: the most CPU they took on a run's CPUs \
+         (measured over runs of a second or more) and the most of their tasks runnable at a \
+         run's release. The model simulates schedlab's processes alone, so from {:.0} % of \
+         the CPUs or {} runnable tasks on, a miss may be theirs, and a finding then says so. \
+         Each workload's parameters are calibrated on one condition, marked [calibration]; \
+         every other row is a prediction.",
+        c.model_release,
+        crate::report::analyse::OTHER_CPU_NOTE_PCT,
+        crate::report::analyse::OTHERS_RUNNABLE_NOTE
     ))];
     let cal: Vec<String> = c
         .calibrations
@@ -434,5 +468,14 @@ mod tests {
         let (m, source) = machine_of(&[env(None)]).unwrap();
         assert_eq!(m.base_slice_ns, 1_500_000);
         assert!(source.contains("the kernel reported none"), "{source}");
+    }
+
+    #[test]
+    fn the_others_cell_shows_what_was_measured_and_dashes_the_rest() {
+        let cell = |cpu_pct, runnable| others_cell(&Others { cpu_pct, runnable });
+        assert_eq!(cell(Some(61.6), Some(3)), "62 % / 3");
+        assert_eq!(cell(None, Some(4)), "– / 4");
+        assert_eq!(cell(Some(0.2), None), "0 % / –");
+        assert_eq!(cell(None, None), "– / –");
     }
 }
