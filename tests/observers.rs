@@ -1,0 +1,515 @@
+//! Figures schedlab stores per process and per run, each checked against a
+//! second observer that is not schedlab's own reading: a kernel fact
+//! (a CPU-bound task is on the CPU or waiting for it; RR turns of
+//! `sched_rr_timeslice_ms`; the scheduler tick of `CONFIG_HZ` on a busy
+//! CPU), `perf stat`'s task-clock, `/proc/interrupts` read by the test
+//! around the run, or tasks the test itself keeps runnable and whose CPU
+//! time it reads. Each test runs the real binary on a tiny spec; the
+//! machine is a shared, noisy 2-CPU VM, so the bounds are the ones the
+//! noise allows, and each is far tighter than the error it exists to
+//! catch. The tests run one at a time (`serial`): they measure CPU time.
+
+mod common;
+use common::{schedlab, serial, text};
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    assert!(n > 0, "median of nothing");
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// Writes `spec` to `dir`/s.toml and runs it into `dir`/t.db.
+fn run_spec(dir: &Path, spec: &str) {
+    std::fs::write(dir.join("s.toml"), spec).unwrap();
+    let o = schedlab(&["run", "s.toml", "--db", "t.db", "-q"], dir);
+    assert!(o.status.success(), "{}", text(&o));
+}
+
+fn db(dir: &Path) -> rusqlite::Connection {
+    rusqlite::Connection::open(dir.join("t.db")).unwrap()
+}
+
+/// Busy loops the test starts (`sh -c 'while :; do :; done'` on one CPU, exec'd so that each pid is the loop), killed when dropped
+/// so that a failed assertion leaves nothing running.
+struct Spinners(Vec<Child>);
+
+impl Spinners {
+    fn start(n: usize, cpu: usize) -> Spinners {
+        let cpu = cpu.to_string();
+        Spinners(
+            (0..n)
+                .map(|_| {
+                    Command::new("taskset")
+                        .args(["-c", &cpu])
+                        .args(["sh", "-c", "while :; do :; done"])
+                        .stdout(Stdio::null())
+                        .stderr(Stdio::null())
+                        .spawn()
+                        .expect("start a busy loop (taskset, nice, sh)")
+                })
+                .collect(),
+        )
+    }
+
+    /// Their CPU time so far, ns (`/proc/PID/schedstat`'s first field).
+    fn cpu_ns(&self) -> f64 {
+        self.0
+            .iter()
+            .map(|c| {
+                let path = format!("/proc/{}/schedstat", c.id());
+                let s = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+                s.split_whitespace().next().unwrap().parse::<f64>().unwrap()
+            })
+            .sum()
+    }
+}
+
+impl Drop for Spinners {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// A task that never blocks is, over its work, either on the CPU or
+/// waiting on the run queue: schedstat's `run_ns` + `wait_ns` must fill
+/// the work's window as schedlab's monotonic clock timed it. Two such
+/// workers of nice 0 and 5 on CPU 0: whenever one ran, the other waited,
+/// so each one's wait is at least the other's run time (other programs'
+/// tasks on CPU 0 only add to it). The nice values differ so that run and
+/// wait differ too (0.75 against 0.25 of the CPU), and a figure read from
+/// the wrong field cannot pass.
+#[test]
+fn cpu_bound_workers_are_running_or_waiting_for_their_whole_work() {
+    let _one = serial();
+    let dir = tempfile::tempdir().unwrap();
+    run_spec(
+        dir.path(),
+        r#"
+name = "run-or-wait"
+repetitions = 3
+cooldown_s = 0
+timeout_s = 30
+order = "sequential"
+[matrix]
+policy = ["other"]
+workload = ["pi"]
+processes = [2]
+priorities = ["two"]
+cpus = ["0"]
+[workloads.pi]
+duration_s = 1.0
+[priorities.two]
+mode = "list"
+nice = [0, 5]
+"#,
+    );
+    let conn = db(dir.path());
+    let mut stmt = conn
+        .prepare(
+            "SELECT p.run_id, p.nice, p.start_ns, p.end_ns, p.run_ns, p.wait_ns FROM processes p \
+             JOIN runs r ON r.id = p.run_id WHERE r.status = 'ok' AND p.role = 'worker' \
+             ORDER BY p.run_id, p.process_index",
+        )
+        .unwrap();
+    let rows: Vec<[i64; 6]> = stmt
+        .query_map([], |r| {
+            Ok([
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+            ])
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(rows.len(), 6, "three ok runs of two workers: {rows:?}");
+    let mut fills = Vec::new();
+    for pair in rows.chunks(2) {
+        for (me, other) in [(&pair[0], &pair[1]), (&pair[1], &pair[0])] {
+            let [run_id, nice, start_ns, end_ns, run_ns, wait_ns] = *me;
+            let window_ns = (end_ns - start_ns) as f64;
+            let fill = (run_ns + wait_ns) as f64 / window_ns;
+            // One turn of another task between the clock's reading and
+            // schedstat's at either end is all that may differ.
+            assert!(
+                (0.9..1.1).contains(&fill),
+                "run {run_id}, nice {nice}: run {run_ns} + wait {wait_ns} ns over a work \
+                 window of {window_ns} ns ({fill:.3})"
+            );
+            fills.push(fill);
+            // The other's run outside this one's window is at most the few
+            // ms one of them runs on alone at the end.
+            let other_run_ns = other[4] as f64;
+            assert!(
+                wait_ns as f64 >= 0.9 * other_run_ns - 10e6,
+                "run {run_id}, nice {nice}: waited {wait_ns} ns while the other worker \
+                 (nice {}) ran {other_run_ns} ns on the same CPU",
+                other[1]
+            );
+        }
+    }
+    let m = median(fills.clone());
+    eprintln!("(run + wait) / work window: median {m:.4} of {fills:.4?}");
+    assert!(
+        (0.98..1.02).contains(&m),
+        "(run + wait) / work window: median {m:.4} of {fills:?}"
+    );
+}
+
+/// The task-clock `perf` wrote to `file` (`-x,` format), in ns.
+fn perf_task_clock_ns(file: &Path) -> f64 {
+    let text = std::fs::read_to_string(file).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.contains("task-clock"))
+        .unwrap_or_else(|| panic!("no task-clock in {text}"));
+    let msec: f64 = line.split(',').next().unwrap().parse().unwrap();
+    msec * 1e6
+}
+
+/// The CPUs in a list such as `0-1` or `0,2-3`.
+fn cpu_count(list: &str) -> f64 {
+    list.split(',')
+        .map(|part| match part.split_once('-') {
+            Some((a, b)) => b.parse::<f64>().unwrap() - a.parse::<f64>().unwrap() + 1.0,
+            None => 1.0,
+        })
+        .sum()
+}
+
+/// `cpu_util` = the workers' CPU time / (makespan × the run's CPUs):
+/// undone with the stored makespan and CPU list, it gives back the
+/// workers' CPU time, which `perf stat -e task-clock` around the whole
+/// `schedlab run` (workers and schedlab itself, start-up included)
+/// bounds from above, and, the workers being nearly all of it, from
+/// below. One and two CPU-bound workers on two CPUs; a CPU cannot be more
+/// than wholly used.
+#[test]
+fn cpu_util_gives_back_the_cpu_time_perf_counts() {
+    let _one = serial();
+    let have_perf = Command::new("perf")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !common::require_tool(
+        have_perf,
+        "perf is not installed (apt-get install linux-perf)",
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("s.toml"),
+        r#"
+name = "util"
+repetitions = 1
+cooldown_s = 0
+timeout_s = 30
+order = "sequential"
+[matrix]
+policy = ["other"]
+workload = ["pi"]
+processes = [1, 2]
+cpus = ["0-1"]
+[workloads.pi]
+duration_s = 1.5
+"#,
+    )
+    .unwrap();
+    let o = Command::new("perf")
+        .args(["stat", "-x,", "-o", "perf.csv", "-e", "task-clock", "--"])
+        .args([common::bin(), "run", "s.toml", "--db", "t.db", "-q"])
+        .current_dir(dir.path())
+        .env("CI", "1")
+        .env_remove("SCHEDLAB_DB")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let perf_ns = perf_task_clock_ns(&dir.path().join("perf.csv"));
+    let conn = db(dir.path());
+    let runs: Vec<(f64, f64, String)> = conn
+        .prepare("SELECT cpu_util, makespan_ns, cpu_list FROM runs WHERE status = 'ok'")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    let mut stored_ns = 0.0;
+    for (util, makespan_ns, cpu_list) in &runs {
+        assert!(*util <= 1.01, "cpu_util {util} over {cpu_list}");
+        let cpus = cpu_count(cpu_list);
+        assert_eq!(cpus, 2.0, "the run's CPU list: {cpu_list}");
+        stored_ns += util * makespan_ns * cpus;
+    }
+    let ratio = stored_ns / perf_ns;
+    eprintln!(
+        "workers' CPU from cpu_util {:.0} ms, perf task-clock {:.0} ms, ratio {ratio:.3}",
+        stored_ns / 1e6,
+        perf_ns / 1e6
+    );
+    // perf also counts schedlab and the workers' start-up and exit (here
+    // 0.26 s against 3 s of work, 0.92): a whole CPU-second (a CPU count
+    // or a makespan off) is far outside.
+    assert!(
+        (0.8..1.005).contains(&ratio),
+        "the workers' CPU time by cpu_util × makespan × CPUs is {:.0} ms, perf task-clock \
+         {:.0} ms: {runs:?}",
+        stored_ns / 1e6,
+        perf_ns / 1e6
+    );
+}
+
+/// Two RR workers of one priority on CPU 0 take turns of
+/// `sched_rr_timeslice_ms` of CPU each: their stored `timeslices`
+/// (schedstat's count of turns on the CPU over the work) must divide their
+/// run time into turns of about that. A turn can be shorter (the last one,
+/// one cut by RT throttling or a higher-priority task), never longer while
+/// the other worker is runnable.
+#[test]
+fn rr_workers_turns_are_sched_rr_timeslice_ms() {
+    let _one = serial();
+    if !common::may_use_rt() {
+        return;
+    }
+    let timeslice_ms: f64 = std::fs::read_to_string("/proc/sys/kernel/sched_rr_timeslice_ms")
+        .expect("sched_rr_timeslice_ms (Linux 3.9+)")
+        .trim()
+        .parse()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // 0.8 s of two RR hogs on CPU 0 stays under the default RT bandwidth
+    // (0.95 s a second); a second repetition, 2 s later, in a period of
+    // its own.
+    run_spec(
+        dir.path(),
+        r#"
+name = "rr-turns"
+repetitions = 2
+cooldown_s = 2
+timeout_s = 20
+order = "sequential"
+[matrix]
+policy = ["rr"]
+workload = ["pi"]
+processes = [2]
+cpus = ["0"]
+[workloads.pi]
+duration_s = 0.8
+"#,
+    );
+    let conn = db(dir.path());
+    let rows: Vec<(i64, i64, i64)> = conn
+        .prepare(
+            "SELECT p.run_id, p.run_ns, p.timeslices FROM processes p JOIN runs r \
+             ON r.id = p.run_id WHERE r.status = 'ok' AND p.role = 'worker'",
+        )
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(rows.len(), 4, "two ok runs of two workers: {rows:?}");
+    let mut turns = Vec::new();
+    for &(run_id, run_ns, slices) in &rows {
+        assert!(slices >= 1, "run {run_id}: {slices} timeslices");
+        let turn_ms = run_ns as f64 / slices as f64 / 1e6;
+        assert!(
+            turn_ms <= timeslice_ms * 1.05,
+            "run {run_id}: {slices} turns of {turn_ms:.1} ms on average, longer than \
+             sched_rr_timeslice_ms = {timeslice_ms}"
+        );
+        turns.push(turn_ms / timeslice_ms);
+    }
+    // 0.4 s each in turns of 0.1 s: four whole turns, a fifth short one
+    // for the worker that sees the end last (0.8 of the timeslice).
+    let m = median(turns.clone());
+    eprintln!(
+        "mean RR turn / sched_rr_timeslice_ms ({timeslice_ms}): median {m:.3} of {turns:.3?}"
+    );
+    assert!(
+        (0.6..1.05).contains(&m),
+        "mean turn / sched_rr_timeslice_ms: median {m:.2} of {turns:?} ({rows:?})"
+    );
+}
+
+/// CPU 0's count of every interrupt in `/proc/interrupts` (each row with a
+/// count per CPU, but the machine-wide ERR and MIS), read by the test.
+fn cpu0_interrupts() -> u64 {
+    let text = std::fs::read_to_string("/proc/interrupts").unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    let column = header
+        .iter()
+        .position(|c| *c == "CPU0")
+        .expect("a CPU0 column");
+    lines
+        .filter_map(|l| {
+            let (name, rest) = l.split_once(':')?;
+            if ["ERR", "MIS"].contains(&name.trim()) {
+                return None;
+            }
+            let counts: Vec<u64> = rest
+                .split_whitespace()
+                .take(header.len())
+                .map_while(|t| t.parse().ok())
+                .collect();
+            (counts.len() == header.len()).then(|| counts[column])
+        })
+        .sum()
+}
+
+/// `CONFIG_HZ` of the running kernel from /proc/config.gz, if it has one.
+fn config_hz() -> Option<f64> {
+    let out = Command::new("zcat").arg("/proc/config.gz").output().ok()?;
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("CONFIG_HZ=")?.parse().ok())
+}
+
+/// The run's `interrupts` on CPU 0, where one CPU-bound worker ran for
+/// 2 s: at least the scheduler tick's `CONFIG_HZ` a second that a busy CPU
+/// takes (a local timer interrupt each; no `nohz_full` here), and at most
+/// what `/proc/interrupts`, read by the test before and after the whole
+/// `schedlab run`, counted on CPU 0 (the run is inside that window). The
+/// softirqs are counted on that CPU's ticks too: some, and no more than
+/// `/proc/softirqs` saw around the run.
+#[test]
+fn interrupts_of_a_run_lie_between_the_tick_and_an_outside_reading() {
+    let _one = serial();
+    let Some(hz) = config_hz() else {
+        let _ = common::skip_unless(false, "no /proc/config.gz to read CONFIG_HZ from");
+        return;
+    };
+    let nohz_full = std::fs::read_to_string("/sys/devices/system/cpu/nohz_full")
+        .is_ok_and(|s| !s.trim().is_empty() && s.trim() != "(null)");
+    if !common::skip_unless(!nohz_full, "nohz_full CPUs take no regular tick") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("s.toml"),
+        r#"
+name = "irq"
+repetitions = 1
+cooldown_s = 0
+timeout_s = 30
+[matrix]
+policy = ["other"]
+workload = ["pi"]
+processes = [1]
+cpus = ["0"]
+[workloads.pi]
+duration_s = 2.0
+"#,
+    )
+    .unwrap();
+    let before = cpu0_interrupts();
+    let o = schedlab(&["run", "s.toml", "--db", "t.db", "-q"], dir.path());
+    let outside = cpu0_interrupts() - before;
+    assert!(o.status.success(), "{}", text(&o));
+    let (irq, softirq, makespan_ns): (i64, i64, i64) = db(dir.path())
+        .query_row(
+            "SELECT interrupts, softirqs, makespan_ns FROM runs WHERE status = 'ok'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .unwrap();
+    let ticks = hz * makespan_ns as f64 / 1e9;
+    eprintln!(
+        "CPU 0 over {:.2} s: run's interrupts {irq} (softirqs {softirq}), the tick's {ticks:.0}, \
+         read around the whole command {outside}",
+        makespan_ns as f64 / 1e9
+    );
+    assert!(
+        irq as f64 >= 0.9 * ticks,
+        "{irq} interrupts on a busy CPU 0 over {makespan_ns} ns, below CONFIG_HZ = {hz}'s \
+         {ticks:.0} ticks"
+    );
+    assert!(
+        irq as u64 <= outside,
+        "{irq} interrupts in the run, {outside} on CPU 0 around the whole command"
+    );
+    assert!(softirq > 0, "no softirqs on a busy CPU 0 over 2 s");
+}
+
+/// Three busy loops the test keeps on CPU 1 (for 2 s) while one run
+/// there sleeps most of its time (a periodic worker using 5 % of the
+/// CPU): they are runnable at release, so `others_runnable` counts at
+/// least those three, and the busy time `other_cpu_pct` gives to other
+/// programs is at least most of what they ran, as the test reads it from
+/// their own schedstat around the run.
+#[test]
+fn other_programs_activity_counts_the_tests_own_busy_loops() {
+    let _one = serial();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("s.toml"),
+        r#"
+name = "neighbours"
+repetitions = 1
+cooldown_s = 0
+timeout_s = 30
+[matrix]
+policy = ["other"]
+workload = ["tick"]
+processes = [1]
+cpus = ["1"]
+[workloads.tick]
+kind = "periodic"
+period_us = 10000
+run_us = 500
+duration_s = 1.5
+"#,
+    )
+    .unwrap();
+    let spinners = Spinners::start(3, 1);
+    // Let them reach the run queue (a fork and three execs).
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let (cpu_before, t_before) = (spinners.cpu_ns(), std::time::Instant::now());
+    let o = schedlab(&["run", "s.toml", "--db", "t.db", "-q"], dir.path());
+    let (cpu_after, elapsed) = (spinners.cpu_ns(), t_before.elapsed());
+    drop(spinners);
+    assert!(o.status.success(), "{}", text(&o));
+    let spin_pct = 100.0 * (cpu_after - cpu_before) / elapsed.as_nanos() as f64;
+    let (others, other_cpu_pct): (i64, f64) = db(dir.path())
+        .query_row(
+            "SELECT others_runnable, other_cpu_pct FROM runs WHERE status = 'ok'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    eprintln!(
+        "others_runnable {others}, other_cpu_pct {other_cpu_pct:.1} %, the busy loops' own \
+         {spin_pct:.1} % of CPU 1"
+    );
+    assert!(
+        others >= 3,
+        "others_runnable {others} with three busy loops of the test's running"
+    );
+    if !common::skip_unless(
+        spin_pct > 20.0,
+        format!("the busy loops got {spin_pct:.1} % of CPU 1 (other programs had it)"),
+    ) {
+        return;
+    }
+    assert!(
+        other_cpu_pct >= 0.7 * spin_pct && other_cpu_pct <= 100.0,
+        "other_cpu_pct {other_cpu_pct:.1} % of CPU 1, the test's busy loops ran \
+         {spin_pct:.1} % of it"
+    );
+}
