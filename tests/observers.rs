@@ -739,3 +739,104 @@ cpus = "0"
          of {ratios:.3?}"
     );
 }
+
+/// Two CPU-bound workers of nice 0 and 5 on CPU 0, traced: over each
+/// worker's own work, the trace's time on the CPU between its switches
+/// (the stored `work_oncpu_ns`) is schedstat's run time (`run_ns`), and
+/// its switches out (`work_switches`) are rusage's voluntary and
+/// involuntary context switches. A usable trace leaves at most 1 % of the
+/// run's CPU time unattributed (missing switches); an unusable one is not
+/// compared.
+#[test]
+fn the_traces_work_figures_are_schedstat_s_and_rusage_s() {
+    let _one = serial();
+    let euid = schedlab::sys::proc::euid();
+    if !common::require(
+        euid == 0,
+        format!("a kernel trace needs root (tracefs; euid is {euid})"),
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    run_spec(
+        dir.path(),
+        r#"
+name = "trace-work"
+repetitions = 3
+cooldown_s = 0
+timeout_s = 30
+order = "sequential"
+trace = true
+[matrix]
+policy = ["other"]
+workload = ["pi"]
+processes = [2]
+priorities = ["two"]
+cpus = ["0"]
+[workloads.pi]
+duration_s = 1.0
+[priorities.two]
+mode = "list"
+nice = [0, 5]
+"#,
+    );
+    let conn = db(dir.path());
+    let rows: Vec<(i64, i64, i64, i64, i64, i64, i64)> = conn
+        .prepare(
+            "SELECT p.run_id, p.nice, p.run_ns, p.nvcsw + p.nivcsw, t.work_oncpu_ns, \
+             t.work_switches, c.unusable FROM processes p \
+             JOIN trace_processes t ON t.run_id = p.run_id AND t.tgid = p.pid \
+             JOIN trace_captures c ON c.run_id = p.run_id \
+             WHERE p.role = 'worker' ORDER BY p.run_id, p.process_index",
+        )
+        .unwrap()
+        .query_map([], |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+                r.get(6)?,
+            ))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(rows.len(), 6, "three traced runs of two workers: {rows:?}");
+    let mut cpu_ratios = Vec::new();
+    for &(run_id, nice, run_ns, switches, oncpu_ns, outs, unusable) in &rows {
+        if unusable != 0 {
+            eprintln!("run {run_id}: trace unusable");
+            continue;
+        }
+        let ratio = oncpu_ns as f64 / run_ns as f64;
+        eprintln!(
+            "run {run_id}, nice {nice}: on CPU {:.1} ms by the trace, {:.1} ms by schedstat \
+             ({ratio:.4}); {outs} switches out by the trace, {switches} by rusage",
+            oncpu_ns as f64 / 1e6,
+            run_ns as f64 / 1e6
+        );
+        assert!(
+            (0.97..1.03).contains(&ratio),
+            "run {run_id}, nice {nice}: {oncpu_ns} ns on CPU in the trace, run_ns {run_ns}"
+        );
+        assert!(
+            (outs - switches).abs() <= 2 + switches / 50,
+            "run {run_id}, nice {nice}: {outs} switches traced, rusage {switches}"
+        );
+        cpu_ratios.push(ratio);
+    }
+    if !common::skip_unless(
+        cpu_ratios.len() >= 2,
+        format!("usable traces for {} of 6 workers", cpu_ratios.len()),
+    ) {
+        return;
+    }
+    let m = median(cpu_ratios.clone());
+    assert!(
+        (0.99..1.01).contains(&m),
+        "trace on-CPU / schedstat run time: median {m:.4} of {cpu_ratios:.4?}"
+    );
+}
