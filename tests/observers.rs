@@ -840,3 +840,73 @@ nice = [0, 5]
         "trace on-CPU / schedstat run time: median {m:.4} of {cpu_ratios:.4?}"
     );
 }
+
+/// A matmul worker of n = 800 holds three n × n matrices of f64 (A, B and
+/// C: 15,360,000 bytes), allocated and first touched within its work: its
+/// peak RSS exceeds that of an n = 50 worker (60 KB of matrices) by about
+/// the matrices' size, and its minor faults over the work are about one a
+/// 4 KiB page of them (with transparent huge pages only on `madvise`, as
+/// here; under `always` a fault can map 2 MiB and the count is not
+/// compared).
+#[test]
+fn peak_rss_and_minor_faults_follow_the_memory_a_worker_touches() {
+    let _one = serial();
+    let dir = tempfile::tempdir().unwrap();
+    run_spec(
+        dir.path(),
+        r#"
+name = "memory"
+repetitions = 1
+cooldown_s = 0
+timeout_s = 30
+order = "sequential"
+[matrix]
+policy = ["other"]
+workload = ["small", "big"]
+processes = [1]
+cpus = ["0"]
+[workloads.small]
+kind = "matmul"
+n = 50
+multiplies = 1
+[workloads.big]
+kind = "matmul"
+n = 800
+multiplies = 1
+"#,
+    );
+    let conn = db(dir.path());
+    let of = |workload: &str| -> (f64, f64) {
+        conn.query_row(
+            "SELECT p.maxrss_kb, p.minflt FROM processes p JOIN runs r ON r.id = p.run_id \
+             WHERE r.status = 'ok' AND r.workload = ?1",
+            [workload],
+            |r| Ok((r.get::<_, i64>(0)? as f64, r.get::<_, i64>(1)? as f64)),
+        )
+        .unwrap()
+    };
+    let ((small_kb, small_faults), (big_kb, big_faults)) = (of("small"), of("big"));
+    let matrices_bytes = 3.0 * 800.0 * 800.0 * 8.0;
+    let (grown_kb, want_kb) = (big_kb - small_kb, matrices_bytes / 1024.0);
+    eprintln!(
+        "peak RSS {small_kb} KB (n = 50), {big_kb} KB (n = 800): {grown_kb} KB more, the \
+         matrices {want_kb:.0} KB; minor faults {small_faults}, {big_faults}"
+    );
+    assert!(
+        (0.9..1.1).contains(&(grown_kb / want_kb)),
+        "peak RSS grew by {grown_kb} KB for {want_kb:.0} KB of matrices"
+    );
+    let thp =
+        std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
+    if !common::skip_unless(
+        !thp.contains("[always]"),
+        "transparent huge pages are always on: a fault may map 2 MiB",
+    ) {
+        return;
+    }
+    let pages = matrices_bytes / 4096.0;
+    assert!(
+        (0.95 * pages..1.05 * pages + 100.0).contains(&big_faults),
+        "{big_faults} minor faults over the work for {pages:.0} pages of matrices"
+    );
+}
