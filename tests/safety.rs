@@ -962,3 +962,60 @@ fn compare_refuses_a_copy_of_the_baseline_as_the_candidate() {
     );
     assert!(out.status.success(), "{}", text(&out));
 }
+
+/// A program run as `user` cannot have schedlab (root) read a file its
+/// user may not read by naming it as a figure's source: a symbolic link
+/// to a root-only file is refused (its text is neither stored nor shown),
+/// and a FIFO as a source fails the run at once instead of blocking it.
+#[test]
+fn a_figure_source_is_read_only_when_the_program_s_user_owns_it_and_it_is_a_file() {
+    use std::os::unix::fs::PermissionsExt;
+    if !common::root_for_commands() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let secret = dir.path().join("secret");
+    std::fs::write(&secret, "root-only 4242 SECRET-LINE\n").unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let cases = [
+        (
+            format!(
+                "user = \"nobody\"\nargv = [\"ln\", \"-s\", \"{}\", \"out.txt\"]",
+                secret.display()
+            ),
+            "is not the program's",
+        ),
+        (
+            "argv = [\"mkfifo\", \"out.txt\"]".to_string(),
+            "is not a regular file",
+        ),
+    ];
+    for (program, says) in cases {
+        let workload = format!(
+            "kind = \"command\"\n{program}\n[workloads.w.figures.x]\nregex = '([0-9]+)'\n\
+             from = \"out.txt\"\nunit = \"\"\nbetter = \"lower\""
+        );
+        write_spec(dir.path(), &tiny_spec(dir.path(), &workload));
+        let _ = std::fs::remove_file(dir.path().join("t.db"));
+        let out = Command::new("timeout")
+            .arg("60")
+            .arg(bin())
+            .args(["run", "s.toml", "--db", "t.db"])
+            .current_dir(dir.path())
+            .env_remove("SCHEDLAB_DB")
+            .output()
+            .unwrap();
+        let shown = text(&out);
+        assert_ne!(out.status.code(), Some(124), "the run blocked: {shown}");
+        assert!(shown.contains(says), "{shown}");
+        assert!(!shown.contains("SECRET-LINE"), "{shown}");
+        let stored = Command::new(bin())
+            .args(["export", "--db", "t.db", "--format", "csv", "-o", "-"])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        let csv = String::from_utf8_lossy(&stored.stdout);
+        assert!(csv.contains(says) && !csv.contains("SECRET-LINE"), "{csv}");
+    }
+}
