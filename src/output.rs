@@ -282,6 +282,51 @@ pub fn check_database_target(arg: &Path) -> Result<(), OutputError> {
     }
 }
 
+/// Why a `--db` that a command creates or writes (`run`, `simulate`) is
+/// refused: what [`check_database_target`] refuses for `merge -o`, named
+/// by the flag.
+#[derive(Debug, Error, PartialEq, Eq)]
+#[error("cannot use {flag} {path}: {reason}")]
+pub struct DatabaseArgError {
+    pub flag: &'static str,
+    pub path: String,
+    pub reason: String,
+}
+
+/// [`check_database_target`] for the database argument `flag` (`--db`):
+/// made before anything is created beside it (the runner lock, SQLite's
+/// journal), so that a device never gets files beside it in `/dev` and
+/// another database's write-ahead log never becomes a database.
+pub fn check_database_arg(flag: &'static str, arg: &Path) -> Result<(), DatabaseArgError> {
+    check_database_target(arg).map_err(|e| DatabaseArgError {
+        flag,
+        path: out::path(arg),
+        reason: e.reason(),
+    })
+}
+
+impl OutputError {
+    /// Why, without the "cannot write -o PATH" in front.
+    fn reason(&self) -> String {
+        match self {
+            OutputError::Directory(_) => "it is a directory".into(),
+            OutputError::Special { kind, .. } => format!("it is a {kind}"),
+            OutputError::NotForDatabase { kind, .. } => {
+                format!("it is a {kind}, which cannot hold a database")
+            }
+            OutputError::DanglingLink(_) => {
+                "it is a symbolic link to a file that does not exist".into()
+            }
+            OutputError::DatabaseFile { what, .. } => format!("it is {what}; choose another file"),
+            OutputError::NoDirectory { dir, .. } => format!("directory {dir} does not exist"),
+            OutputError::NotAFileName(_) => "not a file name".into(),
+            OutputError::DatabaseToStdout => {
+                "standard output cannot hold a database: name a file".into()
+            }
+        }
+    }
+}
+
 /// Removes, in `dir`, the temporary directories of outputs whose schedlab
 /// is gone (proved by their marker and its free lock, never by name
 /// alone). Returns what was removed.
@@ -633,6 +678,36 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("write-ahead log"), "{err}");
+    }
+
+    #[test]
+    fn a_database_argument_is_refused_naming_its_flag() {
+        let d = tempfile::tempdir().unwrap();
+        let db = d.path().join("a.db");
+        sqlite_db(&db);
+        assert_eq!(check_database_arg("--db", &db), Ok(()));
+        assert_eq!(check_database_arg("--db", &d.path().join("new.db")), Ok(()));
+        for (arg, says) in [
+            (
+                d.path().join("a.db-wal"),
+                "it is the write-ahead log of database",
+            ),
+            (
+                d.path().join("a.db-shm"),
+                "it is the shared-memory index of database",
+            ),
+            (
+                d.path().join("a.db-runner.lock"),
+                "it is the runner lock of database",
+            ),
+            (PathBuf::from("/dev/full"), "it is a character device"),
+            (d.path().to_path_buf(), "it is a directory"),
+            (d.path().join("no/such.db"), "does not exist"),
+        ] {
+            let e = check_database_arg("--db", &arg).unwrap_err().to_string();
+            let head = format!("cannot use --db {}: ", arg.display());
+            assert!(e.starts_with(&head) && e.contains(says), "{e}");
+        }
     }
 
     #[test]

@@ -214,6 +214,40 @@ fn a_missing_work_directory_is_refused_and_never_made() {
     }
 }
 
+/// A command's `cwd` that is missing or a file: plan refuses it naming the
+/// key and the path (not as a missing program, which the exec's failed
+/// chdir reported before), run skips its runs saying the same, and
+/// neither makes it.
+#[test]
+fn a_command_s_missing_cwd_is_refused_naming_it_and_never_made() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("file"), "x").unwrap();
+    for (cwd, says) in [
+        ("gone/deeper", "does not exist"),
+        ("file", "is not a directory"),
+    ] {
+        let cwd = dir.path().join(cwd);
+        let workload = format!(
+            "kind = \"command\"\nargv = [\"true\"]\ncwd = \"{}\"",
+            cwd.display()
+        );
+        write_spec(dir.path(), &tiny_spec(dir.path(), &workload));
+        let out = schedlab(&["plan", "s.toml"], dir.path());
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        let shown = format!("workloads.w.cwd: {} {says}", cwd.display());
+        assert!(text(&out).contains(&shown), "{}", text(&out));
+        if schedlab::sys::proc::euid() == 0 {
+            let out = schedlab(&["run", "s.toml", "--db", "t.db"], dir.path());
+            assert!(text(&out).contains(&shown), "{}", text(&out));
+            let _ = std::fs::remove_file(dir.path().join("t.db"));
+        }
+        assert!(
+            !dir.path().join("gone").exists(),
+            "schedlab made the directory"
+        );
+    }
+}
+
 #[test]
 fn a_relative_work_directory_lies_beside_the_spec_not_the_current_directory() {
     let dir = tempfile::tempdir().unwrap();
@@ -728,6 +762,86 @@ fn the_temporary_output_of_a_killed_schedlab_is_removed_by_the_next_start() {
     assert!(theirs.join("run.json").exists());
 }
 
+/// `run --db` and `simulate --db` refuse what cannot hold a database
+/// (a directory, a FIFO, a character device) and every side file of
+/// another database (its write-ahead log would otherwise become a database
+/// of its own, which SQLite then takes for a broken log of the first),
+/// naming the flag and the path, before anything is made beside it.
+#[test]
+fn run_and_simulate_refuse_a_db_that_cannot_hold_a_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, _) = output_db(dir.path(), "a.db");
+    let dests = dir.path().join("dests");
+    std::fs::create_dir(&dests).unwrap();
+    std::fs::create_dir(dests.join("adir")).unwrap();
+    assert!(
+        Command::new("mkfifo")
+            .arg(dests.join("pipe"))
+            .status()
+            .unwrap()
+            .success()
+    );
+    let mut targets = vec![
+        (dests.join("adir"), "it is a directory"),
+        (dests.join("pipe"), "FIFO"),
+    ];
+    if schedlab::sys::proc::euid() == 0
+        && Command::new("mknod")
+            .arg(dests.join("full"))
+            .args(["c", "1", "7"])
+            .status()
+            .is_ok_and(|s| s.success())
+    {
+        targets.push((dests.join("full"), "character device"));
+    }
+    for side in ["-wal", "-shm", "-journal", "-runner.lock"] {
+        targets.push((
+            PathBuf::from(format!("{}{side}", db.display())),
+            "of database",
+        ));
+    }
+    write_spec(
+        dir.path(),
+        &tiny_spec(dir.path(), "kind = \"pi\"\niterations = 1000"),
+    );
+    let before = (listing(&dests), listing(dir.path()));
+    for (target, why) in &targets {
+        for cmd in ["run", "simulate"] {
+            let out = Command::new("timeout")
+                .arg("60")
+                .arg(bin())
+                .arg(cmd)
+                .arg("s.toml")
+                .arg("--db")
+                .arg(target)
+                .current_dir(dir.path())
+                .env_remove("SCHEDLAB_DB")
+                .output()
+                .unwrap();
+            assert_eq!(
+                out.status.code(),
+                Some(1),
+                "{cmd} {}: {}",
+                target.display(),
+                text(&out)
+            );
+            let head = format!("cannot use --db {}: ", target.display());
+            assert!(
+                text(&out).contains(&head) && text(&out).contains(why),
+                "{cmd} {}: {}",
+                target.display(),
+                text(&out)
+            );
+            assert_eq!(
+                (listing(&dests), listing(dir.path())),
+                before,
+                "{cmd} {}",
+                target.display()
+            );
+        }
+    }
+}
+
 #[test]
 fn merge_into_a_directory_a_device_or_standard_output_is_refused_before_any_side_file() {
     let dir = tempfile::tempdir().unwrap();
@@ -847,4 +961,61 @@ fn compare_refuses_a_copy_of_the_baseline_as_the_candidate() {
         dir.path(),
     );
     assert!(out.status.success(), "{}", text(&out));
+}
+
+/// A program run as `user` cannot have schedlab (root) read a file its
+/// user may not read by naming it as a figure's source: a symbolic link
+/// to a root-only file is refused (its text is neither stored nor shown),
+/// and a FIFO as a source fails the run at once instead of blocking it.
+#[test]
+fn a_figure_source_is_read_only_when_the_program_s_user_owns_it_and_it_is_a_file() {
+    use std::os::unix::fs::PermissionsExt;
+    if !common::root_for_commands() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let secret = dir.path().join("secret");
+    std::fs::write(&secret, "root-only 4242 SECRET-LINE\n").unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let cases = [
+        (
+            format!(
+                "user = \"nobody\"\nargv = [\"ln\", \"-s\", \"{}\", \"out.txt\"]",
+                secret.display()
+            ),
+            "is not the program's",
+        ),
+        (
+            "argv = [\"mkfifo\", \"out.txt\"]".to_string(),
+            "is not a regular file",
+        ),
+    ];
+    for (program, says) in cases {
+        let workload = format!(
+            "kind = \"command\"\n{program}\n[workloads.w.figures.x]\nregex = '([0-9]+)'\n\
+             from = \"out.txt\"\nunit = \"\"\nbetter = \"lower\""
+        );
+        write_spec(dir.path(), &tiny_spec(dir.path(), &workload));
+        let _ = std::fs::remove_file(dir.path().join("t.db"));
+        let out = Command::new("timeout")
+            .arg("60")
+            .arg(bin())
+            .args(["run", "s.toml", "--db", "t.db"])
+            .current_dir(dir.path())
+            .env_remove("SCHEDLAB_DB")
+            .output()
+            .unwrap();
+        let shown = text(&out);
+        assert_ne!(out.status.code(), Some(124), "the run blocked: {shown}");
+        assert!(shown.contains(says), "{shown}");
+        assert!(!shown.contains("SECRET-LINE"), "{shown}");
+        let stored = Command::new(bin())
+            .args(["export", "--db", "t.db", "--format", "csv", "-o", "-"])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        let csv = String::from_utf8_lossy(&stored.stdout);
+        assert!(csv.contains(says) && !csv.contains("SECRET-LINE"), "{csv}");
+    }
 }

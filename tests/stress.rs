@@ -786,3 +786,72 @@ duration_s = 2
     assert_eq!((planned, ok), (1, 1));
     assert_eq!(reap_survivors(&scene), 0);
 }
+
+/// A `command`'s setup that starts a session of its own (`setsid`, out of
+/// its process group) and ignores SIGTERM and SIGHUP: what it started is
+/// killed when the setup ends, and when schedlab is killed during the
+/// setup, the setup dies with it and the next start of any schedlab
+/// command kills the rest (its cgroup, as for a program's tree).
+#[test]
+fn a_setup_s_escaped_processes_outlive_neither_it_nor_a_sigkill() {
+    if !common::root_for_commands() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut scene = Scene::new(
+        "setup",
+        r#"
+repetitions = 1
+timeout_s = 30
+[matrix]
+policy = ["other"]
+workload = ["c"]
+processes = [1]
+cpus = ["0"]
+[workloads.c]
+kind = "command"
+setup = ["sh", "-c", "trap '' TERM HUP; (setsid sleep 60 &); if [ -e ../../hold ]; then sleep 60; fi"]
+argv = ["true"]
+"#,
+    );
+    // A setup that ends at once, leaving its session behind.
+    let out = scene.command("first.log").output().unwrap();
+    let log = std::fs::read_to_string(scene.dir.join("first.log")).unwrap_or_default();
+    assert!(out.status.success(), "{log}");
+    assert_eq!(
+        reap_survivors(&scene),
+        0,
+        "a process the setup started in a session of its own outlived the run"
+    );
+    // Killed while its setup runs.
+    std::fs::write(scene.dir.join("hold"), "").unwrap();
+    scene.db = 1;
+    let mut child = scene.start();
+    let pid = child.id();
+    let t0 = Instant::now();
+    // schedlab's setup shell, its sleep and the setsid'd sleep.
+    while scene.tagged(Some(pid)).len() < 3 && t0.elapsed() < Duration::from_secs(30) {
+        assert!(child.try_wait().unwrap().is_none(), "{}", scene.log());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(scene.tagged(Some(pid)).len() >= 3, "{}", scene.log());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The next start of any command (one that only reads) kills the rest.
+    let out = Command::new(bin())
+        .args(["campaigns", "--db"])
+        .arg(scene.db_path())
+        .env_remove("SCHEDLAB_DB")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        reap_survivors(&scene),
+        0,
+        "a killed schedlab's setup left processes the next start did not kill"
+    );
+}

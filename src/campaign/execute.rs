@@ -66,6 +66,9 @@ impl Opened {
         env: &envinfo::EnvSnapshot,
         what: &str,
     ) -> Result<Opened> {
+        // Before anything is made beside it: a device, a directory or
+        // another database's side file cannot hold a database.
+        crate::output::check_database_arg("--db", &opts.db)?;
         let db_lock = locks::database_lock_path(&opts.db);
         let runner = locks::try_take(&db_lock, &locks::holder_note(what))
             .with_context(|| format!("cannot lock {}", db_lock.display()))?

@@ -170,6 +170,8 @@ pub fn simulate(
     overrides: &[String],
     opts: &Options,
 ) -> Result<Summary> {
+    // Refused before the calibration's wait and work, as `run` refuses it.
+    crate::output::check_database_arg("--db", &opts.db)?;
     let here = envinfo::capture();
     let rates = machine::calibrate_locked("schedlab simulate")?;
     let base_slice_ns = envinfo::fair_base_slice_ns(here.cpus_online).0;

@@ -152,7 +152,18 @@ fn prepare_dir(l: &Launcher, run: &Run) -> Result<rundir::OwnedDir, Early> {
         )));
     }
     let until = std::time::Instant::now().checked_add(l.timeout);
-    if let Err(e) = run.workload.workload.prepare(dir.path(), until) {
+    // A program's setup runs in a cgroup of the session, as its tree will:
+    // nothing it starts may outlive it, nor a SIGKILL of schedlab.
+    let prepared = match run.workload.workload.command() {
+        Some(c) if !c.setup.is_empty() => {
+            let trees = l
+                .trees()
+                .map_err(|why| Early::Ends(RunStatus::Skipped, why))?;
+            c.prepare_in(dir.path(), until, Some(trees))
+        }
+        _ => run.workload.workload.prepare(dir.path(), until),
+    };
+    if let Err(e) = prepared {
         let status = if e.is::<crate::workload::copy::PrepareTimedOut>()
             || e.is::<crate::workload::command::setup::SetupTimedOut>()
         {

@@ -398,9 +398,20 @@ pub fn load(text: &str, origin: &str, overrides: &[String]) -> Result<Spec, Spec
                 message,
             })?;
         }
-        raw::RawSpec::deserialize(toml::Value::Table(table)).map_err(|e| SpecError::Parse {
-            origin: format!("{origin} with --set overrides"),
-            message: e.to_string().trim_end().to_string(),
+        raw::RawSpec::deserialize(toml::Value::Table(table.clone())).map_err(|e| {
+            // A value of the wrong type carries no position once merged:
+            // the merged spec written out and read again shows the line
+            // with its key.
+            let located = toml::to_string(&table)
+                .ok()
+                .and_then(|merged| toml::from_str::<raw::RawSpec>(&merged).err());
+            SpecError::Parse {
+                origin: format!("{origin} with --set overrides"),
+                message: located
+                    .map_or_else(|| e.to_string(), |l| format!("in the merged spec: {l}"))
+                    .trim_end()
+                    .to_string(),
+            }
         })?
     };
     validate(raw, origin)
@@ -409,6 +420,21 @@ pub fn load(text: &str, origin: &str, overrides: &[String]) -> Result<Spec, Spec
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_override_of_the_wrong_type_is_refused_naming_its_key() {
+        let text = "name = \"w\"\n[matrix]\npolicy = [\"other\"]\n";
+        for (set, key) in [
+            ("matrix=1", "matrix = 1"),
+            ("hog=1", "hog = 1"),
+            ("workloads=2", "workloads = 2"),
+        ] {
+            let e = load(text, "s.toml", &[set.to_string()])
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(key) && e.contains("invalid type"), "{set}: {e}");
+        }
+    }
 
     #[test]
     fn a_relative_workdir_lies_beside_the_spec_file_and_an_absolute_one_stays() {

@@ -1,10 +1,14 @@
 //! A worker replacing itself with another program (a `command` workload):
 //! the descriptors it must not hand on marked close-on-exec, and the
-//! `exec` itself.
+//! `exec` itself; and a program started inside cgroups
+//! ([`spawn_in_cgroups`]), so that nothing it forks is outside them.
 
+use std::ffi::CString;
 use std::io;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
-use std::process::Command;
+use std::path::PathBuf;
+use std::process::{Child, Command};
 
 /// Mark `fd` close-on-exec, so the program a worker becomes does not
 /// inherit it (the start barrier, the result pipe: a program holding the
@@ -51,6 +55,42 @@ pub fn die_with_parent() -> io::Result<()> {
     crate::sys::proc::die_with_parent_raw().map_err(io::Error::from_raw_os_error)
 }
 
+/// Starts `cmd` as a member of the cgroups whose `cgroup.procs` files
+/// are `procs_files`: between fork and exec the child asks to be killed
+/// with its parent (after the change of user `cmd` may ask for, which
+/// clears that setting) and writes "0" (itself) into each, so nothing of
+/// the program runs, or forks, outside them. A group that refuses it fails
+/// the spawn, and the program is not run.
+pub fn spawn_in_cgroups(cmd: &mut Command, procs_files: &[PathBuf]) -> io::Result<Child> {
+    let paths: Vec<CString> = procs_files
+        .iter()
+        .map(|p| CString::new(p.as_os_str().as_bytes()))
+        .collect::<Result<_, _>>()
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    // SAFETY: the closure runs in the child between fork and exec and
+    // calls only async-signal-safe functions (prctl, open, write, close)
+    // on memory made before the fork.
+    unsafe {
+        cmd.pre_exec(move || {
+            crate::sys::proc::die_with_parent_raw().map_err(io::Error::from_raw_os_error)?;
+            for path in &paths {
+                let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                if fd < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                let n = libc::write(fd, b"0".as_ptr().cast(), 1);
+                let e = io::Error::last_os_error();
+                libc::close(fd);
+                if n != 1 {
+                    return Err(e);
+                }
+            }
+            Ok(())
+        });
+    }
+    cmd.spawn()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -85,5 +125,22 @@ mod tests {
         drop(r);
         let err = std::fs::File::from(w).write_all(b"x").unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::BrokenPipe);
+    }
+
+    #[test]
+    fn a_child_started_in_a_group_that_refuses_it_never_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let mark = dir.path().join("ran");
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c").arg(format!("touch {}", mark.display()));
+        let e = spawn_in_cgroups(&mut cmd, &[dir.path().join("absent/cgroup.procs")]).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::NotFound);
+        assert!(!mark.exists(), "the program ran outside its group");
+        // No group at all: it just runs (a new command: closures add up).
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c").arg(format!("touch {}", mark.display()));
+        let mut child = spawn_in_cgroups(&mut cmd, &[]).unwrap();
+        assert!(child.wait().unwrap().success());
+        assert!(mark.exists());
     }
 }

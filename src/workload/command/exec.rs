@@ -15,7 +15,7 @@ use anyhow::{Context, Result, anyhow};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-use super::params::{CommandParams, resolve_program};
+use super::params::{CommandParams, check_cwd, resolve_program};
 use crate::sys::proc::{BARRIER_FD, RELEASE_FD, RESULT_FD};
 use crate::sys::{exec, user};
 use crate::workload::WorkContext;
@@ -45,6 +45,8 @@ fn prepare(p: &CommandParams, ctx: &WorkContext) -> Result<Command> {
         .argv
         .split_first()
         .context("no program given (argv is empty)")?;
+    // Else the exec's chdir fails as if the program were missing.
+    check_cwd(&dir).with_context(|| format!("the program's directory (cwd) {}", dir.display()))?;
     let program = resolve_program(argv0, path.as_deref(), Some(&dir))?;
     if let Some(name) = &p.user {
         let ids = user::lookup(name)

@@ -216,13 +216,23 @@ pub fn find_json(doc: &serde_json::Value, pointer: &str) -> Result<f64, String> 
 struct Sources<'a> {
     out: Outputs<'a>,
     files: BTreeMap<std::path::PathBuf, Result<Vec<u8>, String>>,
+    /// The uid the program ran as (`user`), whose files alone are read.
+    owner: Option<u32>,
 }
 
 impl<'a> Sources<'a> {
-    fn new(out: Outputs<'a>) -> Self {
+    fn new(out: Outputs<'a>, p: &CommandParams) -> Self {
+        // An unknown user reads nothing: no uid is u32::MAX.
+        let owner = p.user.as_ref().map(|name| {
+            crate::sys::user::lookup(name)
+                .ok()
+                .flatten()
+                .map_or(u32::MAX, |ids| ids.uid)
+        });
         Sources {
             out,
             files: BTreeMap::new(),
+            owner,
         }
     }
 
@@ -237,7 +247,7 @@ impl<'a> Sources<'a> {
                 let got = self
                     .files
                     .entry(rel.clone())
-                    .or_insert_with(|| read_capped(&path));
+                    .or_insert_with(|| read_capped(&path, self.owner));
                 (got.as_deref().map_err(String::clone), 0)
             }
         }
@@ -265,10 +275,35 @@ impl<'a> Sources<'a> {
     }
 }
 
-fn read_capped(path: &Path) -> Result<Vec<u8>, String> {
+/// A file the program wrote, read by schedlab (root): only a regular file
+/// (a FIFO would block the run for ever, a device never end), and with
+/// `owner` (the program ran as `user`) only one that user owns, so that
+/// a program cannot have schedlab read, store and show a file its user
+/// may not read (a symbolic link to /etc/shadow) by naming it as a source.
+fn read_capped(path: &Path, owner: Option<u32>) -> Result<Vec<u8>, String> {
     use std::io::Read;
-    let file =
-        std::fs::File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if !meta.is_file() {
+        return Err(format!("{} is not a regular file", path.display()));
+    }
+    if let Some(uid) = owner
+        && meta.uid() != uid
+    {
+        return Err(format!(
+            "{} is not the program's: its owner (uid {}) is not the workload's user (uid {uid}); \
+             only what the program wrote is read",
+            path.display(),
+            meta.uid()
+        ));
+    }
     let mut bytes = Vec::new();
     file.take(MAX_FILE_BYTES)
         .read_to_end(&mut bytes)
@@ -291,7 +326,7 @@ fn cut_hint(reason: String, dropped: u64) -> String {
 /// Every figure of `p` from what its program left in `out`: the parser's
 /// first (figures, percentiles, histograms), then the named figures.
 pub fn extract(p: &CommandParams, out: Outputs) -> Result<Extracted, FigureError> {
-    let mut sources = Sources::new(out);
+    let mut sources = Sources::new(out, p);
     let mut result = Extracted::default();
     if let Some(parser) = &p.parser {
         let name = format!("parser {}", parser.tool.name());

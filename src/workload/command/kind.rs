@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use super::params::{self, CommandParams};
 use super::{exec, setup};
+use crate::sys::cgroup::TreeGroups;
 use crate::workload::kind::{Entry, Kind, Lacking, scale_amount};
 use crate::workload::{Rates, Stop, WorkContext, WorkOutput, Workload};
 
@@ -60,18 +61,9 @@ impl Kind for CommandParams {
         "argv"
     }
 
-    /// Hands the run directory to `user` (when the program runs in it as
-    /// another user, it must be able to write there), then runs `setup`.
+    /// [`CommandParams::prepare_in`] without a cgroup for the setup.
     fn prepare(&self, dir: &Path, until: Option<Instant>) -> anyhow::Result<()> {
-        if let (Some(name), None) = (&self.user, &self.cwd) {
-            let ids = crate::sys::user::lookup(name)?
-                .ok_or_else(|| anyhow::anyhow!("no user \"{name}\" on this machine"))?;
-            std::os::unix::fs::chown(dir, Some(ids.uid), Some(ids.gid)).map_err(|e| {
-                anyhow::anyhow!("handing run directory {} to {name}: {e}", dir.display())
-            })?;
-        }
-        let cwd = self.cwd.as_deref().unwrap_or(dir);
-        setup::run(self, cwd, until)
+        self.prepare_in(dir, until, None)
     }
 
     /// cyclictest's histogram (`parser = "cyclictest"` with `-h`), the
@@ -111,6 +103,28 @@ impl Kind for CommandParams {
             key,
             message: e.to_string(),
         })
+    }
+}
+
+impl CommandParams {
+    /// Hands the run directory to `user` (when the program runs in it as
+    /// another user, it must be able to write there), then runs `setup`,
+    /// inside a cgroup of `trees` when given (see `setup::run`).
+    pub fn prepare_in(
+        &self,
+        dir: &Path,
+        until: Option<Instant>,
+        trees: Option<&TreeGroups>,
+    ) -> anyhow::Result<()> {
+        if let (Some(name), None) = (&self.user, &self.cwd) {
+            let ids = crate::sys::user::lookup(name)?
+                .ok_or_else(|| anyhow::anyhow!("no user \"{name}\" on this machine"))?;
+            std::os::unix::fs::chown(dir, Some(ids.uid), Some(ids.gid)).map_err(|e| {
+                anyhow::anyhow!("handing run directory {} to {name}: {e}", dir.display())
+            })?;
+        }
+        let cwd = self.cwd.as_deref().unwrap_or(dir);
+        setup::run(self, cwd, until, trees)
     }
 }
 

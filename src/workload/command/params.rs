@@ -512,6 +512,27 @@ pub enum ProgramError {
          directory does not exist before the run)"
     )]
     RelativeWithoutCwd { program: String },
+    #[error(
+        "{path} does not exist; make it first: schedlab does not create the directory a spec names"
+    )]
+    CwdMissing { path: String },
+    #[error("{path} is not a directory")]
+    CwdNotDirectory { path: String },
+}
+
+/// `cwd` must be a directory that exists: the program and its setup run
+/// in it, and a missing one would otherwise fail every run as if the
+/// program were missing (the exec's chdir reports ENOENT).
+pub fn check_cwd(dir: &Path) -> Result<(), ProgramError> {
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(ProgramError::CwdNotDirectory {
+            path: dir.display().to_string(),
+        }),
+        Err(_) => Err(ProgramError::CwdMissing {
+            path: dir.display().to_string(),
+        }),
+    }
 }
 
 /// Where `program` (an `argv[0]`) is: taken as a path when it holds a `/`
@@ -609,6 +630,9 @@ impl CommandParams {
         let cwd = self.cwd.as_deref();
         // Parsing refuses an empty argv; a stored description is read back
         // without that check.
+        if let Some(dir) = cwd {
+            check_cwd(dir).map_err(|e| ("cwd", e))?;
+        }
         let program = self.argv.first().ok_or(("argv", ProgramError::None))?;
         resolve_program(program, path.as_deref(), cwd).map_err(|e| ("argv", e))?;
         if let Some(program) = self.setup.first() {
@@ -898,6 +922,31 @@ mod tests {
         for bad in ["", "1a", "_a", "Elapsed", "a-b", "a b", &"a".repeat(65)] {
             assert!(!valid_figure_name(bad), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_cwd_that_is_missing_or_a_file_is_refused_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("file");
+        std::fs::write(&file, "x").unwrap();
+        let gone = dir.path().join("gone");
+        for (cwd, says) in [(&gone, "does not exist"), (&file, "is not a directory")] {
+            let p = parse_str(&format!("argv = [\"true\"]\ncwd = \"{}\"", cwd.display())).unwrap();
+            let (key, e) = p.check_programs().unwrap_err();
+            assert_eq!(key, "cwd");
+            let e = e.to_string();
+            assert!(
+                e.contains(&cwd.display().to_string()) && e.contains(says),
+                "{e}"
+            );
+            assert!(!gone.exists(), "schedlab made the directory");
+        }
+        let p = parse_str(&format!(
+            "argv = [\"true\"]\ncwd = \"{}\"",
+            dir.path().display()
+        ))
+        .unwrap();
+        p.check_programs().unwrap();
     }
 
     #[test]

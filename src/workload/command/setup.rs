@@ -6,8 +6,12 @@
 //! It runs as the workload's `user` when one is given (user and primary
 //! group: the standard library's switch drops supplementary groups, where
 //! the worker keeps them), in a process group of its own, which is killed
-//! whole when it times out and after it exits (nothing it started outlives
-//! it into the measurement).
+//! whole when it times out and after it exits. Under a launcher (root) it
+//! also runs in a cgroup of the run's session, entered before its exec, so
+//! that what it started in a session of its own (`setsid`, a daemon that
+//! double-forked away) is killed with it too, and after a SIGKILL of
+//! schedlab the next start kills what is left of it, as it does a
+//! program's tree: nothing it started outlives it into the measurement.
 
 use anyhow::{Context, Result};
 use std::io::{Read, Seek};
@@ -18,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use super::figures::{TAIL_LINES, tail_lines};
 use super::params::{CommandParams, resolve_program};
+use crate::sys::cgroup::TreeGroups;
 use crate::sys::proc;
 
 /// The setup did not finish within the run's timeout.
@@ -33,8 +38,14 @@ pub struct SetupTimedOut {
 /// How often the parent looks whether the setup has ended.
 const POLL: Duration = Duration::from_millis(10);
 
-/// Run `p.setup` (if any) in `dir`, giving up when `until` passes.
-pub fn run(p: &CommandParams, dir: &Path, until: Option<Instant>) -> Result<()> {
+/// Run `p.setup` (if any) in `dir`, giving up when `until` passes; inside
+/// a cgroup of `trees` when given.
+pub fn run(
+    p: &CommandParams,
+    dir: &Path,
+    until: Option<Instant>,
+    trees: Option<&TreeGroups>,
+) -> Result<()> {
     let Some(program) = p.setup.first() else {
         return Ok(());
     };
@@ -57,9 +68,19 @@ pub fn run(p: &CommandParams, dir: &Path, until: Option<Instant>) -> Result<()> 
             .with_context(|| format!("no user \"{name}\" on this machine"))?;
         cmd.uid(ids.uid).gid(ids.gid);
     }
-    let mut child = cmd
-        .spawn()
-        .with_context(|| format!("starting setup {}", resolved.display()))?;
+    // Dropped after the setup's end: kills whatever of it is left.
+    let tree = trees
+        .map(|t| t.create(&format!("setup{}", std::process::id()), 0))
+        .transpose()
+        .context("making the setup's cgroup")?;
+    let mut child = match &tree {
+        Some(tree) => {
+            let procs: Vec<_> = tree.dirs().iter().map(|d| d.join("cgroup.procs")).collect();
+            crate::sys::exec::spawn_in_cgroups(&mut cmd, &procs)
+        }
+        None => cmd.spawn(),
+    }
+    .with_context(|| format!("starting setup {}", resolved.display()))?;
     let pid = child.id() as i32;
     let timed_out = loop {
         if proc::child_exited(pid).with_context(|| format!("waiting for setup pid {pid}"))? {
@@ -123,13 +144,13 @@ mod tests {
         let p = params(
             "argv = [\"true\"]\nsetup = [\"sh\", \"-c\", \"echo $GREETING > made.txt\"]\nenv = { GREETING = \"hi\" }",
         );
-        run(&p, dir.path(), None).unwrap();
+        run(&p, dir.path(), None, None).unwrap();
         assert_eq!(
             std::fs::read_to_string(dir.path().join("made.txt")).unwrap(),
             "hi\n"
         );
         // No setup: nothing happens.
-        run(&params("argv = [\"true\"]"), dir.path(), None).unwrap();
+        run(&params("argv = [\"true\"]"), dir.path(), None, None).unwrap();
     }
 
     #[test]
@@ -138,11 +159,11 @@ mod tests {
         let p = params(
             "argv = [\"true\"]\nsetup = [\"sh\", \"-c\", \"echo compiling; echo 'error: no rule' >&2; exit 2\"]",
         );
-        let e = format!("{:#}", run(&p, dir.path(), None).unwrap_err());
+        let e = format!("{:#}", run(&p, dir.path(), None, None).unwrap_err());
         assert!(e.contains("failed (exit status: 2)"), "{e}");
         assert!(e.contains("  | compiling\n  | error: no rule"), "{e}");
         let p = params("argv = [\"true\"]\nsetup = [\"schedlab-no-such-setup\"]");
-        let e = format!("{:#}", run(&p, dir.path(), None).unwrap_err());
+        let e = format!("{:#}", run(&p, dir.path(), None, None).unwrap_err());
         assert!(
             e.contains("\"schedlab-no-such-setup\" is not in PATH"),
             "{e}"
@@ -161,6 +182,7 @@ mod tests {
             &p,
             dir.path(),
             Some(Instant::now() + Duration::from_millis(300)),
+            None,
         )
         .unwrap_err();
         assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
