@@ -184,7 +184,10 @@ pub(super) fn fold_run(
             .map(|p| p.vals[slot])
             .filter(|v| v.is_finite())
             .fold((0.0, 0usize), |(s, n), v| (s + v, n + 1));
-        if n > 0 {
+        // The run's figure only when every worker has one: a mean over
+        // the workers that have it would pass for the run's. A run
+        // without it is listed as lacking it (`absent`).
+        if n > 0 && n == ps.len() {
             *v = sum / n as f64;
         }
     }

@@ -550,6 +550,35 @@ fn a_condition_whose_runs_lack_a_figure_has_it_absent_with_why() {
     );
 }
 
+/// A run in which only some workers have a figure lacks it: its mean is
+/// not taken over the workers that have it. Here one of the two workers
+/// of two OTHER runs has no voluntary switches (its other figures are
+/// whole): those runs are left out of that metric and said to lack it.
+#[test]
+fn a_run_whose_figure_only_some_workers_have_lacks_it() {
+    let mut data = mem_campaign();
+    for (run, rows) in data.runs.iter_mut().zip(&mut data.processes) {
+        if run.policy == "other" && run.rep <= 2 {
+            rows[0].usage.nvcsw = None;
+        }
+    }
+    let a = analyse_data(data, &Options::default());
+    let (nv, wall) = (
+        a.metric_index(Metric::Nvcsw).unwrap(),
+        a.metric_index(Metric::Wall).unwrap(),
+    );
+    let other = &a.conditions[0];
+    assert_eq!(other.label, "pi, 2 processes, OTHER");
+    assert_eq!((other.cells[nv].n, other.cells[wall].n), (4, 6));
+    let absent: Vec<(usize, Metric, usize, usize)> = a
+        .absent
+        .iter()
+        .map(|x| (x.condition, x.metric, x.runs_without, x.runs))
+        .collect();
+    assert_eq!(absent, [(0, Metric::Nvcsw, 2, 6)]);
+    assert_eq!(a.absent[0].why, ["not recorded for this run"]);
+}
+
 #[test]
 fn the_same_data_give_the_same_analysis_as_the_store() {
     // The store's loaded data, analysed without it, give what `analyse`
