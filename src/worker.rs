@@ -14,7 +14,7 @@
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 
@@ -232,15 +232,9 @@ fn send_result(result: &WorkerResult, index: usize) -> Result<()> {
 fn wait_for_barrier() -> Result<std::fs::File> {
     let mut barrier = crate::sys::proc::take_barrier()
         .context("the start barrier was taken already (this mode is internal)")?;
-    let mut buf = [0u8; 16];
-    loop {
-        match barrier.read(&mut buf) {
-            Ok(0) => return Ok(barrier),
-            Ok(_) => continue,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e).context("reading the start barrier"),
-        }
-    }
+    // Reads until end of file (retrying interrupted reads).
+    std::io::copy(&mut barrier, &mut std::io::sink()).context("reading the start barrier")?;
+    Ok(barrier)
 }
 
 /// Sleep until the parent closes the leave pipe's write end (EOF): every
@@ -248,13 +242,6 @@ fn wait_for_barrier() -> Result<std::fs::File> {
 fn wait_to_leave() -> Result<()> {
     let mut leave = crate::sys::proc::take_leave()
         .context("the leave pipe is missing (this mode is internal)")?;
-    let mut buf = [0u8; 16];
-    loop {
-        match leave.read(&mut buf) {
-            Ok(0) => return Ok(()),
-            Ok(_) => continue,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e).context("waiting on the leave pipe"),
-        }
-    }
+    std::io::copy(&mut leave, &mut std::io::sink()).context("waiting on the leave pipe")?;
+    Ok(())
 }

@@ -27,6 +27,16 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
+/// Whether this test may record a kernel trace (root, for tracefs); a
+/// SKIP naming why when not.
+fn may_trace() -> bool {
+    let euid = schedlab::sys::proc::euid();
+    common::require(
+        euid == 0,
+        format!("a kernel trace needs root (tracefs; euid is {euid})"),
+    )
+}
+
 /// Writes `spec` to `dir`/s.toml and runs it into `dir`/t.db.
 fn run_spec(dir: &Path, spec: &str) {
     std::fs::write(dir.join("s.toml"), spec).unwrap();
@@ -627,11 +637,7 @@ fn histogram(blob: &[u8]) -> hdrhistogram::Histogram<u64> {
 #[test]
 fn wait_per_slice_is_the_traces_wake_up_latency_behind_a_hog() {
     let _one = serial();
-    let euid = schedlab::sys::proc::euid();
-    if !common::require(
-        euid == 0,
-        format!("a kernel trace needs root (tracefs; euid is {euid})"),
-    ) {
+    if !may_trace() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -750,11 +756,7 @@ cpus = "0"
 #[test]
 fn the_traces_work_figures_are_schedstat_s_and_rusage_s() {
     let _one = serial();
-    let euid = schedlab::sys::proc::euid();
-    if !common::require(
-        euid == 0,
-        format!("a kernel trace needs root (tracefs; euid is {euid})"),
-    ) {
+    if !may_trace() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
