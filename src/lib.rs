@@ -23,6 +23,8 @@ pub mod export;
 pub mod launch;
 #[forbid(unsafe_code)]
 pub mod locks;
+// Guests as machine levels.
+pub mod machine;
 #[forbid(unsafe_code)]
 pub mod merge;
 #[forbid(unsafe_code)]

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::policy::{Policy, PriorityMode};
 use crate::rng::SplitMix64;
+use crate::spec::machines::MachineLevel;
 use crate::spec::{Cpus, ExtScheduler, NamedWorkload, Order, Spec};
 use crate::workload::{Rates, Stop};
 
@@ -33,6 +34,10 @@ pub struct Run {
     /// The sched_ext scheduler level of the run, when the spec sweeps it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ext_scheduler: Option<ExtScheduler>,
+    /// The machine level of the run (`matrix.machine`), when the spec
+    /// sweeps it; None: this machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<MachineLevel>,
 }
 
 impl Run {
@@ -47,6 +52,9 @@ impl Run {
         }
         if let Some(x) = &self.ext_scheduler {
             rt.push_str(&format!(" ext={}", x.name));
+        }
+        if let Some(m) = &self.machine {
+            rt.push_str(&format!(" machine={}", m.name));
         }
         format!(
             "{} {} ×{} {} cpus={}{rt} rep {}",
@@ -78,6 +86,9 @@ impl Run {
         }
         if let Some(x) = &self.ext_scheduler {
             rt.push_str(&format!(";ext_scheduler={}", x.name));
+        }
+        if let Some(m) = &self.machine {
+            rt.push_str(&format!(";machine={}", m.name));
         }
         format!(
             "policy={};workload={};processes={};priorities={};cpus={}{rt};rep={}",
@@ -117,6 +128,9 @@ pub struct Plan {
     /// Runs per round when the campaign goes in rounds
     /// (`repetitions = "auto"`).
     round: Option<usize>,
+    /// The machine levels' names in the matrix's order (empty when not
+    /// swept).
+    machines: Vec<String>,
 }
 
 #[cfg(test)]
@@ -141,6 +155,7 @@ impl Plan {
                 .map(|_| (runs.len() / spec.repetitions.max(1) as usize).max(1)),
             runs,
             order: spec.order,
+            machines: spec.machines.iter().map(|m| m.name.clone()).collect(),
         }
     }
 
@@ -166,6 +181,19 @@ impl Plan {
                     }
                 }
             }
+        }
+        // A guest boots once for all the runs of its level: the levels
+        // go one after another, in the matrix's order, each in its own
+        // shuffled (or sequential) order.
+        if let Some(first) = runs.first().and_then(|r| r.machine.as_ref()) {
+            let levels = &self.machines;
+            let at = |r: &Run| {
+                r.machine
+                    .as_ref()
+                    .and_then(|m| levels.iter().position(|l| l == &m.name))
+            };
+            debug_assert!(levels.contains(&first.name));
+            runs.sort_by_key(at);
         }
         for (i, r) in runs.iter_mut().enumerate() {
             r.seq = i;
@@ -222,6 +250,7 @@ fn matrix(spec: &Spec) -> Vec<Run> {
                                             rt_runtime_us: rt,
                                             slice_us: slice,
                                             ext_scheduler: ext.cloned(),
+                                            machine: None,
                                         });
                                     }
                                 }
@@ -232,7 +261,18 @@ fn matrix(spec: &Spec) -> Vec<Run> {
             }
         }
     }
-    runs
+    match spec.machines.is_empty() {
+        true => runs,
+        false => runs
+            .into_iter()
+            .flat_map(|r| {
+                spec.machines.iter().map(move |m| Run {
+                    machine: Some(m.clone()),
+                    ..r.clone()
+                })
+            })
+            .collect(),
+    }
 }
 
 /// Estimated wall time of one run in seconds: each process's CPU time,

@@ -313,6 +313,8 @@ fn snapshot(rt_runtime_us: i64) -> EnvSnapshot {
         sched_ext: None,
         schedlab_version: "0.1.0".into(),
         load_avg_1m: Some(0.1),
+        topology: None,
+        guest: None,
     }
 }
 

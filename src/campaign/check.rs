@@ -28,9 +28,15 @@ pub fn check_machine(
         message,
     };
     let allowed = &env.cpus_allowed;
-    for c in &spec.cpus {
-        c.resolve(allowed).map_err(|m| err("matrix.cpus", m))?;
+    for (level, cpus) in level_cpus(spec, allowed) {
+        for c in &spec.cpus {
+            c.resolve(&cpus).map_err(|m| match &level {
+                Some(name) => err("matrix.cpus", format!("on machine \"{name}\": {m}")),
+                None => err("matrix.cpus", m),
+            })?;
+        }
     }
+    check_guests(spec, &limits::Limits::capture(), &err)?;
     let period = env.sched_rt_period_us.unwrap_or(1_000_000);
     for &v in &spec.rt_runtime_us {
         if v > period {
@@ -86,6 +92,47 @@ pub fn check_machine(
     }
     check_workdir(spec, plan, &err)?;
     check_limits(spec, plan, &limits::Limits::capture(), &err)
+}
+
+/// The CPUs of each machine level the spec names (None: this machine,
+/// whose CPUs are those schedlab may use; a guest's are all of its own).
+fn level_cpus(spec: &Spec, allowed: &[usize]) -> Vec<(Option<String>, Vec<usize>)> {
+    if spec.machines.is_empty() {
+        return vec![(None, allowed.to_vec())];
+    }
+    spec.machines
+        .iter()
+        .map(|m| match m.guest_cpus() {
+            Some(n) => (Some(m.name.clone()), (0..n as usize).collect()),
+            None => (None, allowed.to_vec()),
+        })
+        .collect()
+}
+
+/// Each guest's memory fits in what this machine has available.
+fn check_guests(
+    spec: &Spec,
+    limits: &limits::Limits,
+    err: &dyn Fn(&str, String) -> SpecError,
+) -> Result<(), SpecError> {
+    let Some(available) = limits.mem_available_bytes else {
+        return Ok(());
+    };
+    for m in &spec.machines {
+        let Some(g) = &m.guest else { continue };
+        let need = u64::from(g.memory_mib) << 20;
+        if need > available {
+            return Err(err(
+                &format!("machines.{}.memory_mib", m.name),
+                format!(
+                    "the guest's {} MiB are more than this machine has available ({})",
+                    g.memory_mib,
+                    crate::units::human_bytes(available)
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// What one run needs of the machine's limits.

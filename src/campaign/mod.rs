@@ -11,6 +11,7 @@
 
 mod check;
 mod execute;
+mod levels;
 mod machine;
 mod model;
 pub mod precision;
@@ -27,7 +28,7 @@ use crate::sys::{envinfo, proc};
 
 pub use check::{check_machine, run_need};
 pub use execute::{Executor, Opened};
-pub use machine::MachineExecutor;
+pub use machine::{MachineExecutor, wait_for_machine};
 pub use model::ModelExecutor;
 pub use preview::{AutoEstimate, Preview, preview};
 
@@ -134,7 +135,26 @@ pub fn run(
     };
     let mut progress = announce(spec, &opened, &env, &rates, opts);
     let pending = opened.pending_runs();
-    let mut exec = MachineExecutor::begin(spec, &env, signals, &pending, opts, &what)?;
+    let (guest_runs, host_runs): (Vec<&Run>, Vec<&Run>) = pending
+        .iter()
+        .partition(|r| r.machine.as_ref().is_some_and(|m| m.guest.is_some()));
+    let host = MachineExecutor::begin(spec, &env, signals, &host_runs, opts, &what)?;
+    if guest_runs.is_empty() {
+        let mut exec = host;
+        let summary = opened.execute(&mut exec, &mut progress, &signals)?;
+        exec.finish()?;
+        return Ok(summary);
+    }
+    let guests = crate::machine::GuestExecutor::begin(
+        spec,
+        &guest_runs,
+        signals,
+        opts.force,
+        opts.quiet,
+        opts.allow_concurrent,
+        &what,
+    )?;
+    let mut exec = levels::Levels::new(host, guests);
     let summary = opened.execute(&mut exec, &mut progress, &signals)?;
     exec.finish()?;
     Ok(summary)

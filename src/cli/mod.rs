@@ -107,6 +107,10 @@ enum Command {
     /// Internal: a worker process (started by `run`).
     #[command(name = "__worker", hide = true)]
     Worker { json: String },
+    /// Internal: schedlab inside a guest it booted (started by the guest's
+    /// init), serving the host's runs over the guest's channel.
+    #[command(name = "guest-agent", hide = true)]
+    GuestAgent,
 }
 
 /// The command line as people use it, for completions and manual pages:
@@ -139,7 +143,7 @@ pub fn main() -> i32 {
     if let Command::Worker { json } = &cli.command {
         return crate::worker::main(json);
     }
-    if let Command::Run { .. } = &cli.command {
+    if let Command::Run { .. } | Command::GuestAgent = &cli.command {
         // Ctrl-C, TERM and HUP are taken synchronously by the campaign loop;
         // blocked from the very start, none that arrives while the spec is
         // loaded, the database opened or the machine calibrated is lost or
@@ -201,7 +205,10 @@ pub fn main() -> i32 {
 /// Whether a command may change kernel settings, tracefs or the scheduler
 /// (it then must not start while a leftover journal is unrestored).
 fn changes_machine(command: &Command) -> bool {
-    matches!(command, Command::Run { .. } | Command::Bench { .. })
+    matches!(
+        command,
+        Command::Run { .. } | Command::Bench { .. } | Command::GuestAgent
+    )
 }
 
 fn dispatch(command: Command) -> Result<i32> {
@@ -223,6 +230,7 @@ fn dispatch(command: Command) -> Result<i32> {
         Command::Man(a) => man::run(a),
         // `main` starts a worker before anything else; here for completeness.
         Command::Worker { json } => Ok(crate::worker::main(&json)),
+        Command::GuestAgent => crate::machine::agent::serve().map(|()| 0),
     }
 }
 

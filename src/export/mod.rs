@@ -262,6 +262,9 @@ pub const COLUMNS: &[Column] = &[
     col("ext_scheduler", Kind::Text, NULLABLE, |r| {
         text(r.ext_scheduler.as_deref())
     }),
+    col("machine", Kind::Text, NULLABLE, |r| {
+        text(r.machine.as_deref())
+    }),
     col("nr_migrations", Kind::Int, NULLABLE, |r| {
         int(r.kernel.nr_migrations.map(|v| v as i64))
     }),
@@ -464,6 +467,7 @@ mod tests {
             slice_ns: None,
             trace: None,
             ext_scheduler: None,
+            machine: None,
             stderr_tail: Some(String::new()),
             campaign_uuid: "c0ffee00-0000-4000-8000-000000000001".into(),
             hostname: Some("host-a".into()),

@@ -192,6 +192,8 @@ pub fn synthetic_env(cpus: usize) -> EnvSnapshot {
         sched_ext: None,
         schedlab_version: "0.0.0-synthetic".into(),
         load_avg_1m: None,
+        topology: None,
+        guest: None,
     }
 }
 

@@ -67,6 +67,8 @@ pub fn env(m: &Machine) -> EnvSnapshot {
         sched_ext: None,
         schedlab_version: env!("CARGO_PKG_VERSION").into(),
         load_avg_1m: None,
+        topology: None,
+        guest: None,
     }
 }
 

@@ -2,6 +2,7 @@
 //! ([`overrides`]), and validate into a typed, checked [`Spec`]. Every error
 //! names the key at fault and what is allowed there.
 
+pub mod machines;
 pub mod overrides;
 pub mod presets;
 pub mod raw;
@@ -214,6 +215,11 @@ pub struct Spec {
     /// a factor of the campaign; empty when not swept (none is loaded).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ext_schedulers: Vec<ExtScheduler>,
+    /// Machine levels (`matrix.machine`): this machine ("host") and guests
+    /// schedlab boots, a factor of the campaign; empty when not swept
+    /// (every run on this machine).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub machines: Vec<machines::MachineLevel>,
     pub deadline: Deadline,
     pub hog: Option<Hog>,
     pub wrr: WrrSettings,

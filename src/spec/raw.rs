@@ -36,6 +36,9 @@ pub struct RawSpec {
     /// `[ext_schedulers.NAME]`: sched_ext schedulers the matrix may name.
     #[serde(default)]
     pub ext_schedulers: BTreeMap<String, RawExtScheduler>,
+    /// `[machines.NAME]`: guest machines the matrix may name.
+    #[serde(default)]
+    pub machines: BTreeMap<String, super::machines::RawMachine>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
@@ -49,6 +52,7 @@ pub struct RawMatrix {
     pub rt_runtime_us: Option<Vec<i64>>,
     pub slice_us: Option<Vec<i64>>,
     pub ext_scheduler: Option<Vec<String>>,
+    pub machine: Option<Vec<String>>,
 }
 
 /// One `[workloads.NAME]` table as written: `kind` (defaults to NAME) and

@@ -127,6 +127,11 @@ pub fn validate(raw: RawSpec, origin: &str) -> Result<Spec, SpecError> {
     let rt_runtime_us = rt_runtimes(&cx, &matrix)?;
     let slice_us = slices(&cx, &matrix, &policies)?;
     let ext_schedulers = ext_schedulers(&cx, &raw)?;
+    let machines = super::machines::validate(
+        cx.origin,
+        raw.matrix.as_ref().and_then(|m| m.machine.as_ref()),
+        &raw.machines,
+    )?;
     check_run_count(
         &cx,
         &[
@@ -139,6 +144,7 @@ pub fn validate(raw: RawSpec, origin: &str) -> Result<Spec, SpecError> {
             ("RT runtimes", rt_runtime_us.len().max(1)),
             ("slices", slice_us.len().max(1)),
             ("sched_ext schedulers", ext_schedulers.len().max(1)),
+            ("machines", machines.len().max(1)),
         ],
     )?;
     let hog = hog(&cx, &raw)?;
@@ -166,6 +172,7 @@ pub fn validate(raw: RawSpec, origin: &str) -> Result<Spec, SpecError> {
         rt_runtime_us,
         slice_us,
         ext_schedulers,
+        machines,
         deadline,
         hog,
         wrr,

@@ -89,6 +89,8 @@ pub struct ReportRun {
     pub slice_us: Option<i64>,
     /// The sched_ext scheduler level when the campaign swept it.
     pub ext_scheduler: Option<String>,
+    /// The machine level when the campaign swept it.
+    pub machine: Option<String>,
     /// The run's level of the factor a report is made `--by` (its host or
     /// kernel release); None in a report of one campaign.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -477,7 +479,7 @@ impl Store {
                 "SELECT id, seq, policy, workload, workload_kind, processes, priority_mode, cpus, cpu_list,
                     rt_runtime_us, rep, status, reason, makespan_ns, cpu_util, load_avg_1m, environment_id,
                     others_runnable, steal_pct, other_cpu_pct, slice_us,
-                    ext_scheduler, interrupts, softirqs,
+                    ext_scheduler, machine, interrupts, softirqs,
                     CASE WHEN workload_kind = 'command' THEN json_extract(extra_json, '$.command') END
                         AS command_extra
              FROM runs WHERE campaign_id IN ({}) ORDER BY seq, id",
@@ -511,6 +513,7 @@ impl Store {
                     other_cpu_pct: n.get("other_cpu_pct")?,
                     slice_us: n.get("slice_us")?,
                     ext_scheduler: n.get("ext_scheduler")?,
+                    machine: n.get("machine")?,
                     interrupts: n.get("interrupts")?,
                     softirqs: n.get("softirqs")?,
                     by: None,

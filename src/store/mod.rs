@@ -180,6 +180,8 @@ pub struct ExportRow {
     pub trace: Option<ExportTrace>,
     /// The run's sched_ext scheduler level, when swept.
     pub ext_scheduler: Option<String>,
+    /// The run's machine level, when swept.
+    pub machine: Option<String>,
     /// The process's kernel counters (all None in a row without a process).
     pub kernel: KernelCounts,
 }
@@ -243,7 +245,7 @@ const EXPORT_SQL: &str = "SELECT c.id AS campaign, c.name AS campaign_name, r.id
         tc.lost_events, tc.unusable, tp.slices, tp.slice_p50_ns, tp.slice_p99_ns, tp.slice_max_ns,
         tp.oncpu_ns, tp.preempted, tp.yielded, tp.voluntary, tp.migrations, tp.wake_p50_ns, tp.wake_p99_ns,
         tp.work_oncpu_ns, tp.work_switches, tc.unusable_reason, tp.work_unattributed_ns,
-        tp.work_missing_switches, r.ext_scheduler{counts}
+        tp.work_missing_switches, r.ext_scheduler, r.machine{counts}
      FROM runs r JOIN campaigns c ON c.id = r.campaign_id
      JOIN environments e ON e.id = r.environment_id
      LEFT JOIN processes p ON p.run_id = r.id
@@ -338,6 +340,7 @@ fn export_row(n: &Named<'_, '_, '_>) -> rusqlite::Result<ExportRow> {
         kernel_release: n.get("kernel_release")?,
         trace: export_trace(n)?,
         ext_scheduler: n.get("ext_scheduler")?,
+        machine: n.get("machine")?,
         kernel: counts::read(n)?,
     })
 }
@@ -809,9 +812,10 @@ impl Store {
             "INSERT INTO runs (campaign_id, run_key, seq, policy, workload, workload_kind, processes, priority_mode,
                  cpus, cpu_list, rep, status, reason, makespan_ns, cpu_util, started_unix_ms, load_avg_1m,
                  environment_id, resolved_json, rt_runtime_us, extra_json, others_runnable, steal_pct,
-                 other_cpu_pct, slice_us, ext_scheduler, interrupts, softirqs, cpu_freq_khz, throttle_count)
+                 other_cpu_pct, slice_us, ext_scheduler, interrupts, softirqs, cpu_freq_khz, throttle_count,
+                 machine)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,
-                     ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30)",
+                     ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31)",
         )?
         .execute(params![
                 campaign_id,
@@ -844,6 +848,7 @@ impl Store {
                 rec.interference.softirqs.map(i),
                 rec.interference.cpu_freq_khz,
                 rec.interference.throttle_count.map(i),
+                run.machine.as_ref().map(|m| m.name.as_str()),
             ])
         .with_context(|| format!("storing run {}", run.key))?;
         let run_id = tx.last_insert_rowid();

@@ -403,6 +403,11 @@ pub const MIGRATIONS: &[&str] = &[
     DROP TABLE processes;
     ALTER TABLE processes_new RENAME TO processes;
     "#,
+    // 14: the machine level a run ran on (`matrix.machine`: "host" or a
+    // guest schedlab booted); NULL when the spec does not sweep it.
+    r#"
+    ALTER TABLE runs ADD COLUMN machine TEXT;
+    "#,
 ];
 
 #[cfg(test)]

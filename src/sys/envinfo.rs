@@ -62,6 +62,33 @@ pub struct EnvSnapshot {
     pub schedlab_version: String,
     /// One-minute load average at snapshot time.
     pub load_avg_1m: Option<f64>,
+    /// The CPUs as the kernel places them (sockets, cores, SMT siblings,
+    /// LLCs, nodes); None in snapshots from before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology: Option<crate::sys::topology::CpuTopology>,
+    /// When the snapshot is a guest's that schedlab booted: what it asked
+    /// QEMU for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guest: Option<GuestEnv>,
+}
+
+/// A guest machine's part of its environment, added by the host.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GuestEnv {
+    /// The level's name (`matrix.machine`).
+    pub machine: String,
+    /// "kvm", "tcg" or "tcg-icount": the accelerator it ran under.
+    pub accel: String,
+    /// QEMU's version.
+    pub qemu_version: String,
+    /// The topology asked for ("2x2x1") and its NUMA nodes.
+    pub topology: String,
+    pub numa_nodes: u32,
+    pub memory_mib: u32,
+    /// The kernel: its recipe or path, and where it came from.
+    pub kernel: String,
+    /// The host it ran on (its hostname).
+    pub host: String,
 }
 
 const CGROUP_ROOT: &str = "/sys/fs/cgroup";
@@ -132,6 +159,8 @@ pub fn capture() -> EnvSnapshot {
             .and_then(|t| parse_loadavg_1m(&t)),
         kernel_release,
         kernel_version,
+        topology: crate::sys::topology::capture(),
+        guest: None,
     }
 }
 
@@ -936,6 +965,8 @@ mod tests {
             sched_ext: None,
             schedlab_version: "0.1.0".into(),
             load_avg_1m: Some(0.25),
+            topology: None,
+            guest: None,
         };
         let perm = |policy: &str, allowed: bool, detail: &str| PolicyPermission {
             policy: policy.into(),

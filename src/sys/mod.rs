@@ -16,6 +16,7 @@ pub mod fds;
 pub mod fsinfo;
 pub mod hostid;
 pub mod knobs;
+pub mod kvm;
 pub mod limits;
 pub mod noise;
 pub mod pmqos;
@@ -27,6 +28,7 @@ pub mod sched;
 pub mod scx;
 #[cfg(feature = "ext")]
 pub mod scx_wrr;
+pub mod topology;
 pub mod tracefs;
 pub mod uring;
 pub mod user;

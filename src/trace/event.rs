@@ -3,7 +3,7 @@
 //! wake-ups, store, report, Perfetto export).
 
 /// One task seen in the trace: its thread id, process id and name.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Task {
     pub tid: i32,
     pub tgid: i32,
@@ -11,7 +11,7 @@ pub struct Task {
 }
 
 /// One decoded tracepoint hit.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Event {
     /// CLOCK_MONOTONIC, ns (the tracefs instance runs with `trace_clock`
     /// `mono`, so these compare with the workloads' own timestamps).
@@ -25,7 +25,7 @@ pub struct Event {
 }
 
 /// The tracepoints schedlab records, with the fields it uses.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum EventKind {
     /// `sched:sched_switch`: `prev` leaves the CPU, `next` gets it.
     Switch {
@@ -66,7 +66,7 @@ pub enum EventKind {
 }
 
 /// How a slice ended, from the `prev_state` of the switch that ended it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum SwitchEnd {
     /// Still runnable, taken off the CPU by the scheduler (`R+`).
     Preempted,
@@ -118,7 +118,7 @@ impl SwitchEnd {
 }
 
 /// Everything captured for one run.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Capture {
     /// Every event, sorted by `ts_ns` (stable for equal stamps: per CPU, the
     /// ring buffer's order).

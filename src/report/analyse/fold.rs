@@ -271,6 +271,7 @@ mod tests {
             softirqs: None,
             slice_us: None,
             ext_scheduler: None,
+            machine: None,
             by: None,
             not_given: Default::default(),
         }

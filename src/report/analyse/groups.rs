@@ -33,6 +33,9 @@ pub struct Factors {
     /// sched_ext schedulers swept (`matrix.ext_scheduler`), by level name.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub ext_schedulers: Vec<String>,
+    /// Machine levels swept (`matrix.machine`), by name.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub machines: Vec<String>,
     /// In a report `--by` host or kernel: that factor and its levels, by
     /// name.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -59,6 +62,8 @@ pub struct GroupKey {
     pub slice_us: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ext_scheduler: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub machine: Option<String>,
     /// The host or kernel, in a report `--by` one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub by: Option<String>,
@@ -81,6 +86,7 @@ pub(super) struct SpecOrder {
     pub(super) priorities: Vec<String>,
     pub(super) cpus: Vec<String>,
     pub(super) ext_schedulers: Vec<String>,
+    pub(super) machines: Vec<String>,
     /// Workloads that stop after a duration rather than an amount of work.
     pub(super) timed: Vec<String>,
 }
@@ -126,6 +132,7 @@ pub(super) fn spec_order(spec_json: &str) -> SpecOrder {
         workloads: strings("workloads", Some("name")),
         priorities: strings("priorities", Some("name")),
         ext_schedulers: strings("ext_schedulers", Some("name")),
+        machines: strings("machines", Some("name")),
         cpus,
     }
 }
@@ -161,6 +168,7 @@ pub(super) fn factors(
     let mut rts: Vec<i64> = Vec::new();
     let mut slices: Vec<i64> = Vec::new();
     let mut exts: Vec<String> = Vec::new();
+    let mut machines: Vec<String> = Vec::new();
     for r in runs {
         if !policies.contains(&r.policy) {
             policies.push(r.policy.clone());
@@ -192,6 +200,11 @@ pub(super) fn factors(
         {
             exts.push(v.clone());
         }
+        if let Some(v) = &r.machine
+            && !machines.contains(v)
+        {
+            machines.push(v.clone());
+        }
     }
     sort_levels(&mut policies, &order.policies, |p| {
         Policy::parse(p)
@@ -205,6 +218,7 @@ pub(super) fn factors(
     rts.sort_unstable();
     slices.sort_unstable();
     sort_levels(&mut exts, &order.ext_schedulers, |_| 0);
+    sort_levels(&mut machines, &order.machines, |_| 0);
     let by = by.map(|factor| {
         let mut levels: Vec<String> = runs.iter().filter_map(|r| r.by.clone()).collect();
         levels.sort();
@@ -233,6 +247,7 @@ pub(super) fn factors(
         rt_runtime_us: rts,
         slice_us: slices,
         ext_schedulers: exts,
+        machines,
     }
 }
 
@@ -259,6 +274,9 @@ pub fn group_label(k: &GroupKey, factors: &Factors) -> String {
     if let Some(v) = &k.ext_scheduler {
         s.push_str(&format!(", sched_ext {v}"));
     }
+    if let Some(v) = &k.machine {
+        s.push_str(&format!(", machine {v}"));
+    }
     if let (Some(level), Some(by)) = (&k.by, &factors.by) {
         s.push_str(&format!(", {} {level}", by.factor.name()));
     }
@@ -275,6 +293,7 @@ pub(super) fn group_key(r: &ReportRun) -> GroupKey {
         rt_runtime_us: r.rt_runtime_us,
         slice_us: r.slice_us,
         ext_scheduler: r.ext_scheduler.clone(),
+        machine: r.machine.clone(),
         by: r.by.clone(),
     }
 }
@@ -329,6 +348,9 @@ pub(super) fn group(runs: &[ReportRun], factors: &Factors) -> Grouping {
             g.ext_scheduler
                 .as_deref()
                 .map_or(0, |l| pos(&factors.ext_schedulers, l)),
+            g.machine
+                .as_deref()
+                .map_or(0, |l| pos(&factors.machines, l)),
             g.by.as_deref().map_or(0, |l| pos(by_levels, l)),
             pos(&factors.policies, p),
         )

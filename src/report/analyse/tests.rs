@@ -366,6 +366,7 @@ pub(super) fn mem_run(id: i64, policy: &str, rep: i64, status: &str, makespan_s:
         softirqs: None,
         slice_us: None,
         ext_scheduler: None,
+        machine: None,
         by: None,
         not_given: Default::default(),
     }

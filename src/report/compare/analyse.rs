@@ -360,6 +360,7 @@ fn merged(a: &Factors, b: &Factors) -> Factors {
         rt_runtime_us: union(&a.rt_runtime_us, &b.rt_runtime_us),
         slice_us: union(&a.slice_us, &b.slice_us),
         ext_schedulers: union(&a.ext_schedulers, &b.ext_schedulers),
+        machines: union(&a.machines, &b.machines),
         by: None,
     }
 }

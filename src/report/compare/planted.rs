@@ -236,6 +236,7 @@ pub fn report_data(cfg: &Planted, candidate: bool, id: i64) -> Result<ReportData
             softirqs: None,
             slice_us: r.run.slice_us.map(i64::from),
             ext_scheduler: r.run.ext_scheduler.as_ref().map(|x| x.name.clone()),
+            machine: r.run.machine.as_ref().map(|m| m.name.clone()),
             by: None,
             not_given: Default::default(),
         })
