@@ -2,6 +2,7 @@
 
 pub mod aio;
 pub mod fidelity;
+pub mod machines;
 pub mod model;
 pub mod report;
 pub mod trace;

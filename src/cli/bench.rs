@@ -6,7 +6,7 @@ use anyhow::Result;
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 
-use crate::bench::{aio, fidelity, model, report, trace, wrr};
+use crate::bench::{aio, fidelity, machines, model, report, trace, wrr};
 
 #[derive(Subcommand)]
 pub(super) enum BenchCommand {
@@ -28,6 +28,23 @@ pub(super) enum BenchCommand {
     /// from their own plans; each figure's prediction error beside the run-to-run
     /// spread, with issue 20's targets printed as met or missed (never asserted).
     Model(ModelBenchArgs),
+    /// Guests: boot time per accelerator, a guest run's slowdown against
+    /// the same run here, and the spread here against a deterministic
+    /// (TCG-icount) guest's, measured side by side.
+    Machines(MachinesBenchArgs),
+}
+
+#[derive(Args)]
+pub(super) struct MachinesBenchArgs {
+    /// The guests' kernel: a recipe (debian-6.12, debian-6.1) or a bzImage.
+    #[arg(long, default_value = "debian-6.12")]
+    kernel: String,
+    /// Runs of the pi worker per machine level.
+    #[arg(long, default_value_t = 5)]
+    repetitions: u32,
+    /// pi iterations of the worker.
+    #[arg(long, default_value_t = 3_000_000)]
+    iterations: u64,
 }
 
 #[derive(Args)]
@@ -138,6 +155,14 @@ pub(super) fn run(which: BenchCommand) -> Result<i32> {
             repetitions: a.repetitions,
             out: a.out,
         }),
+        BenchCommand::Machines(a) => {
+            machines::run(machines::MachinesBenchOptions {
+                kernel: a.kernel,
+                repetitions: a.repetitions,
+                iterations: a.iterations,
+            })?;
+            Ok(0)
+        }
         BenchCommand::Fidelity(a) => fidelity::run(fidelity::FidelityOptions { quick: a.quick }),
         BenchCommand::Model(a) => {
             model::run(model::ModelBenchOptions {

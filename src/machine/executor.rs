@@ -153,6 +153,22 @@ impl GuestExecutor {
         Ok(outcome)
     }
 
+    /// Boot level `name`'s guest, power it off again, and return how long
+    /// it took to say hello (host time): `schedlab bench machines`.
+    pub fn boot_time(&mut self, name: &str) -> Result<Duration> {
+        self.power_off();
+        match self.boot(name)? {
+            Booted::Up(s) => {
+                let t = s.boot_time;
+                s.shut_down();
+                Ok(t)
+            }
+            Booted::Stopped(sig) => {
+                anyhow::bail!("stopped by {}", crate::sys::proc::signal_name(sig))
+            }
+        }
+    }
+
     /// Power off the guest that runs (at the end, or before another level).
     pub fn power_off(&mut self) {
         if let Some((_, s)) = self.current.take() {

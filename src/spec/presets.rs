@@ -111,6 +111,18 @@ pub const PRESETS: &[Preset] = &[
         traced_where_permitted: false,
     },
     Preset {
+        name: "kernels",
+        summary: "CFS (a Debian 6.1 guest) against EEVDF (a Debian 6.12 guest) and this machine: nice 0/5 hogs, periodic tasks, ping-pong on CPU 0",
+        toml: include_str!("../../presets/kernels.toml"),
+        traced_where_permitted: false,
+    },
+    Preset {
+        name: "topology",
+        summary: "a periodic task beside 8 fair CPU hogs, free on a guest of 2 sockets × 2 cores × 2 SMT threads with 2 NUMA nodes (Debian 6.12)",
+        toml: include_str!("../../presets/topology.toml"),
+        traced_where_permitted: false,
+    },
+    Preset {
         name: "homework",
         summary: "seed 000's CPU- and I/O-bound programs in C, compiled by setup with cc, beside the built-in pi and copy under OTHER, FIFO, RR",
         toml: HOMEWORK,

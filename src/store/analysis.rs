@@ -164,6 +164,12 @@ pub struct ReportEnvironment {
     /// EEVDF's base slice as the kernel reported it (None: it reported
     /// none, or an older schedlab did not record it).
     pub fair_base_slice_ns: Option<u64>,
+    /// A guest's machine level and accelerator (None: a host).
+    pub guest_machine: Option<String>,
+    pub guest_accel: Option<String>,
+    /// The CPU topology the kernel reported ("2 sockets × 2 cores × 1
+    /// thread (4 CPUs), 1 LLC, 2 nodes"), where recorded.
+    pub topology: Option<String>,
 }
 
 /// The measured figures of one worker process of an ok run.
@@ -532,7 +538,10 @@ impl Store {
             "SELECT e.id, COUNT(r.id) AS runs, e.kernel_release, e.cpu_model, e.cpus_online, e.hz, e.preempt_model,
                     e.sched_rt_runtime_us, e.sched_rt_period_us, e.sched_rr_timeslice_ms, e.cgroup_version,
                     e.virtualization, e.schedlab_version, e.hostname,
-                    json_extract(e.json, '$.fair_base_slice_ns') AS fair_base_slice_ns
+                    json_extract(e.json, '$.fair_base_slice_ns') AS fair_base_slice_ns,
+                    json_extract(e.json, '$.guest.machine') AS guest_machine,
+                    json_extract(e.json, '$.guest.accel') AS guest_accel,
+                    json_extract(e.json, '$.topology') AS topology_json
              FROM environments e JOIN runs r ON r.environment_id = e.id
              WHERE r.campaign_id IN ({}) GROUP BY e.id ORDER BY MIN(r.seq), e.id",
             id_list(campaign_ids)
@@ -557,6 +566,14 @@ impl Store {
                     schedlab_version: n.get("schedlab_version")?,
                     hostname: n.get("hostname")?,
                     fair_base_slice_ns: n.opt_u64("fair_base_slice_ns")?,
+                    guest_machine: n.get("guest_machine")?,
+                    guest_accel: n.get("guest_accel")?,
+                    topology: n
+                        .get::<Option<String>>("topology_json")?
+                        .and_then(|j| {
+                            serde_json::from_str::<crate::sys::topology::CpuTopology>(&j).ok()
+                        })
+                        .map(|t| t.summary()),
                 })
             })?
             .collect::<rusqlite::Result<Vec<_>>>()

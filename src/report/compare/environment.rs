@@ -213,6 +213,9 @@ mod tests {
             schedlab_version: "0.1.0".into(),
             hostname: None,
             fair_base_slice_ns: None,
+            guest_machine: None,
+            guest_accel: None,
+            topology: None,
         }
     }
 

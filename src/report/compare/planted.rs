@@ -286,6 +286,9 @@ pub fn report_data(cfg: &Planted, candidate: bool, id: i64) -> Result<ReportData
         schedlab_version: env.schedlab_version.clone(),
         hostname: Some(env.hostname.clone()),
         fair_base_slice_ns: env.fair_base_slice_ns,
+        guest_machine: None,
+        guest_accel: None,
+        topology: None,
     }];
     Ok(ReportData {
         campaign,

@@ -16,7 +16,7 @@ type EnvField = Box<dyn Fn(&crate::store::ReportEnvironment) -> String>;
 
 fn env_table(a: &Analysis) -> (Vec<String>, Vec<Vec<String>>) {
     let o = |v: Option<i64>| v.map_or_else(|| "unknown".into(), |x| x.to_string());
-    let fields: [(&str, EnvField); 11] = [
+    let fields: [(&str, EnvField); 13] = [
         ("runs", Box::new(|e| e.runs.to_string())),
         ("kernel", Box::new(|e| e.kernel_release.clone())),
         ("CPU", Box::new(|e| e.cpu_model.clone())),
@@ -36,6 +36,11 @@ fn env_table(a: &Analysis) -> (Vec<String>, Vec<Vec<String>>) {
         ("cgroup", Box::new(|e| e.cgroup_version.clone())),
         ("virtualisation", Box::new(|e| e.virtualization.clone())),
         ("schedlab", Box::new(|e| e.schedlab_version.clone())),
+        (
+            "CPU topology",
+            Box::new(|e| e.topology.clone().unwrap_or_else(|| "not recorded".into())),
+        ),
+        ("machine level", Box::new(machine_cell)),
     ];
     let mut headers = vec!["".to_string()];
     for (i, _) in a.environments.iter().enumerate() {
@@ -72,6 +77,24 @@ fn env_table(a: &Analysis) -> (Vec<String>, Vec<Vec<String>>) {
         rows.insert(1, r);
     }
     (headers, rows)
+}
+
+/// A guest's level and what its timings are worth; "this machine" for a
+/// host.
+fn machine_cell(e: &crate::store::ReportEnvironment) -> String {
+    match (&e.guest_machine, e.guest_accel.as_deref()) {
+        (Some(m), Some("tcg")) => format!(
+            "{m}, a guest under TCG: wall times and latencies are emulation timings; shares, counts, \
+             orders and placements hold"
+        ),
+        (Some(m), Some("tcg-icount")) => format!(
+            "{m}, a guest under TCG with icount: time is virtual (counted in instructions), \
+             deterministic run to run"
+        ),
+        (Some(m), Some(a)) => format!("{m}, a guest under {a}: as a host"),
+        (Some(m), None) => format!("{m}, a guest"),
+        (None, _) => "this machine (host)".into(),
+    }
 }
 
 fn load_line(a: &Analysis) -> Option<String> {

@@ -454,6 +454,9 @@ mod tests {
             schedlab_version: "0.1.0".into(),
             hostname: None,
             fair_base_slice_ns,
+            guest_machine: None,
+            guest_accel: None,
+            topology: None,
         }
     }
 

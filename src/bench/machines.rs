@@ -1,0 +1,175 @@
+//! `schedlab bench machines`: what a guest costs and what it is worth,
+//! measured side by side in one run. Printed: each accelerator's boot time
+//! (host time from QEMU's start to the guest's hello, over two boots;
+//! KVM only where it answers), then one campaign of a lone pi worker
+//! (repetitions on this machine, a TCG guest and a TCG-icount guest, both
+//! of the same kernel and topology), with each level's median wall time,
+//! its slowdown against this machine's, and its coefficient of variation
+//! beside this machine's.
+
+use anyhow::{Result, bail};
+use std::time::Duration;
+
+use crate::campaign::{self, Options};
+use crate::stats::summary::percentile;
+use crate::store::Store;
+
+pub struct MachinesBenchOptions {
+    /// The guests' kernel (a recipe or a bzImage).
+    pub kernel: String,
+    /// Repetitions of the pi worker per level.
+    pub repetitions: u32,
+    /// pi iterations of the worker.
+    pub iterations: u64,
+}
+
+fn spec_text(o: &MachinesBenchOptions, kvm: bool) -> String {
+    let kvm_level = if kvm { ", \"kvm\"" } else { "" };
+    let kvm_table = if kvm {
+        format!(
+            "[machines.kvm]\nkernel = \"{}\"\naccel = \"kvm\"\n",
+            o.kernel
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "name = \"bench-machines\"\nrepetitions = {}\ncooldown_s = 0\ntimeout_s = 120\n\
+         [matrix]\npolicy = [\"other\"]\nworkload = [\"pi\"]\nprocesses = [1]\ncpus = [\"0\"]\n\
+         machine = [\"host\", \"tcg\", \"icount\"{kvm_level}]\n\
+         [workloads.pi]\niterations = {}\n\
+         [machines.tcg]\nkernel = \"{k}\"\naccel = \"tcg\"\n\
+         [machines.icount]\nkernel = \"{k}\"\naccel = \"tcg-icount\"\n{kvm_table}",
+        o.repetitions,
+        o.iterations,
+        k = o.kernel
+    )
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    percentile(&v, 0.5)
+}
+
+fn cv_pct(v: &[f64]) -> f64 {
+    let n = v.len() as f64;
+    let mean = v.iter().sum::<f64>() / n;
+    let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
+    100.0 * var.sqrt() / mean
+}
+
+pub fn run(o: MachinesBenchOptions) -> Result<()> {
+    if o.repetitions < 2 {
+        bail!("--repetitions must be at least 2 (a spread needs two runs)");
+    }
+    let kvm = crate::sys::kvm::probe(Duration::from_secs(5)).is_ok();
+    let text = spec_text(&o, kvm);
+    let spec = crate::spec::load(&text, "bench machines", &[])?;
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("machines.db");
+    let signals = crate::sys::proc::control_signals();
+    crate::sys::proc::block(&signals)?;
+
+    println!(
+        "boot time (host s, QEMU's start to the guest's hello; kernel {}):",
+        o.kernel
+    );
+    let plan = crate::plan::Plan::of(&spec);
+    let runs: Vec<&crate::plan::Run> = plan.runs().iter().collect();
+    let mut guests = crate::machine::GuestExecutor::begin(
+        &spec,
+        &runs,
+        signals,
+        false,
+        true,
+        false,
+        "schedlab bench machines",
+    )?;
+    let mut levels = vec!["tcg", "icount"];
+    if kvm {
+        levels.push("kvm");
+    }
+    for level in &levels {
+        let mut times = Vec::new();
+        for _ in 0..2 {
+            match guests.boot_time(level) {
+                Ok(t) => times.push(t.as_secs_f64()),
+                Err(e) => println!("  {level:<8} did not boot: {e:#}"),
+            }
+        }
+        if !times.is_empty() {
+            println!(
+                "  {level:<8} {}",
+                times
+                    .iter()
+                    .map(|t| format!("{t:.2}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+    }
+    if !kvm {
+        println!("  kvm      not measured: /dev/kvm does not answer here");
+    }
+    drop(guests);
+
+    let opts = Options {
+        db: db.clone(),
+        quiet: true,
+        retry_failed: false,
+        force: false,
+        allow_concurrent: false,
+    };
+    let summary = campaign::run(&spec, "bench machines", &text, &[], &opts)?;
+    if let Some(sig) = summary.interrupted {
+        bail!("interrupted by {}", crate::sys::proc::signal_name(sig));
+    }
+    let rows = Store::open(&db)?.export_rows(Some(summary.campaign.id))?;
+    let walls = |level: &str| -> Vec<f64> {
+        rows.iter()
+            .filter(|r| r.status == "ok" && r.machine.as_deref() == Some(level))
+            .filter_map(|r| r.wall_ns.map(|w| w as f64 / 1e6))
+            .collect()
+    };
+    let host = walls("host");
+    if host.is_empty() {
+        bail!("no ok run on this machine");
+    }
+    let host_median = median(host.clone());
+    println!(
+        "\na lone pi worker ({} iterations), {} runs per level, wall time (guest's own clock):",
+        o.iterations, o.repetitions
+    );
+    println!(
+        "  {:<8} {:>12} {:>22} {:>8}",
+        "level", "median ms", "slowdown vs host", "CV %"
+    );
+    let mut all = vec!["host"];
+    all.extend(levels.iter().copied());
+    for level in all {
+        let w = walls(level);
+        if w.is_empty() {
+            println!("  {level:<8} no ok run");
+            continue;
+        }
+        let m = median(w.clone());
+        println!(
+            "  {level:<8} {m:>12.3} {:>21.1}× {:>8.3}",
+            m / host_median,
+            cv_pct(&w)
+        );
+    }
+    println!(
+        "\nCV of the icount guest against this machine's: {}",
+        match (walls("icount"), cv_pct(&host)) {
+            (w, h) if !w.is_empty() && h > 0.0 => format!(
+                "{:.2}× ({:.3} % against {:.3} %)",
+                cv_pct(&w) / h,
+                cv_pct(&w),
+                h
+            ),
+            _ => "not measured".into(),
+        }
+    );
+    Ok(())
+}

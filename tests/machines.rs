@@ -1,0 +1,266 @@
+//! Machines as a campaign factor, end to end: one campaign on this
+//! machine, a Debian 6.1 guest (CFS) and a Debian 6.12 guest (EEVDF) in
+//! deterministic mode (`tcg-icount`), both of 2 sockets × 2 cores. Checked:
+//! the topology each guest reports, the CPU shares of nice 0 and nice 5
+//! against the kernel's weight table in each guest, a lone pi worker's
+//! wall time nearly constant in the deterministic guest, and a `kill -9`
+//! of schedlab during a guest's run: no QEMU is left, and the campaign
+//! resumes to its end with nothing stored twice.
+//!
+//! The kernels come from `SCHEDLAB_KERNEL_CACHE` (CI points it at the
+//! shared cache beside the repository) or are built by schedlab (about 10
+//! minutes each on two CPUs).
+
+mod common;
+
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The kernel's weights of nice 0 and nice 5 (kernel/sched/core.c,
+/// sched_prio_to_weight).
+const WEIGHT_NICE0: f64 = 1024.0;
+const WEIGHT_NICE5: f64 = 335.0;
+
+const SPEC: &str = r#"
+name = "machines"
+repetitions = 5
+cooldown_s = 0
+timeout_s = 60
+[matrix]
+policy = ["other"]
+workload = ["solo", "share"]
+processes = [1, 2]
+cpus = ["0"]
+priorities = ["nices"]
+machine = ["host", "cfs", "eevdf"]
+[priorities.nices]
+mode = "list"
+nice = [0, 5]
+[workloads.solo]
+kind = "pi"
+iterations = 3000000
+[workloads.share]
+kind = "pi"
+duration_s = 0.5
+[machines.cfs]
+kernel = "debian-6.1"
+topology = "2x2x1"
+accel = "tcg"
+[machines.eevdf]
+kernel = "debian-6.12"
+topology = "2x2x1"
+accel = "tcg-icount"
+"#;
+
+/// The kernel cache to read: the environment's, or the shared one beside
+/// the repository when it is there.
+fn kernel_cache() -> Option<PathBuf> {
+    if let Some(c) = std::env::var_os("SCHEDLAB_KERNEL_CACHE") {
+        return Some(PathBuf::from(c));
+    }
+    let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/kernels");
+    shared.is_dir().then_some(shared)
+}
+
+fn run_cmd(dir: &Path, db: &Path) -> Command {
+    let mut c = Command::new(bin());
+    c.args(["run", "spec.toml", "--db"])
+        .arg(db)
+        .current_dir(dir)
+        .env("CI", "1")
+        .env("TMPDIR", dir)
+        .env_remove("SCHEDLAB_DB")
+        .stdin(Stdio::null());
+    if let Some(cache) = kernel_cache() {
+        c.env("SCHEDLAB_KERNEL_CACHE", cache);
+    }
+    c
+}
+
+/// QEMU processes whose command line names `dir` (this test's guests).
+fn qemus_of(dir: &Path) -> Vec<i32> {
+    let needle = dir.to_string_lossy().into_owned();
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains("qemu-system") && cmdline.contains(&needle) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+fn stored(db: &Path, sql: &str) -> i64 {
+    let c = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY);
+    c.ok()
+        .and_then(|c| c.query_row(sql, [], |r| r.get(0)).ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn guests_boot_measure_and_resume_after_kill() {
+    if !require(
+        schedlab::sys::proc::euid() == 0,
+        "guests need root here (the campaign's cgroups and tracefs in the guest are root's; QEMU's files)",
+    ) || !require_tool(
+        Command::new("qemu-system-x86_64")
+            .arg("--version")
+            .output()
+            .is_ok(),
+        "QEMU is not installed (Debian: qemu-system-x86)",
+    ) {
+        return;
+    }
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("spec.toml"), SPEC).unwrap();
+    let db = dir.path().join("m.db");
+
+    // Start, and kill -9 once a guest's run is under way.
+    let mut child = run_cmd(dir.path(), &db)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let limit = Duration::from_secs(3600);
+    loop {
+        let guest_runs = stored(&db, "SELECT count(*) FROM runs WHERE machine = 'cfs'");
+        if guest_runs >= 2 && !qemus_of(dir.path()).is_empty() {
+            break;
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            let mut err = String::new();
+            use std::io::Read;
+            child
+                .stderr
+                .take()
+                .unwrap()
+                .read_to_string(&mut err)
+                .unwrap();
+            panic!("the campaign ended ({status}) before a guest ran twice:\n{err}");
+        }
+        assert!(started.elapsed() < limit, "no guest run within an hour");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_millis(700));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let killed_at = Instant::now();
+    while !qemus_of(dir.path()).is_empty() && killed_at.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        qemus_of(dir.path()),
+        Vec::<i32>::new(),
+        "QEMU outlived a kill -9 of schedlab by 5 s"
+    );
+    let before = stored(&db, "SELECT count(*) FROM runs");
+
+    // Resume to the end.
+    let out = run_cmd(dir.path(), &db).output().unwrap();
+    assert!(
+        out.status.success(),
+        "the resumed campaign failed:\n{}",
+        text(&out)
+    );
+    let runs = stored(&db, "SELECT count(*) FROM runs");
+    let keys = stored(&db, "SELECT count(DISTINCT run_key) FROM runs");
+    assert_eq!(runs, 3 * 2 * 2 * 5, "every run stored: {}", text(&out));
+    assert_eq!(keys, runs, "a run stored twice");
+    assert!(before < runs, "the kill came before the end");
+    assert_eq!(
+        stored(&db, "SELECT count(*) FROM runs WHERE status <> 'ok'"),
+        0,
+        "{}",
+        text(&out)
+    );
+
+    check_topologies(&db);
+    check_shares(&db);
+    check_deterministic_wall(&db);
+}
+
+/// Each guest sees 2 sockets of 2 cores, one thread each.
+fn check_topologies(db: &Path) {
+    let c = rusqlite::Connection::open(db).unwrap();
+    let mut stmt = c
+        .prepare(
+            "SELECT DISTINCT r.machine, e.json FROM runs r JOIN environments e ON e.id = r.environment_id",
+        )
+        .unwrap();
+    let rows: Vec<(String, String)> = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    for (machine, json) in rows {
+        let env: serde_json::Value = serde_json::from_str(&json).unwrap();
+        let topo = &env["topology"];
+        if machine == "host" {
+            assert!(env["guest"].is_null());
+            continue;
+        }
+        assert_eq!(env["cpus_online"], 4, "{machine}: {env}");
+        assert_eq!(topo["sockets"], 2, "{machine}: {topo}");
+        assert_eq!(topo["cores"], 4, "{machine}: {topo}");
+        assert_eq!(topo["threads_per_core"], 1, "{machine}: {topo}");
+        assert_eq!(env["guest"]["machine"], machine.as_str());
+        let release = env["kernel_release"].as_str().unwrap();
+        let want = if machine == "cfs" { "6.1." } else { "6.12." };
+        assert!(release.starts_with(want), "{machine}: {release}");
+    }
+}
+
+/// In each guest, nice 0 beside nice 5 on one CPU gets its weight's share
+/// of their CPU time within 5 %.
+fn check_shares(db: &Path) {
+    let want = WEIGHT_NICE0 / (WEIGHT_NICE0 + WEIGHT_NICE5);
+    let c = rusqlite::Connection::open(db).unwrap();
+    for machine in ["cfs", "eevdf"] {
+        let share: f64 = c
+            .query_row(
+                "SELECT sum(CASE WHEN p.nice = 0 THEN p.run_ns END) * 1.0 / sum(p.run_ns)
+                 FROM processes p JOIN runs r ON r.id = p.run_id
+                 WHERE r.machine = ?1 AND r.workload = 'share' AND r.processes = 2",
+                [machine],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert!(
+            (share / want - 1.0).abs() < 0.05,
+            "{machine}: nice 0's share {share:.4} against the weight table's {want:.4}"
+        );
+    }
+}
+
+/// In the deterministic guest a lone pi worker's wall time varies by less
+/// than 0.5 % over its 5 runs.
+fn check_deterministic_wall(db: &Path) {
+    let c = rusqlite::Connection::open(db).unwrap();
+    let mut stmt = c
+        .prepare(
+            "SELECT p.wall_ns FROM processes p JOIN runs r ON r.id = p.run_id
+             WHERE r.machine = 'eevdf' AND r.workload = 'solo' AND r.processes = 1",
+        )
+        .unwrap();
+    let walls: Vec<f64> = stmt
+        .query_map([], |r| r.get::<_, i64>(0))
+        .unwrap()
+        .map(|v| v.unwrap() as f64)
+        .collect();
+    assert_eq!(walls.len(), 5);
+    let mean = walls.iter().sum::<f64>() / 5.0;
+    let sd = (walls.iter().map(|w| (w - mean).powi(2)).sum::<f64>() / 4.0).sqrt();
+    assert!(
+        sd / mean < 0.005,
+        "the deterministic guest's pi wall times {walls:?}: CV {:.3} %",
+        100.0 * sd / mean
+    );
+}
