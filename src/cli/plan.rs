@@ -107,6 +107,12 @@ fn print_spec(l: &Loaded) -> Result<()> {
             joined(ext_levels(s))
         )?;
     }
+    if !s.machines.is_empty() {
+        outln!(
+            "machines     {} (each guest boots once for its runs; estimates are this machine's)",
+            joined(machine_levels(s))
+        )?;
+    }
     if let Some(hogs) = hogs(s) {
         outln!("hogs         {hogs}")?;
     }
@@ -168,6 +174,29 @@ fn ext_levels(s: &Spec) -> Vec<String> {
             false => x.name.clone(),
             true if x.command.join(" ") == x.name => x.name.clone(),
             true => format!("{} ({})", x.name, x.command.join(" ")),
+        })
+        .collect()
+}
+
+/// The machine levels: "host", or a guest's name with its kernel,
+/// topology, nodes and accelerator.
+fn machine_levels(s: &Spec) -> Vec<String> {
+    s.machines
+        .iter()
+        .map(|m| match &m.guest {
+            None => m.name.clone(),
+            Some(g) => format!(
+                "{} ({}, {}{}, {} MiB, {})",
+                m.name,
+                g.kernel,
+                g.topology.label(),
+                match g.numa_nodes {
+                    1 => String::new(),
+                    n => format!(" on {n} nodes"),
+                },
+                g.memory_mib,
+                g.accel.name()
+            ),
         })
         .collect()
 }
@@ -290,6 +319,7 @@ fn json(l: &Loaded, p: &Preview, db: &Path, list: bool) -> Value {
         "processes": s.processes,
         "priorities": s.priorities.iter().map(|p| &p.name).collect::<Vec<_>>(),
         "cpus": s.cpus.iter().map(|c| c.label()).collect::<Vec<_>>(),
+        "machines": s.machines.iter().map(|m| &m.name).collect::<Vec<_>>(),
         "rt_runtime_us": s.rt_runtime_us,
         "slice_us": s.slice_us,
         "sched_ext": ext_levels(s),
