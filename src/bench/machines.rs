@@ -89,6 +89,7 @@ pub fn run(o: MachinesBenchOptions) -> Result<()> {
     if kvm {
         levels.push("kvm");
     }
+    let mut booted = Vec::new();
     for level in &levels {
         let mut times = Vec::new();
         for _ in 0..2 {
@@ -96,6 +97,9 @@ pub fn run(o: MachinesBenchOptions) -> Result<()> {
                 Ok(t) => times.push(t.as_secs_f64()),
                 Err(e) => println!("  {level:<8} did not boot: {e:#}"),
             }
+        }
+        if times.len() == 2 {
+            booted.push(*level);
         }
         if !times.is_empty() {
             println!(
@@ -112,6 +116,13 @@ pub fn run(o: MachinesBenchOptions) -> Result<()> {
         println!("  kvm      not measured: /dev/kvm does not answer here");
     }
     drop(guests);
+    // The campaign's levels are those that booted both times.
+    let levels: Vec<&str> = levels.into_iter().filter(|l| booted.contains(l)).collect();
+    if !levels.contains(&"tcg") || !levels.contains(&"icount") {
+        bail!("the TCG guests did not boot: nothing to compare");
+    }
+    let text = spec_text(&o, levels.contains(&"kvm"));
+    let spec = crate::spec::load(&text, "bench machines", &[])?;
 
     let opts = Options {
         db: db.clone(),

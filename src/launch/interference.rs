@@ -101,6 +101,25 @@ pub fn measure(
     }
 }
 
+/// Each CPU's busy time over the run, in % of its time (every program's,
+/// the run's included), from `/proc/stat`'s ticks: CPU → %. Empty when
+/// the run was shorter than [`MIN_TICKS_PER_CPU`] ticks.
+pub fn cpu_busy_pct(start: &AtRelease, end: &AtEnd) -> BTreeMap<usize, f64> {
+    let (Some(a), Some(b)) = (&start.ticks, &end.ticks) else {
+        return BTreeMap::new();
+    };
+    let mut out = BTreeMap::new();
+    for (&cpu, after) in b {
+        let Some(before) = a.get(&cpu) else { continue };
+        let d = after.since(before);
+        if d.total() < MIN_TICKS_PER_CPU {
+            return BTreeMap::new();
+        }
+        out.insert(cpu, 100.0 * d.busy as f64 / d.total() as f64);
+    }
+    out
+}
+
 /// Steal time and other programs' busy time, in % of the time of `cpus`
 /// CPUs whose counters advanced by `delta`, when `ours_ns` of their busy
 /// time was the run's and schedlab's. None when the window is under
@@ -155,6 +174,53 @@ mod tests {
         assert_eq!(shares(&d, 2, 0, TICK_NS), (None, None));
         assert_eq!(shares(&d, 1, 0, TICK_NS).0, Some(0.0));
         assert_eq!(shares(&d, 0, 0, TICK_NS), (None, None));
+    }
+
+    #[test]
+    fn each_cpus_busy_share_over_the_run() {
+        let reading = |t: [(u64, u64); 2]| {
+            Some(BTreeMap::from([
+                (
+                    0,
+                    CpuTicks {
+                        busy: t[0].0,
+                        idle: t[0].1,
+                        steal: 0,
+                    },
+                ),
+                (
+                    1,
+                    CpuTicks {
+                        busy: t[1].0,
+                        idle: t[1].1,
+                        steal: 0,
+                    },
+                ),
+            ]))
+        };
+        let start = AtRelease {
+            others_runnable: None,
+            ticks: reading([(1000, 1000), (50, 5000)]),
+            own: Usage::default(),
+            cpus: vec![0, 1],
+            noise: noise::Reading::default(),
+        };
+        let end = AtEnd {
+            ticks: reading([(1150, 1050), (100, 5150)]),
+            own: Usage::default(),
+            noise: noise::Reading::default(),
+        };
+        let busy = cpu_busy_pct(&start, &end);
+        assert!(
+            (busy[&0] - 75.0).abs() < 1e-9 && (busy[&1] - 25.0).abs() < 1e-9,
+            "{busy:?}"
+        );
+        // A run under a second of ticks gives none.
+        let short = AtEnd {
+            ticks: reading([(1010, 1010), (55, 5010)]),
+            ..end
+        };
+        assert!(cpu_busy_pct(&start, &short).is_empty());
     }
 
     #[test]

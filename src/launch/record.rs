@@ -99,6 +99,24 @@ pub fn record(
         interference::processes_cpu_ns(&record.processes),
         crate::sys::activity::tick_ns(),
     );
+    let busy = interference::cpu_busy_pct(&ended.before, &ended.after);
+    if !busy.is_empty() {
+        // Each CPU's utilisation over the run: where the work went.
+        let by_cpu: serde_json::Map<String, serde_json::Value> = busy
+            .iter()
+            .map(|(c, pct)| {
+                (
+                    c.to_string(),
+                    serde_json::json!((pct * 10.0).round() / 10.0),
+                )
+            })
+            .collect();
+        add_extra(
+            &mut record,
+            "cpu_busy_pct",
+            serde_json::Value::Object(by_cpu),
+        );
+    }
     if let Some(us) = cpu_dma_latency_us {
         // No CPU slept deeper than this while the run went on.
         add_extra(&mut record, "cpu_dma_latency_us", serde_json::json!(us));

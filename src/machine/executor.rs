@@ -40,6 +40,8 @@ pub struct GuestExecutor {
     allow_concurrent: bool,
     what: String,
     current: Option<(String, Session)>,
+    /// KVM failed to boot a guest once: later `auto` levels go to TCG.
+    kvm_failed: bool,
 }
 
 /// The host time a guest may take to boot.
@@ -116,6 +118,7 @@ impl GuestExecutor {
             allow_concurrent,
             what: what.to_string(),
             current: None,
+            kvm_failed: false,
         })
     }
 
@@ -182,7 +185,15 @@ impl GuestExecutor {
             .iter()
             .find(|p| p.level.name == name)
             .with_context(|| format!("machine \"{name}\" was not prepared"))?;
-        let (accel, why) = qemu::resolve_accel(p.guest.accel, Duration::from_secs(5))?;
+        let (accel, why) = match (p.guest.accel, self.kvm_failed) {
+            (Accel::Auto, true) => (
+                Accel::Tcg,
+                Some(
+                    "accel = \"auto\" runs under TCG: KVM did not boot a guest before".to_string(),
+                ),
+            ),
+            (a, _) => qemu::resolve_accel(a, Duration::from_secs(5))?,
+        };
         if let (Some(why), false) = (&why, self.quiet) {
             note!("{why}");
         }
@@ -216,6 +227,7 @@ impl GuestExecutor {
             Ok(b) => Ok(b),
             // KVM that makes VMs but does not run them: TCG, said so.
             Err(e) if accel == Accel::Kvm && p.guest.accel == Accel::Auto => {
+                self.kvm_failed = true;
                 if !self.quiet {
                     note!(
                         "accel = \"auto\": KVM did not boot the guest ({e:#}); booting it under TCG"
