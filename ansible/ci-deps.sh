@@ -46,9 +46,11 @@ if [ -z "$python" ]; then
     exit 1
 fi
 
-have_core=$("$venv/bin/ansible-playbook" --version 2>/dev/null || true)
-have_lint=$("$venv/bin/ansible-lint" --nocolor --version 2>/dev/null || true)
-if ! grep -qF "core $ANSIBLE_CORE]" <<<"$have_core" || ! grep -qF "$ANSIBLE_LINT" <<<"$have_lint"; then
+# The versions installed, asked of the package metadata (running the tools
+# would write their caches under ~).
+have=$("$venv/bin/python" -c 'import importlib.metadata as m
+print(m.version("ansible-core"), m.version("ansible-lint"))' 2>/dev/null || true)
+if [ "$have" != "$ANSIBLE_CORE $ANSIBLE_LINT" ]; then
     echo "== installing ansible-core $ANSIBLE_CORE and ansible-lint $ANSIBLE_LINT in $venv"
     "$python" -m venv "$venv"
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \

@@ -302,35 +302,50 @@ fn stored_runs(db: &Path) -> u64 {
         .unwrap_or(0)
 }
 
-/// Run the playbook, and stop alpha's campaign with SIGTERM once it has
-/// stored a run and before it has stored them all.
-fn run_and_kill_alpha(dir: &Path, alpha_db: &Path, planned: u64) -> (Option<i32>, String, u64) {
-    let log = dir.join("first-play.log");
+/// Runs site.yml in a process group of its own and watches alpha's
+/// campaign: once `ready(stored runs)` holds while it runs, `act(pid of
+/// alpha's schedlab run, the play's process group)`. Returns the play's
+/// exit code and output, and the stored runs when it acted.
+fn play_and_act(
+    dir: &Path,
+    alpha_db: &Path,
+    name: &str,
+    ready: impl Fn(u64) -> bool,
+    act: impl FnOnce(i32, i32),
+) -> (Option<i32>, String, u64) {
+    use std::os::unix::process::CommandExt;
+    let log = dir.join(format!("{name}.log"));
     let file = std::fs::File::create(&log).unwrap();
     let mut child = playbook(dir, "site.yml", &[])
+        .process_group(0)
         .stdout(file.try_clone().unwrap())
         .stderr(file)
         .spawn()
         .unwrap();
+    let group = child.id() as i32;
     let t0 = Instant::now();
-    let mut killed_at = None;
+    let mut acted_at = None;
     while t0.elapsed() < Duration::from_secs(240) && child.try_wait().unwrap().is_none() {
         let n = stored_runs(alpha_db);
-        if let Some(pid) = campaign_pid(alpha_db).filter(|_| n >= 1) {
-            assert!(n < planned, "alpha finished before it could be stopped");
-            schedlab::sys::proc::kill(pid, libc::SIGTERM);
-            killed_at = Some(n);
+        if let Some(pid) = campaign_pid(alpha_db).filter(|_| ready(n)) {
+            act(pid, group);
+            acted_at = Some(n);
             break;
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    if killed_at.is_none() {
-        let _ = child.kill();
+    if acted_at.is_none() {
+        let _ = schedlab::sys::proc::kill_group(group, libc::SIGKILL);
     }
     let status = child.wait().unwrap();
     let out = std::fs::read_to_string(&log).unwrap();
-    let n = killed_at.unwrap_or_else(|| panic!("alpha's campaign was never seen: {out}"));
+    let n = acted_at.unwrap_or_else(|| panic!("{name}: alpha's campaign was never seen: {out}"));
     (status.code(), out, n)
+}
+
+/// Whether process `pid` exists.
+fn alive(pid: i32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
 }
 
 #[test]
@@ -373,7 +388,17 @@ fn the_playbook_runs_resumes_collects_and_refuses_a_host_without_rt() {
 
     // 1. Both hosts run; alpha's campaign is stopped part-way: alpha is
     // reported failed, beta completes and is collected.
-    let (code, log, stored_when_killed) = run_and_kill_alpha(&dir, &alpha_db, planned);
+    let (code, log, stored_when_killed) = play_and_act(
+        &dir,
+        &alpha_db,
+        "first-play",
+        |n| n >= 1,
+        |pid, _| schedlab::sys::proc::kill(pid, libc::SIGTERM),
+    );
+    assert!(
+        stored_when_killed < planned,
+        "alpha finished before it could be stopped"
+    );
     assert_eq!(code, Some(2), "{log}");
     assert!(log.contains("alpha: schedlab run exited with 143"), "{log}");
     assert!(
@@ -388,16 +413,45 @@ fn the_playbook_runs_resumes_collects_and_refuses_a_host_without_rt() {
     assert!(alpha_before[0].total_runs() < planned, "{log}");
     let beta_bytes = std::fs::read(&beta_db).unwrap();
 
-    // 2. Again: alpha resumes its campaign (the same one, no run twice),
-    // beta's complete campaign is left alone; both are merged and
-    // reported by host.
+    // 2. Again: alpha resumes its campaign (beta's is complete), and the
+    // control node loses its connection (the play is killed) while it
+    // runs: the campaign goes on without it, to the end.
+    let resumed_from = alpha_before[0].total_runs();
+    let mut campaign = 0;
+    let (_, log, at_kill) = play_and_act(
+        &dir,
+        &alpha_db,
+        "second-play",
+        |_| true,
+        |pid, group| {
+            campaign = pid;
+            schedlab::sys::proc::kill_group(group, libc::SIGKILL).unwrap();
+        },
+    );
+    assert!(
+        at_kill < planned,
+        "alpha had finished when the play was killed"
+    );
+    let t0 = Instant::now();
+    while stored_runs(&alpha_db) < planned || alive(campaign) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(120),
+            "alpha's campaign did not go on without the play: {} of {planned} runs (from \
+             {resumed_from}); {log}",
+            stored_runs(&alpha_db)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    // 3. Again: both campaigns are complete and left alone; both are
+    // merged and reported by host.
     let out = run_playbook(&dir, &[]);
     let log = text(&out);
     assert!(out.status.success(), "{log}");
-    assert!(
-        log.contains("beta: campaign complete, 8 runs stored; left alone"),
-        "{log}"
-    );
+    for host in ["alpha", "beta"] {
+        let want = format!("{host}: campaign complete, 8 runs stored; left alone");
+        assert!(log.contains(&want), "{want}: {log}");
+    }
     assert_eq!(
         std::fs::read(&beta_db).unwrap(),
         beta_bytes,
@@ -444,7 +498,7 @@ fn the_playbook_runs_resumes_collects_and_refuses_a_host_without_rt() {
         assert!(dir.join("results").join(f).is_file(), "{f} not written");
     }
 
-    // 3. The spec with SCHED_FIFO (a --set override of the inventory's):
+    // 4. The spec with SCHED_FIFO (a --set override of the inventory's):
     // beta, whose sessions lack CAP_SYS_NICE, is refused by name with the
     // reason; alpha runs it and is collected.
     let out = run_playbook(
