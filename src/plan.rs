@@ -275,6 +275,38 @@ fn matrix(spec: &Spec) -> Vec<Run> {
     }
 }
 
+/// What a spec's command workloads need installed: the programs they run
+/// (`argv` and `setup`, by name or path) and the Debian packages of those
+/// that are standard tools, each sorted and once.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Needs {
+    pub programs: Vec<String>,
+    pub packages: Vec<String>,
+}
+
+/// See [`Needs`]. Reads the spec only: nothing of this machine is checked,
+/// so it answers before the programs are installed.
+pub fn needs(spec: &Spec) -> Needs {
+    let programs: std::collections::BTreeSet<&str> = spec
+        .workloads
+        .iter()
+        .filter_map(|w| w.workload.command())
+        .flat_map(|c| c.programs())
+        .collect();
+    let packages: std::collections::BTreeSet<&str> = programs
+        .iter()
+        .filter_map(|p| {
+            // A path names its program by its last component.
+            let name = p.rsplit('/').next().unwrap_or(p);
+            crate::workload::command::params::debian_package(name)
+        })
+        .collect();
+    Needs {
+        programs: programs.into_iter().map(String::from).collect(),
+        packages: packages.into_iter().map(String::from).collect(),
+    }
+}
+
 /// Estimated wall time of one run in seconds: each process's CPU time,
 /// times the processes sharing each CPU, and never less than one process
 /// takes alone (a periodic task's periods).

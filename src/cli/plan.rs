@@ -29,10 +29,27 @@ pub(super) struct PlanArgs {
     /// Print JSON instead of text (the runs under "list" with --list).
     #[arg(long)]
     json: bool,
+    /// Print only what the spec's command workloads need installed: the
+    /// Debian packages of their programs, one a line (with --json, the
+    /// programs too). Checks nothing of this machine, so it answers before
+    /// the programs are there.
+    #[arg(long, conflicts_with_all = ["list", "force"])]
+    packages: bool,
 }
 
 pub(super) fn run(a: PlanArgs) -> Result<i32> {
     let l = a.source.load_measured()?;
+    if a.packages {
+        let needs = plan::needs(&l.spec);
+        if a.json {
+            outln!("{}", serde_json::to_string_pretty(&needs)?)?;
+        } else {
+            for p in &needs.packages {
+                outln!("{}", out::esc(p))?;
+            }
+        }
+        return Ok(0);
+    }
     let p = campaign::preview(&l.spec, &l.origin, &a.db.db, a.force)?;
     if a.json {
         let value = json(&l, &p, &a.db.db, a.list);
@@ -337,6 +354,7 @@ fn json(l: &Loaded, p: &Preview, db: &Path, list: bool) -> Value {
         "estimate_s": p.estimate_s,
         "pi_iter_per_s": p.rates.pi_iter_per_s,
         "warnings": warnings(s, p),
+        "packages": plan::needs(s).packages,
     });
     if let (Some(a), Some(e)) = (s.auto_repetitions, &p.auto_estimate) {
         v["auto_repetitions"] = json!({

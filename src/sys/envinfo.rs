@@ -123,9 +123,7 @@ pub fn capture() -> EnvSnapshot {
 
     EnvSnapshot {
         machine: uts.as_ref().map_or_else(String::new, |u| u.machine.clone()),
-        hostname: uts
-            .as_ref()
-            .map_or_else(String::new, |u| u.nodename.clone()),
+        hostname: hostname(),
         host_id: crate::sys::hostid::host_id(),
         cpu_model: parse_cpuinfo_model(&cpuinfo).unwrap_or_else(|| "unknown".to_string()),
         cpus_online: cpus_online(),
@@ -164,9 +162,10 @@ pub fn capture() -> EnvSnapshot {
     }
 }
 
-/// This machine's hostname (`uname -n`), empty when unknown.
+/// This machine's hostname (`uname -n`, empty when unknown), or
+/// `SCHEDLAB_HOSTNAME` (see [`crate::sys::hostid::hostname_or`]).
 pub fn hostname() -> String {
-    uname().map_or_else(String::new, |u| u.nodename)
+    crate::sys::hostid::hostname_or(&uname().map_or_else(String::new, |u| u.nodename))
 }
 
 struct Uname {

@@ -10,13 +10,17 @@
 //! the state directory (`/var/lib/schedlab/host-id`, else
 //! `$XDG_STATE_HOME/schedlab/host-id` or `~/.local/state/schedlab/host-id`).
 //! `SCHEDLAB_HOST_ID` overrides both (tests, and machines cloned from one
-//! image that share a machine-id).
+//! image that share a machine-id). `SCHEDLAB_HOSTNAME` overrides the
+//! hostname recorded (`uname -n`): a name of the inventory, or several
+//! hosts that are one machine (an Ansible test on loopback addresses).
 
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
 /// The environment variable that overrides the host id.
 pub const HOST_ID_ENV: &str = "SCHEDLAB_HOST_ID";
+/// The environment variable that overrides the hostname recorded.
+pub const HOSTNAME_ENV: &str = "SCHEDLAB_HOSTNAME";
 const MACHINE_ID: &str = "/etc/machine-id";
 const STATE_DIR: &str = "/var/lib/schedlab";
 const FILE_NAME: &str = "host-id";
@@ -37,6 +41,15 @@ pub fn host_id() -> Option<String> {
         return Some(id);
     }
     state_files().iter().find_map(|p| kept_or_created(p))
+}
+
+/// The hostname to record: `SCHEDLAB_HOSTNAME` when set and not blank
+/// (trimmed), else `uname`'s (`nodename`).
+pub fn hostname_or(nodename: &str) -> String {
+    std::env::var_os(HOSTNAME_ENV)
+        .map(|v| v.to_string_lossy().trim().to_string())
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| nodename.to_string())
 }
 
 /// The host id derived from the text of `/etc/machine-id`: a UUID (version

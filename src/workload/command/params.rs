@@ -615,6 +615,15 @@ fn executable(p: &Path) -> Option<bool> {
 }
 
 impl CommandParams {
+    /// The programs it runs: `argv`'s, then `setup`'s when there is one.
+    pub fn programs(&self) -> Vec<&str> {
+        [self.argv.first(), self.setup.first()]
+            .into_iter()
+            .flatten()
+            .map(String::as_str)
+            .collect()
+    }
+
     /// The PATH the program is looked up in: `env`'s, else schedlab's.
     pub fn path_var(&self) -> Option<OsString> {
         match self.env.get("PATH") {
