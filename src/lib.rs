@@ -24,6 +24,8 @@ pub mod launch;
 #[forbid(unsafe_code)]
 pub mod locks;
 #[forbid(unsafe_code)]
+pub mod machine;
+#[forbid(unsafe_code)]
 pub mod merge;
 #[forbid(unsafe_code)]
 pub mod output;
