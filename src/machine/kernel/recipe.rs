@@ -124,12 +124,10 @@ impl Recipe {
             .args(["-W", "-f=${db:Status-Abbrev} ${Version}", self.package])
             .output()
             .ok()?;
-        let text = String::from_utf8_lossy(&out.stdout);
-        // "ii  6.12.117-1~deb12u1": the status abbreviation is three
-        // characters ("ii "), then the version.
-        let mut words = text.split_whitespace();
-        let (status, version) = (words.next()?, words.next()?);
-        (out.status.success() && status == "ii").then(|| version.to_string())
+        out.status
+            .success()
+            .then(|| installed_of(&String::from_utf8_lossy(&out.stdout)))
+            .flatten()
     }
 
     /// What to tell a user whose machine lacks the source package.
@@ -139,6 +137,15 @@ impl Recipe {
             self.package, self.package
         )
     }
+}
+
+/// The version in dpkg-query's "${db:Status-Abbrev} ${Version}" when the
+/// package is installed: "ii  6.12.117-1~deb12u1" (the abbreviation is three
+/// characters, "ii ", then the space before the version).
+fn installed_of(text: &str) -> Option<String> {
+    let mut words = text.split_whitespace();
+    let (status, version) = (words.next()?, words.next()?);
+    (status == "ii").then(|| version.to_string())
 }
 
 /// The upstream release of a Debian version: "6.12.117" of "6.12.117-1~deb12u1".
@@ -166,6 +173,17 @@ mod tests {
                 assert!(wants.iter().any(|w| w.name == *a), "{}: {a}", r.name);
             }
         }
+    }
+
+    #[test]
+    fn an_installed_packages_version_is_read_without_the_status_padding() {
+        assert_eq!(
+            installed_of("ii  6.12.117-1~deb12u1").as_deref(),
+            Some("6.12.117-1~deb12u1")
+        );
+        assert_eq!(installed_of("rc  6.1.192-2"), None);
+        assert_eq!(installed_of("un  "), None);
+        assert_eq!(installed_of(""), None);
     }
 
     #[test]
