@@ -23,7 +23,7 @@ pub mod export;
 pub mod launch;
 #[forbid(unsafe_code)]
 pub mod locks;
-// Guests as machine levels.
+#[forbid(unsafe_code)]
 pub mod machine;
 #[forbid(unsafe_code)]
 pub mod merge;

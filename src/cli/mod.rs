@@ -19,6 +19,7 @@ mod compare;
 mod completions;
 mod env;
 mod export;
+mod kernel;
 mod man;
 mod merge;
 mod plan;
@@ -91,6 +92,12 @@ enum Command {
     /// Turn a campaign into statistics, findings, tables and charts: one
     /// self-contained HTML file, Markdown or JSON.
     Report(report::ReportArgs),
+    /// Guest kernels for machine campaigns: list the recipes and the cache,
+    /// build one from Debian's source, check a bzImage of your own.
+    Kernel {
+        #[command(subcommand)]
+        action: kernel::KernelCommand,
+    },
     /// Compare a candidate campaign with a baseline, condition by condition:
     /// ratios with confidence intervals, significance, better or worse.
     Compare(compare::CompareArgs),
@@ -225,6 +232,7 @@ fn dispatch(command: Command) -> Result<i32> {
         Command::Trace { action } => trace::run(action),
         Command::Report(a) => report::run(a),
         Command::Compare(a) => compare::run(a),
+        Command::Kernel { action } => kernel::run(action),
         Command::Bench { which } => bench::run(which),
         Command::Completions(a) => completions::run(a),
         Command::Man(a) => man::run(a),

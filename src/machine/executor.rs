@@ -81,7 +81,7 @@ impl GuestExecutor {
             if levels.iter().any(|p| p.level.name == m.name) {
                 continue;
             }
-            let k = super::kernel_for(&m.name, &g.kernel, quiet)?;
+            let k = super::kernel_for(&m.name, g, quiet)?;
             levels.push(Prepared {
                 level: m.clone(),
                 guest: g.clone(),

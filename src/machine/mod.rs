@@ -3,21 +3,24 @@
 //! carried out by schedlab inside them and stored on the host like any
 //! other.
 //!
-//! `image`: the guest's initramfs; `qemu`: QEMU's command line and
-//! accelerator; `protocol`: what host and guest say over the channel;
-//! `guest`: one booted guest seen from the host; `executor`: the guests of
-//! a campaign as the executor of its guest runs; `agent`: schedlab inside
-//! the guest.
+//! `kernel`: the recipes, their cache and a user's bzImage; `image`: the
+//! guest's initramfs; `qemu`: QEMU's command line and accelerator;
+//! `protocol`: what host and guest say over the channel; `guest`: one
+//! booted guest seen from the host; `executor`: the guests of a campaign as
+//! the executor of its guest runs; `agent`: schedlab inside the guest.
 
 pub mod agent;
 pub mod executor;
 pub mod guest;
 pub mod image;
+pub mod kernel;
 pub mod protocol;
 pub mod qemu;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use std::path::PathBuf;
+
+use crate::spec::machines::Guest;
 
 pub use executor::GuestExecutor;
 
@@ -27,29 +30,32 @@ pub struct KernelRef {
     pub source: String,
 }
 
-/// The kernel of machine level `level`: `kernel` is a recipe's name or the
-/// path of a bzImage.
-pub fn kernel_for(level: &str, kernel: &str, _quiet: bool) -> Result<KernelRef> {
-    let key = format!("machines.{level}.kernel");
-    if kernel.contains('/') {
-        let p = PathBuf::from(kernel);
-        if !p.is_file() {
-            bail!("{key}: {kernel} does not exist");
-        }
-        return Ok(KernelRef {
-            source: format!("bzImage {kernel}"),
-            bzimage: p,
-        });
-    }
-    let cache = std::env::var_os("SCHEDLAB_KERNEL_CACHE").map(PathBuf::from);
-    match cache
-        .map(|c| c.join(kernel).join("bzImage"))
-        .filter(|p| p.is_file())
+/// The kernel of machine level `level`: found in a cache, built from its
+/// recipe when none fits, or the user's bzImage; refused when its
+/// `NR_CPUS` is below the topology's CPUs or it lacks what schedlab needs.
+pub fn kernel_for(level: &str, guest: &Guest, quiet: bool) -> Result<KernelRef> {
+    let k = kernel::resolve(&guest.kernel, true, quiet)
+        .with_context(|| format!("machines.{level}.kernel = \"{}\"", guest.kernel))?;
+    let cpus = guest.topology.cpus();
+    if let Some(n) = k.config.nr_cpus()
+        && cpus > n
     {
-        Some(p) => Ok(KernelRef {
-            source: format!("recipe {kernel} ({})", p.display()),
-            bzimage: p,
-        }),
-        None => bail!("{key}: no built kernel \"{kernel}\""),
+        bail!(
+            "machines.{level}.topology: {} is {cpus} CPUs, more than the kernel's NR_CPUS ({n}) of {}",
+            guest.topology.label(),
+            k.bzimage.display()
+        );
     }
+    let missing = kernel::missing_options(&k.config);
+    if !missing.is_empty() {
+        bail!(
+            "machines.{level}.kernel: {} lacks what schedlab needs in a guest: {}",
+            k.bzimage.display(),
+            kernel::describe_missing(&k.config)
+        );
+    }
+    Ok(KernelRef {
+        source: format!("{} ({}, {})", k.name, k.source, k.bzimage.display()),
+        bzimage: k.bzimage,
+    })
 }
