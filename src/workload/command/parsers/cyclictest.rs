@@ -360,7 +360,10 @@ mod tests {
             .replace("# Total: 000001000", "# Total: 9223372036854775807");
         assert_ne!(text, include_str!("samples/cyclictest_hist.txt"));
         let e = parse(&text).unwrap_err();
-        assert!(e.contains("beyond 9007199254740992"), "{e}");
+        assert!(
+            e.contains("`cycles` is 9223372036854775808, outside 0..=9007199254740992"),
+            "{e}"
+        );
         // A `T:` line with a count beyond u64 is refused, not read as 0.
         let line = "T: 0 ( 1) P:10 I:1000 C:99999999999999999999999 Min: 1 Act: 2 Avg: 3 Max: 4\n";
         let e = parse(line).unwrap_err();
