@@ -963,9 +963,10 @@ fn compare_refuses_a_copy_of_the_baseline_as_the_candidate() {
     assert!(out.status.success(), "{}", text(&out));
 }
 
-/// A program run as `user` cannot have schedlab (root) read a file its
-/// user may not read by naming it as a figure's source: a symbolic link
-/// to a root-only file is refused (its text is neither stored nor shown),
+/// A program (run as `user` or not) cannot have schedlab (root) read a
+/// file outside its directory by naming it as a figure's source: a
+/// symbolic link to a root-only file is refused (its text is neither
+/// stored nor shown),
 /// and a FIFO as a source fails the run at once instead of blocking it.
 #[test]
 fn a_figure_source_is_read_only_when_the_program_s_user_owns_it_and_it_is_a_file() {
@@ -984,7 +985,15 @@ fn a_figure_source_is_read_only_when_the_program_s_user_owns_it_and_it_is_a_file
                 "user = \"nobody\"\nargv = [\"ln\", \"-s\", \"{}\", \"out.txt\"]",
                 secret.display()
             ),
-            "is not the program's",
+            "leads outside the program's directory",
+        ),
+        // Issue 34: without `user` too, a link out of cwd is not followed.
+        (
+            format!(
+                "argv = [\"ln\", \"-s\", \"{}\", \"out.txt\"]",
+                secret.display()
+            ),
+            "leads outside the program's directory",
         ),
         (
             "argv = [\"mkfifo\", \"out.txt\"]".to_string(),

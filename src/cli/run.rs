@@ -79,5 +79,11 @@ pub(super) fn summarise(s: &campaign::Summary, db: &std::path::Path, quiet: bool
     if failed + timed_out > 0 {
         return Ok(EXIT_RUNS_FAILED);
     }
+    // Nor a campaign of which nothing was measured this time: every run it
+    // ran was skipped (a program not in PATH, a policy not permitted).
+    if skipped > 0 && ok == 0 {
+        note!("every run was skipped (their reasons are above and stored): nothing was measured");
+        return Ok(EXIT_RUNS_FAILED);
+    }
     Ok(0)
 }

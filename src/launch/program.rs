@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use crate::policy::Policy;
 use crate::record::{ProcessRecord, ProcessUsage};
 use crate::sys::cgroup::TreeStats;
 use crate::sys::proc::Exit;
@@ -178,19 +179,83 @@ pub fn extra(o: &Observed, outputs: &Outputs) -> serde_json::Value {
         "migrations are counted per task by /proc/PID/sched, and exit records carry none".into(),
     );
     let out = outputs.program_output(o.index);
-    serde_json::json!({
+    let exit_policies: BTreeMap<String, u64> = o
+        .stats
+        .exit_policies
+        .iter()
+        .map(|(&p, &n)| (policy_name(p), n))
+        .collect();
+    let mut v = serde_json::json!({
         "worker": o.index,
         "stopped_by_schedlab": o.stopped,
         "top_exit": o.exit.describe(),
         "stdout_dropped_bytes": out.as_ref().map_or(0, |x| x.stdout_dropped),
         "stderr_dropped_bytes": out.as_ref().map_or(0, |x| x.stderr_dropped),
         "missing": missing,
+        "exit_policies": exit_policies,
+    });
+    if let Some(c) = policy_caveat(o.member.sched.policy, &o.stats.exit_policies) {
+        v["caveat"] = c.into();
+    }
+    v
+}
+
+/// A kernel policy number's name (`fifo`; `ext` for sched_ext's).
+fn policy_name(id: u32) -> String {
+    match Policy::from_kernel_id(id) {
+        Some(p) => p.name().to_string(),
+        None if id == SCHED_EXT => "ext".into(),
+        None => format!("policy {id}"),
+    }
+}
+
+/// The kernel's number for SCHED_EXT, which the tasks of a run under
+/// `matrix.ext_scheduler` inherit.
+const SCHED_EXT: u32 = 7;
+
+/// What to say when tasks of the tree exited under another policy than the
+/// run gave it: the program changed it for itself (`chrt -f 50 …`), so its
+/// figures are not the run's policy's. Not under WRR (its dispatcher gives
+/// turns as FIFO), nor of SCHED_EXT (a sched_ext scheduler's tasks).
+fn policy_caveat(given: Policy, exits: &BTreeMap<u32, u64>) -> Option<String> {
+    if given == Policy::Wrr {
+        return None;
+    }
+    let other: Vec<String> = exits
+        .iter()
+        .filter(|&(&p, _)| p != given.kernel_id() && p != SCHED_EXT)
+        .map(|(&p, &n)| format!("{n} under {}", policy_name(p)))
+        .collect();
+    (!other.is_empty()).then(|| {
+        format!(
+            "of its tasks, {} at their exit, not {}: the program changed its own policy (as \
+             chrt does), so what it measured is not {}'s alone",
+            other.join(", "),
+            given.name(),
+            given.name()
+        )
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tasks_that_changed_their_policy_are_named() {
+        let exits = BTreeMap::from([(0, 1), (1, 3)]);
+        let c = policy_caveat(Policy::Other, &exits).unwrap();
+        assert!(c.contains("3 under fifo") && c.contains("not other"), "{c}");
+        assert_eq!(policy_caveat(Policy::Fifo, &BTreeMap::from([(1, 4)])), None);
+        // sched_ext's tasks and WRR's dispatched ones are not the program's doing.
+        assert_eq!(
+            policy_caveat(Policy::Other, &BTreeMap::from([(7, 2)])),
+            None
+        );
+        assert_eq!(policy_caveat(Policy::Wrr, &exits), None);
+        assert_eq!(policy_name(7), "ext");
+        assert_eq!(policy_name(42), "policy 42");
+    }
 
     #[test]
     fn a_tree_whose_cpu_was_not_read_fails_naming_why() {

@@ -79,7 +79,10 @@ pub fn spawn_worker(
         child::ChildSetup {
             unblock_signals: true,
             die_with_parent: true,
+            // A program (which may run as another user) leaves schedlab's
+            // session and controlling terminal: no TIOCSTI into it.
             own_process_group: true,
+            own_session: args.workload.is_command(),
             move_fds,
             keep_fds: args.fds.clone(),
             attr: Some(attr),

@@ -1,6 +1,6 @@
 //! What a child process does between `fork` and `exec`, described as data
 //! and carried out by async-signal-safe system calls only: unblock signals,
-//! die with the parent, take a process group of its own, move descriptors,
+//! die with the parent, take a process group (or session) of its own, move descriptors,
 //! keep descriptors open across `exec`, and take a scheduling policy and CPU
 //! affinity. The one `pre_exec` closure
 //! of schedlab lives here, so no other module needs `unsafe` to start a
@@ -30,6 +30,10 @@ pub struct ChildSetup {
     pub die_with_parent: bool,
     /// A process group of its own (so signals to the parent's group miss it).
     pub own_process_group: bool,
+    /// A session of its own (a process group too, and no controlling
+    /// terminal), in place of `own_process_group`: for a worker that
+    /// becomes another program, which must not reach schedlab's terminal.
+    pub own_session: bool,
     /// `dup2(from, to)` for each, in order (the copies stay open across
     /// `exec`). No `from` may be an earlier pair's `to`: keep the sources
     /// above the targets (see `fds::at_least`).
@@ -114,7 +118,9 @@ pub fn configure(cmd: &mut Command, setup: ChildSetup) {
         if setup.die_with_parent {
             proc::die_with_parent_raw().map_err(os)?;
         }
-        if setup.own_process_group {
+        if setup.own_session {
+            proc::own_session_raw().map_err(os)?;
+        } else if setup.own_process_group {
             proc::own_process_group_raw().map_err(os)?;
         }
         for &(from, to) in &setup.move_fds {

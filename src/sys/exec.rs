@@ -1,7 +1,9 @@
 //! A worker replacing itself with another program (a `command` workload):
-//! the descriptors it must not hand on marked close-on-exec, and the
-//! `exec` itself; and a program started inside cgroups
-//! ([`spawn_in_cgroups`]), so that nothing it forks is outside them.
+//! the `exec` itself (the descriptors it must not hand on are marked
+//! close-on-exec by `fds::close_on_exec_from_raw`); and a helper program started confined
+//! ([`spawn_confined`]): inside cgroups, so that nothing it forks is
+//! outside them, in a session of its own, with no descriptor of ours, as
+//! the workload's user.
 
 use std::ffi::CString;
 use std::io;
@@ -9,28 +11,6 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command};
-
-/// Mark `fd` close-on-exec, so the program a worker becomes does not
-/// inherit it (the start barrier, the result pipe: a program holding the
-/// result pipe open would keep the parent from seeing its end). A
-/// descriptor that is not open is left as it is.
-pub fn close_on_exec(fd: i32) -> io::Result<()> {
-    // SAFETY: fcntl with integer arguments only.
-    let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
-    if flags < 0 {
-        let e = io::Error::last_os_error();
-        return if e.raw_os_error() == Some(libc::EBADF) {
-            Ok(())
-        } else {
-            Err(e)
-        };
-    }
-    // SAFETY: fcntl with integer arguments only.
-    if unsafe { libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
-}
 
 /// Replace the calling process with `cmd` (its program, arguments,
 /// environment, directory and standard input; the process keeps its pid,
@@ -55,35 +35,75 @@ pub fn die_with_parent() -> io::Result<()> {
     crate::sys::proc::die_with_parent_raw().map_err(io::Error::from_raw_os_error)
 }
 
-/// Starts `cmd` as a member of the cgroups whose `cgroup.procs` files
-/// are `procs_files`: between fork and exec the child asks to be killed
-/// with its parent (after the change of user `cmd` may ask for, which
-/// clears that setting) and writes "0" (itself) into each, so nothing of
-/// the program runs, or forks, outside them. A group that refuses it fails
-/// the spawn, and the program is not run.
-pub fn spawn_in_cgroups(cmd: &mut Command, procs_files: &[PathBuf]) -> io::Result<Child> {
-    let paths: Vec<CString> = procs_files
+/// Whom a program started by [`spawn_confined`] runs as, and where.
+pub struct Confinement<'a> {
+    /// The `cgroup.procs` files of the groups it joins.
+    pub procs_files: &'a [PathBuf],
+    /// The user it runs as (None: schedlab's own).
+    pub user: Option<&'a crate::sys::user::UserIds>,
+    /// Its working directory, entered again as `user` (the standard
+    /// library enters it before the switch, as root).
+    pub dir: &'a std::path::Path,
+}
+
+/// Starts `cmd` confined: between fork and exec the child asks to be
+/// killed with its parent, joins the cgroups of `c.procs_files` (writing
+/// "0", itself, into each: nothing of the program runs or forks outside
+/// them; a group that refuses it fails the spawn and the program is not
+/// run), takes a session of its own (no controlling terminal: it cannot
+/// type into schedlab's), marks every descriptor above standard error
+/// close-on-exec (it gets 0-2 alone), and only then switches to `c.user`
+/// (groups, group, user: joining a root-owned cgroup needs root), enters
+/// `c.dir` as that user and asks again to die with its parent (the switch
+/// cleared it). Its process group is its pid, as with `process_group(0)`,
+/// which `cmd` must not set (a group leader cannot start a session).
+pub fn spawn_confined(cmd: &mut Command, c: &Confinement) -> io::Result<Child> {
+    let cstr = |p: &std::path::Path| {
+        CString::new(p.as_os_str().as_bytes())
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))
+    };
+    let paths: Vec<CString> = c
+        .procs_files
         .iter()
-        .map(|p| CString::new(p.as_os_str().as_bytes()))
-        .collect::<Result<_, _>>()
-        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        .map(|p| cstr(p))
+        .collect::<Result<_, _>>()?;
+    let dir = cstr(c.dir)?;
+    let user = c
+        .user
+        .map(|u| (u.uid, u.gid, u.groups.clone()))
+        .filter(|(uid, _, _)| *uid != crate::sys::proc::euid());
+    let os = io::Error::from_raw_os_error;
+    let last = || io::Error::last_os_error();
     // SAFETY: the closure runs in the child between fork and exec and
-    // calls only async-signal-safe functions (prctl, open, write, close)
-    // on memory made before the fork.
+    // calls only async-signal-safe functions (prctl, open, write, close,
+    // setsid, close_range or fcntl, setgroups, setgid, setuid, chdir) on
+    // memory made before the fork; it allocates nothing.
     unsafe {
         cmd.pre_exec(move || {
-            crate::sys::proc::die_with_parent_raw().map_err(io::Error::from_raw_os_error)?;
+            crate::sys::proc::die_with_parent_raw().map_err(os)?;
             for path in &paths {
                 let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
                 if fd < 0 {
-                    return Err(io::Error::last_os_error());
+                    return Err(last());
                 }
                 let n = libc::write(fd, b"0".as_ptr().cast(), 1);
-                let e = io::Error::last_os_error();
+                let e = last();
                 libc::close(fd);
                 if n != 1 {
                     return Err(e);
                 }
+            }
+            crate::sys::proc::own_session_raw().map_err(os)?;
+            crate::sys::fds::close_on_exec_from_raw(3).map_err(os)?;
+            if let Some((uid, gid, groups)) = &user {
+                if libc::setgroups(groups.len(), groups.as_ptr()) != 0
+                    || libc::setgid(*gid) != 0
+                    || libc::setuid(*uid) != 0
+                    || libc::chdir(dir.as_ptr()) != 0
+                {
+                    return Err(last());
+                }
+                crate::sys::proc::die_with_parent_raw().map_err(os)?;
             }
             Ok(())
         });
@@ -96,25 +116,6 @@ mod tests {
     use super::*;
     use std::io::Write;
     use std::os::fd::AsRawFd;
-
-    #[test]
-    fn close_on_exec_sets_the_flag_and_ignores_closed_numbers() {
-        let (r, _w) = crate::sys::proc::pipe().unwrap();
-        let fd = r.as_raw_fd();
-        crate::sys::fds::keep_across_exec_raw(fd).unwrap();
-        let flag = |fd| std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}")).unwrap();
-        // fdinfo's flags are octal; O_CLOEXEC is 02000000.
-        let cloexec = |fd| {
-            let text = flag(fd);
-            let line = text.lines().find(|l| l.starts_with("flags:")).unwrap();
-            let v = u32::from_str_radix(line[6..].trim(), 8).unwrap();
-            v & 0o2000000 != 0
-        };
-        assert!(!cloexec(fd));
-        close_on_exec(fd).unwrap();
-        assert!(cloexec(fd));
-        close_on_exec(100_000).unwrap();
-    }
 
     #[test]
     fn a_failed_exec_returns_the_error_and_leaves_sigpipe_ignored() {
@@ -133,14 +134,50 @@ mod tests {
         let mark = dir.path().join("ran");
         let mut cmd = Command::new("sh");
         cmd.arg("-c").arg(format!("touch {}", mark.display()));
-        let e = spawn_in_cgroups(&mut cmd, &[dir.path().join("absent/cgroup.procs")]).unwrap_err();
+        let absent = [dir.path().join("absent/cgroup.procs")];
+        let confined = Confinement {
+            procs_files: &absent,
+            user: None,
+            dir: dir.path(),
+        };
+        let e = spawn_confined(&mut cmd, &confined).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::NotFound);
         assert!(!mark.exists(), "the program ran outside its group");
         // No group at all: it just runs (a new command: closures add up).
         let mut cmd = Command::new("sh");
         cmd.arg("-c").arg(format!("touch {}", mark.display()));
-        let mut child = spawn_in_cgroups(&mut cmd, &[]).unwrap();
+        let none = Confinement {
+            procs_files: &[],
+            user: None,
+            dir: dir.path(),
+        };
+        let mut child = spawn_confined(&mut cmd, &none).unwrap();
         assert!(child.wait().unwrap().success());
         assert!(mark.exists());
+    }
+
+    /// Issue 34: a helper gets a session of its own (no controlling
+    /// terminal) and descriptors 0-2 alone, whatever its parent holds.
+    #[test]
+    fn a_confined_child_has_its_own_session_and_no_descriptor_of_ours() {
+        let dir = tempfile::tempdir().unwrap();
+        let (r, _w) = crate::sys::proc::pipe().unwrap();
+        // Open across exec, as a shell's `exec 9<file` is.
+        crate::sys::fds::keep_across_exec_raw(r.as_raw_fd()).unwrap();
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c")
+            .arg("ls /proc/$$/fd; ps -o sid= -p $$; ps -o tty= -p $$")
+            .stdout(std::process::Stdio::piped());
+        let none = Confinement {
+            procs_files: &[],
+            user: None,
+            dir: dir.path(),
+        };
+        let child = spawn_confined(&mut cmd, &none).unwrap();
+        let pid = child.id();
+        let out = child.wait_with_output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let lines: Vec<&str> = text.lines().map(str::trim).collect();
+        assert_eq!(lines, ["0", "1", "2", &pid.to_string(), "?"], "{text}");
     }
 }

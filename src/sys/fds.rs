@@ -2,7 +2,8 @@
 //! descriptor above the numbers a child's set-up reuses, keeping one open
 //! across `exec`, taking ownership of an inherited one in the worker, and
 //! waiting on one (readable; a pipe's reader gone); and the launcher's own:
-//! non-blocking read ends and anonymous memory files.
+//! non-blocking read ends and anonymous memory files; and every descriptor
+//! above standard error marked close-on-exec before another program's exec.
 
 use std::collections::HashSet;
 use std::ffi::CStr;
@@ -106,6 +107,52 @@ pub fn memfd(name: &CStr) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// Mark every descriptor from `first` up close-on-exec, so that a program
+/// exec'd next gets none of them: what schedlab inherited (a shell's
+/// `exec 9</etc/shadow`) and its own pipes alike. `close_range` with
+/// CLOSE_RANGE_CLOEXEC (Linux 5.11); on older kernels every number below
+/// the open-files limit, one `fcntl` each. Async-signal-safe (system calls
+/// only): usable between fork and exec.
+pub fn close_on_exec_from_raw(first: i32) -> Result<(), i32> {
+    let first_u = libc::c_uint::try_from(first).map_err(|_| libc::EBADF)?;
+    // SAFETY: close_range with integer arguments only; CLOEXEC closes
+    // nothing, so no descriptor in use by this process goes away.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            first_u,
+            libc::c_uint::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    };
+    if rc == 0 {
+        return Ok(());
+    }
+    // SAFETY: reading errno of this thread.
+    let errno = unsafe { *libc::__errno_location() };
+    if errno != libc::ENOSYS && errno != libc::EINVAL {
+        return Err(errno);
+    }
+    // SAFETY: rlimit is plain old data that getrlimit fills.
+    let mut lim: libc::rlimit = unsafe { std::mem::zeroed() };
+    // SAFETY: `lim` is valid for writes.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        // SAFETY: reading errno of this thread.
+        return Err(unsafe { *libc::__errno_location() });
+    }
+    let last = i32::try_from(lim.rlim_cur.min(1 << 20)).unwrap_or(1 << 20);
+    for fd in first..last {
+        // SAFETY: fcntl with integer arguments only; a number that is not
+        // open answers EBADF, which is skipped.
+        let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
+        if flags >= 0 {
+            // SAFETY: as above.
+            unsafe { libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC) };
+        }
+    }
+    Ok(())
+}
+
 /// Between fork and exec: keep `fd` open across `exec` (clear its
 /// close-on-exec flag). Async-signal-safe.
 pub fn keep_across_exec_raw(fd: i32) -> Result<(), i32> {
@@ -146,6 +193,40 @@ pub fn inherited(fd: i32) -> io::Result<OwnedFd> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_descriptor_from_a_number_up_is_marked_close_on_exec() {
+        use std::os::fd::AsRawFd;
+        // Numbers far above what other tests of this process use (the
+        // marking reaches every descriptor above the one given).
+        let (r, _w) = crate::sys::proc::pipe().unwrap();
+        let (low, high) = (900, 901);
+        crate::sys::proc::dup2_raw(r.as_raw_fd(), low).unwrap();
+        crate::sys::proc::dup2_raw(r.as_raw_fd(), high).unwrap();
+        let _close = Defer(|| {
+            for fd in [low, high] {
+                // SAFETY: closes only the two numbers this test made.
+                unsafe { libc::close(fd) };
+            }
+        });
+        let cloexec = |fd| {
+            // SAFETY: fcntl with integer arguments only.
+            let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
+            flags & libc::FD_CLOEXEC != 0
+        };
+        assert!(!cloexec(low) && !cloexec(high));
+        close_on_exec_from_raw(high).unwrap();
+        assert!(!cloexec(low) && cloexec(high));
+        close_on_exec_from_raw(low).unwrap();
+        assert!(cloexec(low) && cloexec(high));
+    }
+
+    struct Defer<F: FnMut()>(F);
+    impl<F: FnMut()> Drop for Defer<F> {
+        fn drop(&mut self) {
+            (self.0)()
+        }
+    }
 
     #[test]
     fn eventfd_counts_and_moves_up() {

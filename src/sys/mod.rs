@@ -2,10 +2,11 @@
 //! process reaping and signals, clocks and absolute sleeps, procfs
 //! parsing, the machine's environment, per-CPU noise sources, a cgroup per worker, what else the
 //! machine is doing, and sched_ext (its facts, and loading schedlab's BPF
-//! scheduler), users by name and switching to one, and a worker's `exec` of
-//! another program.
+//! scheduler), users by name and switching to one, a worker's `exec` of
+//! another program, and opening a file beneath a directory without leaving it.
 
 pub mod activity;
+pub mod beneath;
 pub mod cgroup;
 pub mod child;
 pub mod clock;

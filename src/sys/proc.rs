@@ -554,6 +554,20 @@ pub fn own_process_group_raw() -> Result<(), i32> {
     }
 }
 
+/// `setsid()`: a session and process group of the caller's own (its pid),
+/// and no controlling terminal: opening `/dev/tty` fails, so nothing it
+/// runs can type into the terminal of the session it left (TIOCSTI).
+/// Fails with EPERM for a process group leader. Async-signal-safe.
+pub fn own_session_raw() -> Result<(), i32> {
+    // SAFETY: setsid takes no arguments.
+    if unsafe { libc::setsid() } >= 0 {
+        Ok(())
+    } else {
+        // SAFETY: reading errno of this thread.
+        Err(unsafe { *libc::__errno_location() })
+    }
+}
+
 /// `dup2(fd, target)`; the copy is not close-on-exec (also when `fd` is
 /// `target` already, which dup2 leaves as it is). Async-signal-safe.
 pub fn dup2_raw(fd: i32, target: i32) -> Result<(), i32> {

@@ -48,6 +48,9 @@ pub struct TreeStats {
     pub involuntary_switches: Option<u64>,
     /// The top process's wait status, from its exit record.
     pub top_exit_status: Option<u32>,
+    /// Tasks of the tree by the policy they exited under (the kernel's
+    /// number; empty without exit records).
+    pub exit_policies: BTreeMap<u32, u64>,
     pub missing: BTreeMap<&'static str, String>,
 }
 
@@ -153,6 +156,9 @@ pub(super) fn gather(session: &Session, src: &Sources<'_>) -> TreeStats {
             };
             s.voluntary_switches = s.set("voluntary_switches", sum(|r| r.nvcsw));
             s.involuntary_switches = s.set("involuntary_switches", sum(|r| r.nivcsw));
+            for p in refs.iter().filter_map(|r| r.policy) {
+                *s.exit_policies.entry(p).or_default() += 1;
+            }
             let top = refs
                 .iter()
                 .find(|r| Some(r.tid) == src.top)

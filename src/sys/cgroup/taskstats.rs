@@ -64,6 +64,10 @@ pub struct ExitRecord {
     pub majflt: u64,
     pub nvcsw: Option<u64>,
     pub nivcsw: Option<u64>,
+    /// The scheduling policy it exited under (`ac_sched`: the task's
+    /// `policy`, as `sched_setscheduler` numbers it), which a program may
+    /// have changed for itself (`chrt`).
+    pub policy: Option<u32>,
 }
 
 fn u32_at(b: &[u8], off: usize) -> Option<u32> {
@@ -97,6 +101,7 @@ pub fn decode_taskstats(b: &[u8]) -> Option<ExitRecord> {
         majflt: u64_at(b, 176)?,
         nvcsw: u64_at(b, 272),
         nivcsw: u64_at(b, 280),
+        policy: b.get(112).map(|&p| u32::from(p)),
     })
 }
 
@@ -432,6 +437,7 @@ mod tests {
         b[16..24].copy_from_slice(&7u64.to_ne_bytes());
         b[24..32].copy_from_slice(&123_456u64.to_ne_bytes());
         b[80..82].copy_from_slice(b"sh");
+        b[112] = 1; // SCHED_FIFO
         b[128..132].copy_from_slice(&4321u32.to_ne_bytes());
         b[132..136].copy_from_slice(&4000u32.to_ne_bytes());
         b[136..140].copy_from_slice(&1_700_000_000u32.to_ne_bytes());
@@ -465,6 +471,7 @@ mod tests {
                 majflt: 2,
                 nvcsw: Some(11),
                 nivcsw: Some(5),
+                policy: Some(1),
             }
         );
         // An old, short struct: the switches are unknown, not zero.
@@ -495,6 +502,8 @@ mod tests {
         // Even `sh -c 'exit 3'` faults pages in (its exec at least).
         assert!(r.minflt > 0, "{r:?}");
         assert!(r.btime_s > 1_700_000_000, "{r:?}");
+        // It ran, and exited, under SCHED_OTHER.
+        assert_eq!(r.policy, Some(0));
     }
 
     fn nla(kind: u16, value: &[u8]) -> Vec<u8> {

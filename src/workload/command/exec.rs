@@ -1,8 +1,9 @@
 //! The worker side of a `command` workload: after the barrier, with the
 //! run's policy, priority, affinity (and cgroup) already applied, the
 //! worker becomes the program. It switches to the workload's `user`, opens
-//! `stdin`, keeps its own descriptors (barrier, result pipe, release time,
-//! channels) from the program, and `exec`s `argv` in `cwd` (default: the
+//! `stdin`, keeps every descriptor above standard error from the program
+//! (its own barrier, result pipe, release time and channels, and whatever
+//! schedlab inherited), and `exec`s `argv` in `cwd` (default: the
 //! run directory) with `env` added: the program is the measured process,
 //! and its children inherit the policy, as under `chrt`.
 //!
@@ -16,7 +17,6 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use super::params::{CommandParams, check_cwd, resolve_program};
-use crate::sys::proc::{BARRIER_FD, RELEASE_FD, RESULT_FD};
 use crate::sys::{exec, user};
 use crate::workload::WorkContext;
 
@@ -66,12 +66,13 @@ fn prepare(p: &CommandParams, ctx: &WorkContext) -> Result<Command> {
                 .into()
         }
     };
-    for fd in [BARRIER_FD, RESULT_FD, RELEASE_FD]
-        .into_iter()
-        .chain(ctx.fds.iter().copied())
-    {
-        exec::close_on_exec(fd).with_context(|| format!("closing descriptor {fd} on exec"))?;
-    }
+    // The program gets 0-2 alone: not the worker's own descriptors
+    // (barrier, result pipe, release time, channels), nor any schedlab
+    // inherited from whoever started it (a shell's `exec 9</etc/shadow`),
+    // nor other workers' pipe ends.
+    crate::sys::fds::close_on_exec_from_raw(3)
+        .map_err(std::io::Error::from_raw_os_error)
+        .context("closing the worker's descriptors on exec")?;
     let mut cmd = Command::new(&program);
     std::os::unix::process::CommandExt::arg0(&mut cmd, argv0);
     cmd.args(args).envs(&p.env).current_dir(&dir).stdin(stdin);
@@ -98,7 +99,11 @@ mod tests {
             // descriptor at RESULT_FD, as a worker has, must not reach the
             // program.
             let (r, _w) = crate::sys::proc::pipe().unwrap();
-            crate::sys::proc::dup2_raw(std::os::fd::AsRawFd::as_raw_fd(&r), RESULT_FD).unwrap();
+            let r = std::os::fd::AsRawFd::as_raw_fd(&r);
+            crate::sys::proc::dup2_raw(r, crate::sys::proc::RESULT_FD).unwrap();
+            // Nor one schedlab inherited open across exec (a shell's
+            // `exec 9</etc/shadow`, issue 34).
+            crate::sys::proc::dup2_raw(r, 9).unwrap();
             let p = params(
                 "argv = [\"sh\", \"-c\", \"echo arg0=$0 greeting=$GREETING; pwd; cat; ls /proc/self/fd\"]\n\
                  env = { GREETING = \"hello\" }\nstdin = \"in.txt\"",
@@ -134,19 +139,16 @@ mod tests {
             "{stdout}"
         );
         assert!(stdout.contains("from stdin\n"), "{stdout}");
-        // The worker's result pipe at 4 did not reach the program (what
-        // the test harness itself inherited, such as cargo's jobserver,
-        // may be there; ls's own directory is 3).
+        // Neither the worker's result pipe at 4, nor the descriptor at 9,
+        // nor anything the test harness inherited (cargo's jobserver)
+        // reached the program: 0-2 and ls's own directory at 3.
         let fds: Vec<&str> = stdout
             .lines()
             .skip_while(|l| *l != "from stdin")
             .skip(1)
+            .take_while(|l| l.chars().all(|c| c.is_ascii_digit()))
             .collect();
-        assert!(
-            fds.starts_with(&["0", "1"]) && fds.contains(&"2"),
-            "{stdout}"
-        );
-        assert!(!fds.contains(&"4"), "{stdout}");
+        assert_eq!(fds, ["0", "1", "2", "3"], "{stdout}");
         // The test harness of the child never printed its summary: the
         // process was replaced.
         assert!(!stdout.contains("test result"), "{stdout}");

@@ -243,11 +243,11 @@ impl<'a> Sources<'a> {
             Source::Stdout => (Ok(self.out.stdout.bytes), self.out.stdout.dropped_bytes),
             Source::Stderr => (Ok(self.out.stderr.bytes), self.out.stderr.dropped_bytes),
             Source::File(rel) => {
-                let path = self.out.cwd.join(rel);
+                let cwd = self.out.cwd;
                 let got = self
                     .files
                     .entry(rel.clone())
-                    .or_insert_with(|| read_capped(&path, self.owner));
+                    .or_insert_with(|| read_capped(cwd, rel, self.owner));
                 (got.as_deref().map_err(String::clone), 0)
             }
         }
@@ -275,19 +275,26 @@ impl<'a> Sources<'a> {
     }
 }
 
-/// A file the program wrote, read by schedlab (root): only a regular file
-/// (a FIFO would block the run for ever, a device never end), and with
-/// `owner` (the program ran as `user`) only one that user owns, so that
-/// a program cannot have schedlab read, store and show a file its user
-/// may not read (a symbolic link to /etc/shadow) by naming it as a source.
-fn read_capped(path: &Path, owner: Option<u32>) -> Result<Vec<u8>, String> {
+/// A file the program wrote, read by schedlab (root): only beneath `cwd`
+/// (no symbolic link resolves outside it, whoever the program ran as: a
+/// link to /etc/shadow is refused), only a regular file (a FIFO would
+/// block the run for ever, a device never end), and with `owner` (the
+/// program ran as `user`) only one that user owns, so that a program
+/// cannot have schedlab read, store and show a file its user may not read
+/// by naming it as a source.
+fn read_capped(cwd: &Path, rel: &Path, owner: Option<u32>) -> Result<Vec<u8>, String> {
     use std::io::Read;
-    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    use std::os::unix::fs::MetadataExt;
+    let path = cwd.join(rel);
+    let file = crate::sys::beneath::open_beneath(cwd, rel).map_err(|e| match e.raw_os_error() {
+        Some(libc::EXDEV | libc::ELOOP) => format!(
+            "{} leads outside the program's directory {} (through a symbolic link): a figure \
+             source is never read outside cwd",
+            path.display(),
+            cwd.display()
+        ),
+        _ => format!("cannot open {}: {e}", path.display()),
+    })?;
     let meta = file
         .metadata()
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;

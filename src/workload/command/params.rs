@@ -469,7 +469,13 @@ fn figure(f: &Keys) -> Result<FigureSpec, KeyError> {
     let from = source(f, "from", f.str("from")?.unwrap_or("stdout"))?;
     let unit = f
         .str("unit")?
-        .ok_or_else(|| f.err("unit", "is required (\"\" for a count)"))?
+        .ok_or_else(|| {
+            f.err(
+                "unit",
+                "is required: the unit the figure is in, such as unit = \"s\" \
+                 (unit = \"\" for a count)",
+            )
+        })?
         .to_string();
     let better = match f.str("better")? {
         Some("higher") => Better::Higher,
@@ -480,7 +486,13 @@ fn figure(f: &Keys) -> Result<FigureSpec, KeyError> {
                 format!("unknown value \"{b}\"; allowed: higher, lower"),
             ));
         }
-        None => return Err(f.err("better", "is required: higher or lower")),
+        None => {
+            return Err(f.err(
+                "better",
+                "is required: which way is better, such as better = \"lower\" for a \
+                 time (better = \"higher\" for a rate)",
+            ));
+        }
     };
     Ok(FigureSpec {
         from,
@@ -857,15 +869,16 @@ mod tests {
                 "leads outside",
             ),
             (format!("regex = '(x)'\nfrom = \"\"\n{ok}"), "from", "empty"),
+            // Issue 34: a missing unit or better is refused with an example.
             (
                 "regex = '(x)'\nbetter = \"lower\"".into(),
                 "unit",
-                "is required",
+                "is required: the unit the figure is in, such as unit = \"s\"",
             ),
             (
                 "regex = '(x)'\nunit = \"s\"".into(),
                 "better",
-                "higher or lower",
+                "such as better = \"lower\" for a time (better = \"higher\" for a rate)",
             ),
             (
                 "regex = '(x)'\nunit = \"s\"\nbetter = \"faster\"".into(),

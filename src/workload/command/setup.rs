@@ -1,27 +1,31 @@
 //! A `command` workload's `setup`: run once per run by the parent, in the
 //! program's directory, before any worker is spawned (outside the measured
 //! window), under the run's timeout. Its standard output and error go to
-//! one file, shown (the last lines) when it fails.
+//! one pipe, of which the last 64 KiB are kept (as of a program's output)
+//! and the last lines shown when it fails.
 //!
-//! It runs as the workload's `user` when one is given (user and primary
-//! group: the standard library's switch drops supplementary groups, where
-//! the worker keeps them), in a process group of its own, which is killed
+//! It runs as the workload's `user` when one is given (with the user's
+//! groups, as the program), in a session of its own (no controlling
+//! terminal) with descriptors 0-2 alone, and its process group is killed
 //! whole when it times out and after it exits. Under a launcher (root) it
-//! also runs in a cgroup of the run's session, entered before its exec, so
+//! also runs in a cgroup of the run's session, entered before its exec and
+//! before the switch of user (a cgroup is root's to join), so
 //! that what it started in a session of its own (`setsid`, a daemon that
 //! double-forked away) is killed with it too, and after a SIGKILL of
 //! schedlab the next start kills what is left of it, as it does a
 //! program's tree: nothing it started outlives it into the measurement.
 
 use anyhow::{Context, Result};
-use std::io::{Read, Seek};
+use std::io::Read;
+use std::os::fd::AsFd;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::figures::{TAIL_LINES, tail_lines};
 use super::params::{CommandParams, resolve_program};
+use crate::launch::outputs::PROGRAM_KEPT;
 use crate::sys::cgroup::TreeGroups;
 use crate::sys::proc;
 
@@ -35,8 +39,8 @@ pub struct SetupTimedOut {
     pub tail: String,
 }
 
-/// How often the parent looks whether the setup has ended.
-const POLL: Duration = Duration::from_millis(10);
+/// How often (ms) the parent looks whether the setup has ended.
+const POLL_MS: i32 = 10;
 
 /// Run `p.setup` (if any) in `dir`, giving up when `until` passes; inside
 /// a cgroup of `trees` when given.
@@ -52,44 +56,65 @@ pub fn run(
     let path = p.path_var();
     let resolved = resolve_program(program, path.as_deref(), Some(dir))
         .with_context(|| format!("setup {:?}", p.setup))?;
-    let mut log = tempfile::tempfile().context("creating the setup's output file")?;
+    // Its stdout and stderr share one pipe, drained as it runs, of which
+    // the last bytes alone are kept: no file grows, no memory either.
+    let (log_r, log_w) = proc::pipe().context("creating the setup's output pipe")?;
+    crate::sys::fds::set_nonblocking(&log_r).context("creating the setup's output pipe")?;
+    let mut log = Tail::new(std::fs::File::from(log_r));
     let mut cmd = Command::new(&resolved);
     cmd.arg0(program)
         .args(&p.setup[1..])
         .envs(&p.env)
         .current_dir(dir)
         .stdin(Stdio::null())
-        .stdout(log.try_clone().context("sharing the setup's output file")?)
-        .stderr(log.try_clone().context("sharing the setup's output file")?)
-        .process_group(0);
-    if let Some(name) = &p.user {
-        let ids = crate::sys::user::lookup(name)
-            .with_context(|| format!("looking up user {name}"))?
-            .with_context(|| format!("no user \"{name}\" on this machine"))?;
-        cmd.uid(ids.uid).gid(ids.gid);
-    }
+        .stdout(
+            log_w
+                .try_clone()
+                .context("sharing the setup's output pipe")?,
+        )
+        .stderr(log_w);
+    let user = match &p.user {
+        Some(name) => Some(
+            crate::sys::user::lookup(name)
+                .with_context(|| format!("looking up user {name}"))?
+                .with_context(|| format!("no user \"{name}\" on this machine"))?,
+        ),
+        None => None,
+    };
     // Dropped after the setup's end: kills whatever of it is left.
     let tree = trees
         .map(|t| t.create(&format!("setup{}", std::process::id()), 0))
         .transpose()
         .context("making the setup's cgroup")?;
-    let mut child = match &tree {
-        Some(tree) => {
-            let procs: Vec<_> = tree.dirs().iter().map(|d| d.join("cgroup.procs")).collect();
-            crate::sys::exec::spawn_in_cgroups(&mut cmd, &procs)
-        }
-        None => cmd.spawn(),
-    }
-    .with_context(|| format!("starting setup {}", resolved.display()))?;
+    let procs: Vec<_> = tree
+        .iter()
+        .flat_map(|t| t.dirs().iter().map(|d| d.join("cgroup.procs")))
+        .collect();
+    let confinement = crate::sys::exec::Confinement {
+        procs_files: &procs,
+        user: user.as_ref(),
+        dir,
+    };
+    let spawned = crate::sys::exec::spawn_confined(&mut cmd, &confinement);
+    // The parent's copies of the pipe's write end go with `cmd`.
+    drop(cmd);
+    let mut child = spawned.with_context(|| format!("starting setup {}", resolved.display()))?;
     let pid = child.id() as i32;
     let timed_out = loop {
+        log.drain();
         if proc::child_exited(pid).with_context(|| format!("waiting for setup pid {pid}"))? {
             break false;
         }
         if until.is_some_and(|u| Instant::now() >= u) {
             break true;
         }
-        std::thread::sleep(POLL);
+        // Wakes as soon as it writes, else after POLL_MS (a pipe at its
+        // end would wake at once: then sleep).
+        if log.eof {
+            std::thread::sleep(std::time::Duration::from_millis(POLL_MS as u64));
+        } else {
+            let _ = crate::sys::fds::wait_readable(log.pipe.as_fd(), POLL_MS);
+        }
     };
     // The group is still reserved (its leader not reaped): kill what is
     // left of it, everything on a timeout.
@@ -97,7 +122,8 @@ pub fn run(
     let status = child
         .wait()
         .with_context(|| format!("reaping setup pid {pid}"))?;
-    let tail = read_tail(&mut log);
+    log.drain();
+    let tail = tail_lines(&log.kept, TAIL_LINES);
     if timed_out {
         return Err(SetupTimedOut {
             argv: p.setup.clone(),
@@ -119,19 +145,59 @@ pub fn run(
     Ok(())
 }
 
-/// The last lines of the setup's output file.
-fn read_tail(log: &mut std::fs::File) -> String {
-    let mut bytes = Vec::new();
-    if log.rewind().is_err() || log.read_to_end(&mut bytes).is_err() {
-        return String::new();
+/// The setup's output pipe (non-blocking) and its last
+/// [`PROGRAM_KEPT`] bytes, as a program's output is kept.
+struct Tail {
+    pipe: std::fs::File,
+    kept: Vec<u8>,
+    /// Every write end is closed.
+    eof: bool,
+}
+
+impl Tail {
+    fn new(pipe: std::fs::File) -> Tail {
+        Tail {
+            pipe,
+            kept: Vec::new(),
+            eof: false,
+        }
     }
-    tail_lines(&bytes, TAIL_LINES)
+
+    /// Read what the pipe holds now (at most 1 MiB: a setup that never
+    /// stops writing must not keep its timeout from being checked),
+    /// keeping the last bytes.
+    fn drain(&mut self) {
+        let mut buf = [0u8; 16 << 10];
+        for _ in 0..64 {
+            match self.pipe.read(&mut buf) {
+                Ok(0) => {
+                    self.eof = true;
+                    break;
+                }
+                Ok(n) => {
+                    self.kept.extend_from_slice(&buf[..n]);
+                    // Cut in halves of the kept size: a copy per 64 KiB read.
+                    if self.kept.len() >= 2 * PROGRAM_KEPT {
+                        let cut = self.kept.len() - PROGRAM_KEPT;
+                        self.kept.drain(..cut);
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        if self.kept.len() > PROGRAM_KEPT {
+            let cut = self.kept.len() - PROGRAM_KEPT;
+            self.kept.drain(..cut);
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::workload::keys::Keys;
+    use std::time::Duration;
 
     fn params(text: &str) -> CommandParams {
         let t: toml::Table = text.parse().unwrap();
@@ -168,6 +234,40 @@ mod tests {
             e.contains("\"schedlab-no-such-setup\" is not in PATH"),
             "{e}"
         );
+    }
+
+    /// Issue 34: a setup's output filled a file and then memory whole
+    /// (400 MB printed, 402 MB peak). Of the pipe the last 64 KiB are kept.
+    #[test]
+    fn of_a_setup_s_output_the_last_64_kib_are_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = params(
+            "argv = [\"true\"]\nsetup = [\"sh\", \"-c\", \"head -c 8000000 /dev/zero | tr '\\\\000' x; echo; echo the end; exit 4\"]",
+        );
+        let e = format!("{:#}", run(&p, dir.path(), None, None).unwrap_err());
+        assert!(
+            e.contains("exit status: 4") && e.contains("  | the end"),
+            "{e}"
+        );
+        let (r, w) = proc::pipe().unwrap();
+        crate::sys::fds::set_nonblocking(&r).unwrap();
+        let mut tail = Tail::new(std::fs::File::from(r));
+        let writer = std::thread::spawn(move || {
+            use std::io::Write;
+            let mut w = std::fs::File::from(w);
+            for i in 0..200u32 {
+                w.write_all(&[b'a' + (i % 26) as u8; 10_000]).unwrap();
+            }
+        });
+        while !tail.eof {
+            tail.drain();
+            assert!(tail.kept.len() <= PROGRAM_KEPT, "{}", tail.kept.len());
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        writer.join().unwrap();
+        assert_eq!(tail.kept.len(), PROGRAM_KEPT);
+        // The last write was 10,000 bytes of b'a' + 199 % 26.
+        assert!(tail.kept.ends_with(&[b'r'; 10_000]));
     }
 
     #[test]

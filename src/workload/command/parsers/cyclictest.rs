@@ -44,7 +44,8 @@ pub fn parse(text: &str) -> Result<Parsed, String> {
 
 fn figures(threads: &[Thread]) -> Parsed {
     let mut out = Parsed::default();
-    let cycles: u64 = threads.iter().map(|t| t.cycles).sum();
+    // Saturating: a sum beyond MAX_COUNT fails the parse's bounds check.
+    let cycles = threads.iter().fold(0u64, |a, t| a.saturating_add(t.cycles));
     let weighted: f64 = threads.iter().map(|t| t.avg_us * t.cycles as f64).sum();
     out.figure("cycles", cycles as f64, "", Better::Higher);
     let min = threads
@@ -83,16 +84,26 @@ fn from_json(text: &str) -> Result<Vec<Thread>, String> {
                 .and_then(|v| v.as_f64())
                 .ok_or_else(|| format!("cyclictest JSON: thread {id} has no number \"{k}\""))
         };
+        // A count is a whole number of events: anything else (negative,
+        // fractional, beyond u64) is refused, never read as 0.
+        let count = |v: &serde_json::Value, what: &str| {
+            v.as_u64().ok_or_else(|| {
+                format!("cyclictest JSON: {what} of thread {id} is {v}, not a count of events")
+            })
+        };
         let mut h = Histogram::default();
         if let Some(buckets) = t.get("histogram").and_then(|v| v.as_object()) {
             for (us, n) in buckets {
                 let us: u64 = us
                     .parse()
                     .map_err(|_| format!("cyclictest JSON: bucket \"{us}\" of thread {id}"))?;
-                h.counts.insert(us, n.as_u64().unwrap_or(0));
+                h.counts.insert(us, count(n, &format!("bucket {us}"))?);
             }
         }
-        let cycles = num("cycles")? as u64;
+        let cycles = t
+            .get("cycles")
+            .ok_or_else(|| format!("cyclictest JSON: thread {id} has no number \"cycles\""))?;
+        let cycles = count(cycles, "\"cycles\"")?;
         // The JSON keeps no overflow count: the cycles its buckets miss.
         if !h.counts.is_empty() {
             h.overflows = cycles.saturating_sub(h.total());
@@ -157,7 +168,7 @@ fn from_histogram_text(text: &str) -> Result<Vec<Thread>, String> {
     }
     Ok((0..n)
         .map(|t| Thread {
-            cycles: totals[t] + overflows[t],
+            cycles: totals[t].saturating_add(overflows[t]),
             min_us: mins[t] as f64,
             avg_us: avgs[t] as f64,
             max_us: maxs[t] as f64,
@@ -173,7 +184,15 @@ fn from_histogram_text(text: &str) -> Result<Vec<Thread>, String> {
 fn from_summary_lines(text: &str) -> Result<Vec<Thread>, String> {
     let mut last: BTreeMap<u64, Thread> = BTreeMap::new();
     for c in SUMMARY.captures_iter(text) {
-        let n = |i: usize| c[i].parse::<u64>().unwrap_or(0);
+        // Digits beyond u64 are refused, never read as 0.
+        let mut nums = [0u64; 5];
+        for (i, n) in nums.iter_mut().enumerate() {
+            let w = &c[i + 1];
+            *n = w
+                .parse()
+                .map_err(|_| format!("cyclictest: {w} in \"{}\" is beyond a count", &c[0]))?;
+        }
+        let n = |i: usize| nums[i - 1];
         last.insert(
             n(1),
             Thread {
@@ -289,5 +308,65 @@ mod tests {
                 .contains("\"min\"")
         );
         assert!(claims("max_us") && !claims("wakeup_p99_us"));
+    }
+
+    /// Issue 34: a forged count of 2^63 events panicked the histogram's
+    /// encoding (exit 101, again on every resume). Every count, sum and
+    /// value is bounded: the parse fails naming the value.
+    #[test]
+    fn counts_and_values_beyond_bounds_fail_naming_them() {
+        use crate::workload::command::parsers::Tool;
+        let parse = |t: &str| Tool::Cyclictest.parse(t);
+        let forged = r#"{"thread":{"0":{"histogram":{"13":9223372036854775808},
+            "cycles":9223372036854775808,"min":13,"max":13,"avg":13}}}"#;
+        let e = parse(forged).unwrap_err();
+        assert!(e.contains("9223372036854775808"), "{e}");
+        // Two threads whose counts are each in bounds but not their sum.
+        let half = 1u64 << 52;
+        let two = format!(
+            r#"{{"thread":{{"0":{{"histogram":{{"13":{half}}},"cycles":{half},"min":13,"max":13,"avg":13}},
+            "1":{{"histogram":{{"13":{half}}},"cycles":{half},"min":13,"max":13,"avg":13}},
+            "2":{{"histogram":{{"13":5}},"cycles":5,"min":13,"max":13,"avg":13}}}}}}"#
+        );
+        let e = parse(&two).unwrap_err();
+        assert!(
+            e.contains("`cycles` is 9007199254740996, outside 0..=9007199254740992"),
+            "{e}"
+        );
+        for (bad, says) in [
+            (
+                r#""histogram":{"13":-1},"cycles":1,"min":13,"max":13,"avg":13"#,
+                "-1",
+            ),
+            (
+                r#""histogram":{"13":1.5},"cycles":1,"min":13,"max":13,"avg":13"#,
+                "1.5",
+            ),
+            (r#""cycles":-4,"min":13,"max":13,"avg":13"#, "-4"),
+            (
+                r#""cycles":4,"min":-13,"max":13,"avg":13"#,
+                "min_us` is -13",
+            ),
+            (
+                r#""cycles":4,"min":13,"max":1e300,"avg":13"#,
+                "max_us` is 1e300",
+            ),
+        ] {
+            let e = parse(&format!(r#"{{"thread":{{"0":{{{bad}}}}}}}"#)).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+        // The `-h` text form: a total of 2^63 - 1 plus overflows.
+        let text = include_str!("samples/cyclictest_hist.txt")
+            .replace("# Total: 000001000", "# Total: 9223372036854775807");
+        assert_ne!(text, include_str!("samples/cyclictest_hist.txt"));
+        let e = parse(&text).unwrap_err();
+        assert!(
+            e.contains("`cycles` is 9223372036854775808, outside 0..=9007199254740992"),
+            "{e}"
+        );
+        // A `T:` line with a count beyond u64 is refused, not read as 0.
+        let line = "T: 0 ( 1) P:10 I:1000 C:99999999999999999999999 Min: 1 Act: 2 Avg: 3 Max: 4\n";
+        let e = parse(line).unwrap_err();
+        assert!(e.contains("99999999999999999999999"), "{e}");
     }
 }

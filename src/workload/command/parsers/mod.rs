@@ -9,6 +9,14 @@
 //! Percentiles and histograms are kept apart on purpose: percentiles a
 //! tool printed cannot be pooled across processes or runs (the p99 of two
 //! runs is not the mean of their p99s), a histogram's buckets can.
+//!
+//! Every number a parser gives is bounded ([`Parsed::check_bounds`], run
+//! by [`Tool::parse`]): a figure or percentile value is finite and within
+//! 0..=2^53, a percentile within 0..=100, a histogram's buckets, counts and
+//! total within 2^53. Output beyond that (a forged count of 2^63 events,
+//! a negative latency, `.nan` in YAML) fails the run naming the value,
+//! rather than be stored, summed into an overflow, or crash the encoding
+//! of the histogram.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -23,6 +31,29 @@ pub mod hackbench;
 pub mod perf_bench_sched;
 pub mod schbench;
 pub mod stress_ng;
+
+/// The largest number schedlab takes from a tool's output, as a count or
+/// a value: 2^53, the largest integer a figure (an f64) holds exactly, far
+/// below what a histogram's encoding (signed 64-bit counts) or a sum over
+/// thousands of runs can carry. No real run comes near it: 2^53 events,
+/// one a microsecond, take 285 years.
+pub const MAX_COUNT: u64 = 1 << 53;
+
+/// [`MAX_COUNT`] as a figure's value.
+const MAX_VALUE: f64 = MAX_COUNT as f64;
+
+/// A number for an error message: whole numbers in full (up to 10^21, as
+/// a tool printed them: 9223372036854775808), others as Rust prints them,
+/// huge ones in scientific notation.
+pub fn show_number(v: f64) -> String {
+    if v.is_finite() && v.fract() == 0.0 && v.abs() < 1e21 {
+        format!("{v:.0}")
+    } else if v.is_finite() && v.abs() < 1e17 {
+        format!("{v}")
+    } else {
+        format!("{v:e}")
+    }
+}
 
 /// A benchmark whose output schedlab reads without help.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -62,6 +93,44 @@ impl Parsed {
             },
         );
     }
+
+    /// Whether every number is within bounds (see the module's notes); an
+    /// error names the figure, percentile or bucket and its value.
+    pub fn check_bounds(&self) -> Result<(), String> {
+        let limit = show_number(MAX_VALUE);
+        let value_ok = |v: f64| v.is_finite() && (0.0..=MAX_VALUE).contains(&v);
+        for (name, f) in &self.figures {
+            if !value_ok(f.value) {
+                return Err(format!(
+                    "figure `{name}` is {}, outside 0..={limit} (the numbers schedlab takes \
+                     from a tool's output)",
+                    show_number(f.value)
+                ));
+            }
+        }
+        for (name, rows) in &self.percentiles {
+            for &(p, v) in rows {
+                if !(p.is_finite() && (0.0..=100.0).contains(&p)) {
+                    return Err(format!(
+                        "percentile {} of `{name}` is outside 0..=100",
+                        show_number(p)
+                    ));
+                }
+                if !value_ok(v) {
+                    return Err(format!(
+                        "percentile {} of `{name}` is {}, outside 0..={limit}",
+                        show_number(p),
+                        show_number(v)
+                    ));
+                }
+            }
+        }
+        for (name, h) in &self.histograms {
+            h.check_bounds()
+                .map_err(|e| format!("histogram `{name}`: {e}"))?;
+        }
+        Ok(())
+    }
 }
 
 /// A latency histogram as a tool counts it: events per whole-microsecond
@@ -75,17 +144,47 @@ pub struct Histogram {
 }
 
 impl Histogram {
-    /// Events in the buckets (overflows not included).
+    /// Events in the buckets (overflows not included), saturating at
+    /// u64::MAX (beyond [`MAX_COUNT`], which [`Histogram::check_bounds`]
+    /// refuses).
     pub fn total(&self) -> u64 {
-        self.counts.values().sum()
+        self.counts.values().fold(0, |a, &n| a.saturating_add(n))
     }
 
-    /// Add `other`'s events (same buckets: exact).
+    /// Add `other`'s events (same buckets: exact), saturating as `total`.
     pub fn add(&mut self, other: &Histogram) {
         for (&us, &n) in &other.counts {
-            *self.counts.entry(us).or_default() += n;
+            let c = self.counts.entry(us).or_default();
+            *c = c.saturating_add(n);
         }
-        self.overflows += other.overflows;
+        self.overflows = self.overflows.saturating_add(other.overflows);
+    }
+
+    /// Whether its buckets, their counts, the overflows and the total are
+    /// all within [`MAX_COUNT`].
+    pub fn check_bounds(&self) -> Result<(), String> {
+        for (&us, &n) in &self.counts {
+            if us > MAX_COUNT {
+                return Err(format!("bucket {us} µs is beyond {MAX_COUNT} µs"));
+            }
+            if n > MAX_COUNT {
+                return Err(format!(
+                    "bucket {us} µs counts {n} events, beyond {MAX_COUNT}"
+                ));
+            }
+        }
+        let all = self.total().saturating_add(self.overflows);
+        if all > MAX_COUNT {
+            return Err(format!(
+                "its events (buckets and overflows) add up to {}, beyond {MAX_COUNT}",
+                if all == u64::MAX {
+                    format!("{all} or more")
+                } else {
+                    all.to_string()
+                }
+            ));
+        }
+        Ok(())
     }
 
     /// The buckets as schedlab's own latency histogram (each event at its
@@ -137,16 +236,19 @@ impl Tool {
         }
     }
 
-    /// Read the tool's output; an error says what was missing.
+    /// Read the tool's output; an error says what was missing, or which
+    /// number was out of bounds.
     pub fn parse(self, text: &str) -> Result<Parsed, String> {
-        match self {
+        let parsed = match self {
             Tool::Schbench => schbench::parse(text),
             Tool::Cyclictest => cyclictest::parse(text),
             Tool::Hackbench => hackbench::parse(text),
             Tool::PerfBenchSched => perf_bench_sched::parse(text),
             Tool::Fio => fio::parse(text),
             Tool::StressNg => stress_ng::parse(text),
-        }
+        }?;
+        parsed.check_bounds()?;
+        Ok(parsed)
     }
 
     /// Whether the parser can give a figure called `name` (a user's own
@@ -257,5 +359,61 @@ mod tests {
                 .contains("does not parse")
         );
         assert_eq!(figure_word("Sock-FD 2"), "sock_fd_2");
+    }
+
+    /// Issue 34: no parser passes on a negative, infinite, NaN or huge
+    /// number; each fails naming it (cyclictest's counts are tested in
+    /// its own file).
+    #[test]
+    fn every_parser_refuses_numbers_out_of_bounds_naming_them() {
+        let huge = "9".repeat(400);
+        let schbench = include_str!("samples/schbench.txt")
+            .replace("99.9th: 91 ", &format!("99.9th: {huge} "));
+        let fio_neg = r#"{"jobs":[{"jobname":"x","error":0,"read":{"io_bytes":4096,"bw_bytes":-5,"iops":1}}]}"#;
+        let fio_pct = r#"{"jobs":[{"jobname":"x","error":0,"read":{"io_bytes":4096,"bw_bytes":5,"iops":1,
+            "clat_ns":{"N":1,"mean":10,"percentile":{"nan":1000}}}}]}"#;
+        let fio_sum = r#"{"jobs":[{"jobname":"a","error":0,"read":{"io_bytes":1,"bw_bytes":1e308,"iops":1}},
+            {"jobname":"b","error":0,"read":{"io_bytes":1,"bw_bytes":1e308,"iops":1}}]}"#;
+        let stress = "metrics:\n  - stressor: cpu\n    bogo-ops: .nan\n    \
+                      bogo-ops-per-second-real-time: 1\n    bogo-ops-per-second-usr-sys-time: 1\n";
+        for (tool, text, says) in [
+            (
+                Tool::Hackbench,
+                "Time: -0.014\n".to_string(),
+                "figure `time_s` is -0.014",
+            ),
+            (
+                Tool::PerfBenchSched,
+                " Total time: -1 [sec]\n".into(),
+                "is -1,",
+            ),
+            (Tool::PerfBenchSched, "1e300\n".into(), "is 1e300"),
+            (Tool::Schbench, schbench, "wakeup_p999_us` is inf"),
+            (Tool::Fio, fio_neg.into(), "read_bw_mib_s` is -0.0000047"),
+            (Tool::Fio, fio_pct.into(), "percentile NaN of `read_clat`"),
+            (Tool::Fio, fio_sum.into(), "read_bw_mib_s` is inf"),
+            (Tool::StressNg, stress.into(), "cpu_bogo_ops` is NaN"),
+        ] {
+            let e = tool.parse(&text).unwrap_err();
+            assert!(e.contains(says), "{}: {e}", tool.name());
+        }
+        // In bounds passes: the bound is 2^53 itself.
+        assert!(Tool::Hackbench.parse("Time: 9007199254740992\n").is_ok());
+        assert!(Tool::Hackbench.parse("Time: 9007199254740994\n").is_err());
+        let h = Histogram {
+            counts: BTreeMap::from([(u64::MAX, 1)]),
+            overflows: 0,
+        };
+        assert!(
+            h.check_bounds()
+                .unwrap_err()
+                .contains("bucket 18446744073709551615 µs")
+        );
+        let mut a = Histogram {
+            counts: BTreeMap::from([(1, u64::MAX)]),
+            overflows: u64::MAX,
+        };
+        a.add(&a.clone());
+        assert_eq!((a.total(), a.overflows), (u64::MAX, u64::MAX));
     }
 }
