@@ -278,3 +278,49 @@ fn check_deterministic_wall(db: &Path) {
         100.0 * sd / mean
     );
 }
+
+/// A kernel that is not a bzImage, memory beyond this machine's and CPUs
+/// a topology lacks are refused by `plan` and `run` (exit 2), naming the
+/// key, before anything boots.
+#[test]
+fn bad_machine_levels_are_refused_naming_their_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "kernel = \"/etc/passwd\"",
+            "cpus = [\"0\"]",
+            "machines.g.kernel",
+        ),
+        (
+            "kernel = \"debian-6.12\"\nmemory_mib = 1048576",
+            "cpus = [\"0\"]",
+            "machines.g.memory_mib",
+        ),
+        (
+            "kernel = \"debian-6.12\"\ntopology = \"1x2x1\"",
+            "cpus = [\"3\"]",
+            "machine \"g\"",
+        ),
+        (
+            "kernel = \"debian-9.9\"",
+            "cpus = [\"0\"]",
+            "machines.g.kernel",
+        ),
+    ];
+    for (table, cpus, want) in cases {
+        let spec = format!(
+            "name = \"bad\"\n[matrix]\nworkload = [\"pi\"]\n{cpus}\nmachine = [\"g\"]\n\
+             [workloads.pi]\niterations = 1000\n[machines.g]\n{table}\n"
+        );
+        std::fs::write(dir.path().join("bad.toml"), spec).unwrap();
+        for cmd in ["plan", "run"] {
+            let out = schedlab(&[cmd, "bad.toml", "--db", "bad.db"], dir.path());
+            assert_eq!(out.status.code(), Some(2), "{cmd} {table}: {}", text(&out));
+            assert!(text(&out).contains(want), "{cmd} {table}: {}", text(&out));
+        }
+        assert!(
+            !dir.path().join("bad.db").exists(),
+            "{table}: a refused spec made a database"
+        );
+    }
+}

@@ -115,11 +115,12 @@ fn check_guests(
     limits: &limits::Limits,
     err: &dyn Fn(&str, String) -> SpecError,
 ) -> Result<(), SpecError> {
-    let Some(available) = limits.mem_available_bytes else {
-        return Ok(());
-    };
+    let available = limits.mem_available_bytes.unwrap_or(u64::MAX);
     for m in &spec.machines {
         let Some(g) = &m.guest else { continue };
+        // A recipe's name, or a file that is a bzImage.
+        crate::machine::kernel::check_name(&g.kernel)
+            .map_err(|e| err(&format!("machines.{}.kernel", m.name), e))?;
         let need = u64::from(g.memory_mib) << 20;
         if need > available {
             return Err(err(
