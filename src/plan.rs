@@ -326,6 +326,59 @@ pub fn estimate_run_s(run: &Run, cpus_available: usize, rates: &Rates) -> f64 {
     cpu_s.max(run.workload.workload.min_wall_s())
 }
 
+/// Model events per second of simulated time measured for `simulate` on
+/// this workplace (50 periodic tasks at 50 µs: about 2 million events in
+/// a simulated second), for the cost warning; a rough figure.
+pub const MODEL_EVENTS_PER_S: f64 = 2.0e6;
+
+/// What simulating one run costs the model, roughly: events (a switch, a
+/// wake-up, a timer, a tick) and bytes of memory at its peak (the tasks,
+/// and the timeline, whose kept part is bounded by
+/// [`crate::sim::engine::TIMELINE_MAX`]).
+pub fn model_cost(run: &Run, cpus_available: usize, rates: &Rates, hz: u32) -> (f64, f64) {
+    let cpus = match &run.cpus {
+        Cpus::All => cpus_available,
+        Cpus::List(l) => l.len(),
+    }
+    .max(1) as f64;
+    let wall_s = estimate_run_s(run, cpus_available, rates);
+    let processes = f64::from(run.processes);
+    let mut events = wall_s * f64::from(hz.max(100)) * cpus + 4.0 * processes;
+    if let crate::workload::Workload::Periodic(p) = &run.workload.workload {
+        // A wake-up, a switch in and a switch out per activation.
+        events += 3.0 * processes * wall_s * 1e6 / p.period_us.max(1) as f64;
+    }
+    let kept = events.min(2.0 * crate::sim::engine::TIMELINE_MAX as f64);
+    let bytes = processes * 4096.0 + kept * 120.0;
+    (events, bytes)
+}
+
+/// A warning when simulating `runs` (`schedlab simulate`) would take long:
+/// its events, time and memory. None under a minute.
+pub fn model_cost_warning(
+    runs: &[&Run],
+    cpus_available: usize,
+    rates: &Rates,
+    hz: u32,
+) -> Option<String> {
+    let costs: Vec<(f64, f64)> = runs
+        .iter()
+        .map(|r| model_cost(r, cpus_available, rates, hz))
+        .collect();
+    let events: f64 = costs.iter().map(|c| c.0).sum();
+    let peak_bytes = costs.iter().map(|c| c.1).fold(0.0, f64::max);
+    let seconds = events / MODEL_EVENTS_PER_S;
+    (seconds >= 60.0).then(|| {
+        format!(
+            "simulating these runs (schedlab simulate) costs the model about {:.3e} events: about {} of \
+             CPU, and up to {} of memory for the largest run",
+            events,
+            crate::units::human_duration(seconds),
+            crate::units::human_bytes(peak_bytes as u64)
+        )
+    })
+}
+
 /// Estimated seconds of each run, with what surrounds it: the cool-down
 /// after it and, with an RT hog, the hog's warm-up of one RT period.
 pub fn estimates(

@@ -563,3 +563,132 @@ fn an_a_a_pair_is_equivalent_and_a_planted_slowdown_fails_on_regression() {
         "{err}"
     );
 }
+
+/// One side of `cfg` whose every run failed (a campaign with 0 ok runs).
+fn failed_database(dir: &Path, name: &str, cfg: &Planted, candidate: bool) -> PathBuf {
+    let path = dir.join(name);
+    let mut store = Store::open(&path).unwrap();
+    let (spec, toml, mut recs) = planted::records(cfg, candidate).unwrap();
+    for r in &mut recs {
+        r.status = schedlab::record::RunStatus::Failed;
+        r.reason = "worker 0 exited with status 1".into();
+    }
+    let c = store
+        .create_campaign(&spec, &toml, &[], cfg.seed, recs.len())
+        .unwrap();
+    store.insert_runs(c.id, &recs).unwrap();
+    path
+}
+
+#[test]
+fn a_regression_gate_that_compared_nothing_fails_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cfg = margin_pair(1.0);
+    failed_database(d, "f1.db", &cfg, false);
+    failed_database(d, "f2.db", &cfg, true);
+    let gate = [
+        "compare",
+        "--db",
+        "f1.db",
+        "--vs",
+        "f2.db",
+        "--fail-on",
+        "regression",
+        "--format",
+        "json",
+    ];
+    let o = schedlab(&gate, d);
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--fail-on regression: the gate compared nothing")
+            && err.contains("0 comparisons"),
+        "{err}"
+    );
+    // Without the gate, the (empty) comparison is written and exits 0.
+    let o = schedlab(
+        &gate[..5]
+            .iter()
+            .chain(&["--format", "json"])
+            .copied()
+            .collect::<Vec<_>>(),
+        d,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    // Too few runs on a side to test anything fails the gate too.
+    database(d, "one1.db", &Planted::new(1), false);
+    database(d, "one2.db", &Planted::new(1), true);
+    let o = schedlab(
+        &[
+            "compare",
+            "--db",
+            "one1.db",
+            "--vs",
+            "one2.db",
+            "--fail-on",
+            "regression",
+            "--format",
+            "md",
+        ],
+        d,
+    );
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o));
+    assert!(text(&o).contains("none of the"), "{}", text(&o));
+}
+
+#[test]
+fn a_negative_margin_is_refused_as_a_margin() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = schedlab(
+        &["compare", "--db", "x.db", "--vs", "y.db", "--margin", "-5%"],
+        d,
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--margin")
+            && err.contains("more than 0 %")
+            && !err.contains("unexpected argument"),
+        "{err}"
+    );
+}
+
+/// The names of the files in `dir`, sorted.
+fn listing(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn read_only_commands_leave_nothing_beside_the_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cfg = Planted::new(3);
+    database(d, "a.db", &cfg, false);
+    database(d, "b.db", &cfg, true);
+    let before = listing(d);
+    assert_eq!(before, ["a.db", "b.db"]);
+    let commands: [&[&str]; 5] = [
+        &["campaigns", "--db", "a.db"],
+        &["export", "--db", "a.db", "--format", "csv", "-o", "-"],
+        &["report", "--db", "a.db", "--format", "md", "-o", "-"],
+        &["report", "--db", "a.db", "--format", "json", "-o", "-"],
+        &["compare", "--db", "a.db", "--vs", "b.db", "--format", "md"],
+    ];
+    for args in commands {
+        let o = schedlab(args, d);
+        assert!(o.status.success(), "{args:?}: {}", text(&o));
+        assert_eq!(listing(d), before, "{args:?} left files behind");
+    }
+    // A -wal or -shm it found (another connection's) is left as it was.
+    std::fs::write(d.join("a.db-shm"), b"").unwrap();
+    let o = schedlab(&["campaigns", "--db", "a.db"], d);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(d.join("a.db-shm").exists());
+}

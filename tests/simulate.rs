@@ -347,3 +347,113 @@ fn the_model_s_timeline_is_drawn_under_a_traced_run_of_the_same_condition() {
         text(&o)
     );
 }
+
+#[test]
+fn a_cpu_this_machine_lacks_is_refused_as_plan_and_run_refuse_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let spec = SPEC.replace("cpus = [\"0\"]", &format!("cpus = [\"{}\"]", n + 5));
+    std::fs::write(dir.path().join("s.toml"), spec).unwrap();
+    let plan = schedlab(&["plan", "s.toml"], dir.path());
+    assert_eq!(plan.status.code(), Some(2), "{}", text(&plan));
+    let o = schedlab(
+        &["simulate", "s.toml", "--db", "t.db", "--quiet"],
+        dir.path(),
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("matrix.cpus"), "{err}");
+    // Refused before the database: nothing stored, no file made.
+    assert!(!dir.path().join("t.db").exists(), "{err}");
+}
+
+#[test]
+fn names_cannot_inject_headings_links_images_or_cells_into_markdown() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = r#"w|x\n## H2 [y](javascript:alert(2)) ![](http://evil.example/w.png)"#;
+    let spec = format!(
+        "name = \"camp|a\\n# Heading [x](javascript:alert(1)) ![](http://evil.example/p.png)\"\n\
+         repetitions = 2\ncooldown_s = 0\n[matrix]\npolicy = [\"other\"]\nworkload = [\"{w}\"]\n\
+         processes = [2]\ncpus = [\"0\"]\n[workloads.\"{w}\"]\nkind = \"pi\"\niterations = 1000000\n"
+    );
+    std::fs::write(dir.path().join("s.toml"), spec).unwrap();
+    let o = schedlab(
+        &["simulate", "s.toml", "--db", "t.db", "--quiet"],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let o = schedlab(
+        &["report", "--db", "t.db", "--format", "md", "-o", "-"],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let md = String::from_utf8_lossy(&o.stdout);
+    check_inert(&md);
+    // compare's Markdown too (the campaign against itself, with --force
+    // not needed: one database, two campaigns of the same spec are one).
+    std::fs::write(
+        dir.path().join("s2.toml"),
+        std::fs::read_to_string(dir.path().join("s.toml"))
+            .unwrap()
+            .replace("repetitions = 2", "repetitions = 3"),
+    )
+    .unwrap();
+    let o = schedlab(
+        &["simulate", "s2.toml", "--db", "u.db", "--quiet"],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let o = schedlab(
+        &[
+            "compare", "--db", "t.db", "--vs", "u.db", "--force", "--format", "md",
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    check_inert(&String::from_utf8_lossy(&o.stdout));
+}
+
+/// No line of `md` that a name made a heading, no live link or image, and
+/// every table row with as many cells as its header.
+fn check_inert(md: &str) {
+    for l in md.lines() {
+        assert!(
+            !l.starts_with("# Heading") && !l.starts_with("## H2"),
+            "a name made a heading: {l}\n{md}"
+        );
+    }
+    // A link needs an unescaped "](": every one here is "\](".
+    let live = md
+        .match_indices("](javascript:")
+        .filter(|(i, _)| !md[..*i].ends_with('\\'))
+        .count();
+    assert_eq!(live, 0, "a live link:\n{md}");
+    assert!(!md.contains("![]("), "a live image:\n{md}");
+    assert!(
+        md.contains("javascript:alert(2)"),
+        "the name is shown:\n{md}"
+    );
+    // Cells: split on pipes not escaped by an odd number of backslashes.
+    let cells = |row: &str| {
+        let mut n = 0;
+        let mut backslashes = 0;
+        for c in row.chars() {
+            if c == '|' && backslashes % 2 == 0 {
+                n += 1;
+            }
+            backslashes = if c == '\\' { backslashes + 1 } else { 0 };
+        }
+        n
+    };
+    let mut header = None;
+    for l in md.lines() {
+        if !l.starts_with('|') {
+            header = None;
+            continue;
+        }
+        match header {
+            None => header = Some(cells(l)),
+            Some(h) => assert_eq!(cells(l), h, "a row of another width: {l}\n{md}"),
+        }
+    }
+}

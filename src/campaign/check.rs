@@ -28,24 +28,8 @@ pub fn check_machine(
         message,
     };
     let allowed = &env.cpus_allowed;
-    for (level, cpus) in level_cpus(spec, allowed) {
-        for c in &spec.cpus {
-            c.resolve(&cpus).map_err(|m| match &level {
-                Some(name) => err("matrix.cpus", format!("on machine \"{name}\": {m}")),
-                None => err("matrix.cpus", m),
-            })?;
-        }
-    }
+    check_model(spec, origin, env)?;
     check_guests(spec, &limits::Limits::capture(), &err)?;
-    let period = env.sched_rt_period_us.unwrap_or(1_000_000);
-    for &v in &spec.rt_runtime_us {
-        if v > period {
-            return Err(err(
-                "matrix.rt_runtime_us",
-                format!("{v} µs is longer than sched_rt_period_us = {period} µs"),
-            ));
-        }
-    }
     if spec.rt_runtime_us.iter().any(|&v| v < 0) && !force {
         return Err(err(
             "matrix.rt_runtime_us",
@@ -92,6 +76,35 @@ pub fn check_machine(
     }
     check_workdir(spec, plan, &err)?;
     check_limits(spec, plan, &limits::Limits::capture(), &err)
+}
+
+/// The checks that hold for the model as for the machine (`simulate`
+/// applies them, and `plan` and `run` through [`check_machine`]): the CPUs
+/// each level names exist, and RT runtimes fit the period.
+pub fn check_model(spec: &Spec, origin: &str, env: &envinfo::EnvSnapshot) -> Result<(), SpecError> {
+    let err = |key: &str, message: String| SpecError::Invalid {
+        origin: origin.to_string(),
+        key: key.into(),
+        message,
+    };
+    for (level, cpus) in level_cpus(spec, &env.cpus_allowed) {
+        for c in &spec.cpus {
+            c.resolve(&cpus).map_err(|m| match &level {
+                Some(name) => err("matrix.cpus", format!("on machine \"{name}\": {m}")),
+                None => err("matrix.cpus", m),
+            })?;
+        }
+    }
+    let period = env.sched_rt_period_us.unwrap_or(1_000_000);
+    for &v in &spec.rt_runtime_us {
+        if v > period {
+            return Err(err(
+                "matrix.rt_runtime_us",
+                format!("{v} µs is longer than sched_rt_period_us = {period} µs"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The CPUs of each machine level the spec names (None: this machine,

@@ -26,7 +26,7 @@ use crate::spec::Spec;
 use crate::store::{Campaign, Store};
 use crate::sys::{envinfo, proc};
 
-pub use check::{check_machine, run_need};
+pub use check::{check_machine, check_model, run_need};
 pub use execute::{Executor, Opened};
 pub use machine::{MachineExecutor, wait_for_machine};
 pub use model::ModelExecutor;
@@ -186,6 +186,7 @@ fn open_checked(
 /// measured one.
 pub fn simulate(
     spec: &Spec,
+    origin: &str,
     spec_toml: &str,
     overrides: &[String],
     opts: &Options,
@@ -193,6 +194,9 @@ pub fn simulate(
     // Refused before the calibration's wait and work, as `run` refuses it.
     crate::output::check_database_arg("--db", &opts.db)?;
     let here = envinfo::capture();
+    // The model is of this machine: a CPU it lacks is refused as `plan`
+    // and `run` refuse it, not stored as skipped runs.
+    check_model(spec, origin, &here)?;
     let rates = machine::calibrate_locked("schedlab simulate")?;
     let base_slice_ns = envinfo::fair_base_slice_ns(here.cpus_online).0;
     let machine = crate::sim::Machine::from_env(&here, base_slice_ns);
@@ -213,7 +217,11 @@ pub fn simulate(
     let signals = proc::control_signals();
     proc::block(&signals).context("blocking signals")?;
     let mut progress = announce(spec, &opened, &model_env, &params.rates, opts);
-    let mut exec = ModelExecutor { spec, params };
+    let mut exec = ModelExecutor {
+        spec,
+        params,
+        signals,
+    };
     opened.execute(&mut exec, &mut progress, &signals)
 }
 

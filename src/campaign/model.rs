@@ -3,7 +3,9 @@
 //! stored like a measured one, with the model as its machine (its release,
 //! parameters and host id) and its predicted per-CPU timeline stored as
 //! a model capture ([`crate::sim::timeline`]). Nothing on the machine
-//! changes: no lock, no kernel setting, no process.
+//! changes: no lock, no kernel setting, no process. A stop signal is
+//! looked for during a run too (a long simulation can take minutes): the
+//! run is then interrupted and not stored, as a measured one.
 
 use anyhow::Result;
 
@@ -18,11 +20,22 @@ use super::execute::Executor;
 pub struct ModelExecutor<'a> {
     pub spec: &'a Spec,
     pub params: ModelParams,
+    /// The stop signals (blocked) looked for during a run.
+    pub signals: libc::sigset_t,
 }
 
 impl Executor for ModelExecutor<'_> {
     fn execute(&mut self, run: &Run) -> Result<Outcome> {
-        let mut sim = sim::simulate(run, self.spec, &self.params);
+        let mut stopped = None;
+        let signals = self.signals;
+        let mut stop = || {
+            stopped = crate::sys::proc::pending_stop_signal(&signals);
+            stopped.is_some()
+        };
+        let mut sim = sim::simulate_until_stopped(run, self.spec, &self.params, &mut stop);
+        if let (true, Some(sig)) = (sim.interrupted, stopped) {
+            return Ok(Outcome::Interrupted(sig));
+        }
         // The model has no clock: when it was asked is the run's start.
         sim.record.started_unix_ms = crate::store::unix_ms();
         let cpus = self.params.machine.cpus;
@@ -57,6 +70,7 @@ mod tests {
         let mut exec = ModelExecutor {
             spec: &spec,
             params,
+            signals: crate::sys::proc::empty_signal_set(),
         };
         let run = crate::plan::expand(&spec, 1).remove(0);
         let Outcome::Predicted(rec, p) = exec.execute(&run).unwrap() else {

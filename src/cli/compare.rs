@@ -58,7 +58,7 @@ pub(super) struct CompareArgs {
     #[arg(long, default_value_t = 2000, value_name = "N", value_parser = clap::value_parser!(u64).range(100..=1_000_000))]
     resamples: u64,
     /// Equivalence margin (e.g. 2%): each row is equivalent within it, different, or neither shown (default: the spec's compare_margin_pct).
-    #[arg(long, value_name = "PCT", value_parser = crate::report::compare::parse_margin_pct)]
+    #[arg(long, value_name = "PCT", allow_hyphen_values = true, value_parser = crate::report::compare::parse_margin_pct)]
     margin: Option<f64>,
     /// Exit with code 4 when a metric is worse beyond the margin with significance (CI use).
     #[arg(long, value_name = "WHAT", value_parser = ["regression"])]

@@ -318,6 +318,12 @@ fn warnings(s: &Spec, p: &Preview) -> Vec<String> {
         &p.rates,
         campaign::slices_of(&p.env),
     ));
+    warnings.extend(plan::model_cost_warning(
+        &all,
+        p.env.cpus_allowed.len(),
+        &p.rates,
+        p.env.hz.unwrap_or(250),
+    ));
     warnings
 }
 

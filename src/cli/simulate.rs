@@ -28,6 +28,6 @@ pub(super) fn run(a: SimulateArgs) -> Result<i32> {
         force: false,
         allow_concurrent: true,
     };
-    let s = campaign::simulate(&l.spec, &l.text, &l.overrides, &opts)?;
+    let s = campaign::simulate(&l.spec, &l.origin, &l.text, &l.overrides, &opts)?;
     summarise(&s, &a.db.db, a.quiet)
 }

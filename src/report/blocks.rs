@@ -7,11 +7,13 @@
 //! line. Figures and key-figure tiles are drawn in HTML only (Markdown has
 //! no charts), and [`Block::Only`] holds what one format says and the other
 //! does not. The base types live here too: [`Format`] and [`Table`].
+//! Every text a block carries is plain text: HTML escapes it, Markdown
+//! makes it inert ([`md_text`]: no line break, link or image of its own).
 
 use std::fmt::Write;
 use std::path::Path;
 
-use super::fmt::{Align, esc, md_table};
+use super::fmt::{Align, esc, md_table, md_text};
 use super::html;
 
 /// Output format of a report.
@@ -88,7 +90,7 @@ impl Table {
         let h: Vec<&str> = self.headers.iter().map(String::as_str).collect();
         let mut o = String::new();
         if !self.title.is_empty() {
-            o.push_str(&format!("**{}**\n\n", self.title));
+            o.push_str(&format!("**{}**\n\n", md_text(&self.title)));
         }
         o.push_str(&md_table(&h, &aligns(&self.numeric), &self.rows));
         o
@@ -491,20 +493,23 @@ fn quoted(text: &str) -> String {
 
 fn markdown_block(b: &Block) -> String {
     match b {
-        Block::Paragraph(t) => format!("{t}\n"),
+        Block::Paragraph(t) => format!("{}\n", md_text(t)),
         Block::Heading { level, text, .. } => {
-            format!("{} {text}\n", "#".repeat(usize::from(*level)))
+            format!("{} {}\n", "#".repeat(usize::from(*level)), md_text(text))
         }
-        Block::Title(t) => format!("**{t}**\n"),
-        Block::RunIn { title, text } => format!("**{title}**: {text}\n"),
-        Block::List { items, .. } => items.iter().map(|i| format!("- {i}\n")).collect(),
+        Block::Title(t) => format!("**{}**\n", md_text(t)),
+        Block::RunIn { title, text } => format!("**{}**: {}\n", md_text(title), md_text(text)),
+        Block::List { items, .. } => items
+            .iter()
+            .map(|i| format!("- {}\n", md_text(i)))
+            .collect(),
         Block::Table { table, .. } | Block::FigureTable { table, .. } => table.markdown(),
         Block::Grid(g) => g.markdown(),
         Block::Facts(_) | Block::Figures(_) | Block::Figure(_) => String::new(),
         Block::Note(blocks) => quoted(&markdown(blocks)),
         Block::Notes(notes) => notes
             .iter()
-            .map(|n| quoted(&format!("**Note:** {n}")))
+            .map(|n| quoted(&format!("**Note:** {}", md_text(n))))
             .collect::<Vec<_>>()
             .join("\n"),
         Block::Details { blocks, .. } => markdown(blocks),

@@ -166,10 +166,78 @@ pub enum Align {
     Right,
 }
 
+/// Text made inert as Markdown inline content, for every string a block
+/// carries (names, reasons, labels come from specs and databases): a line
+/// break becomes a space (it cannot start a heading, a list or a quote),
+/// and outside code spans `\\`, `[` and `]` are backslash-escaped (no
+/// link, image or link reference definition can form). Code spans, found
+/// as CommonMark finds them (a run of backticks up to the next run of the
+/// same length), are kept as they are: nothing in one is live. Tags are
+/// made inert once per document by [`crate::out::md_inert`].
+pub fn md_text(s: &str) -> String {
+    let flat: Vec<char> = s
+        .replace("\r\n", " ")
+        .chars()
+        .map(|c| if matches!(c, '\n' | '\r') { ' ' } else { c })
+        .collect();
+    let run_at = |i: usize| flat[i..].iter().take_while(|&&c| c == '`').count();
+    let mut out = String::with_capacity(flat.len() + 8);
+    let mut i = 0;
+    while i < flat.len() {
+        let c = flat[i];
+        if c == '`' {
+            let n = run_at(i);
+            // The closing run: the next run of exactly n backticks.
+            let mut j = i + n;
+            let mut close = None;
+            while j < flat.len() {
+                if flat[j] == '`' {
+                    let m = run_at(j);
+                    if m == n {
+                        close = Some(j);
+                        break;
+                    }
+                    j += m;
+                } else {
+                    j += 1;
+                }
+            }
+            let end = close.map_or(i + n, |j| j + n);
+            out.extend(&flat[i..end]);
+            i = end;
+            continue;
+        }
+        if matches!(c, '\\' | '[' | ']') {
+            out.push('\\');
+        }
+        out.push(c);
+        i += 1;
+    }
+    out
+}
+
+/// A table cell's text: [`md_text`], and every `|` escaped (preceded by
+/// an odd number of backslashes), code spans included, since GitHub splits
+/// a row into cells before it reads the cells' inlines.
+pub fn md_cell(s: &str) -> String {
+    let t = md_text(s);
+    let mut out = String::with_capacity(t.len() + 4);
+    let mut backslashes = 0;
+    for c in t.chars() {
+        if c == '|' && backslashes % 2 == 0 {
+            out.push('\\');
+        }
+        backslashes = if c == '\\' { backslashes + 1 } else { 0 };
+        out.push(c);
+    }
+    out
+}
+
 /// A Markdown table with columns padded to equal width (readable on a
-/// terminal as it is). `|` in cells is escaped; line breaks become spaces.
+/// terminal as it is). Cells are made inert ([`md_cell`]): `|` escaped,
+/// line breaks spaces, no links.
 pub fn md_table(headers: &[&str], align: &[Align], rows: &[Vec<String>]) -> String {
-    let clean = |s: &str| s.replace('|', "\\|").replace(['\n', '\r'], " ");
+    let clean = |s: &str| md_cell(s);
     let headers: Vec<String> = headers.iter().map(|h| clean(h)).collect();
     let rows: Vec<Vec<String>> = rows
         .iter()
@@ -314,6 +382,35 @@ mod tests {
         let t = md_table(&["x"], &[Align::Left], &[vec!["0.55–0.70".into()]]);
         assert!(t.contains("| 0.55–0.70 |"), "{t}");
         assert!(t.contains("| x         |"), "{t}");
+    }
+
+    #[test]
+    fn markdown_text_cannot_carry_headings_links_images_or_cells() {
+        assert_eq!(md_text("a\n# b\r\n## c\rd"), "a # b ## c d");
+        assert_eq!(
+            md_text("[x](javascript:alert(1)) ![](http://e.example/p.png)"),
+            "\\[x\\](javascript:alert(1)) !\\[\\](http://e.example/p.png)"
+        );
+        assert_eq!(md_text("a\\b"), "a\\\\b");
+        // A code span is kept as it is; a lone backtick opens none.
+        assert_eq!(
+            md_text("see `--set a[0]=1` [x]"),
+            "see `--set a[0]=1` \\[x\\]"
+        );
+        assert_eq!(md_text("a ` [x]"), "a ` \\[x\\]");
+        assert_eq!(md_text("``a`b`` [x]"), "``a`b`` \\[x\\]");
+        // Every pipe of a cell escaped, after a backslash of the name too.
+        assert_eq!(md_cell("a|b"), "a\\|b");
+        assert_eq!(md_cell("a\\|b"), "a\\\\\\|b");
+        assert_eq!(md_cell("`a|b` `c\\|d`"), "`a\\|b` `c\\|d`");
+        let t = md_table(
+            &["x", "y"],
+            &[Align::Left; 2],
+            &[vec!["a\\|b|c".into(), "d".into()]],
+        );
+        let row = t.lines().nth(2).unwrap();
+        let cells = row.split('|').count() - row.matches("\\|").count();
+        assert_eq!(cells, 4, "{row}");
     }
 
     #[test]

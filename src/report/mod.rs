@@ -158,7 +158,7 @@ impl Report {
 
     pub fn markdown(&self) -> String {
         let a = &self.analysis;
-        let mut out = format!("# {}\n\n", self.title());
+        let mut out = format!("# {}\n\n", fmt::md_text(&self.title()));
         for s in self.active() {
             let inner = s.markdown(a);
             if inner.is_empty() {

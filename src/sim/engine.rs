@@ -169,7 +169,24 @@ pub struct Outcome {
     pub timed_out: bool,
     /// The model stopped making progress (a bug in it, never a result).
     pub stalled: bool,
+    /// The caller's stop check said stop (a stop signal): the run is not
+    /// finished and nothing of it is a result.
+    pub interrupted: bool,
+    /// When the timeline and wake-ups stopped being kept (their bound,
+    /// [`TIMELINE_MAX`], was reached): both are complete before it only.
+    /// None: kept whole.
+    pub timeline_cut_ns: Option<u64>,
 }
+
+/// The most segments, and the most wake-ups, one run keeps for its
+/// predicted timeline: each worker's figures are counted as the run goes
+/// whatever its length, but the timeline is stored, so a long run with
+/// many switches keeps the start of it (a few tens of MB at most) rather
+/// than growing without bound.
+pub const TIMELINE_MAX: usize = 250_000;
+
+/// How many events between two calls of the caller's stop check.
+const STOP_CHECK_EVERY: u32 = 4096;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -252,6 +269,10 @@ pub struct Engine<'m> {
     /// must not tick twice).
     ticked_at: Option<u64>,
     period_at: Option<u64>,
+    /// Workers not exited yet (the run ends at 0).
+    workers_left: usize,
+    /// See [`Outcome::timeline_cut_ns`].
+    timeline_cut_ns: Option<u64>,
 }
 
 impl<'m> Engine<'m> {
@@ -283,6 +304,8 @@ impl<'m> Engine<'m> {
             release_ns,
             ticked_at: None,
             period_at: None,
+            workers_left: 0,
+            timeline_cut_ns: None,
         };
         for (i, s) in specs.into_iter().enumerate() {
             let (kind, nice, slice) = match s.sched {
@@ -314,6 +337,7 @@ impl<'m> Engine<'m> {
             let cpus: Vec<usize> = s.cpus.into_iter().filter(|&c| c < m.cpus.max(1)).collect();
             let cpus = if cpus.is_empty() { vec![0] } else { cpus };
             e.timers.push(Reverse((s.start_ns, TimerKind::Start, i)));
+            e.workers_left += usize::from(s.worker);
             e.tasks.push(Task {
                 sched: s.sched,
                 cpu: cpus[i % cpus.len()],
@@ -337,17 +361,25 @@ impl<'m> Engine<'m> {
     }
 
     /// Run until every worker has exited, or `limit_ns`.
-    pub fn run(mut self, limit_ns: u64) -> Outcome {
+    pub fn run(self, limit_ns: u64) -> Outcome {
+        self.run_until_stopped(limit_ns, &mut || false)
+    }
+
+    /// [`Engine::run`], asking `stop` every few thousand events whether to
+    /// give up (a stop signal): the outcome is then `interrupted`.
+    pub fn run_until_stopped(mut self, limit_ns: u64, stop: &mut dyn FnMut() -> bool) -> Outcome {
         let mut timed_out = false;
         let mut stalled = false;
+        let mut interrupted = false;
         let mut still = 0u32;
+        let mut events = 0u32;
         loop {
-            if self
-                .tasks
-                .iter()
-                .filter(|t| t.worker)
-                .all(|t| t.state == State::Exited)
-            {
+            if self.workers_left == 0 {
+                break;
+            }
+            events = events.wrapping_add(1);
+            if events % STOP_CHECK_EVERY == 0 && stop() {
+                interrupted = true;
                 break;
             }
             let t = self.next_event().min(limit_ns);
@@ -366,7 +398,9 @@ impl<'m> Engine<'m> {
             self.handle_events();
             self.settle();
         }
-        self.finish(timed_out, stalled)
+        let mut out = self.finish(timed_out, stalled);
+        out.interrupted = interrupted;
+        out
     }
 
     fn finish(mut self, timed_out: bool, stalled: bool) -> Outcome {
@@ -388,6 +422,8 @@ impl<'m> Engine<'m> {
             end_ns: self.now,
             timed_out,
             stalled,
+            interrupted: false,
+            timeline_cut_ns: self.timeline_cut_ns,
         }
     }
 
@@ -617,6 +653,12 @@ impl<'m> Engine<'m> {
         if self.tasks[i].pending_wake.is_some() {
             return;
         }
+        if self.wakes.len() >= TIMELINE_MAX {
+            // Still pending (one wake until the switch-in), not kept.
+            self.tasks[i].pending_wake = Some(usize::MAX);
+            self.cut_timeline(self.now);
+            return;
+        }
         self.tasks[i].pending_wake = Some(self.wakes.len());
         self.wakes.push(Wake {
             task: i as u32,
@@ -779,6 +821,9 @@ impl<'m> Engine<'m> {
         self.leave(c, i, SegmentEnd::Exited);
         self.tasks[i].state = State::Exited;
         self.tasks[i].stats.exit_ns = Some(self.now);
+        self.workers_left = self
+            .workers_left
+            .saturating_sub(usize::from(self.tasks[i].worker));
         if let (SchedSpec::Wrr, Some(w)) = (self.tasks[i].sched, self.wrr.as_mut()) {
             w.finish(i);
         }
@@ -788,6 +833,11 @@ impl<'m> Engine<'m> {
         if let Some(i) = self.cpus[c].curr
             && self.now > self.cpus[c].seg_start
         {
+            if self.timeline.len() >= TIMELINE_MAX {
+                self.cut_timeline(self.cpus[c].seg_start);
+                self.cpus[c].seg_start = self.now;
+                return;
+            }
             self.timeline.push(Segment {
                 cpu: c as u32,
                 task: i as u32,
@@ -797,6 +847,11 @@ impl<'m> Engine<'m> {
             });
         }
         self.cpus[c].seg_start = self.now;
+    }
+
+    /// A segment or wake-up from `at_ns` on was not kept.
+    fn cut_timeline(&mut self, at_ns: u64) {
+        self.timeline_cut_ns = Some(self.timeline_cut_ns.map_or(at_ns, |t| t.min(at_ns)));
     }
 
     /// A blocked task becomes runnable on the CPU chosen for it.
@@ -927,9 +982,9 @@ impl<'m> Engine<'m> {
             t.state = State::Running;
             t.stats.wait_ns += self.now - t.runnable_since;
             t.stats.timeslices += 1;
-            if let Some(k) = t.pending_wake.take() {
-                self.wakes[k].run_ns = Some(self.now);
-                self.wakes[k].run_cpu = Some(c as u32);
+            if let Some(w) = t.pending_wake.take().and_then(|k| self.wakes.get_mut(k)) {
+                w.run_ns = Some(self.now);
+                w.run_cpu = Some(c as u32);
             }
             self.cpus[c].switch_left = self.m.context_switch_ns;
         }

@@ -36,6 +36,11 @@ pub struct SimRun {
     pub release_ns: u64,
     /// When the model stopped: the last worker's exit, or the time limit.
     pub end_ns: u64,
+    /// A stop signal ended it before it finished: not a result.
+    pub interrupted: bool,
+    /// The timeline and wake-ups are complete before this time only (see
+    /// [`super::engine::TIMELINE_MAX`]); None: whole.
+    pub timeline_cut_ns: Option<u64>,
 }
 
 /// The kernel release a simulated run's environment reports.
@@ -57,6 +62,17 @@ struct Member {
 /// come back Skipped, with what is missing as the reason. The record's
 /// `started_unix_ms` is 0: the model has no clock (the caller sets it).
 pub fn simulate(run: &Run, spec: &Spec, params: &ModelParams) -> SimRun {
+    simulate_until_stopped(run, spec, params, &mut || false)
+}
+
+/// [`simulate`], asking `stop` every few thousand events whether to give
+/// up (a stop signal): the run then comes back `interrupted`.
+pub fn simulate_until_stopped(
+    run: &Run,
+    spec: &Spec,
+    params: &ModelParams,
+    stop: &mut dyn FnMut() -> bool,
+) -> SimRun {
     let mut m = params.machine.clone();
     if let Some(rt) = run.rt_runtime_us {
         m.rt_runtime_us = rt;
@@ -68,6 +84,8 @@ pub fn simulate(run: &Run, spec: &Spec, params: &ModelParams) -> SimRun {
         wakes: Vec::new(),
         release_ns: 0,
         end_ns: 0,
+        interrupted: false,
+        timeline_cut_ns: None,
     };
     let cpus = match run.cpus.resolve(&allowed) {
         Ok(c) => c,
@@ -126,13 +144,16 @@ pub fn simulate(run: &Run, spec: &Spec, params: &ModelParams) -> SimRun {
                     wakes: Vec::new(),
                     release_ns: 0,
                     end_ns: 0,
+                    interrupted: false,
+                    timeline_cut_ns: None,
                 };
             }
         }
     } else {
         None
     };
-    let outcome = Engine::new(&m, tasks, wrr, release_ns).run(release_ns + spec.timeout_ns);
+    let outcome = Engine::new(&m, tasks, wrr, release_ns)
+        .run_until_stopped(release_ns + spec.timeout_ns, stop);
     let ctx = BuildCtx {
         run,
         spec,
@@ -508,12 +529,25 @@ impl BuildCtx<'_> {
                 serde_json::json!({ "mechanism": "model", "slices": out.wrr_rows.len() }),
             );
         }
+        if let Some(cut) = out.timeline_cut_ns
+            && let Some(model) = record
+                .extra
+                .get_mut("model")
+                .and_then(|v| v.as_object_mut())
+        {
+            model.insert(
+                "timeline_kept_until_ns".into(),
+                serde_json::json!(cut.saturating_sub(release_ns)),
+            );
+        }
         SimRun {
             record,
             timeline: out.timeline,
             wakes: out.wakes,
             release_ns,
             end_ns: out.end_ns,
+            interrupted: out.interrupted,
+            timeline_cut_ns: out.timeline_cut_ns,
         }
     }
 }

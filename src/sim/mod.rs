@@ -66,7 +66,7 @@ pub mod wrr;
 
 pub use engine::{Segment, SegmentEnd, Wake, WakeCause};
 pub use machine::{CalibrationError, Knobs, Machine, ModelParams, WakeCosts};
-pub use mapping::{MODEL_RELEASE, SimRun, simulate};
+pub use mapping::{MODEL_RELEASE, SimRun, simulate, simulate_until_stopped};
 pub use timeline::Prediction;
 
 #[cfg(test)]

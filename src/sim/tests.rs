@@ -587,3 +587,43 @@ fn wakeup_preemption_of_idle_and_normal_runners() {
     let (median, _) = p50(FairKind::Normal);
     assert!(median > 600_000, "{median}");
 }
+
+#[test]
+fn a_long_run_keeps_a_bounded_timeline_and_whole_figures() {
+    use super::engine::TIMELINE_MAX;
+    let m = machine(1);
+    let s = 1_000_000_000;
+    // Two tasks taking 3 ms turns for 1,200 s: 400,000 segments made.
+    let tasks = vec![
+        task(fair(0), Burn::amount(600 * s), 0),
+        task(fair(0), Burn::amount(600 * s), 0),
+    ];
+    let out = run(&m, tasks, 2000 * s);
+    assert_eq!(out.timeline.len(), TIMELINE_MAX);
+    let cut = out.timeline_cut_ns.expect("cut");
+    assert!(cut > 600 * s && cut < 1200 * s, "{cut}");
+    assert!(out.timeline.iter().all(|g| g.start_ns <= cut + 10 * MS));
+    // The figures are counted to the end, whatever was kept.
+    let run_ns: u64 = out.stats.iter().map(|t| t.run_ns).sum();
+    assert_eq!(run_ns, 1200 * s);
+    assert!(out.stats.iter().all(|t| t.timeslices > 150_000));
+    assert!(!out.interrupted);
+}
+
+#[test]
+fn a_stop_check_ends_a_run_as_interrupted() {
+    let m = machine(1);
+    let s = 1_000_000_000;
+    let tasks = vec![
+        task(fair(0), Burn::amount(200 * s), 0),
+        task(fair(0), Burn::amount(200 * s), 0),
+    ];
+    let mut asked = 0;
+    let out = Engine::new(&m, tasks, None, 0).run_until_stopped(1000 * s, &mut || {
+        asked += 1;
+        asked == 3
+    });
+    assert!(out.interrupted);
+    assert_eq!(asked, 3);
+    assert!(out.end_ns < 100 * s, "{}", out.end_ns);
+}

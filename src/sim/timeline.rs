@@ -129,16 +129,33 @@ pub fn prediction(sim: &SimRun, cpus: usize) -> Option<Prediction> {
         tasks,
         cpus: (0..cpus.max(1) as u32).collect(),
         start_ns: 0,
-        end_ns: sim
-            .end_ns
-            .max(sim.timeline.iter().map(|s| s.end_ns).max().unwrap_or(0)),
+        // A timeline kept in part ends where it stops being whole.
+        end_ns: match sim.timeline_cut_ns {
+            Some(cut) => cut,
+            None => sim
+                .end_ns
+                .max(sim.timeline.iter().map(|s| s.end_ns).max().unwrap_or(0)),
+        },
         release_ns: Some(sim.release_ns),
         lost_events: 0,
     };
+    let cut = sim.timeline_cut_ns.unwrap_or(u64::MAX);
+    let kept: Vec<Segment> = sim
+        .timeline
+        .iter()
+        .filter(|s| s.start_ns < cut)
+        .copied()
+        .collect();
+    let woke: Vec<Wake> = sim
+        .wakes
+        .iter()
+        .filter(|w| w.at_ns < cut)
+        .copied()
+        .collect();
     let derived = Derived {
-        slices: slices(&sim.timeline),
-        wakeups: wakeups(&sim.wakes),
-        migrations: migrations(&sim.timeline),
+        slices: slices(&kept),
+        wakeups: wakeups(&woke),
+        migrations: migrations(&kept),
         ..Derived::default()
     };
     let windows = sim

@@ -398,6 +398,16 @@ pub fn identity(spec: &Spec) -> String {
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Whether neither the `-wal` nor the `-shm` of the database at `path` is
+/// there.
+fn sidecars_absent(path: &Path) -> bool {
+    ["-wal", "-shm"].iter().all(|suffix| {
+        let mut p = path.as_os_str().to_owned();
+        p.push(suffix);
+        std::fs::symlink_metadata(std::path::PathBuf::from(p)).is_err()
+    })
+}
+
 fn i(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
@@ -445,7 +455,18 @@ impl Store {
             Ok(_) => {}
         }
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let first = Connection::open_with_flags(path, flags)
+        // A read-only connection to a WAL database makes its `-wal` and
+        // `-shm` beside it and, never allowed to checkpoint, leaves them
+        // there on close. When neither is there (nobody has the database
+        // open), it is opened for writing but only queried (query_only):
+        // the last connection to close then removes both, as it found it.
+        // One of them there means another connection (or a crash) made
+        // it: read-only, and what was found is left as it was.
+        let first_flags = match sidecars_absent(path) {
+            true => OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            false => flags,
+        };
+        let first = Connection::open_with_flags(path, first_flags)
             .map_err(anyhow::Error::from)
             .and_then(|conn| {
                 let store = Store { conn };
@@ -498,7 +519,14 @@ impl Store {
     /// latest schema.
     pub fn open_reader(&self) -> Option<Store> {
         let path = self.conn.path().filter(|p| !p.is_empty())?;
-        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        // Opened as this one was (see [`Store::open_existing`]): whichever
+        // of the two closes last then removes the `-wal` and `-shm` that
+        // the pair made.
+        let access = match self.conn.is_readonly(rusqlite::MAIN_DB).unwrap_or(true) {
+            true => OpenFlags::SQLITE_OPEN_READ_ONLY,
+            false => OpenFlags::SQLITE_OPEN_READ_WRITE,
+        };
+        let flags = access | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let store = Store {
             conn: Connection::open_with_flags(path, flags).ok()?,
         };

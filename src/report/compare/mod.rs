@@ -10,7 +10,8 @@
 //! `environment` and `spec_diff` say what differs besides the thing under
 //! test; `planted` makes synthetic pairs with known effects for the tests.
 //! [`run`] returns [`EXIT_REGRESSION`] for `--fail-on regression` when a
-//! metric is worse beyond the margin with significance.
+//! metric is worse beyond the margin with significance, and when nothing
+//! was tested (a gate that compared nothing fails).
 
 pub mod analyse;
 pub mod charts;
@@ -56,6 +57,24 @@ pub struct RunOptions {
 /// Exit code of `compare --fail-on regression` when it found a regression
 /// (the comparison is still written).
 pub const EXIT_REGRESSION: i32 = 4;
+
+/// Why a comparison cannot back a `--fail-on regression` gate, or None when
+/// at least one row was tested: a regression needs significance, so a gate
+/// whose rows were all untested (no condition in both campaigns, or fewer
+/// than 3 runs on a side) would pass whatever the candidate did.
+pub fn nothing_compared(c: &Comparison) -> Option<String> {
+    let n = c.comparisons.len();
+    let tested = c.comparisons.iter().filter(|r| r.p.is_some()).count();
+    if n == 0 {
+        Some("0 comparisons: no condition has successful runs in both campaigns".to_string())
+    } else if tested == 0 {
+        Some(format!(
+            "none of the {n} comparisons was tested (each has fewer than 3 successful runs on a side)"
+        ))
+    } else {
+        None
+    }
+}
 
 /// One side loaded and analysed.
 struct Loaded {
@@ -205,6 +224,14 @@ pub fn run(opts: RunOptions) -> Result<i32> {
                 c.count_margin(MarginVerdict::NeitherShown)
             ))
         );
+    }
+    if opts.fail_on_regression
+        && let Some(why) = nothing_compared(&c)
+    {
+        note!(
+            "--fail-on regression: the gate compared nothing, so it cannot pass: {why} (exit code {EXIT_REGRESSION})"
+        );
+        return Ok(EXIT_REGRESSION);
     }
     let regressions = c.regressions();
     if opts.fail_on_regression && !regressions.is_empty() {

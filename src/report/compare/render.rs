@@ -655,7 +655,7 @@ pub fn html(c: &Comparison) -> String {
 }
 
 pub fn markdown(c: &Comparison) -> String {
-    let mut out = format!("# {}\n\n", title(c));
+    let mut out = format!("# {}\n\n", crate::report::fmt::md_text(&title(c)));
     for p in parts(c) {
         let inner = blocks::markdown(&p.blocks);
         let _ = write!(out, "## {}\n\n{}\n\n", p.title, inner.trim_end());
