@@ -378,7 +378,7 @@ impl<'m> Engine<'m> {
                 break;
             }
             events = events.wrapping_add(1);
-            if events % STOP_CHECK_EVERY == 0 && stop() {
+            if events.is_multiple_of(STOP_CHECK_EVERY) && stop() {
                 interrupted = true;
                 break;
             }
