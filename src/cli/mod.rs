@@ -107,6 +107,10 @@ enum Command {
     /// Internal: a worker process (started by `run`).
     #[command(name = "__worker", hide = true)]
     Worker { json: String },
+    /// Internal: the guard of a cgroup session's trees (started by schedlab
+    /// itself; acts when its standard input ends).
+    #[command(name = "__watchdog", hide = true)]
+    Watchdog { parents: Vec<std::path::PathBuf> },
 }
 
 /// The command line as people use it, for completions and manual pages:
@@ -135,9 +139,13 @@ fn visible_command() -> clap::Command {
 
 /// Parse the command line, run it, and return the process exit code.
 pub fn main() -> i32 {
+    crate::sys::cgroup::enable_watchdog();
     let cli = Cli::parse();
     if let Command::Worker { json } = &cli.command {
         return crate::worker::main(json);
+    }
+    if let Command::Watchdog { parents } = &cli.command {
+        return crate::sys::cgroup::watchdog_main(parents);
     }
     if let Command::Run { .. } = &cli.command {
         // Ctrl-C, TERM and HUP are taken synchronously by the campaign loop;
@@ -223,6 +231,7 @@ fn dispatch(command: Command) -> Result<i32> {
         Command::Man(a) => man::run(a),
         // `main` starts a worker before anything else; here for completeness.
         Command::Worker { json } => Ok(crate::worker::main(&json)),
+        Command::Watchdog { parents } => Ok(crate::sys::cgroup::watchdog_main(&parents)),
     }
 }
 
@@ -248,7 +257,7 @@ mod tests {
         let full = Cli::command();
         let visible = visible_command();
         let mut expected = names(&full);
-        expected.retain(|n| n != "__worker");
+        expected.retain(|n| n != "__worker" && n != "__watchdog");
         assert_eq!(names(&visible), expected);
         assert!(expected.len() > 10);
         assert_eq!(
