@@ -118,6 +118,10 @@ enum Command {
     /// init), serving the host's runs over the guest's channel.
     #[command(name = "guest-agent", hide = true)]
     GuestAgent,
+    /// Internal: the guard of a cgroup session's trees (started by schedlab
+    /// itself; acts when its standard input ends).
+    #[command(name = "__watchdog", hide = true)]
+    Watchdog { parents: Vec<std::path::PathBuf> },
 }
 
 /// The command line as people use it, for completions and manual pages:
@@ -146,9 +150,13 @@ fn visible_command() -> clap::Command {
 
 /// Parse the command line, run it, and return the process exit code.
 pub fn main() -> i32 {
+    crate::sys::cgroup::enable_watchdog();
     let cli = Cli::parse();
     if let Command::Worker { json } = &cli.command {
         return crate::worker::main(json);
+    }
+    if let Command::Watchdog { parents } = &cli.command {
+        return crate::sys::cgroup::watchdog_main(parents);
     }
     if let Command::Run { .. } | Command::GuestAgent = &cli.command {
         // Ctrl-C, TERM and HUP are taken synchronously by the campaign loop;
@@ -239,6 +247,7 @@ fn dispatch(command: Command) -> Result<i32> {
         // `main` starts a worker before anything else; here for completeness.
         Command::Worker { json } => Ok(crate::worker::main(&json)),
         Command::GuestAgent => crate::machine::agent::serve().map(|()| 0),
+        Command::Watchdog { parents } => Ok(crate::sys::cgroup::watchdog_main(&parents)),
     }
 }
 
@@ -264,7 +273,7 @@ mod tests {
         let full = Cli::command();
         let visible = visible_command();
         let mut expected = names(&full);
-        expected.retain(|n| n != "__worker");
+        expected.retain(|n| n != "__worker" && n != "__watchdog");
         assert_eq!(names(&visible), expected);
         assert!(expected.len() > 10);
         assert_eq!(

@@ -75,6 +75,19 @@ pub fn recover_leftover_sessions() -> Result<Vec<String>> {
         if holder_state(&j, boot_id().as_deref(), self_pid()) == Holder::Alive {
             continue;
         }
+        // Every group of the session thawed, lowered and killed first, in
+        // all hierarchies: a tree still frozen in one (the v1 freezer holds
+        // off SIGKILL) would keep another's group from emptying.
+        let parents: Vec<PathBuf> = j
+            .settings
+            .iter()
+            .filter_map(|s| match s {
+                knobs::Setting::CgroupParent { path } => Some(path.clone()),
+                _ => None,
+            })
+            .filter(|p| super::owned::check_parent(p).unwrap_or(false))
+            .collect();
+        super::watchdog::release_parents(&parents);
         // After a reboot the groups are gone with the kernel's state;
         // restoring finds nothing and only removes the journal.
         let restored = knobs::restore_journal(&j).with_context(|| {

@@ -38,7 +38,10 @@
 //! `control.rs` use: freeze, thaw, asked and actual state, wait),
 //! `kill.rs` (freeze, signal, cgroup.kill, wait for empty, remove),
 //! `journal.rs` (the session journals and their recovery),
-//! `taskstats.rs`, `exits.rs`, `control.rs`, `session.rs`
+//! `owned.rs` (proving a journaled group is schedlab's: no symbolic link,
+//! its marker), `watchdog.rs` (the process outside schedlab that thaws,
+//! lowers and kills the trees when schedlab dies), `taskstats.rs`,
+//! `exits.rs`, `control.rs`, `session.rs`
 //! ([`TreeGroups`]), `group.rs` ([`TreeGroup`]), `stats.rs`.
 
 mod control;
@@ -50,13 +53,15 @@ mod journal;
 mod kill;
 mod layout;
 mod mounts;
+mod owned;
 mod session;
 mod stats;
 mod taskstats;
+mod watchdog;
 
 use std::path::Path;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 
 pub use control::{Stopper, TreeControl};
 pub use files::{CpuStat, parse_cpu_stat};
@@ -65,6 +70,7 @@ pub use layout::{Hierarchy, Layout, plan_layout};
 pub use session::{TreeGroups, Versions};
 pub use stats::TreeStats;
 pub use taskstats::{ExitListener, ExitRecord};
+pub use watchdog::{enable_watchdog, watchdog_main};
 
 /// For every start of schedlab: kills and removes the worker groups left
 /// by a schedlab that died; a note per session recovered.
@@ -82,24 +88,8 @@ pub fn layout() -> Layout {
 /// kills what is left in the parent's groups and removes them, after
 /// checking that the path is a cgroup schedlab named as its own.
 pub(crate) fn remove_leftover_parent(path: &Path) -> Result<Vec<String>> {
-    let named_ours = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .is_some_and(|n| n.starts_with("schedlab.") && n.split('.').count() == 4);
-    if !named_ours {
-        bail!(
-            "the journal names {}, which is not a group schedlab makes; it is left alone",
-            path.display()
-        );
-    }
-    if !path.exists() {
+    if !owned::check_parent(path)? {
         return Ok(Vec::new());
-    }
-    if !mounts::on_cgroupfs(path) {
-        bail!(
-            "the journal names {}, which is not on a cgroup filesystem; it is left alone",
-            path.display()
-        );
     }
     kill::clear_parent(path)?;
     Ok(vec![format!(

@@ -17,6 +17,7 @@ use super::kill::clear_parent;
 use super::layout::{Hierarchy, Layout, plan_layout};
 use super::mounts::{read_membership, read_mounts};
 use super::taskstats::ExitListener;
+use super::watchdog::Watchdog;
 use crate::sys::knobs::{
     Journal, Setting, process_start_ticks, restore_in_drop, self_pid, try_lock,
     write_journal_exclusive,
@@ -34,6 +35,9 @@ pub(super) struct Session {
     /// the oldest are forgotten when a group goes.
     live_starts: Mutex<BTreeMap<u64, usize>>,
     journal_path: PathBuf,
+    /// Thaws, lowers and kills the trees should schedlab die; None where
+    /// it could not start (said in `left_out`).
+    watchdog: Option<Watchdog>,
     _lock: File,
 }
 
@@ -103,6 +107,7 @@ impl TreeGroups {
             listener: Err("not started".into()),
             live_starts: Mutex::new(BTreeMap::new()),
             journal_path,
+            watchdog: None,
             _lock: lock,
         };
         // A hierarchy that refuses a group (a read-only mount, a
@@ -113,6 +118,15 @@ impl TreeGroups {
                 session
                     .left_out
                     .push(format!("{}: making {}: {e}", h.name, p.display()));
+                continue;
+            }
+            // Marked at once: a group without schedlab's marker is never
+            // emptied or removed by a later start.
+            if let Err(e) = super::owned::mark(&p) {
+                session
+                    .left_out
+                    .push(format!("{}: marking {}: {e}", h.name, p.display()));
+                let _ = std::fs::remove_dir(&p);
                 continue;
             }
             if h.is_v2() {
@@ -126,6 +140,13 @@ impl TreeGroups {
                 session.left_out.join("; ")
             );
         }
+        session.watchdog = match Watchdog::start(&session.parents) {
+            Ok(w) => w,
+            Err(e) => {
+                session.left_out.push(format!("no watchdog: {e:#}"));
+                None
+            }
+        };
         session.listener = ExitListener::start_online().map_err(|e| format!("{e:#}"));
         Ok(TreeGroups {
             inner: Arc::new(session),
@@ -215,6 +236,8 @@ impl Drop for Session {
             }
             remove_session_journal(&self.journal_path)
         });
+        // Told to stop only once the groups are gone: it finds nothing.
+        drop(self.watchdog.take());
         if let Some(problem) = problem {
             eprintln!(
                 "schedlab: could not remove its worker cgroups ({problem}); the journal {} is \
