@@ -1,4 +1,4 @@
-//! schedlab inside a guest (`schedlab guest-agent`, started by the image's
+//! schedlab inside a guest (`schedlab __guest-agent`, started by the image's
 //! `/init`): says hello with the guest's environment over the channel,
 //! carries out each run the host asks for through the same
 //! [`MachineExecutor`] a host campaign uses, with the guest's own cooldown

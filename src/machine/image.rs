@@ -43,7 +43,7 @@ mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
 hostname schedlab-guest
 cd /tmp
 echo "schedlab guest: Linux $(uname -r), $(nproc) CPUs"
-/bin/schedlab guest-agent
+/bin/schedlab __guest-agent
 echo "schedlab guest: the agent ended with $?"
 poweroff -f
 "#;
