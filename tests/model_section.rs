@@ -109,7 +109,7 @@ fn a_measured_campaign_s_report_sets_the_model_beside_it() {
         .split("\n## ")
         .find(|s| s.starts_with("Model\n"))
         .unwrap_or_else(|| panic!("no Model section in:\n{md}"));
-    assert!(section.contains("[calibration]"), "{section}");
+    assert!(section.contains("\\[calibration\\]"), "{section}");
     assert!(section.contains("pi_iter_per_s"), "{section}");
     for name in [
         "CPU share",

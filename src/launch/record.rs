@@ -101,21 +101,14 @@ pub fn record(
     );
     let busy = interference::cpu_busy_pct(&ended.before, &ended.after);
     if !busy.is_empty() {
-        // Each CPU's utilisation over the run: where the work went.
-        let by_cpu: serde_json::Map<String, serde_json::Value> = busy
+        // Each CPU's utilisation over the run, where the work went, as
+        // "CPU:% CPU:%" (one string: the CSV export's cell holds no comma).
+        let by_cpu = busy
             .iter()
-            .map(|(c, pct)| {
-                (
-                    c.to_string(),
-                    serde_json::json!((pct * 10.0).round() / 10.0),
-                )
-            })
-            .collect();
-        add_extra(
-            &mut record,
-            "cpu_busy_pct",
-            serde_json::Value::Object(by_cpu),
-        );
+            .map(|(c, pct)| format!("{c}:{pct:.1}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        add_extra(&mut record, "cpu_busy_pct", serde_json::json!(by_cpu));
     }
     if let Some(us) = cpu_dma_latency_us {
         // No CPU slept deeper than this while the run went on.
