@@ -185,15 +185,13 @@ impl Plan {
         // A guest boots once for all the runs of its level: the levels
         // go one after another, in the matrix's order, each in its own
         // shuffled (or sequential) order.
-        if let Some(first) = runs.first().and_then(|r| r.machine.as_ref()) {
+        if !self.machines.is_empty() {
             let levels = &self.machines;
-            let at = |r: &Run| {
+            runs.sort_by_cached_key(|r| {
                 r.machine
                     .as_ref()
                     .and_then(|m| levels.iter().position(|l| l == &m.name))
-            };
-            debug_assert!(levels.contains(&first.name));
-            runs.sort_by_key(at);
+            });
         }
         for (i, r) in runs.iter_mut().enumerate() {
             r.seq = i;

@@ -11,7 +11,7 @@ use anyhow::{Result, bail};
 use std::time::Duration;
 
 use crate::campaign::{self, Options};
-use crate::stats::summary::percentile;
+use crate::stats::summary::summarize;
 use crate::store::Store;
 
 pub struct MachinesBenchOptions {
@@ -46,16 +46,9 @@ fn spec_text(o: &MachinesBenchOptions, kvm: bool) -> String {
     )
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    percentile(&v, 0.5)
-}
-
-fn cv_pct(v: &[f64]) -> f64 {
-    let n = v.len() as f64;
-    let mean = v.iter().sum::<f64>() / n;
-    let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
-    100.0 * var.sqrt() / mean
+/// The median and the coefficient of variation (%) of a sample.
+fn median_cv(v: &[f64]) -> Option<(f64, f64)> {
+    summarize(v).map(|s| (s.median, 100.0 * s.cv.unwrap_or(0.0)))
 }
 
 pub fn run(o: MachinesBenchOptions) -> Result<()> {
@@ -142,11 +135,9 @@ pub fn run(o: MachinesBenchOptions) -> Result<()> {
             .filter_map(|r| r.wall_ns.map(|w| w as f64 / 1e6))
             .collect()
     };
-    let host = walls("host");
-    if host.is_empty() {
+    let Some((host_median, host_cv)) = median_cv(&walls("host")) else {
         bail!("no ok run on this machine");
-    }
-    let host_median = median(host.clone());
+    };
     println!(
         "\na lone pi worker ({} iterations), {} runs per level, wall time (guest's own clock):",
         o.iterations, o.repetitions
@@ -158,27 +149,19 @@ pub fn run(o: MachinesBenchOptions) -> Result<()> {
     let mut all = vec!["host"];
     all.extend(levels.iter().copied());
     for level in all {
-        let w = walls(level);
-        if w.is_empty() {
-            println!("  {level:<8} no ok run");
-            continue;
+        match median_cv(&walls(level)) {
+            None => println!("  {level:<8} no ok run"),
+            Some((m, cv)) => println!(
+                "  {level:<8} {m:>12.3} {:>21.1}× {cv:>8.3}",
+                m / host_median
+            ),
         }
-        let m = median(w.clone());
-        println!(
-            "  {level:<8} {m:>12.3} {:>21.1}× {:>8.3}",
-            m / host_median,
-            cv_pct(&w)
-        );
     }
     println!(
         "\nCV of the icount guest against this machine's: {}",
-        match (walls("icount"), cv_pct(&host)) {
-            (w, h) if !w.is_empty() && h > 0.0 => format!(
-                "{:.2}× ({:.3} % against {:.3} %)",
-                cv_pct(&w) / h,
-                cv_pct(&w),
-                h
-            ),
+        match median_cv(&walls("icount")) {
+            Some((_, cv)) if host_cv > 0.0 =>
+                format!("{:.2}× ({cv:.3} % against {host_cv:.3} %)", cv / host_cv),
             _ => "not measured".into(),
         }
     );

@@ -96,15 +96,9 @@ impl GuestExecutor {
         let bytes = contents.write(&image_dir.path().join("initramfs.cpio"))?;
         if !quiet && !levels.is_empty() {
             note!(
-                "guest image: {} files, {:.1} MiB (schedlab, busybox, {} program{})",
+                "guest image: {} files (busybox, schedlab, the spec's programs, their libraries), {:.1} MiB",
                 contents.paths().len(),
-                bytes as f64 / (1 << 20) as f64,
-                contents.paths().len().saturating_sub(2),
-                if contents.paths().len() == 3 {
-                    ""
-                } else {
-                    "s and libraries"
-                }
+                bytes as f64 / (1 << 20) as f64
             );
         }
         Ok(GuestExecutor {

@@ -23,6 +23,7 @@ use crate::spec::machines::{Accel, Guest, MachineLevel};
 use crate::sys::child::{self, ChildSetup};
 use crate::sys::envinfo::{EnvSnapshot, GuestEnv};
 use crate::sys::proc;
+use crate::workload::command::figures;
 
 /// Name prefix of a guest's directory in the work directory.
 pub const DIR_PREFIX: &str = "schedlab-guest-";
@@ -280,11 +281,13 @@ impl Session {
         let _ = self.qemu.kill();
         let _ = self.qemu.wait();
         let mut out = String::new();
-        let console = tail_lines(&self.console(), CONSOLE_TAIL_LINES);
+        // (the serial console ends its lines with \r\n: `lines` drops both)
+        let tail = |p: &Path, n| figures::tail_lines(&std::fs::read(p).unwrap_or_default(), n);
+        let console = tail(&self.console(), CONSOLE_TAIL_LINES);
         if !console.is_empty() {
             out.push_str(&format!("; the console's last lines:\n{console}"));
         }
-        let stderr = tail_lines(&self.dir.path().join("qemu.stderr"), 5);
+        let stderr = tail(&self.dir.path().join("qemu.stderr"), 5);
         if !stderr.is_empty() {
             out.push_str(&format!("\nQEMU said:\n{stderr}"));
         }
@@ -299,12 +302,4 @@ impl Drop for Session {
             let _ = self.qemu.wait();
         }
     }
-}
-
-/// The last `n` lines of a file (lossy UTF-8, carriage returns dropped).
-pub fn tail_lines(path: &Path, n: usize) -> String {
-    let bytes = std::fs::read(path).unwrap_or_default();
-    let text = String::from_utf8_lossy(&bytes).replace('\r', "");
-    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
 }

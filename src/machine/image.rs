@@ -75,9 +75,13 @@ impl Contents {
             if is_busybox_applet(&prog) {
                 continue;
             }
-            let host = which(&prog).with_context(|| {
-                format!("a command workload runs \"{prog}\", which is not on this machine's PATH: the guest gets its programs from here")
-            })?;
+            // Found as the worker finds it (execvp's rules), with the
+            // Debian package to install when it is missing.
+            let path = std::env::var_os("PATH");
+            let host = crate::workload::command::params::resolve_program(&prog, path.as_deref(), None)
+                .with_context(|| {
+                    format!("a command workload runs \"{prog}\": the guest takes its programs from this machine")
+                })?;
             let guest = host.to_string_lossy().into_owned();
             c.add_program(&guest, &host)?;
         }
@@ -236,24 +240,6 @@ fn is_busybox_applet(prog: &str) -> bool {
                 | "printf"
                 | "test"
         )
-}
-
-/// `prog` on this machine's PATH (or as given, when it has a slash).
-fn which(prog: &str) -> Result<PathBuf> {
-    if prog.contains('/') {
-        let p = PathBuf::from(prog);
-        return match p.is_file() {
-            true => Ok(p),
-            false => bail!("{prog} does not exist"),
-        };
-    }
-    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
-    std::env::split_paths(&path)
-        .map(|d| d.join(prog))
-        .find(|p| {
-            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
-        .ok_or_else(|| anyhow::anyhow!("{prog} is not on PATH"))
 }
 
 /// The shared libraries of `exe` (with the dynamic loader), as `ldd`

@@ -29,16 +29,9 @@ impl KernelConfig {
                 }
                 continue;
             }
-            if line.is_empty() || line.starts_with('#') {
-                continue;
+            if let Some((name, value)) = assignment(i, line)? {
+                config.options.insert(name.to_string(), value.to_string());
             }
-            let Some((name, value)) = line
-                .strip_prefix("CONFIG_")
-                .and_then(|rest| rest.split_once('='))
-            else {
-                return Err(format!("line {}: {line:?} is not CONFIG_NAME=value", i + 1));
-            };
-            config.options.insert(name.to_string(), value.to_string());
         }
         if config.options.is_empty() {
             return Err("no CONFIG_ option in it".to_string());
@@ -107,14 +100,8 @@ pub fn parse_fragment(text: &str) -> Result<Vec<Want>, String> {
             });
             continue;
         }
-        if line.is_empty() || line.starts_with('#') {
+        let Some((name, value)) = assignment(i, line)? else {
             continue;
-        }
-        let Some((name, value)) = line
-            .strip_prefix("CONFIG_")
-            .and_then(|rest| rest.split_once('='))
-        else {
-            return Err(format!("line {}: {line:?} is not CONFIG_NAME=value", i + 1));
         };
         wants.push(Want {
             name: name.to_string(),
@@ -122,6 +109,19 @@ pub fn parse_fragment(text: &str) -> Result<Vec<Want>, String> {
         });
     }
     Ok(wants)
+}
+
+/// Line `i` (0-based) of a configuration or fragment: `CONFIG_X=v` as
+/// (X, v), None for a comment or a blank line, an error naming the line
+/// for anything else.
+fn assignment(i: usize, line: &str) -> Result<Option<(&str, &str)>, String> {
+    if line.is_empty() || line.starts_with('#') {
+        return Ok(None);
+    }
+    line.strip_prefix("CONFIG_")
+        .and_then(|rest| rest.split_once('='))
+        .map(Some)
+        .ok_or_else(|| format!("line {}: {line:?} is not CONFIG_NAME=value", i + 1))
 }
 
 /// Whether `config` has what `want` asks for.
