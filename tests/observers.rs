@@ -912,3 +912,72 @@ multiplies = 1
         "{big_faults} minor faults over the work for {pages:.0} pages of matrices"
     );
 }
+
+/// Each CPU's utilisation over a run (`extra.cpu_busy_pct`, from
+/// `/proc/stat`) against what the test itself knows was on each CPU: a
+/// pi worker of schedlab's pinned to CPU 0 for 1.5 s (its own CPU time over
+/// its wall, from rusage) and a busy loop of the test's on CPU 1 (its CPU
+/// time from schedstat over the test's own clock). Each CPU must be at
+/// least as busy as what the test put there, less the 10 ms ticks'
+/// rounding.
+#[test]
+fn each_cpus_utilisation_holds_what_the_test_put_on_it() {
+    let _one = serial();
+    if !common::skip_unless(
+        schedlab::sys::envinfo::capture().cpus_online >= 2,
+        "needs two CPUs",
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("s.toml"),
+        "name = \"busy\"\nrepetitions = 1\ncooldown_s = 0\n[matrix]\npolicy = [\"other\"]\n\
+         workload = [\"pi\"]\nprocesses = [1]\ncpus = [\"0\"]\n[workloads.pi]\nduration_s = 1.5\n",
+    )
+    .unwrap();
+    let spinner = Spinners::start(1, 1);
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let (cpu_before, t_before) = (spinner.cpu_ns(), std::time::Instant::now());
+    let o = schedlab(&["run", "s.toml", "--db", "t.db", "-q"], dir.path());
+    let spin_pct = 100.0 * (spinner.cpu_ns() - cpu_before) / t_before.elapsed().as_nanos() as f64;
+    drop(spinner);
+    assert!(o.status.success(), "{}", text(&o));
+    let (extra, cpu_us, wall_ns): (String, i64, i64) = db(dir.path())
+        .query_row(
+            "SELECT r.extra_json, p.utime_us + p.stime_us, p.wall_ns
+             FROM runs r JOIN processes p ON p.run_id = r.id",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .unwrap();
+    let extra: serde_json::Value = serde_json::from_str(&extra).unwrap();
+    let busy: std::collections::HashMap<u32, f64> = extra["cpu_busy_pct"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no cpu_busy_pct in {extra}"))
+        .split_whitespace()
+        .map(|kv| {
+            let (c, p) = kv.split_once(':').unwrap();
+            (c.parse().unwrap(), p.parse().unwrap())
+        })
+        .collect();
+    let worker_pct = 100.0 * cpu_us as f64 * 1e3 / wall_ns as f64;
+    eprintln!(
+        "cpu_busy_pct {busy:?}; the worker {worker_pct:.1} % of CPU 0, the test's loop {spin_pct:.1} % of CPU 1"
+    );
+    // 1.5 s is 150 ticks of /proc/stat: ±2 ticks of rounding is 1.3 pp.
+    assert!(
+        busy[&0] >= worker_pct - 3.0,
+        "CPU 0 {} % < the worker's {worker_pct:.1} %",
+        busy[&0]
+    );
+    assert!(
+        busy[&1] >= spin_pct.min(100.0) - 10.0,
+        "CPU 1 {} % < the test's loop {spin_pct:.1} %",
+        busy[&1]
+    );
+    assert!(
+        busy.values().all(|&p| (0.0..=100.0).contains(&p)),
+        "{busy:?}"
+    );
+}
