@@ -228,6 +228,28 @@ fn a_hundred_mebibytes_of_output_keep_only_their_tail() {
     );
 }
 
+/// The pids of `schedlab __watchdog` processes whose parent is `parent`.
+fn watchdogs_of(parent: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        let ppid = stat
+            .rsplit(')')
+            .next()
+            .and_then(|rest| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        let is_watchdog = cmdline.split(|&b| b == 0).any(|a| a == b"__watchdog");
+        if is_watchdog && ppid == Some(parent) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
 #[test]
 fn a_killed_schedlab_s_program_tree_is_killed_by_the_next_start() {
     let _one_at_a_time = serial();
@@ -253,6 +275,16 @@ fn a_killed_schedlab_s_program_tree_is_killed_by_the_next_start() {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(survivors(marker).len() >= 2, "the program never started");
+    // The watchdog would release the tree as soon as schedlab dies
+    // (tests/killsafe.rs): killed first, as a machine's crash or an OOM kill
+    // of both would, it leaves the tree to the next start, tested here.
+    let watchdogs = watchdogs_of(child.id());
+    assert!(!watchdogs.is_empty(), "no watchdog beside schedlab");
+    for pid in watchdogs {
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(!survivors(marker).is_empty(), "nothing was left to recover");
