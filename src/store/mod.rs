@@ -4,9 +4,11 @@
 
 mod analysis;
 mod counts;
+mod floor;
 mod latency;
 pub mod merge;
 mod named;
+pub use floor::FloorRead;
 pub use latency::{ProcessLatency, rq_wait_per_slice_us};
 mod schema;
 mod trace;
