@@ -21,6 +21,9 @@
 //! and, when the test program exits, below its `test result:` line, the
 //! count and list of the tests that reported `ok` without running.
 
+#[cfg(test)]
+mod function_length;
+
 use std::fmt::Display;
 use std::io::Write;
 use std::sync::{Mutex, Once};

@@ -142,140 +142,22 @@ pub fn explain(
              needs CAP_SYS_NICE (run as root or setcap cap_sys_nice+ep $(which schedlab))"
         )
     });
-    let cpu_list = cpus.map(format_cpu_list).unwrap_or_default();
     if errno == libc::ESRCH {
         return format!("ESRCH: {who} no longer exists");
     }
     match step {
-        Step::Affinity => match errno {
-            libc::EPERM => format!(
-                "EPERM: {}",
-                owner.unwrap_or_else(|| format!(
-                    "not permitted to change the affinity of {who}: {}",
-                    permission_hint("")
-                ))
-            ),
-            libc::EINVAL => format!(
-                "EINVAL: none of CPUs {cpu_list} is both online and allowed by the cpuset of {who}"
-            ),
-            libc::EBUSY => format!(
-                "EBUSY: {who} is SCHED_DEADLINE, which must stay allowed on every CPU of its \
-                 root domain (online CPUs {}): change the policy first or leave --cpus out",
-                format_cpu_list(&ctx.online)
-            ),
-            e => strerror(&io::Error::from_raw_os_error(e)),
-        },
+        Step::Affinity => affinity_refusal(errno, cpus, ctx, owner),
         Step::Attr => {
             let Some(policy) = req.policy else {
                 return strerror(&io::Error::from_raw_os_error(errno));
             };
             let name = policy.name();
             match errno {
-                libc::EPERM => {
-                    if let Some(owner) = owner {
-                        return format!("EPERM: {owner}");
-                    }
-                    let leaving_idle =
-                        ctx.before_policy == Some(sched::SCHED_IDLE) && policy != Policy::Idle;
-                    let lower_nice = match (req.nice, ctx.before_nice) {
-                        (Some(new), Some(old)) if policy.class() == Class::Fair => {
-                            (new < old).then_some((old, new))
-                        }
-                        _ => None,
-                    };
-                    let clears_reset_on_fork = !req.reset_on_fork
-                        && ctx
-                            .before_flags
-                            .is_some_and(|f| f & sched::SCHED_FLAG_RESET_ON_FORK != 0);
-                    if clears_reset_on_fork && !ctx.privileged {
-                        return format!(
-                            "EPERM: {who} has reset-on-fork set, and clearing it needs \
-                             CAP_SYS_NICE: add --reset-on-fork to keep it, or {}",
-                            permission_hint("")
-                        );
-                    }
-                    let narrow = cpus
-                        .or(ctx.affinity.as_deref())
-                        .filter(|aff| ctx.online.iter().any(|c| !aff.contains(c)));
-                    if policy == Policy::Deadline
-                        && ctx.privileged
-                        && let Some(aff) = narrow
-                    {
-                        return format!(
-                            "EPERM: SCHED_DEADLINE needs the task allowed on every CPU of its \
-                             root domain, but {who} may only run on CPUs {} of {}: add --cpus all",
-                            format_cpu_list(aff),
-                            format_cpu_list(&ctx.online)
-                        );
-                    }
-                    let mut s = if policy.class() == Class::Fair && leaving_idle {
-                        errno_explanation("idle", libc::EPERM)
-                    } else if let Some((old, new)) = lower_nice {
-                        let term = if new < 0 {
-                            format!("({new})")
-                        } else {
-                            new.to_string()
-                        };
-                        format!(
-                            "EPERM: lowering the nice value of {who} from {old} to {new} needs \
-                             CAP_SYS_NICE or RLIMIT_NICE >= 20 - {term} = {}: {}",
-                            20 - new,
-                            permission_hint("nice")
-                        )
-                    } else {
-                        errno_explanation(name, libc::EPERM)
-                    };
-                    match policy.class() {
-                        Class::Realtime => {
-                            if let Some((soft, hard)) = ctx.rlimit_rtprio {
-                                s += &format!(
-                                    "; {who} has RLIMIT_RTPRIO {} (soft) / {} (hard), priority {} \
-                                     needs at least {}",
-                                    fmt_limit(soft),
-                                    fmt_limit(hard),
-                                    req.priority.unwrap_or(0),
-                                    req.priority.unwrap_or(0)
-                                );
-                            }
-                        }
-                        Class::Fair if lower_nice.is_some() || leaving_idle => {
-                            if let Some((soft, hard)) = ctx.rlimit_nice {
-                                s += &format!(
-                                    "; {who} has RLIMIT_NICE {} (soft) / {} (hard)",
-                                    fmt_limit(soft),
-                                    fmt_limit(hard)
-                                );
-                            }
-                        }
-                        Class::Deadline => {
-                            if let Some(aff) = narrow {
-                                s += &format!(
-                                    "; here {who} may only run on CPUs {} of {}: add --cpus all",
-                                    format_cpu_list(aff),
-                                    format_cpu_list(&ctx.online)
-                                );
-                            }
-                        }
-                        _ => {}
-                    }
-                    s
-                }
-                libc::EINVAL => {
-                    let mut s = errno_explanation(name, libc::EINVAL);
-                    if let Some(dl) = req.dl {
-                        let lim = |v: Option<u64>| v.map_or("?".into(), |us| format_ns(us * 1000));
-                        s += &format!(
-                            "; requested runtime {}, deadline {}, period {}; the period limits \
-                             are {}..{}",
-                            format_ns(dl.runtime_ns),
-                            format_ns(dl.deadline_ns),
-                            format_ns(dl.period_ns),
-                            lim(ctx.period_limits_us.0),
-                            lim(ctx.period_limits_us.1)
-                        );
-                    }
-                    s
-                }
+                libc::EPERM => match owner {
+                    Some(owner) => format!("EPERM: {owner}"),
+                    None => attr_eperm(policy, req, cpus, ctx),
+                },
+                libc::EINVAL => attr_einval(name, req, ctx),
                 libc::EBUSY if policy == Policy::Deadline => {
                     let mut s = errno_explanation("deadline", libc::EBUSY);
                     if let Some(a) = &ctx.admission {
@@ -287,6 +169,150 @@ pub fn explain(
             }
         }
     }
+}
+
+/// A refused change of affinity to `cpus`.
+fn affinity_refusal(
+    errno: i32,
+    cpus: Option<&[usize]>,
+    ctx: &RefusalContext,
+    owner: Option<String>,
+) -> String {
+    let who = &ctx.who;
+    let cpu_list = cpus.map(format_cpu_list).unwrap_or_default();
+    match errno {
+        libc::EPERM => format!(
+            "EPERM: {}",
+            owner.unwrap_or_else(|| format!(
+                "not permitted to change the affinity of {who}: {}",
+                permission_hint("")
+            ))
+        ),
+        libc::EINVAL => format!(
+            "EINVAL: none of CPUs {cpu_list} is both online and allowed by the cpuset of {who}"
+        ),
+        libc::EBUSY => format!(
+            "EBUSY: {who} is SCHED_DEADLINE, which must stay allowed on every CPU of its \
+             root domain (online CPUs {}): change the policy first or leave --cpus out",
+            format_cpu_list(&ctx.online)
+        ),
+        e => strerror(&io::Error::from_raw_os_error(e)),
+    }
+}
+
+/// EPERM of a change of policy by a process allowed to change the
+/// target's: reset-on-fork, DEADLINE's affinity, leaving SCHED_IDLE, a
+/// lower nice, and the rlimits that would allow it.
+fn attr_eperm(
+    policy: Policy,
+    req: &Request,
+    cpus: Option<&[usize]>,
+    ctx: &RefusalContext,
+) -> String {
+    let who = &ctx.who;
+    let name = policy.name();
+    let leaving_idle = ctx.before_policy == Some(sched::SCHED_IDLE) && policy != Policy::Idle;
+    let lower_nice = match (req.nice, ctx.before_nice) {
+        (Some(new), Some(old)) if policy.class() == Class::Fair => {
+            (new < old).then_some((old, new))
+        }
+        _ => None,
+    };
+    let clears_reset_on_fork = !req.reset_on_fork
+        && ctx
+            .before_flags
+            .is_some_and(|f| f & sched::SCHED_FLAG_RESET_ON_FORK != 0);
+    if clears_reset_on_fork && !ctx.privileged {
+        return format!(
+            "EPERM: {who} has reset-on-fork set, and clearing it needs \
+             CAP_SYS_NICE: add --reset-on-fork to keep it, or {}",
+            permission_hint("")
+        );
+    }
+    let narrow = cpus
+        .or(ctx.affinity.as_deref())
+        .filter(|aff| ctx.online.iter().any(|c| !aff.contains(c)));
+    if policy == Policy::Deadline
+        && ctx.privileged
+        && let Some(aff) = narrow
+    {
+        return format!(
+            "EPERM: SCHED_DEADLINE needs the task allowed on every CPU of its \
+             root domain, but {who} may only run on CPUs {} of {}: add --cpus all",
+            format_cpu_list(aff),
+            format_cpu_list(&ctx.online)
+        );
+    }
+    let mut s = if policy.class() == Class::Fair && leaving_idle {
+        errno_explanation("idle", libc::EPERM)
+    } else if let Some((old, new)) = lower_nice {
+        let term = if new < 0 {
+            format!("({new})")
+        } else {
+            new.to_string()
+        };
+        format!(
+            "EPERM: lowering the nice value of {who} from {old} to {new} needs \
+             CAP_SYS_NICE or RLIMIT_NICE >= 20 - {term} = {}: {}",
+            20 - new,
+            permission_hint("nice")
+        )
+    } else {
+        errno_explanation(name, libc::EPERM)
+    };
+    match policy.class() {
+        Class::Realtime => {
+            if let Some((soft, hard)) = ctx.rlimit_rtprio {
+                s += &format!(
+                    "; {who} has RLIMIT_RTPRIO {} (soft) / {} (hard), priority {} \
+                     needs at least {}",
+                    fmt_limit(soft),
+                    fmt_limit(hard),
+                    req.priority.unwrap_or(0),
+                    req.priority.unwrap_or(0)
+                );
+            }
+        }
+        Class::Fair if lower_nice.is_some() || leaving_idle => {
+            if let Some((soft, hard)) = ctx.rlimit_nice {
+                s += &format!(
+                    "; {who} has RLIMIT_NICE {} (soft) / {} (hard)",
+                    fmt_limit(soft),
+                    fmt_limit(hard)
+                );
+            }
+        }
+        Class::Deadline => {
+            if let Some(aff) = narrow {
+                s += &format!(
+                    "; here {who} may only run on CPUs {} of {}: add --cpus all",
+                    format_cpu_list(aff),
+                    format_cpu_list(&ctx.online)
+                );
+            }
+        }
+        _ => {}
+    }
+    s
+}
+
+/// EINVAL of a change of policy: with DEADLINE, the values against the
+/// period limits.
+fn attr_einval(name: &str, req: &Request, ctx: &RefusalContext) -> String {
+    let mut s = errno_explanation(name, libc::EINVAL);
+    if let Some(dl) = req.dl {
+        let lim = |v: Option<u64>| v.map_or("?".into(), |us| format_ns(us * 1000));
+        s += &format!(
+            "; requested runtime {}, deadline {}, period {}; the period limits \
+             are {}..{}",
+            format_ns(dl.runtime_ns),
+            format_ns(dl.deadline_ns),
+            format_ns(dl.period_ns),
+            lim(ctx.period_limits_us.0),
+            lim(ctx.period_limits_us.1)
+        );
+    }
+    s
 }
 
 /// Σ runtime/period of the DEADLINE threads in /proc, except those of

@@ -95,8 +95,35 @@ pub fn validate_pid(pid: i32) -> Result<i32, SpecError> {
 
 /// Validates the arguments without touching the system.
 pub fn validate(args: &SchedArgs) -> Result<Request, SpecError> {
-    let policy = args
-        .policy
+    let policy = parse_policy(args)?;
+    let dl = DlArgs::parse(args)?;
+    let cpus = args
+        .cpus
+        .as_deref()
+        .map(|c| Cpus::parse(c).map_err(|m| invalid("--cpus", m)))
+        .transpose()?;
+    let mut req = Request {
+        policy,
+        nice: None,
+        priority: None,
+        dl: None,
+        reset_on_fork: args.reset_on_fork,
+        cpus,
+    };
+    let Some(policy) = policy else {
+        return without_policy(args, dl.flag, req);
+    };
+    match policy.class() {
+        Class::Fair | Class::Wrr => req.nice = fair_nice(args, policy, dl.flag)?,
+        Class::Realtime => req.priority = Some(rt_priority(args, policy, dl.flag)?),
+        Class::Deadline => req.dl = Some(deadline_params(args, dl)?),
+    }
+    Ok(req)
+}
+
+/// `--policy`: a kernel policy (schedlab's own are refused).
+fn parse_policy(args: &SchedArgs) -> Result<Option<Policy>, SpecError> {
+    args.policy
         .as_deref()
         .map(|p| match Policy::parse(p) {
             Some(policy) if Policy::KERNEL.contains(&policy) => Ok(policy),
@@ -117,192 +144,223 @@ pub fn validate(args: &SchedArgs) -> Result<Request, SpecError> {
                 ),
             )),
         })
-        .transpose()?;
-    let runtime = duration_arg("--runtime", &args.runtime)?;
-    let deadline = duration_arg("--deadline", &args.deadline)?;
-    let period = duration_arg("--period", &args.period)?;
-    let cpus = args
-        .cpus
-        .as_deref()
-        .map(|c| Cpus::parse(c).map_err(|m| invalid("--cpus", m)))
-        .transpose()?;
-    let dl_flag = [
-        ("--runtime", runtime.is_some()),
-        ("--deadline", deadline.is_some()),
-        ("--period", period.is_some()),
-    ]
-    .into_iter()
-    .find(|(_, given)| *given)
-    .map(|(flag, _)| flag);
+        .transpose()
+}
 
-    let mut req = Request {
-        policy,
-        nice: None,
-        priority: None,
-        dl: None,
-        reset_on_fork: args.reset_on_fork,
-        cpus,
-    };
-    let Some(policy) = policy else {
-        if args.priority.is_some() {
-            return Err(invalid("--priority", "needs --policy fifo or rr"));
-        }
-        if args.nice.is_some() {
-            return Err(invalid("--nice", "needs --policy other, batch or idle"));
-        }
-        if let Some(flag) = dl_flag {
-            return Err(invalid(flag, "needs --policy deadline"));
-        }
-        if args.reset_on_fork {
-            return Err(invalid(
-                "--reset-on-fork",
-                "needs --policy (it is part of the policy the kernel sets)",
-            ));
-        }
-        if req.cpus.is_none() {
-            return Err(invalid(
-                "--policy",
-                "nothing to change: give --policy (other, batch, idle, fifo, rr or deadline) \
-                 and/or --cpus LIST",
-            ));
-        }
-        return Ok(req);
-    };
-    let name = policy.name();
-    match policy.class() {
-        Class::Fair | Class::Wrr => {
-            if args.priority.is_some() {
-                return Err(invalid(
-                    "--priority",
-                    format!(
-                        "--priority is for --policy fifo or rr ({RT_MIN}..{RT_MAX}); \
-                         --policy {name} takes --nice {NICE_MIN}..{NICE_MAX}"
-                    ),
-                ));
-            }
-            if let Some(flag) = dl_flag {
-                return Err(invalid(
-                    flag,
-                    format!("{flag} is only for --policy deadline, not {name}"),
-                ));
-            }
-            if policy == Policy::Idle && args.nice.is_some() {
-                return Err(invalid(
-                    "--nice",
-                    "SCHED_IDLE ignores the nice value (its tasks get the lowest weight whatever \
-                     their nice; the kernel keeps the current nice): leave --nice out, or use \
-                     --policy other or batch with --nice",
-                ));
-            }
-            if let Some(n) = args.nice {
-                if !(NICE_MIN as i64..=NICE_MAX as i64).contains(&n) {
-                    return Err(invalid(
-                        "--nice",
-                        format!("must be {NICE_MIN}..{NICE_MAX} (lower gets more CPU), got {n}"),
-                    ));
-                }
-                req.nice = Some(n as i32);
-            }
-        }
-        Class::Realtime => {
-            if args.nice.is_some() {
-                return Err(invalid(
-                    "--nice",
-                    format!(
-                        "--nice is for --policy other, batch or idle ({NICE_MIN}..{NICE_MAX}); \
-                         --policy {name} takes --priority {RT_MIN}..{RT_MAX}"
-                    ),
-                ));
-            }
-            if let Some(flag) = dl_flag {
-                return Err(invalid(
-                    flag,
-                    format!("{flag} is only for --policy deadline, not {name}"),
-                ));
-            }
-            let Some(p) = args.priority else {
-                return Err(invalid(
-                    "--priority",
-                    format!(
-                        "--policy {name} needs --priority {RT_MIN}..{RT_MAX} (higher runs first)"
-                    ),
-                ));
-            };
-            if !(RT_MIN as i64..=RT_MAX as i64).contains(&p) {
-                return Err(invalid(
-                    "--priority",
-                    format!("must be {RT_MIN}..{RT_MAX} (higher runs first), got {p}"),
-                ));
-            }
-            req.priority = Some(p as u32);
-        }
-        Class::Deadline => {
-            for (flag, given) in [("--priority", args.priority), ("--nice", args.nice)] {
-                if given.is_some() {
-                    return Err(invalid(
-                        flag,
-                        "SCHED_DEADLINE takes no priority or nice value; give --runtime and \
-                         --period (and optionally --deadline)",
-                    ));
-                }
-            }
-            let Some(runtime) = runtime else {
-                return Err(invalid(
-                    "--runtime",
-                    "--policy deadline needs --runtime, e.g. --runtime 1ms --period 10ms",
-                ));
-            };
-            let (deadline, period) = match (deadline, period) {
-                (Some(d), Some(p)) => (d, p),
-                (Some(d), None) => (d, d),
-                (None, Some(p)) => (p, p),
-                (None, None) => {
-                    return Err(invalid(
-                        "--period",
-                        "--policy deadline needs --period (and optionally --deadline, which \
-                         defaults to the period), e.g. --runtime 1ms --period 10ms",
-                    ));
-                }
-            };
-            if runtime < DL_MIN_RUNTIME_NS {
-                return Err(invalid(
-                    "--runtime",
-                    format!(
-                        "must be at least {DL_MIN_RUNTIME_NS} ns (the kernel's minimum), got {}",
-                        format_ns(runtime)
-                    ),
-                ));
-            }
-            if runtime > deadline {
-                return Err(invalid(
-                    "--runtime",
-                    format!(
-                        "runtime {} exceeds the deadline {}: SCHED_DEADLINE needs \
-                         runtime <= deadline <= period",
-                        format_ns(runtime),
-                        format_ns(deadline)
-                    ),
-                ));
-            }
-            if deadline > period {
-                return Err(invalid(
-                    "--deadline",
-                    format!(
-                        "deadline {} exceeds the period {}: SCHED_DEADLINE needs \
-                         runtime <= deadline <= period",
-                        format_ns(deadline),
-                        format_ns(period)
-                    ),
-                ));
-            }
-            req.dl = Some(DlParams {
-                runtime_ns: runtime,
-                deadline_ns: deadline,
-                period_ns: period,
-            });
-        }
+/// The DEADLINE flags as given, and the first of them given (for errors
+/// when the policy is not deadline).
+#[derive(Debug, Clone, Copy)]
+struct DlArgs {
+    runtime: Option<u64>,
+    deadline: Option<u64>,
+    period: Option<u64>,
+    flag: Option<&'static str>,
+}
+
+impl DlArgs {
+    fn parse(args: &SchedArgs) -> Result<DlArgs, SpecError> {
+        let runtime = duration_arg("--runtime", &args.runtime)?;
+        let deadline = duration_arg("--deadline", &args.deadline)?;
+        let period = duration_arg("--period", &args.period)?;
+        let flag = [
+            ("--runtime", runtime.is_some()),
+            ("--deadline", deadline.is_some()),
+            ("--period", period.is_some()),
+        ]
+        .into_iter()
+        .find(|(_, given)| *given)
+        .map(|(flag, _)| flag);
+        Ok(DlArgs {
+            runtime,
+            deadline,
+            period,
+            flag,
+        })
+    }
+}
+
+/// No `--policy`: only `--cpus` may be changed, and no policy's values
+/// may be given.
+fn without_policy(
+    args: &SchedArgs,
+    dl_flag: Option<&'static str>,
+    req: Request,
+) -> Result<Request, SpecError> {
+    if args.priority.is_some() {
+        return Err(invalid("--priority", "needs --policy fifo or rr"));
+    }
+    if args.nice.is_some() {
+        return Err(invalid("--nice", "needs --policy other, batch or idle"));
+    }
+    if let Some(flag) = dl_flag {
+        return Err(invalid(flag, "needs --policy deadline"));
+    }
+    if args.reset_on_fork {
+        return Err(invalid(
+            "--reset-on-fork",
+            "needs --policy (it is part of the policy the kernel sets)",
+        ));
+    }
+    if req.cpus.is_none() {
+        return Err(invalid(
+            "--policy",
+            "nothing to change: give --policy (other, batch, idle, fifo, rr or deadline) \
+             and/or --cpus LIST",
+        ));
     }
     Ok(req)
+}
+
+/// A fair (or WRR) policy's `--nice`, if given.
+fn fair_nice(
+    args: &SchedArgs,
+    policy: Policy,
+    dl_flag: Option<&'static str>,
+) -> Result<Option<i32>, SpecError> {
+    let name = policy.name();
+    if args.priority.is_some() {
+        return Err(invalid(
+            "--priority",
+            format!(
+                "--priority is for --policy fifo or rr ({RT_MIN}..{RT_MAX}); \
+                 --policy {name} takes --nice {NICE_MIN}..{NICE_MAX}"
+            ),
+        ));
+    }
+    if let Some(flag) = dl_flag {
+        return Err(invalid(
+            flag,
+            format!("{flag} is only for --policy deadline, not {name}"),
+        ));
+    }
+    if policy == Policy::Idle && args.nice.is_some() {
+        return Err(invalid(
+            "--nice",
+            "SCHED_IDLE ignores the nice value (its tasks get the lowest weight whatever \
+             their nice; the kernel keeps the current nice): leave --nice out, or use \
+             --policy other or batch with --nice",
+        ));
+    }
+    let Some(n) = args.nice else {
+        return Ok(None);
+    };
+    if !(NICE_MIN as i64..=NICE_MAX as i64).contains(&n) {
+        return Err(invalid(
+            "--nice",
+            format!("must be {NICE_MIN}..{NICE_MAX} (lower gets more CPU), got {n}"),
+        ));
+    }
+    Ok(Some(n as i32))
+}
+
+/// A real-time policy's `--priority`.
+fn rt_priority(
+    args: &SchedArgs,
+    policy: Policy,
+    dl_flag: Option<&'static str>,
+) -> Result<u32, SpecError> {
+    let name = policy.name();
+    if args.nice.is_some() {
+        return Err(invalid(
+            "--nice",
+            format!(
+                "--nice is for --policy other, batch or idle ({NICE_MIN}..{NICE_MAX}); \
+                 --policy {name} takes --priority {RT_MIN}..{RT_MAX}"
+            ),
+        ));
+    }
+    if let Some(flag) = dl_flag {
+        return Err(invalid(
+            flag,
+            format!("{flag} is only for --policy deadline, not {name}"),
+        ));
+    }
+    let Some(p) = args.priority else {
+        return Err(invalid(
+            "--priority",
+            format!("--policy {name} needs --priority {RT_MIN}..{RT_MAX} (higher runs first)"),
+        ));
+    };
+    if !(RT_MIN as i64..=RT_MAX as i64).contains(&p) {
+        return Err(invalid(
+            "--priority",
+            format!("must be {RT_MIN}..{RT_MAX} (higher runs first), got {p}"),
+        ));
+    }
+    Ok(p as u32)
+}
+
+/// SCHED_DEADLINE's runtime, deadline and period.
+fn deadline_params(args: &SchedArgs, dl: DlArgs) -> Result<DlParams, SpecError> {
+    let DlArgs {
+        runtime,
+        deadline,
+        period,
+        ..
+    } = dl;
+    for (flag, given) in [("--priority", args.priority), ("--nice", args.nice)] {
+        if given.is_some() {
+            return Err(invalid(
+                flag,
+                "SCHED_DEADLINE takes no priority or nice value; give --runtime and \
+                 --period (and optionally --deadline)",
+            ));
+        }
+    }
+    let Some(runtime) = runtime else {
+        return Err(invalid(
+            "--runtime",
+            "--policy deadline needs --runtime, e.g. --runtime 1ms --period 10ms",
+        ));
+    };
+    let (deadline, period) = match (deadline, period) {
+        (Some(d), Some(p)) => (d, p),
+        (Some(d), None) => (d, d),
+        (None, Some(p)) => (p, p),
+        (None, None) => {
+            return Err(invalid(
+                "--period",
+                "--policy deadline needs --period (and optionally --deadline, which \
+                 defaults to the period), e.g. --runtime 1ms --period 10ms",
+            ));
+        }
+    };
+    if runtime < DL_MIN_RUNTIME_NS {
+        return Err(invalid(
+            "--runtime",
+            format!(
+                "must be at least {DL_MIN_RUNTIME_NS} ns (the kernel's minimum), got {}",
+                format_ns(runtime)
+            ),
+        ));
+    }
+    if runtime > deadline {
+        return Err(invalid(
+            "--runtime",
+            format!(
+                "runtime {} exceeds the deadline {}: SCHED_DEADLINE needs \
+                 runtime <= deadline <= period",
+                format_ns(runtime),
+                format_ns(deadline)
+            ),
+        ));
+    }
+    if deadline > period {
+        return Err(invalid(
+            "--deadline",
+            format!(
+                "deadline {} exceeds the period {}: SCHED_DEADLINE needs \
+                 runtime <= deadline <= period",
+                format_ns(deadline),
+                format_ns(period)
+            ),
+        ));
+    }
+    Ok(DlParams {
+        runtime_ns: runtime,
+        deadline_ns: deadline,
+        period_ns: period,
+    })
 }
 
 /// The CPUs of `--cpus` given the online CPUs: "all" is every online CPU, a

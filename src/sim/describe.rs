@@ -7,7 +7,8 @@
 use std::collections::BTreeMap;
 
 use crate::sys::envinfo::EnvSnapshot;
-use crate::workload::{Stop, Workload, matmul};
+use crate::workload::modelled::ModelTask;
+use crate::workload::{Stop, Workload};
 
 use super::engine::TaskStats;
 use super::machine::{Machine, ModelParams};
@@ -104,25 +105,17 @@ pub fn work_of(
     let mut figures = Figures::new();
     let mut latency = Histograms::new();
     let cpu_s = s.work_cpu_ns as f64 / 1e9;
-    let work = match (w, program) {
-        (Workload::Pi(_) | Workload::Hash(_) | Workload::Matmul(_), _) => {
+    let work = match (w.model(), program) {
+        (ModelTask::Compute(c), _) => {
             let work = match w.stop() {
                 Stop::Work(n) => n,
                 Stop::DurationNs(_) => (cpu_s / unit_s(w, &params.rates)).floor() as u64,
             };
-            let rate = per_s(work as f64, elapsed_ns);
-            match w {
-                Workload::Pi(_) => figures.insert("iter_per_s".into(), rate),
-                Workload::Hash(_) => figures.insert("hash_per_s".into(), rate),
-                Workload::Matmul(m) => figures.insert(
-                    "mflops".into(),
-                    rate * matmul::flops_per_multiply(m.n) / 1e6,
-                ),
-                _ => None,
-            };
+            let (name, scale) = c.figure;
+            figures.insert(name.into(), scale.of(per_s(work as f64, elapsed_ns)));
             work
         }
-        (Workload::Copy(c), _) => {
+        (ModelTask::Copy(c), _) => {
             let bytes = match c.stop {
                 Stop::Work(n) => n,
                 Stop::DurationNs(_) => (cpu_s * params.rates.copy_bytes_per_s) as u64,
@@ -131,8 +124,8 @@ pub fn work_of(
             figures.insert("writes".into(), bytes.div_ceil(c.chunk_bytes.max(1)) as f64);
             bytes
         }
-        (Workload::Mixed(_), Program::Cycle(c)) => c.done_rounds,
-        (Workload::Periodic(_), Program::Periodic(p)) => {
+        (ModelTask::Mixed(_), Program::Cycle(c)) => c.done_rounds,
+        (ModelTask::Periodic { .. }, Program::Periodic(p)) => {
             figures.insert("activations".into(), p.done as f64);
             figures.insert("misses".into(), p.misses as f64);
             figures.insert("skipped".into(), p.skipped as f64);
@@ -151,7 +144,7 @@ pub fn work_of(
             latency.insert("completion".into(), p.completion.encode());
             p.done
         }
-        (Workload::Pingpong(_), Program::Ping(p)) => {
+        (ModelTask::Pingpong, Program::Ping(p)) => {
             let span = p.last_ns.saturating_sub(p.first_ns.unwrap_or(p.last_ns));
             let n = p.round_trips;
             figures.insert("round_trips".into(), n as f64);

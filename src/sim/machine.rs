@@ -304,33 +304,14 @@ impl ModelParams {
             });
         }
         let per_s = work as f64 / (run_ns as f64 / 1e9);
-        let what = match w {
-            crate::workload::Workload::Pi(_) => {
-                self.rates.pi_iter_per_s = per_s;
-                "pi_iter_per_s"
-            }
-            crate::workload::Workload::Hash(h) => {
-                // The rate is kept at the calibration's 16 rounds.
-                let per_round = f64::from(h.rounds) + 1.0;
-                let at16 = f64::from(crate::workload::hash::CALIBRATION_ROUNDS) + 1.0;
-                self.rates.hash_per_s = per_s * per_round / at16;
-                "hash_per_s"
-            }
-            crate::workload::Workload::Matmul(m) => {
-                self.rates.flops_per_s = per_s * crate::workload::matmul::flops_per_multiply(m.n);
-                "flops_per_s"
-            }
-            crate::workload::Workload::Copy(c) if c.sync == crate::workload::SyncMode::None => {
-                self.rates.copy_bytes_per_s = per_s;
-                "copy_bytes_per_s"
-            }
-            other => {
-                return Err(CalibrationError::Bad {
-                    key,
-                    message: format!("a {} run does not calibrate a CPU speed", other.kind()),
-                });
-            }
+        let Some((rate, scale)) = w.model().calibrates() else {
+            return Err(CalibrationError::Bad {
+                key,
+                message: format!("a {} run does not calibrate a CPU speed", w.kind()),
+            });
         };
+        rate.set(&mut self.rates, scale.of(per_s));
+        let what = rate.name();
         self.rates_source = format!("{}; {what} = {per_s:.4e}/s from {key}", self.rates_source);
         Ok(self)
     }

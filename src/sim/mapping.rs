@@ -13,6 +13,7 @@ use crate::record::{ProcessRecord, RunRecord, RunStatus, Usage};
 use crate::spec::Spec;
 use crate::workload::copy::CopyParams;
 use crate::workload::mixed::MixedParams;
+use crate::workload::modelled::ModelTask;
 use crate::workload::{Rates, Stop, SyncMode, Workload};
 
 use super::deadline;
@@ -308,29 +309,30 @@ fn program(
 ) -> Result<Program, String> {
     let rates = &params.rates;
     let until = |d: u64| release_ns.saturating_add(d);
-    Ok(match w {
-        Workload::Pi(_) | Workload::Hash(_) | Workload::Matmul(_) => match w.stop() {
+    let stop = w.stop();
+    Ok(match w.model() {
+        ModelTask::Compute(_) => match stop {
             Stop::Work(n) => Program::Burn(Burn::amount(ns(n as f64 * unit_s(w, rates)))),
             Stop::DurationNs(d) => Program::Burn(Burn::until(until(d))),
         },
-        Workload::Copy(p) => copy_program(p, release_ns, params)?,
-        Workload::Mixed(p) => mixed_program(p, release_ns, params)?,
-        Workload::Periodic(p) => {
-            let (quota, end) = match p.stop {
+        ModelTask::Copy(p) => copy_program(p, release_ns, params)?,
+        ModelTask::Mixed(p) => mixed_program(p, release_ns, params)?,
+        ModelTask::Periodic { period_us, run_us } => {
+            let (quota, end) = match stop {
                 Stop::Work(n) => (n, u64::MAX),
                 Stop::DurationNs(d) => (u64::MAX, until(d)),
             };
             Program::Periodic(Periodic::new(
                 release_ns,
-                p.period_us * 1000,
-                p.run_us * 1000,
+                period_us * 1000,
+                run_us * 1000,
                 params.wake.timer_wakeup_ns,
                 quota,
                 end,
             ))
         }
-        Workload::Pingpong(p) => {
-            let (quota, end) = match p.stop {
+        ModelTask::Pingpong => {
+            let (quota, end) = match stop {
                 Stop::Work(n) => (n, u64::MAX),
                 Stop::DurationNs(d) => (u64::MAX, until(d)),
             };
@@ -342,22 +344,7 @@ fn program(
                 end,
             ))
         }
-        Workload::Command(_) => {
-            return Err(
-                "the model cannot represent another program (kind = \"command\"): its CPU \
-                 demand and blocking are unknown to it"
-                    .into(),
-            );
-        }
-        // Request, aio, messaging, and any kind added later until the
-        // model learns it.
-        _ => {
-            return Err(format!(
-                "the model does not represent the {} workload yet (only pi, hash, matmul, copy, \
-                 mixed, periodic and pingpong)",
-                w.kind()
-            ));
-        }
+        ModelTask::Unmodelled(why) => return Err(why),
     })
 }
 

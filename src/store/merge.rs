@@ -281,6 +281,171 @@ fn table(name: &str) -> &'static Table {
         .expect("a table of TABLES")
 }
 
+/// One merge under way: the copiers and statements of both databases, the
+/// environments mapped so far, and what was counted and added.
+struct Merger<'a> {
+    tx: &'a Transaction<'a>,
+    env_copier: Copier<'a>,
+    campaign_copier: Copier<'a>,
+    run_copier: Copier<'a>,
+    /// The tables of a run's rows, with the source's SELECT of a run's.
+    children: Vec<(Copier<'a>, rusqlite::Statement<'a>)>,
+    src_env: rusqlite::Statement<'a>,
+    dest_env: rusqlite::Statement<'a>,
+    dest_campaign: rusqlite::Statement<'a>,
+    dest_run: rusqlite::Statement<'a>,
+    /// Source environment id → destination id.
+    env_map: HashMap<i64, i64>,
+    counts: MergeCounts,
+    added: HashMap<&'static str, u64>,
+}
+
+impl<'a> Merger<'a> {
+    fn new(src: &'a Store, tx: &'a Transaction<'a>) -> Result<Merger<'a>> {
+        let env_copier = Copier::new(src, tx, table("environments"))?;
+        let campaign_copier = Copier::new(src, tx, table("campaigns"))?;
+        let run_copier = Copier::new(src, tx, table("runs"))?;
+        let children: Vec<(Copier, rusqlite::Statement)> = TABLES
+            .iter()
+            .filter(|t| t.how == How::OfRun)
+            .map(|t| {
+                let c = Copier::new(src, tx, t)?;
+                let select = src
+                    .conn
+                    .prepare(&format!("SELECT * FROM {} WHERE run_id = ?1", t.name))?;
+                Ok((c, select))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Merger {
+            tx,
+            env_copier,
+            campaign_copier,
+            run_copier,
+            children,
+            src_env: src
+                .conn
+                .prepare("SELECT * FROM environments WHERE id = ?1")?,
+            dest_env: tx.prepare("SELECT id FROM environments WHERE fingerprint = ?1")?,
+            dest_campaign: tx.prepare("SELECT id, identity FROM campaigns WHERE uuid = ?1")?,
+            dest_run: tx.prepare(
+                "SELECT id, status, started_unix_ms FROM runs WHERE campaign_id = ?1 AND run_key = ?2",
+            )?,
+            env_map: HashMap::new(),
+            counts: MergeCounts::default(),
+            added: HashMap::new(),
+        })
+    }
+
+    /// A campaign of the source, found in the destination by UUID (with
+    /// the same spec) or added: its UUID, source id and destination id.
+    fn campaign(&mut self, c: &[Value]) -> Result<(String, i64, i64)> {
+        let uuid = match self.campaign_copier.get(c, "uuid") {
+            Value::Text(t) => t.clone(),
+            other => bail!("a campaign of the source has no UUID ({other:?})"),
+        };
+        let identity = self.campaign_copier.get(c, "identity").clone();
+        let src_id = match self.campaign_copier.get(c, "id") {
+            Value::Integer(i) => *i,
+            _ => bail!("campaign {uuid} has no id"),
+        };
+        let existing: Option<(i64, Value)> = self
+            .dest_campaign
+            .query_row([&uuid], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?;
+        let dest_id = match existing {
+            Some((id, dest_identity)) => {
+                if dest_identity != identity {
+                    bail!(
+                        "campaign {uuid} is in both databases with different specs (source campaign \
+                         {src_id}, destination campaign {id}); nothing of this source was merged"
+                    );
+                }
+                id
+            }
+            None => {
+                self.counts.campaigns_added += 1;
+                *self.added.entry("campaigns").or_default() += 1;
+                self.campaign_copier.insert(self.tx, c, |_, _| None)?
+            }
+        };
+        Ok((uuid, src_id, dest_id))
+    }
+
+    /// A run of campaign `uuid` (destination id `dest_id`): counted when
+    /// the destination has it, else copied with its environment and rows.
+    fn run(&mut self, run: &[Value], uuid: &str, dest_id: i64) -> Result<()> {
+        let key = self.run_copier.get(run, "run_key").clone();
+        let present: Option<(i64, Value, Value)> = self
+            .dest_run
+            .query_row(params![dest_id, key], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .optional()?;
+        if let Some((_, status, started)) = present {
+            self.counts.runs_present += 1;
+            if &status != self.run_copier.get(run, "status")
+                || &started != self.run_copier.get(run, "started_unix_ms")
+            {
+                self.counts.runs_differing += 1;
+            }
+            return Ok(());
+        }
+        // The run's environment, found by fingerprint or added.
+        let env_src = match self.run_copier.get(run, "environment_id") {
+            Value::Integer(i) => *i,
+            other => bail!("a run of campaign {uuid} has no environment ({other:?})"),
+        };
+        self.environment(env_src, uuid)?;
+        let src_run_id = match self.run_copier.get(run, "id") {
+            Value::Integer(i) => *i,
+            _ => bail!("a run of campaign {uuid} has no id"),
+        };
+        let env_map = &self.env_map;
+        let new_run = self.run_copier.insert(self.tx, run, |t, old| match t {
+            "campaigns" => Some(dest_id),
+            "environments" => env_map.get(&old).copied(),
+            _ => None,
+        })?;
+        self.counts.runs_added += 1;
+        *self.added.entry("runs").or_default() += 1;
+        for (copier, select) in &mut self.children {
+            for row in rows(select, [src_run_id])? {
+                copier.insert(self.tx, &row, |t, _| (t == "runs").then_some(new_run))?;
+                *self.added.entry(copier.table.name).or_default() += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Map source environment `env_src` (of a run of campaign `uuid`) to
+    /// the destination's of the same fingerprint, adding it if none.
+    fn environment(&mut self, env_src: i64, uuid: &str) -> Result<()> {
+        let std::collections::hash_map::Entry::Vacant(e) = self.env_map.entry(env_src) else {
+            return Ok(());
+        };
+        let env_row = rows(&mut self.src_env, [env_src])?.pop().with_context(|| {
+            format!(
+                "a run of campaign {uuid} refers to environment {env_src}, which the source lacks"
+            )
+        })?;
+        let fingerprint = self.env_copier.get(&env_row, "fingerprint").clone();
+        let id = match self
+            .dest_env
+            .query_row([fingerprint], |r| r.get::<_, i64>(0))
+            .optional()?
+        {
+            Some(id) => id,
+            None => {
+                self.counts.environments_added += 1;
+                *self.added.entry("environments").or_default() += 1;
+                self.env_copier.insert(self.tx, &env_row, |_, _| None)?
+            }
+        };
+        e.insert(id);
+        Ok(())
+    }
+}
+
 impl Store {
     /// Copy every campaign of `src` into this store in one transaction:
     /// all of it or, on any error, nothing. `progress(runs done, runs in
@@ -298,74 +463,21 @@ impl Store {
             bail!("the source has a table this schedlab cannot merge: {t}");
         }
         let tx = self.conn.transaction()?;
-        let mut counts = MergeCounts::default();
-        let mut added: HashMap<&'static str, u64> = HashMap::new();
         let total_runs: i64 = src
             .conn
             .query_row("SELECT COUNT(*) FROM runs", [], |r| r.get(0))?;
-        counts.runs = total_runs as u64;
-        {
-            let mut env_copier = Copier::new(src, &tx, table("environments"))?;
-            let mut campaign_copier = Copier::new(src, &tx, table("campaigns"))?;
-            let mut run_copier = Copier::new(src, &tx, table("runs"))?;
-            let mut children: Vec<(Copier, rusqlite::Statement)> = TABLES
-                .iter()
-                .filter(|t| t.how == How::OfRun)
-                .map(|t| {
-                    let c = Copier::new(src, &tx, t)?;
-                    let select = src
-                        .conn
-                        .prepare(&format!("SELECT * FROM {} WHERE run_id = ?1", t.name))?;
-                    Ok((c, select))
-                })
-                .collect::<Result<Vec<_>>>()?;
-
-            let mut env_map: HashMap<i64, i64> = HashMap::new();
-            let mut src_env = src
-                .conn
-                .prepare("SELECT * FROM environments WHERE id = ?1")?;
-            let mut dest_env = tx.prepare("SELECT id FROM environments WHERE fingerprint = ?1")?;
-            let mut dest_campaign =
-                tx.prepare("SELECT id, identity FROM campaigns WHERE uuid = ?1")?;
-            let mut dest_run = tx.prepare(
-                "SELECT id, status, started_unix_ms FROM runs WHERE campaign_id = ?1 AND run_key = ?2",
-            )?;
+        let (mut counts, added) = {
+            let mut m = Merger::new(src, &tx)?;
+            m.counts.runs = total_runs as u64;
             let mut src_runs = src
                 .conn
                 .prepare("SELECT * FROM runs WHERE campaign_id = ?1 ORDER BY id")?;
             let mut src_campaigns = src.conn.prepare("SELECT * FROM campaigns ORDER BY id")?;
             let campaigns = rows(&mut src_campaigns, [])?;
-            counts.campaigns = campaigns.len() as u64;
+            m.counts.campaigns = campaigns.len() as u64;
             let mut done = 0u64;
             for c in &campaigns {
-                let uuid = match campaign_copier.get(c, "uuid") {
-                    Value::Text(t) => t.clone(),
-                    other => bail!("a campaign of the source has no UUID ({other:?})"),
-                };
-                let identity = campaign_copier.get(c, "identity").clone();
-                let src_id = match campaign_copier.get(c, "id") {
-                    Value::Integer(i) => *i,
-                    _ => bail!("campaign {uuid} has no id"),
-                };
-                let existing: Option<(i64, Value)> = dest_campaign
-                    .query_row([&uuid], |r| Ok((r.get(0)?, r.get(1)?)))
-                    .optional()?;
-                let dest_id = match existing {
-                    Some((id, dest_identity)) => {
-                        if dest_identity != identity {
-                            bail!(
-                                "campaign {uuid} is in both databases with different specs (source campaign \
-                                 {src_id}, destination campaign {id}); nothing of this source was merged"
-                            );
-                        }
-                        id
-                    }
-                    None => {
-                        counts.campaigns_added += 1;
-                        *added.entry("campaigns").or_default() += 1;
-                        campaign_copier.insert(&tx, c, |_, _| None)?
-                    }
-                };
+                let (uuid, src_id, dest_id) = m.campaign(c)?;
                 // Streamed: a campaign's runs are never all held at once.
                 let width = src_runs.column_count();
                 let mut run_rows = src_runs.query([src_id])?;
@@ -374,65 +486,12 @@ impl Store {
                         .map(|i| r.get::<_, Value>(i))
                         .collect::<rusqlite::Result<Vec<_>>>()?;
                     done += 1;
-                    progress(done, counts.runs);
-                    let key = run_copier.get(&run, "run_key").clone();
-                    let present: Option<(i64, Value, Value)> = dest_run
-                        .query_row(params![dest_id, key], |r| {
-                            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-                        })
-                        .optional()?;
-                    if let Some((_, status, started)) = present {
-                        counts.runs_present += 1;
-                        if &status != run_copier.get(&run, "status")
-                            || &started != run_copier.get(&run, "started_unix_ms")
-                        {
-                            counts.runs_differing += 1;
-                        }
-                        continue;
-                    }
-                    // The run's environment, found by fingerprint or added.
-                    let env_src = match run_copier.get(&run, "environment_id") {
-                        Value::Integer(i) => *i,
-                        other => bail!("a run of campaign {uuid} has no environment ({other:?})"),
-                    };
-                    if let std::collections::hash_map::Entry::Vacant(e) = env_map.entry(env_src) {
-                        let env_row = rows(&mut src_env, [env_src])?.pop().with_context(|| {
-                            format!("a run of campaign {uuid} refers to environment {env_src}, which the source lacks")
-                        })?;
-                        let fingerprint = env_copier.get(&env_row, "fingerprint").clone();
-                        let id = match dest_env
-                            .query_row([fingerprint], |r| r.get::<_, i64>(0))
-                            .optional()?
-                        {
-                            Some(id) => id,
-                            None => {
-                                counts.environments_added += 1;
-                                *added.entry("environments").or_default() += 1;
-                                env_copier.insert(&tx, &env_row, |_, _| None)?
-                            }
-                        };
-                        e.insert(id);
-                    }
-                    let src_run_id = match run_copier.get(&run, "id") {
-                        Value::Integer(i) => *i,
-                        _ => bail!("a run of campaign {uuid} has no id"),
-                    };
-                    let new_run = run_copier.insert(&tx, &run, |t, old| match t {
-                        "campaigns" => Some(dest_id),
-                        "environments" => env_map.get(&old).copied(),
-                        _ => None,
-                    })?;
-                    counts.runs_added += 1;
-                    *added.entry("runs").or_default() += 1;
-                    for (copier, select) in &mut children {
-                        for row in rows(select, [src_run_id])? {
-                            copier.insert(&tx, &row, |t, _| (t == "runs").then_some(new_run))?;
-                            *added.entry(copier.table.name).or_default() += 1;
-                        }
-                    }
+                    progress(done, m.counts.runs);
+                    m.run(&run, &uuid, dest_id)?;
                 }
             }
-        }
+            (m.counts, m.added)
+        };
         let dangling: Option<String> = tx
             .query_row("PRAGMA foreign_key_check", [], |r| r.get(0))
             .optional()?;

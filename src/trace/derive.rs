@@ -26,7 +26,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::event::{Capture, EventKind, SwitchEnd};
+use super::event::{Capture, Event, EventKind, SwitchEnd};
 
 /// One stretch of CPU time of one task of the run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -243,21 +243,66 @@ fn settle(open: &Open, prev: i32, ts_ns: u64, w0: u64) -> Settled {
 /// Derive slices, wake-ups and migrations of the run's tasks, repairing
 /// or refusing the switches the trace does not hold (see the module docs).
 pub fn derive(cap: &Capture) -> Derived {
-    let run = RunTasks::of(cap);
-    let (w0, w1) = (cap.start_ns, cap.end_ns.max(cap.start_ns));
-    let mut out = Derived::default();
-    let mut on_cpu: HashMap<u32, Open> = HashMap::new();
-    let mut state: HashMap<i32, State> = HashMap::new();
-    let mut pending: HashMap<i32, WakeUp> = HashMap::new();
-    // `end`: the stamp and how it ended (None: a repaired end); None for a
-    // slice still running after the last event.
-    let push_slice = |out: &mut Derived,
-                      pid: i32,
-                      cpu: u32,
-                      start: Option<u64>,
-                      end: Option<(u64, Option<SwitchEnd>)>,
-                      (start_repaired, end_repaired): (bool, bool)| {
-        if !run.contains(pid) {
+    let mut d = Deriver {
+        run: RunTasks::of(cap),
+        w0: cap.start_ns,
+        w1: cap.end_ns.max(cap.start_ns),
+        out: Derived::default(),
+        on_cpu: HashMap::new(),
+        state: HashMap::new(),
+        pending: HashMap::new(),
+    };
+    for ev in &cap.events {
+        match ev.kind {
+            EventKind::Switch {
+                prev_pid,
+                prev_state,
+                next_pid,
+                ..
+            } => d.switch(
+                ev,
+                prev_pid,
+                SwitchEnd::from_prev_state(prev_state),
+                next_pid,
+            ),
+            _ => {
+                d.witness(ev);
+                d.other(ev);
+            }
+        }
+    }
+    d.finish()
+}
+
+/// The walk of [`derive`] through a capture's events: what it has found so
+/// far and what it knows of each CPU and task.
+struct Deriver {
+    run: RunTasks,
+    /// The window.
+    w0: u64,
+    w1: u64,
+    out: Derived,
+    /// The slice the trace has open on each CPU.
+    on_cpu: HashMap<u32, Open>,
+    state: HashMap<i32, State>,
+    /// Wake-ups waiting for their task's switch-in.
+    pending: HashMap<i32, WakeUp>,
+}
+
+impl Deriver {
+    /// Keep a slice of a run's task, clipped to the window. `end`: the
+    /// stamp and how it ended (None: a repaired end); None for a slice
+    /// still running after the last event.
+    fn push_slice(
+        &mut self,
+        pid: i32,
+        cpu: u32,
+        start: Option<u64>,
+        end: Option<(u64, Option<SwitchEnd>)>,
+        (start_repaired, end_repaired): (bool, bool),
+    ) {
+        let (w0, w1) = (self.w0, self.w1);
+        if !self.run.contains(pid) {
             return;
         }
         if start.is_some_and(|s| s > w1) || end.is_some_and(|(e, _)| e < w0) {
@@ -272,7 +317,7 @@ pub fn derive(cap: &Capture) -> Derived {
         if end_ns == start_ns && (start_clipped || end.is_none()) {
             return;
         }
-        out.slices.push(Slice {
+        self.out.slices.push(Slice {
             pid,
             cpu,
             start_ns,
@@ -282,198 +327,129 @@ pub fn derive(cap: &Capture) -> Derived {
             start_repaired: start_repaired && !start_clipped,
             end_repaired,
         });
-    };
-    for ev in &cap.events {
-        let ts = ev.ts_ns;
-        match ev.kind {
-            EventKind::Switch {
+    }
+
+    /// A `sched_switch` on `ev.cpu` out of `prev_pid` (leaving `how`) into
+    /// `next_pid`: close the slice the trace had open there, open the
+    /// next, and end the next task's pending wake-up.
+    fn switch(&mut self, ev: &Event, prev_pid: i32, how: SwitchEnd, next_pid: i32) {
+        let (ts, cpu) = (ev.ts_ns, ev.cpu);
+        match self.on_cpu.remove(&cpu) {
+            Some(open) if open.pid == prev_pid => self.push_slice(
                 prev_pid,
-                prev_state,
-                next_pid,
-                ..
-            } => {
-                let how = SwitchEnd::from_prev_state(prev_state);
-                let cpu = ev.cpu;
-                match on_cpu.remove(&cpu) {
-                    Some(open) if open.pid == prev_pid => push_slice(
-                        &mut out,
-                        prev_pid,
-                        cpu,
-                        open.start_ns,
-                        Some((ts, Some(how))),
-                        (false, false),
-                    ),
-                    // The capture keeps only events about the run's tasks,
-                    // so a switch between two others is not in it: a gap
-                    // among other tasks contradicts nothing of the run's.
-                    Some(open) if !run.contains(open.pid) && !run.contains(prev_pid) => {}
-                    Some(open) => {
-                        // How `open` left the CPU is unknown: whether a
-                        // waking of it wakes it is not to be judged.
-                        state.remove(&open.pid);
-                        match settle(&open, prev_pid, ts, w0) {
-                            Settled::Repaired { from_ns, to_ns } => {
-                                push_slice(
-                                    &mut out,
-                                    open.pid,
-                                    cpu,
-                                    open.start_ns,
-                                    Some((from_ns, None)),
-                                    (false, true),
-                                );
-                                push_slice(
-                                    &mut out,
-                                    prev_pid,
-                                    cpu,
-                                    Some(to_ns),
-                                    Some((ts, Some(how))),
-                                    (true, false),
-                                );
-                                if to_ns >= w0 && from_ns <= w1 {
-                                    out.mismatched_switches += 1;
-                                    out.repairs.push(Repair {
-                                        cpu,
-                                        before_pid: open.pid,
-                                        after_pid: prev_pid,
-                                        from_ns: from_ns.max(w0),
-                                        to_ns: to_ns.min(w1),
-                                    });
-                                }
-                            }
-                            Settled::Refused => {
-                                if (w0..=w1).contains(&ts) {
-                                    out.mismatched_switches += 1;
-                                    out.refusals.push(Refusal {
-                                        cpu,
-                                        ts_ns: ts,
-                                        before_pid: open.pid,
-                                        after_pid: prev_pid,
-                                    });
-                                }
-                            }
-                        }
-                    }
-                    // The first switch seen on this CPU: prev held it since
-                    // before the trace began.
-                    None => push_slice(
-                        &mut out,
-                        prev_pid,
-                        cpu,
-                        None,
-                        Some((ts, Some(how))),
-                        (false, false),
-                    ),
-                }
-                state.insert(
-                    prev_pid,
-                    match how {
-                        SwitchEnd::Preempted | SwitchEnd::Yielded | SwitchEnd::Throttled => {
-                            State::Runnable
-                        }
-                        SwitchEnd::Blocked | SwitchEnd::Exited => State::Blocked,
-                    },
-                );
-                // A waking seen while the task still ran woke nothing.
-                pending.remove(&prev_pid);
-                on_cpu.insert(
+                cpu,
+                open.start_ns,
+                Some((ts, Some(how))),
+                (false, false),
+            ),
+            // The capture keeps only events about the run's tasks,
+            // so a switch between two others is not in it: a gap
+            // among other tasks contradicts nothing of the run's.
+            Some(open) if !self.run.contains(open.pid) && !self.run.contains(prev_pid) => {}
+            Some(open) => self.mismatched(&open, cpu, ts, prev_pid, how),
+            // The first switch seen on this CPU: prev held it since
+            // before the trace began.
+            None => self.push_slice(prev_pid, cpu, None, Some((ts, Some(how))), (false, false)),
+        }
+        self.state.insert(
+            prev_pid,
+            match how {
+                SwitchEnd::Preempted | SwitchEnd::Yielded | SwitchEnd::Throttled => State::Runnable,
+                SwitchEnd::Blocked | SwitchEnd::Exited => State::Blocked,
+            },
+        );
+        // A waking seen while the task still ran woke nothing.
+        self.pending.remove(&prev_pid);
+        self.on_cpu.insert(
+            cpu,
+            Open {
+                pid: next_pid,
+                start_ns: Some(ts),
+                seen: Vec::new(),
+            },
+        );
+        self.state.insert(next_pid, State::Running);
+        if let Some(mut w) = self.pending.remove(&next_pid) {
+            w.switch_in_ns = Some(ts);
+            w.cpu = Some(cpu);
+            self.out.wakeups.push(w);
+        }
+    }
+
+    /// A switch at `ts` out of `prev_pid` while the trace had `open` on
+    /// `cpu`: repair the gap or refuse it (see the module docs).
+    fn mismatched(&mut self, open: &Open, cpu: u32, ts: u64, prev_pid: i32, how: SwitchEnd) {
+        let (w0, w1) = (self.w0, self.w1);
+        // How `open` left the CPU is unknown: whether a
+        // waking of it wakes it is not to be judged.
+        self.state.remove(&open.pid);
+        match settle(open, prev_pid, ts, w0) {
+            Settled::Repaired { from_ns, to_ns } => {
+                self.push_slice(
+                    open.pid,
                     cpu,
-                    Open {
-                        pid: next_pid,
-                        start_ns: Some(ts),
-                        seen: Vec::new(),
-                    },
+                    open.start_ns,
+                    Some((from_ns, None)),
+                    (false, true),
                 );
-                state.insert(next_pid, State::Running);
-                if let Some(mut w) = pending.remove(&next_pid) {
-                    w.switch_in_ns = Some(ts);
-                    w.cpu = Some(ev.cpu);
-                    out.wakeups.push(w);
+                self.push_slice(
+                    prev_pid,
+                    cpu,
+                    Some(to_ns),
+                    Some((ts, Some(how))),
+                    (true, false),
+                );
+                if to_ns >= w0 && from_ns <= w1 {
+                    self.out.mismatched_switches += 1;
+                    self.out.repairs.push(Repair {
+                        cpu,
+                        before_pid: open.pid,
+                        after_pid: prev_pid,
+                        from_ns: from_ns.max(w0),
+                        to_ns: to_ns.min(w1),
+                    });
                 }
-                continue;
             }
-            _ => {
-                // Evidence of who held the CPU when it fired.
-                if let Some(open) = on_cpu.get_mut(&ev.cpu) {
-                    open.seen.push((ts, ev.common_pid));
+            Settled::Refused => {
+                if (w0..=w1).contains(&ts) {
+                    self.out.mismatched_switches += 1;
+                    self.out.refusals.push(Refusal {
+                        cpu,
+                        ts_ns: ts,
+                        before_pid: open.pid,
+                        after_pid: prev_pid,
+                    });
                 }
             }
         }
+    }
+
+    /// Any event but a switch: evidence of who held the CPU when it fired.
+    fn witness(&mut self, ev: &Event) {
+        if let Some(open) = self.on_cpu.get_mut(&ev.cpu) {
+            open.seen.push((ev.ts_ns, ev.common_pid));
+        }
+    }
+
+    /// The events other than switches: wake-ups and migrations.
+    fn other(&mut self, ev: &Event) {
         match ev.kind {
             EventKind::Switch { .. } => {}
             EventKind::Waking {
                 pid, target_cpu, ..
-            } => {
-                if !run.contains(pid)
-                    || matches!(state.get(&pid), Some(State::Running | State::Runnable))
-                {
-                    continue;
-                }
-                pending.entry(pid).or_insert(WakeUp {
-                    pid,
-                    waker_pid: ev.common_pid,
-                    waking_ns: Some(ts),
-                    wakeup_ns: None,
-                    target_cpu,
-                    new: false,
-                    switch_in_ns: None,
-                    cpu: None,
-                });
-            }
+            } => self.waking(ev, pid, target_cpu),
             EventKind::Wakeup {
                 pid,
                 target_cpu,
                 new,
                 ..
-            } => {
-                if !run.contains(pid) {
-                    continue;
-                }
-                if let Some(w) = pending.get_mut(&pid) {
-                    if w.wakeup_ns.is_none() {
-                        w.wakeup_ns = Some(ts);
-                        w.target_cpu = target_cpu;
-                    }
-                } else if !matches!(state.get(&pid), Some(State::Running | State::Runnable)) {
-                    // A new task, or a waking before the trace began.
-                    pending.insert(
-                        pid,
-                        WakeUp {
-                            pid,
-                            waker_pid: ev.common_pid,
-                            waking_ns: None,
-                            wakeup_ns: Some(ts),
-                            target_cpu,
-                            new,
-                            switch_in_ns: None,
-                            cpu: None,
-                        },
-                    );
-                }
-            }
+            } => self.wakeup(ev, pid, target_cpu, new),
             EventKind::Migrate {
                 pid,
                 orig_cpu,
                 dest_cpu,
                 ..
-            } => {
-                // A waking task moved to the CPU its waker chose (ttwu fires
-                // this after sched_waking, whose target is the task's old
-                // CPU): that is the run queue it is put on, when no
-                // sched_wakeup says so.
-                if let Some(w) = pending.get_mut(&pid)
-                    && w.wakeup_ns.is_none()
-                {
-                    w.target_cpu = dest_cpu;
-                }
-                if run.contains(pid) && (w0..=w1).contains(&ts) {
-                    out.migrations.push(Migration {
-                        pid,
-                        ts_ns: ts,
-                        orig_cpu,
-                        dest_cpu,
-                    });
-                }
-            }
+            } => self.migrate(ev.ts_ns, pid, orig_cpu, dest_cpu),
             // The slice that ends the task's life ends with the switch whose
             // prev_state is X or Z.
             // Forks only widen the set of traced tasks (capture) and group
@@ -481,16 +457,96 @@ pub fn derive(cap: &Capture) -> Derived {
             EventKind::Exit { .. } | EventKind::Fork { .. } => {}
         }
     }
-    let mut open: Vec<(u32, Open)> = on_cpu.into_iter().collect();
-    open.sort_by_key(|(cpu, _)| *cpu);
-    for (cpu, o) in open {
-        push_slice(&mut out, o.pid, cpu, o.start_ns, None, (false, false));
+
+    /// Whether the trace has `pid` on a CPU or a run queue.
+    fn awake(&self, pid: i32) -> bool {
+        matches!(self.state.get(&pid), Some(State::Running | State::Runnable))
     }
-    out.wakeups.extend(pending.into_values());
-    out.wakeups.retain(|w| (w0..=w1).contains(&w.first_ns()));
-    out.wakeups.sort_by_key(|w| (w.first_ns(), w.pid));
-    out.slices.sort_by_key(|s| (s.cpu, s.start_ns, s.end_ns));
-    out
+
+    /// `sched_waking` of a sleeping run's task opens its wake-up.
+    fn waking(&mut self, ev: &Event, pid: i32, target_cpu: u32) {
+        if !self.run.contains(pid) || self.awake(pid) {
+            return;
+        }
+        self.pending.entry(pid).or_insert(WakeUp {
+            pid,
+            waker_pid: ev.common_pid,
+            waking_ns: Some(ev.ts_ns),
+            wakeup_ns: None,
+            target_cpu,
+            new: false,
+            switch_in_ns: None,
+            cpu: None,
+        });
+    }
+
+    /// `sched_wakeup` / `sched_wakeup_new`: the pending wake-up's run
+    /// queue, or a wake-up whose waking the trace lacks.
+    fn wakeup(&mut self, ev: &Event, pid: i32, target_cpu: u32, new: bool) {
+        if !self.run.contains(pid) {
+            return;
+        }
+        if let Some(w) = self.pending.get_mut(&pid) {
+            if w.wakeup_ns.is_none() {
+                w.wakeup_ns = Some(ev.ts_ns);
+                w.target_cpu = target_cpu;
+            }
+        } else if !self.awake(pid) {
+            // A new task, or a waking before the trace began.
+            self.pending.insert(
+                pid,
+                WakeUp {
+                    pid,
+                    waker_pid: ev.common_pid,
+                    waking_ns: None,
+                    wakeup_ns: Some(ev.ts_ns),
+                    target_cpu,
+                    new,
+                    switch_in_ns: None,
+                    cpu: None,
+                },
+            );
+        }
+    }
+
+    /// `sched_migrate_task`: a migration of a run's task, and the run
+    /// queue of a pending wake-up.
+    fn migrate(&mut self, ts: u64, pid: i32, orig_cpu: u32, dest_cpu: u32) {
+        // A waking task moved to the CPU its waker chose (ttwu fires
+        // this after sched_waking, whose target is the task's old
+        // CPU): that is the run queue it is put on, when no
+        // sched_wakeup says so.
+        if let Some(w) = self.pending.get_mut(&pid)
+            && w.wakeup_ns.is_none()
+        {
+            w.target_cpu = dest_cpu;
+        }
+        if self.run.contains(pid) && (self.w0..=self.w1).contains(&ts) {
+            self.out.migrations.push(Migration {
+                pid,
+                ts_ns: ts,
+                orig_cpu,
+                dest_cpu,
+            });
+        }
+    }
+
+    /// After the last event: close the slices still open, keep the
+    /// wake-ups of the window, and order everything.
+    fn finish(mut self) -> Derived {
+        let (w0, w1) = (self.w0, self.w1);
+        let mut open: Vec<(u32, Open)> = std::mem::take(&mut self.on_cpu).into_iter().collect();
+        open.sort_by_key(|(cpu, _)| *cpu);
+        for (cpu, o) in open {
+            self.push_slice(o.pid, cpu, o.start_ns, None, (false, false));
+        }
+        let mut out = self.out;
+        out.wakeups.extend(self.pending.into_values());
+        out.wakeups.retain(|w| (w0..=w1).contains(&w.first_ns()));
+        out.wakeups.sort_by_key(|w| (w.first_ns(), w.pid));
+        out.slices.sort_by_key(|s| (s.cpu, s.start_ns, s.end_ns));
+        out
+    }
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@
 
 use super::keys::{KeyError, Keys};
 use super::kind::{Entry, Kind, scale_stop, stop_cost_s};
+use super::modelled::ModelTask;
 use super::{
     Deadline, INPUT_FILE, Rates, Stop, SyncMode, WorkContext, WorkOutput, Workload, elapsed_ns,
     figures, output_path, per_second,
@@ -539,6 +540,9 @@ impl Kind for CopyParams {
     /// From page-cache throughput: fsync and O_DIRECT runs take longer.
     fn estimate_cpu_s(&self, rates: &Rates) -> f64 {
         stop_cost_s(self.stop, 1.0 / rates.copy_bytes_per_s)
+    }
+    fn model(&self) -> ModelTask<'_> {
+        ModelTask::Copy(self)
     }
 }
 

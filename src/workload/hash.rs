@@ -7,6 +7,7 @@
 //! f64, which is exact).
 
 use super::kind::{Entry, Kind, scale_stop, stop_cost_s};
+use super::modelled::{Compute, ModelTask, Rate, Scale};
 use super::{Deadline, Stop, WorkOutput, elapsed_ns, figures, per_second};
 use super::{Rates, WorkContext, Workload};
 use serde::{Deserialize, Serialize};
@@ -119,6 +120,18 @@ impl Kind for HashParams {
             / (f64::from(CALIBRATION_ROUNDS) + 1.0)
             / rates.hash_per_s;
         stop_cost_s(self.stop, per_hash)
+    }
+    /// CPU at the calibrated hash rate, which is kept at the calibration's
+    /// 16 rounds.
+    fn model(&self) -> ModelTask<'_> {
+        ModelTask::Compute(Compute {
+            rate: Rate::Hash,
+            calibrate: Scale {
+                num: f64::from(self.rounds) + 1.0,
+                den: f64::from(CALIBRATION_ROUNDS) + 1.0,
+            },
+            figure: ("hash_per_s", Scale::ONE),
+        })
     }
 }
 

@@ -1,6 +1,7 @@
 //! What every workload kind provides: the [`Kind`] trait each parameter
 //! type implements (stop rule, scaling, resources, preparation, wiring of
-//! cooperating processes, the worker's loop, cost estimate), and the
+//! cooperating processes, the worker's loop, cost estimate, the model's
+//! view of it), and the
 //! [`Entry`] that registers a kind's spec parser under its name.
 //!
 //! A new workload is one file implementing `Kind` (with its `ENTRY`), its
@@ -11,6 +12,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use super::keys::{KeyError, Keys};
+use super::modelled::ModelTask;
 use super::wiring::Wiring;
 use super::{Rates, Stop, WORKER_BASE_BYTES, WorkContext, WorkOutput, Workload};
 
@@ -105,6 +107,12 @@ pub trait Kind {
     /// command workload's program in PATH): what is lacking, if anything.
     fn check_machine(&self) -> Result<(), Lacking> {
         Ok(())
+    }
+
+    /// How the scheduler model represents one worker of it; by default it
+    /// does not (the model skips the run, saying so).
+    fn model(&self) -> ModelTask<'_> {
+        super::modelled::unmodelled(self.name())
     }
 }
 

@@ -8,6 +8,7 @@
 //! (2n³·multiplies / elapsed / 1e6), `checksum` (sum of C).
 
 use super::kind::{Entry, Kind, scale_amount, stop_cost_s};
+use super::modelled::{Compute, ModelTask, Rate, Scale};
 use super::{Deadline, Stop, WorkOutput, elapsed_ns, figures};
 use super::{Rates, WorkContext, Workload};
 use anyhow::{Context, ensure};
@@ -190,6 +191,24 @@ impl Kind for MatmulParams {
     }
     fn estimate_cpu_s(&self, rates: &Rates) -> f64 {
         stop_cost_s(self.stop, flops_per_multiply(self.n) / rates.flops_per_s)
+    }
+    /// CPU at the calibrated flop rate.
+    fn model(&self) -> ModelTask<'_> {
+        let flops = flops_per_multiply(self.n);
+        ModelTask::Compute(Compute {
+            rate: Rate::Flops,
+            calibrate: Scale {
+                num: flops,
+                den: 1.0,
+            },
+            figure: (
+                "mflops",
+                Scale {
+                    num: flops,
+                    den: 1e6,
+                },
+            ),
+        })
     }
 }
 

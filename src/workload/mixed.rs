@@ -13,6 +13,7 @@
 
 use super::copy::Copier;
 use super::kind::{Entry, Kind, scale_amount};
+use super::modelled::ModelTask;
 use super::pi::PiSeries;
 use super::{
     Deadline, INPUT_FILE, Rates, Stop, SyncMode, WorkContext, WorkOutput, Workload, elapsed_ns,
@@ -145,6 +146,9 @@ impl Kind for MixedParams {
         let per_round = self.pi_iterations as f64 / rates.pi_iter_per_s
             + self.copy_bytes as f64 / rates.copy_bytes_per_s;
         super::kind::stop_cost_s(self.stop, per_round)
+    }
+    fn model(&self) -> ModelTask<'_> {
+        ModelTask::Mixed(self)
     }
 }
 

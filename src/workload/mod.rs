@@ -49,6 +49,7 @@ pub mod latency;
 pub mod matmul;
 pub mod messaging;
 pub mod mixed;
+pub mod modelled;
 pub mod periodic;
 pub mod pi;
 pub mod pingpong;
@@ -293,6 +294,11 @@ impl Workload {
     /// rate as a proxy (a device-bound direct run will take longer).
     pub fn estimate_cpu_s(&self, rates: &Rates) -> f64 {
         self.imp().estimate_cpu_s(rates)
+    }
+
+    /// See [`Kind::model`].
+    pub fn model(&self) -> modelled::ModelTask<'_> {
+        self.imp().model()
     }
 
     /// See [`Kind::min_wall_s`].

@@ -43,6 +43,7 @@
 
 use super::kind::{Entry, Kind, scale_amount};
 use super::latency::Latency;
+use super::modelled::ModelTask;
 use super::{Rates, Stop, WorkContext, WorkOutput, Workload, elapsed_ns};
 use crate::sys::clock::{sleep_until_ns, thread_cpu_ns};
 use crate::sys::proc::monotonic_ns;
@@ -271,6 +272,12 @@ impl Kind for PeriodicParams {
     /// wall-clock time whatever this says.)
     fn estimate_cpu_s(&self, _rates: &Rates) -> f64 {
         estimate_cpu_s(self)
+    }
+    fn model(&self) -> ModelTask<'_> {
+        ModelTask::Periodic {
+            period_us: self.period_us,
+            run_us: self.run_us,
+        }
     }
     /// A fixed count of activations takes that many periods.
     fn min_wall_s(&self) -> f64 {

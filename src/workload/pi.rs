@@ -6,6 +6,7 @@
 //! pi worker runs. Figures: `pi_error` (|π − estimate|), `iter_per_s`.
 
 use super::kind::{Entry, Kind, scale_stop, stop_cost_s};
+use super::modelled::{Compute, ModelTask, Rate, Scale};
 use super::{Deadline, Stop, WorkOutput, elapsed_ns, figures, per_second};
 use super::{Rates, WorkContext, Workload};
 use serde::{Deserialize, Serialize};
@@ -170,6 +171,14 @@ impl Kind for PiParams {
     }
     fn estimate_cpu_s(&self, rates: &Rates) -> f64 {
         stop_cost_s(self.stop, 1.0 / rates.pi_iter_per_s)
+    }
+    /// CPU at the calibrated pi rate.
+    fn model(&self) -> ModelTask<'_> {
+        ModelTask::Compute(Compute {
+            rate: Rate::PiIter,
+            calibrate: Scale::ONE,
+            figure: ("iter_per_s", Scale::ONE),
+        })
     }
 }
 

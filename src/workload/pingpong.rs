@@ -37,6 +37,7 @@ use serde::{Deserialize, Serialize};
 
 use super::kind::{Entry, Kind, scale_stop, stop_cost_s};
 use super::latency::Latency;
+use super::modelled::ModelTask;
 use super::wiring::{self, Wiring};
 use super::{Deadline, Rates, Stop, WorkContext, WorkOutput, Workload, figures, per_second};
 use crate::sys::proc::monotonic_ns;
@@ -383,6 +384,9 @@ impl Kind for PingpongParams {
     /// to twice its estimate.
     fn estimate_cpu_s(&self, rates: &Rates) -> f64 {
         stop_cost_s(self.stop, rates.wake_round_trip_s / 2.0)
+    }
+    fn model(&self) -> ModelTask<'_> {
+        ModelTask::Pingpong
     }
     /// It wakes, works briefly and waits for its peers again.
     fn cpu_bound(&self) -> bool {

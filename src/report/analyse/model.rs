@@ -26,6 +26,7 @@ use crate::policy::{Policy, ProcSched};
 use crate::record::{ProcessRecord, RunStatus};
 use crate::sim::{self, Machine, ModelParams};
 use crate::spec::Spec;
+use crate::workload::modelled::ModelTask;
 use crate::workload::{Rates, Stop, SyncMode, Workload};
 
 /// Most measured runs of one condition the check reads (the first ones).
@@ -169,17 +170,16 @@ impl ModelMetric {
     /// The metrics compared for a workload.
     fn of(w: &Workload) -> &'static [ModelMetric] {
         use ModelMetric::*;
-        match (w, w.stop()) {
-            (
-                Workload::Pi(_) | Workload::Hash(_) | Workload::Matmul(_) | Workload::Copy(_),
-                Stop::Work(_),
-            ) => &[Share, Completion, Makespan, InvolSwitches, Slices],
-            (Workload::Pi(_) | Workload::Hash(_) | Workload::Matmul(_) | Workload::Copy(_), _) => {
+        match (w.model(), w.stop()) {
+            (ModelTask::Compute(_) | ModelTask::Copy(_), Stop::Work(_)) => {
+                &[Share, Completion, Makespan, InvolSwitches, Slices]
+            }
+            (ModelTask::Compute(_) | ModelTask::Copy(_), _) => {
                 &[Share, WorkerShare, InvolSwitches, Slices]
             }
-            (Workload::Periodic(_), _) => &[WakeupP50, Slices, InvolSwitches],
-            (Workload::Pingpong(_), _) => &[RoundTrips],
-            _ => &[],
+            (ModelTask::Periodic { .. }, _) => &[WakeupP50, Slices, InvolSwitches],
+            (ModelTask::Pingpong, _) => &[RoundTrips],
+            (ModelTask::Mixed(_) | ModelTask::Unmodelled(_), _) => &[],
         }
     }
 
@@ -427,7 +427,11 @@ fn calibration_conditions(input: &ModelInput) -> Vec<(&ConditionRuns, &Run, &'st
             continue;
         }
         let run = c.run.as_ref().expect("filtered on run");
-        let rt = matches!(run.workload.workload, Workload::Periodic(_))
+        let rt = run
+            .workload
+            .workload
+            .model()
+            .is_periodic()
             .then(|| {
                 input.conditions.iter().filter(|k| measured(k)).find(|k| {
                     k.workload == c.workload
@@ -459,10 +463,10 @@ fn calibrate_workload(
             .collect();
         crate::stats::summarize(&v).map(|s| s.median)
     };
-    match w {
-        Workload::Pi(_) | Workload::Hash(_) | Workload::Matmul(_) => {}
-        Workload::Copy(c) if c.sync == SyncMode::None => {}
-        Workload::Periodic(_) => {
+    match w.model() {
+        ModelTask::Compute(_) => {}
+        ModelTask::Copy(c) if c.sync == SyncMode::None => {}
+        ModelTask::Periodic { .. } => {
             let p50_us = median_figure("wakeup_p50_us")
                 .ok_or("its workers report no wakeup_p50_us".to_string())?;
             let mut p = base.clone();
@@ -472,7 +476,7 @@ fn calibrate_workload(
                 format!("timer wake-up = {p50_us:.1} µs (median of the workers' p50 wake-up)");
             return Ok((p, what));
         }
-        Workload::Pingpong(_) => {
+        ModelTask::Pingpong => {
             let us = median_figure("usecs_per_op")
                 .ok_or("its workers report no usecs_per_op".to_string())?;
             let mut p = base.clone();
@@ -481,22 +485,14 @@ fn calibrate_workload(
             let what = format!("hand-off = {:.2} µs (half the median round trip)", us / 2.0);
             return Ok((p, what));
         }
-        Workload::Copy(_) | Workload::Mixed(_) => {
+        ModelTask::Copy(_) | ModelTask::Mixed(_) => {
             return Err(format!(
                 "the {} workload waits for the storage device or mixes CPU and I/O; its costs are not \
                  calibrated from the campaign",
                 w.kind()
             ));
         }
-        Workload::Command(_) => {
-            return Err("another program (kind = \"command\"): its CPU demand and blocking are unknown to the model".into());
-        }
-        _ => {
-            return Err(format!(
-                "the model does not represent the {} workload",
-                w.kind()
-            ));
-        }
+        ModelTask::Unmodelled(why) => return Err(why),
     }
     let p = base
         .clone()

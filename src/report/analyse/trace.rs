@@ -15,8 +15,10 @@ use serde::Serialize;
 use std::collections::HashMap;
 
 use super::Analysis;
+use super::conditions::Condition;
 use crate::record::ProcessRecord;
 use crate::store::{ProcessLatency, RunTrace};
+use crate::trace::summary::ProcessTrace;
 use crate::workload::latency::Latency;
 
 /// Trace and kernel counter disagreeing by more than this share are
@@ -288,10 +290,47 @@ pub fn analyse(
         traced_runs: traces.len(),
         ..TraceAnalysis::default()
     };
+    let mut lat_by_run: HashMap<i64, Vec<&ProcessLatency>> = HashMap::new();
+    for l in latency {
+        lat_by_run.entry(l.run_id).or_default().push(l);
+    }
+    let runs = Runs {
+        usable: usable_traces(traces, &mut out.excluded),
+        processes,
+        lat_by_run,
+    };
+    // Pooled slice histograms first: a group's bins span its conditions.
+    let mut pooled_slices: Vec<Latency> = Vec::new();
+    for (ci, c) in a.conditions.iter().enumerate() {
+        let mut run_ids: Vec<i64> = c
+            .cells
+            .iter()
+            .flat_map(|cell| cell.run_ids.iter().copied())
+            .filter(|id| runs.usable.contains_key(id))
+            .collect();
+        run_ids.sort_unstable();
+        run_ids.dedup();
+        if run_ids.is_empty() {
+            continue;
+        }
+        let (ct, slice) = condition_trace(ci, c, &run_ids, &runs, &mut out.agreement);
+        out.conditions.push(ct);
+        pooled_slices.push(slice);
+    }
+    bin_groups(&mut out.conditions, &pooled_slices);
+    out
+}
+
+/// The usable traces by run id; the others go to `excluded` with the
+/// reason.
+fn usable_traces<'t>(
+    traces: &'t [RunTrace],
+    excluded: &mut Vec<ExcludedRun>,
+) -> HashMap<i64, &'t RunTrace> {
     let mut usable: HashMap<i64, &RunTrace> = HashMap::new();
     for t in traces {
         if t.info.unusable {
-            out.excluded.push(ExcludedRun {
+            excluded.push(ExcludedRun {
                 run_id: t.info.run_id,
                 lost_events: t.info.lost_events,
                 mismatched_switches: t.info.mismatched_switches,
@@ -305,145 +344,154 @@ pub fn analyse(
             usable.insert(t.info.run_id, t);
         }
     }
-    let mut lat_by_run: HashMap<i64, Vec<&ProcessLatency>> = HashMap::new();
-    for l in latency {
-        lat_by_run.entry(l.run_id).or_default().push(l);
-    }
-    // Pooled slice histograms first: a group's bins span its conditions.
-    let mut pooled_slices: Vec<Latency> = Vec::new();
-    for (ci, c) in a.conditions.iter().enumerate() {
-        let mut run_ids: Vec<i64> = c
-            .cells
-            .iter()
-            .flat_map(|cell| cell.run_ids.iter().copied())
-            .filter(|id| usable.contains_key(id))
-            .collect();
-        run_ids.sort_unstable();
-        run_ids.dedup();
-        if run_ids.is_empty() {
-            continue;
-        }
-        let mut slice = Latency::new();
-        let mut wake = Latency::new();
-        let mut own = Latency::new();
-        let mut own_name = None;
-        let mut ct = ConditionTrace {
-            condition: ci,
-            label: c.label.clone(),
-            policy: c.policy.clone(),
-            group: c.group,
-            runs: run_ids.len(),
-            slices: 0,
-            slice: Spread::of(&slice),
-            bins: Vec::new(),
-            preempted: 0,
-            yielded: 0,
-            voluntary: 0,
-            migrations: 0,
-            trace_wake: Spread::of(&wake),
-            workload_latency: None,
-            compared: 0,
-            flagged: 0,
-        };
-        for id in &run_ids {
-            let t = usable[id];
-            let records = processes.get(id).map_or(&[][..], Vec::as_slice);
-            for p in &t.processes {
-                ct.slices += p.slices;
-                ct.preempted += p.preempted;
-                ct.yielded += p.yielded;
-                ct.voluntary += p.voluntary;
-                ct.migrations += p.migrations;
-                slice.add(&p.slice_ns);
-                wake.add(&p.wake_ns);
-                // A simulated run's timeline and counters are both the
-                // model's: comparing them would test nothing.
-                if t.info.predicted {
-                    continue;
-                }
-                let Some(rec) = records.iter().find(|r| r.pid == p.tgid) else {
-                    continue;
-                };
-                // Inside the process's own work window when it is known
-                // (the window rusage and schedstat cover), else the whole
-                // traced window.
-                let (trace_oncpu_ns, trace_switches, unattributed_ns, missing_switches) =
-                    match p.work {
-                        Some(w) => (
-                            w.oncpu_ns,
-                            w.switches,
-                            w.unattributed_ns,
-                            w.missing_switches,
-                        ),
-                        None => {
-                            let (vol, invol) = p.rusage_switches();
-                            (
-                                p.oncpu_ns,
-                                vol + invol,
-                                p.unattributed_ns,
-                                p.missing_switches,
-                            )
-                        }
-                    };
-                let rusage_switches = rec.usage.nvcsw.zip(rec.usage.nivcsw).map(|(v, i)| v + i);
-                let tree_tasks = rec.figures.get("tree_tasks").map(|&t| t as u64);
-                let (oncpu_ratio, oncpu_off) = match rec.run_ns {
-                    Some(run) => ratio(trace_oncpu_ns, run),
-                    None => (None, false),
-                };
-                // A tree whose exit records the kernel did not give has no
-                // count to compare the trace's switches with.
-                let (switch_ratio, switch_off) = match rusage_switches {
-                    Some(counted) => switch_agreement(trace_switches, counted, tree_tasks),
-                    None => (None, false),
-                };
-                let flagged = oncpu_off || switch_off;
-                ct.compared += 1;
-                ct.flagged += usize::from(flagged);
-                out.agreement.push(Agreement {
-                    run_id: *id,
-                    condition: ci,
-                    process_index: rec.index,
-                    pid: p.tgid,
-                    trace_oncpu_ns,
-                    schedstat_run_ns: rec.run_ns,
-                    oncpu_ratio,
-                    trace_switches,
-                    rusage_switches,
-                    tree_tasks,
-                    switch_ratio,
-                    flagged,
-                    unattributed_ns,
-                    missing_switches,
-                    explanation: flagged.then(|| {
-                        explain(
-                            trace_oncpu_ns,
-                            rec.run_ns,
-                            unattributed_ns,
-                            trace_switches,
-                            (rusage_switches, tree_tasks),
-                            missing_switches,
-                        )
-                    }),
-                });
+    usable
+}
+
+/// What [`analyse`] reads of each run: its usable trace, its process
+/// records and its workload latency histograms.
+struct Runs<'a> {
+    usable: HashMap<i64, &'a RunTrace>,
+    processes: &'a HashMap<i64, Vec<ProcessRecord>>,
+    lat_by_run: HashMap<i64, Vec<&'a ProcessLatency>>,
+}
+
+/// One condition's traced runs `run_ids` (usable, sorted): its row, with
+/// each compared process's agreement pushed to `agreement`, and its pooled
+/// slice lengths.
+fn condition_trace(
+    ci: usize,
+    c: &Condition,
+    run_ids: &[i64],
+    runs: &Runs,
+    agreement: &mut Vec<Agreement>,
+) -> (ConditionTrace, Latency) {
+    let mut slice = Latency::new();
+    let mut wake = Latency::new();
+    let mut own = Latency::new();
+    let mut own_name = None;
+    let mut ct = ConditionTrace {
+        condition: ci,
+        label: c.label.clone(),
+        policy: c.policy.clone(),
+        group: c.group,
+        runs: run_ids.len(),
+        slices: 0,
+        slice: Spread::of(&slice),
+        bins: Vec::new(),
+        preempted: 0,
+        yielded: 0,
+        voluntary: 0,
+        migrations: 0,
+        trace_wake: Spread::of(&wake),
+        workload_latency: None,
+        compared: 0,
+        flagged: 0,
+    };
+    for id in run_ids {
+        let t = runs.usable[id];
+        let records = runs.processes.get(id).map_or(&[][..], Vec::as_slice);
+        for p in &t.processes {
+            ct.slices += p.slices;
+            ct.preempted += p.preempted;
+            ct.yielded += p.yielded;
+            ct.voluntary += p.voluntary;
+            ct.migrations += p.migrations;
+            slice.add(&p.slice_ns);
+            wake.add(&p.wake_ns);
+            // A simulated run's timeline and counters are both the
+            // model's: comparing them would test nothing.
+            if t.info.predicted {
+                continue;
             }
-            for l in lat_by_run.get(id).into_iter().flatten() {
-                own.add(&l.histogram);
-                own_name.get_or_insert_with(|| l.name.clone());
-            }
+            let Some(rec) = records.iter().find(|r| r.pid == p.tgid) else {
+                continue;
+            };
+            let g = agreement_of(*id, ci, p, rec);
+            ct.compared += 1;
+            ct.flagged += usize::from(g.flagged);
+            agreement.push(g);
         }
-        ct.slice = Spread::of(&slice);
-        ct.trace_wake = Spread::of(&wake);
-        ct.workload_latency = own_name.map(|n| (n, Spread::of(&own)));
-        out.conditions.push(ct);
-        pooled_slices.push(slice);
+        for l in runs.lat_by_run.get(id).into_iter().flatten() {
+            own.add(&l.histogram);
+            own_name.get_or_insert_with(|| l.name.clone());
+        }
     }
-    // Bins per group, on the 1-2-5 series over the group's slice lengths.
-    let mut groups: Vec<usize> = out.conditions.iter().map(|c| c.group).collect();
+    ct.slice = Spread::of(&slice);
+    ct.trace_wake = Spread::of(&wake);
+    ct.workload_latency = own_name.map(|n| (n, Spread::of(&own)));
+    (ct, slice)
+}
+
+/// A traced process of run `run_id` against its record's counters.
+fn agreement_of(run_id: i64, ci: usize, p: &ProcessTrace, rec: &ProcessRecord) -> Agreement {
+    // Inside the process's own work window when it is known (the window
+    // rusage and schedstat cover), else the whole traced window.
+    let (trace_oncpu_ns, trace_switches, unattributed_ns, missing_switches) = match p.work {
+        Some(w) => (
+            w.oncpu_ns,
+            w.switches,
+            w.unattributed_ns,
+            w.missing_switches,
+        ),
+        None => {
+            let (vol, invol) = p.rusage_switches();
+            (
+                p.oncpu_ns,
+                vol + invol,
+                p.unattributed_ns,
+                p.missing_switches,
+            )
+        }
+    };
+    let rusage_switches = rec.usage.nvcsw.zip(rec.usage.nivcsw).map(|(v, i)| v + i);
+    let tree_tasks = rec.figures.get("tree_tasks").map(|&t| t as u64);
+    let (oncpu_ratio, oncpu_off) = match rec.run_ns {
+        Some(run) => ratio(trace_oncpu_ns, run),
+        None => (None, false),
+    };
+    // A tree whose exit records the kernel did not give has no
+    // count to compare the trace's switches with.
+    let (switch_ratio, switch_off) = match rusage_switches {
+        Some(counted) => switch_agreement(trace_switches, counted, tree_tasks),
+        None => (None, false),
+    };
+    let flagged = oncpu_off || switch_off;
+    Agreement {
+        run_id,
+        condition: ci,
+        process_index: rec.index,
+        pid: p.tgid,
+        trace_oncpu_ns,
+        schedstat_run_ns: rec.run_ns,
+        oncpu_ratio,
+        trace_switches,
+        rusage_switches,
+        tree_tasks,
+        switch_ratio,
+        flagged,
+        unattributed_ns,
+        missing_switches,
+        explanation: flagged.then(|| {
+            explain(
+                trace_oncpu_ns,
+                rec.run_ns,
+                unattributed_ns,
+                trace_switches,
+                (rusage_switches, tree_tasks),
+                missing_switches,
+            )
+        }),
+    }
+}
+
+/// Bins per group, on the 1-2-5 series over the group's slice lengths
+/// (`pooled_slices`: each condition's).
+fn bin_groups(conditions: &mut [ConditionTrace], pooled_slices: &[Latency]) {
+    let mut groups: Vec<usize> = conditions.iter().map(|c| c.group).collect();
     groups.dedup();
     for g in groups {
-        let idx: Vec<usize> = (0..out.conditions.len())
-            .filter(|&i| out.conditions[i].group == g)
+        let idx: Vec<usize> = (0..conditions.len())
+            .filter(|&i| conditions[i].group == g)
             .collect();
         let filled: Vec<&Latency> = idx
             .iter()
@@ -471,10 +519,9 @@ pub fn analyse(
         let first = (0..n).find(|&k| used(k)).unwrap_or(0);
         let last = (0..n).rev().find(|&k| used(k)).map_or(0, |k| k + 1);
         for (b, &i) in bins.iter_mut().zip(&idx) {
-            out.conditions[i].bins = b.drain(first..last.max(first)).collect();
+            conditions[i].bins = b.drain(first..last.max(first)).collect();
         }
     }
-    out
 }
 
 #[cfg(test)]

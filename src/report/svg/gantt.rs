@@ -50,6 +50,20 @@ pub(super) const GANTT_W: f64 = 1200.0;
 impl GanttChart {
     pub fn render(&self) -> String {
         let mut out = String::new();
+        let l = self.layout();
+        let legend = legend_lines(&self.legend, GANTT_W - 32.0);
+        let height = l.bottom + 46.0 + 18.0 * legend.len() as f64;
+        self.header(&mut out, height);
+        self.grid(&mut out, &l);
+        self.row_labels(&mut out, &l);
+        self.bars_svg(&mut out, &l);
+        legend_svg(&mut out, &legend, l.bottom);
+        out.push_str("</svg>");
+        out
+    }
+
+    /// Where the plot lies: rows sized to fit, labels to the left.
+    fn layout(&self) -> Layout {
         let n = self.rows.len().max(1);
         let row_h = (420.0 / n as f64).clamp(6.0, 24.0);
         let label_w = self
@@ -64,9 +78,25 @@ impl GanttChart {
         let right = 20.0;
         let top = 54.0;
         let plot_h = row_h * n as f64;
-        let bottom = top + plot_h;
-        let legend = legend_lines(&self.legend, GANTT_W - 32.0);
-        let height = bottom + 46.0 + 18.0 * legend.len() as f64;
+        let x_max = if self.x_max > 0.0 && self.x_max.is_finite() {
+            self.x_max
+        } else {
+            1.0
+        };
+        Layout {
+            n,
+            row_h,
+            left,
+            right,
+            top,
+            bottom: top + plot_h,
+            x_max,
+            x: Scale::linear(0.0, x_max, left, GANTT_W - right),
+        }
+    }
+
+    /// The `<svg>` element, its background, title and note.
+    fn header(&self, out: &mut String, height: f64) {
         let data: String = self
             .meta
             .data
@@ -76,10 +106,10 @@ impl GanttChart {
         let _ = write!(
             out,
             "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart {kind}\" id=\"{id}\" data-kind=\"{kind}\"{data} \
-             viewBox=\"0 0 {w} {h}\" width=\"{w}\" height=\"{h}\" role=\"img\" aria-label=\"{title}\" \
-             font-family=\"{FONT}\" font-size=\"11\"><rect x=\"0\" y=\"0\" width=\"{w}\" height=\"{h}\" fill=\"#fff\"/>\
-             <text x=\"16\" y=\"18\" font-size=\"13\" font-weight=\"600\" fill=\"#111\">{t}</text>\
-             <text x=\"16\" y=\"36\" fill=\"#444\">{note}</text>",
+         viewBox=\"0 0 {w} {h}\" width=\"{w}\" height=\"{h}\" role=\"img\" aria-label=\"{title}\" \
+         font-family=\"{FONT}\" font-size=\"11\"><rect x=\"0\" y=\"0\" width=\"{w}\" height=\"{h}\" fill=\"#fff\"/>\
+         <text x=\"16\" y=\"18\" font-size=\"13\" font-weight=\"600\" fill=\"#111\">{t}</text>\
+         <text x=\"16\" y=\"36\" fill=\"#444\">{note}</text>",
             kind = self.meta.kind,
             id = esc(&self.meta.id),
             w = px(GANTT_W),
@@ -88,11 +118,20 @@ impl GanttChart {
             t = esc(&fit(&self.meta.title, GANTT_W - 32.0)),
             note = esc(&fit(&self.note, GANTT_W - 32.0)),
         );
-        let x_max = if self.x_max > 0.0 && self.x_max.is_finite() {
-            self.x_max
-        } else {
-            1.0
-        };
+    }
+
+    /// Row shading, the time axis's grid and ticks, and the axes.
+    fn grid(&self, out: &mut String, l: &Layout) {
+        let Layout {
+            n,
+            row_h,
+            left,
+            right,
+            top,
+            bottom,
+            x_max,
+            x,
+        } = *l;
         // Alternate row shading first, so the grid lines stay visible.
         for i in (1..n).step_by(2) {
             let _ = write!(
@@ -105,13 +144,12 @@ impl GanttChart {
             );
         }
         let ticks = nice_ticks(0.0, x_max, 10);
-        let x = Scale::linear(0.0, x_max, left, GANTT_W - right);
         for &t in ticks.values.iter().filter(|&&t| t <= x_max * 1.0001) {
             let xp = x.map(t);
             let _ = write!(
                 out,
                 "<line x1=\"{xp}\" x2=\"{xp}\" y1=\"{t0}\" y2=\"{b}\" stroke=\"{GRID}\"/>\
-                 <text x=\"{xp}\" y=\"{ty}\" text-anchor=\"middle\" fill=\"{AXIS}\">{}</text>",
+             <text x=\"{xp}\" y=\"{ty}\" text-anchor=\"middle\" fill=\"{AXIS}\">{}</text>",
                 esc(&tick(t, ticks.step)),
                 xp = px(xp),
                 t0 = px(top),
@@ -122,8 +160,8 @@ impl GanttChart {
         let _ = write!(
             out,
             "<line x1=\"{l}\" x2=\"{r}\" y1=\"{b}\" y2=\"{b}\" stroke=\"{AXIS}\"/>\
-             <line x1=\"{l}\" x2=\"{l}\" y1=\"{t0}\" y2=\"{b}\" stroke=\"{AXIS}\"/>\
-             <text x=\"{mid}\" y=\"{ly}\" text-anchor=\"middle\" fill=\"#222\">{}</text>",
+         <line x1=\"{l}\" x2=\"{l}\" y1=\"{t0}\" y2=\"{b}\" stroke=\"{AXIS}\"/>\
+         <text x=\"{mid}\" y=\"{ly}\" text-anchor=\"middle\" fill=\"#222\">{}</text>",
             esc(&self.meta.x_label),
             l = px(left),
             r = px(GANTT_W - right),
@@ -132,7 +170,16 @@ impl GanttChart {
             mid = px((left + GANTT_W - right) / 2.0),
             ly = px(bottom + 36.0),
         );
-        // Row labels; every k-th when rows are too thin for all of them.
+    }
+
+    /// Row labels; every k-th when rows are too thin for all of them.
+    fn row_labels(&self, out: &mut String, l: &Layout) {
+        let Layout {
+            row_h,
+            left,
+            top,
+            ..
+        } = *l;
         let every = (12.0 / row_h).ceil().max(1.0) as usize;
         for (i, r) in self.rows.iter().enumerate() {
             let yc = top + row_h * (i as f64 + 0.5);
@@ -146,6 +193,18 @@ impl GanttChart {
                 );
             }
         }
+    }
+
+    /// A bar per span, clipped to the axis, with its inner mark.
+    fn bars_svg(&self, out: &mut String, l: &Layout) {
+        let Layout {
+            n,
+            row_h,
+            top,
+            x_max,
+            x,
+            ..
+        } = *l;
         let bar_h = (row_h * 0.72).max(3.0);
         let inner_h = (row_h * 0.22).clamp(1.5, 4.0);
         for b in &self.bars {
@@ -163,7 +222,7 @@ impl GanttChart {
             let _ = write!(
                 out,
                 "<g class=\"mark\"><title>{}</title><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" \
-                 fill=\"{colour}\" fill-opacity=\"0.55\" stroke=\"{colour}\" stroke-width=\"0.6\"/>",
+             fill=\"{colour}\" fill-opacity=\"0.55\" stroke=\"{colour}\" stroke-width=\"0.6\"/>",
                 esc(&b.tooltip),
                 px(x0),
                 px(yc - bar_h / 2.0),
@@ -185,24 +244,41 @@ impl GanttChart {
             }
             out.push_str("</g>");
         }
-        for (k, line) in legend.iter().enumerate() {
-            let y = bottom + 58.0 + 18.0 * k as f64;
-            for (x, s) in line {
-                let _ = write!(
-                    out,
-                    "<g class=\"legend\"><rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{c}\" \
-                     fill-opacity=\"0.55\" stroke=\"{c}\"/><text x=\"{}\" y=\"{}\" fill=\"#222\">{}</text></g>",
-                    px(16.0 + x),
-                    px(y - 9.0),
-                    px(30.0 + x),
-                    px(y),
-                    esc(&s.name),
-                    c = esc(&s.colour),
-                );
-            }
+    }
+}
+
+/// Where a [`GanttChart`]'s plot lies, in pixels, and its time scale.
+#[derive(Debug, Clone, Copy)]
+struct Layout {
+    /// Rows (at least 1).
+    n: usize,
+    row_h: f64,
+    left: f64,
+    right: f64,
+    top: f64,
+    bottom: f64,
+    /// The time axis's end.
+    x_max: f64,
+    x: Scale,
+}
+
+/// The legend's lines under the axis.
+fn legend_svg(out: &mut String, legend: &[Vec<(f64, &Series)>], bottom: f64) {
+    for (k, line) in legend.iter().enumerate() {
+        let y = bottom + 58.0 + 18.0 * k as f64;
+        for (x, s) in line {
+            let _ = write!(
+                out,
+                "<g class=\"legend\"><rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{c}\" \
+                 fill-opacity=\"0.55\" stroke=\"{c}\"/><text x=\"{}\" y=\"{}\" fill=\"#222\">{}</text></g>",
+                px(16.0 + x),
+                px(y - 9.0),
+                px(30.0 + x),
+                px(y),
+                esc(&s.name),
+                c = esc(&s.colour),
+            );
         }
-        out.push_str("</svg>");
-        out
     }
 }
 

@@ -10,6 +10,7 @@ use super::params::{self, CommandParams};
 use super::{exec, setup};
 use crate::sys::cgroup::TreeGroups;
 use crate::workload::kind::{Entry, Kind, Lacking, scale_amount};
+use crate::workload::modelled::ModelTask;
 use crate::workload::{Rates, Stop, WorkContext, WorkOutput, Workload};
 
 /// CPU seconds assumed for one process of a program that runs to its own
@@ -84,6 +85,15 @@ impl Kind for CommandParams {
     fn estimate_cpu_s(&self, _rates: &Rates) -> f64 {
         self.duration_ns
             .map_or(DEFAULT_ESTIMATE_S, |d| d as f64 / 1e9)
+    }
+
+    /// Another program's CPU demand and blocking are unknown to the model.
+    fn model(&self) -> ModelTask<'_> {
+        ModelTask::Unmodelled(
+            "the model cannot represent another program (kind = \"command\"): its CPU \
+             demand and blocking are unknown to it"
+                .into(),
+        )
     }
 
     /// A program stopped at release + `duration_s` runs that long.

@@ -76,28 +76,64 @@ pub fn panels<'a>(
 /// run's tasks used, on one time axis from each trace's start to `span_ns`:
 /// a bar per slice, coloured by the process's index in its run.
 pub fn timelines(workload: &str, panels: &[Panel], span_ns: u64) -> GanttChart {
-    let mut rows = Vec::new();
-    let mut bars = Vec::new();
-    let mut workers = 0usize;
-    let mut others = false;
-    let mut notes = Vec::new();
+    let mut d = Drawing::default();
     // A simulated campaign's timelines are the model's (their processes
     // have no pid: the timeline names them by index).
     let predicted = !panels.is_empty() && panels.iter().all(|p| p.timeline.info.predicted);
     for p in panels {
+        d.panel(p);
+    }
+    GanttChart {
+        meta: timelines_meta(workload, panels, span_ns, predicted),
+        rows: d.rows,
+        bars: d.bars,
+        x_max: span_ns as f64 / 1e6,
+        note: std::iter::once(if predicted {
+            "The model's prediction (schedlab simulate), not a kernel trace: one bar per slice the model gives \
+             a process, coloured by process; gaps: the CPU idle in the model."
+                .to_string()
+        } else {
+            "One bar per slice, from sched_switch in to sched_switch out, coloured by process; gaps: the CPU \
+             idle or running other programs."
+                .to_string()
+        })
+        .chain(d.notes)
+        .collect::<Vec<_>>()
+        .join(" "),
+        legend: legend(d.workers, d.others),
+    }
+}
+
+/// The timelines' rows, bars and notes as the panels are drawn.
+#[derive(Default)]
+struct Drawing {
+    rows: Vec<GanttRow>,
+    bars: Vec<GanttBar>,
+    /// Workers drawn (the highest index + 1), for the legend.
+    workers: usize,
+    /// Whether something not a worker (a hog, an unattributed stretch)
+    /// was drawn.
+    others: bool,
+    notes: Vec<String>,
+}
+
+impl Drawing {
+    /// One panel: a row per CPU its run's tasks used, a bar per slice and
+    /// per unattributed stretch, and its caveats.
+    fn panel(&mut self, p: &Panel) {
         let t = p.timeline;
         let origin = t.info.start_ns + t.window.from_ns;
         let tgid: HashMap<i32, i32> = t.tasks.iter().map(|k| (k.tid, k.tgid)).collect();
         let cpus: BTreeSet<u32> = t.slices.iter().map(|s| s.cpu).collect();
-        let first_row = rows.len();
+        let first_row = self.rows.len();
         for &cpu in &cpus {
-            rows.push(GanttRow {
+            self.rows.push(GanttRow {
                 label: format!("{} · CPU {cpu}", policy_label(p.policy)),
                 colour: PALETTE[0].to_string(),
             });
         }
         if cpus.is_empty() {
-            rows.push(GanttRow {
+            self.rows.push(GanttRow {
                 label: format!("{} · no slices", policy_label(p.policy)),
                 colour: PALETTE[0].to_string(),
             });
@@ -107,38 +143,8 @@ pub fn timelines(workload: &str, panels: &[Panel], span_ns: u64) -> GanttChart {
         for s in &t.slices {
             let Some(row) = row_of(s.cpu) else { continue };
             let pid = tgid.get(&s.pid).copied().unwrap_or(s.pid);
-            let proc = if t.info.predicted {
-                p.processes
-                    .iter()
-                    .find(|r| crate::sim::timeline::task_id(r.index) == pid)
-            } else {
-                p.processes.iter().find(|r| r.pid == pid)
-            };
-            let pid_text = |r: &crate::record::ProcessRecord| {
-                if t.info.predicted {
-                    "(simulated)".to_string()
-                } else {
-                    format!("(pid {})", r.pid)
-                }
-            };
-            let (who, colour) = match proc {
-                Some(r) if r.role == "worker" => {
-                    workers = workers.max(r.index as usize + 1);
-                    (
-                        format!("process {} {}", r.index + 1, pid_text(r)),
-                        PALETTE[r.index as usize % PALETTE.len()],
-                    )
-                }
-                Some(r) => {
-                    others = true;
-                    (format!("{} {}", r.role, pid_text(r)), OTHER_COLOUR)
-                }
-                None => {
-                    others = true;
-                    (format!("pid {pid}"), OTHER_COLOUR)
-                }
-            };
-            bars.push(GanttBar {
+            let (who, colour) = self.who(p, pid);
+            self.bars.push(GanttBar {
                 row,
                 start: ms(s.start_ns),
                 end: ms(s.end_ns),
@@ -157,8 +163,8 @@ pub fn timelines(workload: &str, panels: &[Panel], span_ns: u64) -> GanttChart {
         }
         for r in &t.repairs {
             if let Some(row) = row_of(r.cpu) {
-                others = true;
-                bars.push(GanttBar {
+                self.others = true;
+                self.bars.push(GanttBar {
                     row,
                     start: ms(r.from_ns),
                     end: ms(r.to_ns),
@@ -174,10 +180,10 @@ pub fn timelines(workload: &str, panels: &[Panel], span_ns: u64) -> GanttChart {
             }
         }
         if let Some(c) = t.info.caveat() {
-            notes.push(c);
+            self.notes.push(c);
         }
         if t.slices.len() < t.slices_total {
-            notes.push(format!(
+            self.notes.push(format!(
                 "Run {}: only the first {} of {} slices are drawn.",
                 t.info.run_id,
                 t.slices.len(),
@@ -185,50 +191,72 @@ pub fn timelines(workload: &str, panels: &[Panel], span_ns: u64) -> GanttChart {
             ));
         }
     }
+
+    /// The name and colour of process `pid` of panel `p`'s run.
+    fn who(&mut self, p: &Panel, pid: i32) -> (String, &'static str) {
+        let t = p.timeline;
+        let proc = if t.info.predicted {
+            p.processes
+                .iter()
+                .find(|r| crate::sim::timeline::task_id(r.index) == pid)
+        } else {
+            p.processes.iter().find(|r| r.pid == pid)
+        };
+        let pid_text = |r: &crate::record::ProcessRecord| {
+            if t.info.predicted {
+                "(simulated)".to_string()
+            } else {
+                format!("(pid {})", r.pid)
+            }
+        };
+        match proc {
+            Some(r) if r.role == "worker" => {
+                self.workers = self.workers.max(r.index as usize + 1);
+                (
+                    format!("process {} {}", r.index + 1, pid_text(r)),
+                    PALETTE[r.index as usize % PALETTE.len()],
+                )
+            }
+            Some(r) => {
+                self.others = true;
+                (format!("{} {}", r.role, pid_text(r)), OTHER_COLOUR)
+            }
+            None => {
+                self.others = true;
+                (format!("pid {pid}"), OTHER_COLOUR)
+            }
+        }
+    }
+}
+
+/// The timelines' id and titles: traces', or the model's predictions'.
+fn timelines_meta(workload: &str, panels: &[Panel], span_ns: u64, predicted: bool) -> Meta {
     let runs: Vec<String> = panels
         .iter()
         .map(|p| p.timeline.info.run_id.to_string())
         .collect();
-    GanttChart {
-        meta: Meta {
-            kind: "first-timelines",
-            id: super::super::chart_id(&["first-timelines", workload]),
-            data: vec![("workload", workload.to_string()), ("runs", runs.join(" "))],
-            title: if predicted {
-                format!(
-                    "{workload}: who holds each CPU in the model's prediction, one run per policy, first {} \
-                     of each simulated run",
-                    crate::units::format_ns(span_ns)
-                )
-            } else {
-                format!(
-                    "{workload}: who held each CPU, one run per policy, first {} of each trace",
-                    crate::units::format_ns(span_ns)
-                )
-            },
-            y_label: String::new(),
-            x_label: if predicted {
-                "ms after the simulated run began".into()
-            } else {
-                "ms after the run's trace began".into()
-            },
-        },
-        rows,
-        bars,
-        x_max: span_ns as f64 / 1e6,
-        note: std::iter::once(if predicted {
-            "The model's prediction (schedlab simulate), not a kernel trace: one bar per slice the model gives \
-             a process, coloured by process; gaps: the CPU idle in the model."
-                .to_string()
+    Meta {
+        kind: "first-timelines",
+        id: super::super::chart_id(&["first-timelines", workload]),
+        data: vec![("workload", workload.to_string()), ("runs", runs.join(" "))],
+        title: if predicted {
+            format!(
+                "{workload}: who holds each CPU in the model's prediction, one run per policy, first {} \
+                 of each simulated run",
+                crate::units::format_ns(span_ns)
+            )
         } else {
-            "One bar per slice, from sched_switch in to sched_switch out, coloured by process; gaps: the CPU \
-             idle or running other programs."
-                .to_string()
-        })
-        .chain(notes)
-        .collect::<Vec<_>>()
-        .join(" "),
-        legend: legend(workers, others),
+            format!(
+                "{workload}: who held each CPU, one run per policy, first {} of each trace",
+                crate::units::format_ns(span_ns)
+            )
+        },
+        y_label: String::new(),
+        x_label: if predicted {
+            "ms after the simulated run began".into()
+        } else {
+            "ms after the run's trace began".into()
+        },
     }
 }
 

@@ -284,54 +284,10 @@ fn timeline_caption(s: &TimelineSummary) -> String {
     }
 }
 
-impl Section for TraceSection {
-    fn id(&self) -> &'static str {
-        "trace"
-    }
-
-    fn title(&self) -> &'static str {
-        // Known once prepared (rendering comes after).
-        if self.data.traced_runs > 0 && self.predicted_runs == self.data.traced_runs {
-            "Predicted timeline (the model's, not a kernel trace)"
-        } else {
-            "Kernel trace"
-        }
-    }
-
-    fn needs(&self, a: &Analysis) -> Needs {
-        Needs {
-            traces_of: a.campaign_ids(),
-            timeline: Some(self.timeline_need.clone()),
-            ..Needs::default()
-        }
-    }
-
-    fn prepare(&mut self, a: &Analysis, details: RunDetails) -> Result<()> {
-        self.data = analyse(a, &details.traces, &details.processes, &details.latency);
-        self.predicted_runs = details.traces.iter().filter(|t| t.info.predicted).count();
-        self.model = details
-            .model_timeline
-            .as_ref()
-            .map(|t| (timeline::summary(t), timeline::chart(t)));
-        self.timeline = details
-            .timeline
-            .as_ref()
-            .map(|t| (timeline::summary(t), timeline::chart(t)));
-        self.cpus = self
-            .timeline
-            .as_ref()
-            .and_then(|(s, _)| details.traces.iter().find(|t| t.info.run_id == s.run_id))
-            .map_or_else(Vec::new, |t| cpu_rows(&t.cpus));
-        Ok(())
-    }
-
-    fn applies(&self, _a: &Analysis) -> bool {
-        self.data.traced_runs > 0
-    }
-
-    fn blocks(&self, a: &Analysis) -> Vec<Block> {
+impl TraceSection {
+    /// What the traced (or predicted) runs are and how they are read.
+    fn intro(&self, all_predicted: bool) -> Vec<Block> {
         let d = &self.data;
-        let all_predicted = self.predicted_runs == d.traced_runs;
         let mut b = vec![if all_predicted {
             Block::p(format!(
                 "{} of the campaign {} simulated (schedlab simulate): each has the model's predicted \
@@ -362,112 +318,12 @@ impl Section for TraceSection {
                 if self.predicted_runs == 1 { "is" } else { "are" },
             )));
         }
-        if !d.excluded.is_empty() {
-            let mut notes = vec![format!(
-                "{} left out, each for the reason given. A larger buffer helps only where events were lost: \
-                 a sched_switch the kernel never emitted (0 lost; see README, \"Kernel traces\") is repaired \
-                 from the events around it when they allow, and the run is left out only when they contradict \
-                 it or the time it leaves unattributed is over 1 % of the run's on-CPU time.",
-                plural(d.excluded.len(), "traced run is", "traced runs are"),
-            )];
-            notes.extend(
-                d.excluded
-                    .iter()
-                    .take(MAX_LISTED)
-                    .map(|e| format!("Run {}: {}.", e.run_id, e.reason)),
-            );
-            if let Some(line) = more_line(d.excluded.len()) {
-                notes.push(line);
-            }
-            b.push(Block::Notes(notes));
-        }
-        if d.conditions.is_empty() {
-            return b;
-        }
-        b.push(Block::Table {
-            row_class: d
-                .conditions
-                .iter()
-                .map(|c| (c.flagged > 0).then_some("flag"))
-                .collect(),
-            table: Table {
-                title: String::new(),
-                headers: HEADERS.map(String::from).to_vec(),
-                numeric: vec![
-                    false, true, true, true, true, true, true, true, true, true, true, true, true,
-                    true, true,
-                ],
-                rows: condition_rows(&d.conditions),
-            },
-        });
-        let mut figures = Vec::new();
-        let mut groups: Vec<usize> = d.conditions.iter().map(|c| c.group).collect();
-        groups.dedup();
-        for g in groups {
-            let conds: Vec<&ConditionTrace> =
-                d.conditions.iter().filter(|c| c.group == g).collect();
-            if let Some(chart) = histogram(a, g, &conds) {
-                figures.push(Figure {
-                    svg: chart.render(),
-                    caption: format!(
-                        "{}: share of complete slices per length bin, pooled over each condition's traced runs.",
-                        a.groups[g].label
-                    ),
-                });
-            }
-        }
-        if !figures.is_empty() {
-            b.push(Block::Figures(figures));
-        }
-        let flagged: Vec<&Agreement> = d.agreement.iter().filter(|g| g.flagged).collect();
-        if !all_predicted {
-            b.push(Block::p(format!(
-            "The trace against the kernel's own counters, per traced process, over the same window: the \
-             process's own work (from its start to its end, the window its schedstat and rusage figures cover; \
-             the whole trace for runs stored without it). On-CPU time against schedstat's run time, and switches \
-             out of the CPU (preempted and yielded count as involuntary, as in the kernel) against rusage's \
-             nvcsw + nivcsw. A program's tree is counted from its tasks' exit records, each taken before the \
-             task's last switch: the trace is compared with that count plus one switch per task, from one fewer to two more per \
-             task allowed. {} of {} off by more than {} %{}",
-            flagged.len(),
-            plural(d.agreement.len(), "process", "processes"),
-            fmt::sig(AGREEMENT_TOLERANCE * 100.0, 2),
-            if flagged.is_empty() { "." } else { ":" }
-        )));
-            if !flagged.is_empty() {
-                b.push(Block::Table {
-                    row_class: Vec::new(),
-                    table: Table {
-                        title: String::new(),
-                        headers: [
-                            "run",
-                            "condition",
-                            "process",
-                            "trace on-CPU ms",
-                            "schedstat ms",
-                            "ratio",
-                            "trace switches",
-                            "rusage switches",
-                            "ratio",
-                            "missing events",
-                        ]
-                        .map(String::from)
-                        .to_vec(),
-                        numeric: vec![
-                            true, false, false, true, true, true, true, true, true, false,
-                        ],
-                        rows: flagged
-                            .iter()
-                            .take(MAX_LISTED)
-                            .map(|g| agreement_row(a, g))
-                            .collect(),
-                    },
-                });
-                if let Some(line) = more_line(flagged.len()) {
-                    b.push(Block::p(line));
-                }
-            }
-        }
+        b
+    }
+
+    /// The timeline's chart (and the model's beside it), with what
+    /// Markdown says in their place.
+    fn timeline_blocks(&self, b: &mut Vec<Block>) {
         if let Some((s, chart)) = &self.timeline {
             b.push(Block::html_only(vec![Block::Figure(Figure {
                 svg: chart.render(),
@@ -491,6 +347,10 @@ impl Section for TraceSection {
                 ))]));
             }
         }
+    }
+
+    /// The timeline run's CPUs: held, gaps and unattributed time.
+    fn cpu_table(&self, b: &mut Vec<Block>) {
         if let Some((s, _)) = &self.timeline
             && !self.cpus.is_empty()
         {
@@ -542,6 +402,186 @@ impl Section for TraceSection {
                 },
             });
         }
+    }
+}
+
+/// The traced runs left out, each with its reason.
+fn excluded_notes(d: &TraceAnalysis, b: &mut Vec<Block>) {
+    if !d.excluded.is_empty() {
+        let mut notes = vec![format!(
+            "{} left out, each for the reason given. A larger buffer helps only where events were lost: \
+             a sched_switch the kernel never emitted (0 lost; see README, \"Kernel traces\") is repaired \
+             from the events around it when they allow, and the run is left out only when they contradict \
+             it or the time it leaves unattributed is over 1 % of the run's on-CPU time.",
+            plural(d.excluded.len(), "traced run is", "traced runs are"),
+        )];
+        notes.extend(
+            d.excluded
+                .iter()
+                .take(MAX_LISTED)
+                .map(|e| format!("Run {}: {}.", e.run_id, e.reason)),
+        );
+        if let Some(line) = more_line(d.excluded.len()) {
+            notes.push(line);
+        }
+        b.push(Block::Notes(notes));
+    }
+}
+
+/// One row per condition: slices, how they ended, migrations, latency.
+fn condition_table(d: &TraceAnalysis, b: &mut Vec<Block>) {
+    b.push(Block::Table {
+        row_class: d
+            .conditions
+            .iter()
+            .map(|c| (c.flagged > 0).then_some("flag"))
+            .collect(),
+        table: Table {
+            title: String::new(),
+            headers: HEADERS.map(String::from).to_vec(),
+            numeric: vec![
+                false, true, true, true, true, true, true, true, true, true, true, true, true,
+                true, true,
+            ],
+            rows: condition_rows(&d.conditions),
+        },
+    });
+}
+
+/// A slice-length histogram per group of conditions.
+fn histograms(a: &Analysis, d: &TraceAnalysis, b: &mut Vec<Block>) {
+    let mut figures = Vec::new();
+    let mut groups: Vec<usize> = d.conditions.iter().map(|c| c.group).collect();
+    groups.dedup();
+    for g in groups {
+        let conds: Vec<&ConditionTrace> = d.conditions.iter().filter(|c| c.group == g).collect();
+        if let Some(chart) = histogram(a, g, &conds) {
+            figures.push(Figure {
+                svg: chart.render(),
+                caption: format!(
+                    "{}: share of complete slices per length bin, pooled over each condition's traced runs.",
+                    a.groups[g].label
+                ),
+            });
+        }
+    }
+    if !figures.is_empty() {
+        b.push(Block::Figures(figures));
+    }
+}
+
+/// The trace against the kernel's counters, and the processes off by more
+/// than the tolerance.
+fn agreement_blocks(a: &Analysis, d: &TraceAnalysis, b: &mut Vec<Block>) {
+    let flagged: Vec<&Agreement> = d.agreement.iter().filter(|g| g.flagged).collect();
+    b.push(Block::p(format!(
+    "The trace against the kernel's own counters, per traced process, over the same window: the \
+     process's own work (from its start to its end, the window its schedstat and rusage figures cover; \
+     the whole trace for runs stored without it). On-CPU time against schedstat's run time, and switches \
+     out of the CPU (preempted and yielded count as involuntary, as in the kernel) against rusage's \
+     nvcsw + nivcsw. A program's tree is counted from its tasks' exit records, each taken before the \
+     task's last switch: the trace is compared with that count plus one switch per task, from one fewer to two more per \
+     task allowed. {} of {} off by more than {} %{}",
+    flagged.len(),
+    plural(d.agreement.len(), "process", "processes"),
+    fmt::sig(AGREEMENT_TOLERANCE * 100.0, 2),
+    if flagged.is_empty() { "." } else { ":" }
+)));
+    if !flagged.is_empty() {
+        b.push(Block::Table {
+            row_class: Vec::new(),
+            table: Table {
+                title: String::new(),
+                headers: [
+                    "run",
+                    "condition",
+                    "process",
+                    "trace on-CPU ms",
+                    "schedstat ms",
+                    "ratio",
+                    "trace switches",
+                    "rusage switches",
+                    "ratio",
+                    "missing events",
+                ]
+                .map(String::from)
+                .to_vec(),
+                numeric: vec![
+                    true, false, false, true, true, true, true, true, true, false,
+                ],
+                rows: flagged
+                    .iter()
+                    .take(MAX_LISTED)
+                    .map(|g| agreement_row(a, g))
+                    .collect(),
+            },
+        });
+        if let Some(line) = more_line(flagged.len()) {
+            b.push(Block::p(line));
+        }
+    }
+}
+
+impl Section for TraceSection {
+    fn id(&self) -> &'static str {
+        "trace"
+    }
+
+    fn title(&self) -> &'static str {
+        // Known once prepared (rendering comes after).
+        if self.data.traced_runs > 0 && self.predicted_runs == self.data.traced_runs {
+            "Predicted timeline (the model's, not a kernel trace)"
+        } else {
+            "Kernel trace"
+        }
+    }
+
+    fn needs(&self, a: &Analysis) -> Needs {
+        Needs {
+            traces_of: a.campaign_ids(),
+            timeline: Some(self.timeline_need.clone()),
+            ..Needs::default()
+        }
+    }
+
+    fn prepare(&mut self, a: &Analysis, details: RunDetails) -> Result<()> {
+        self.data = analyse(a, &details.traces, &details.processes, &details.latency);
+        self.predicted_runs = details.traces.iter().filter(|t| t.info.predicted).count();
+        self.model = details
+            .model_timeline
+            .as_ref()
+            .map(|t| (timeline::summary(t), timeline::chart(t)));
+        self.timeline = details
+            .timeline
+            .as_ref()
+            .map(|t| (timeline::summary(t), timeline::chart(t)));
+        self.cpus = self
+            .timeline
+            .as_ref()
+            .and_then(|(s, _)| details.traces.iter().find(|t| t.info.run_id == s.run_id))
+            .map_or_else(Vec::new, |t| cpu_rows(&t.cpus));
+        Ok(())
+    }
+
+    fn applies(&self, _a: &Analysis) -> bool {
+        self.data.traced_runs > 0
+    }
+
+    fn blocks(&self, a: &Analysis) -> Vec<Block> {
+        let d = &self.data;
+        let all_predicted = self.predicted_runs == d.traced_runs;
+        let mut b = self.intro(all_predicted);
+        excluded_notes(d, &mut b);
+        if d.conditions.is_empty() {
+            return b;
+        }
+        condition_table(d, &mut b);
+        histograms(a, d, &mut b);
+        if !all_predicted {
+            agreement_blocks(a, d, &mut b);
+        }
+        self.timeline_blocks(&mut b);
+        self.cpu_table(&mut b);
         b
     }
 

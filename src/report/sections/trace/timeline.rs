@@ -10,6 +10,7 @@ use crate::report::sections::details::{Timeline, window_text};
 use crate::report::svg::{GanttBar, GanttChart, GanttRow, Meta, PALETTE, Series};
 use crate::report::window::TimeWindow;
 use crate::trace::SwitchEnd;
+use crate::trace::derive::{Repair, Slice};
 
 /// What the JSON report says of the timeline.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -73,139 +74,31 @@ pub fn chart(t: &Timeline) -> GanttChart {
         .chain(t.slices.iter().map(|s| s.cpu))
         .collect();
     let cpus: Vec<u32> = cpus.into_iter().collect();
-    let tgid_of: BTreeMap<i32, (i32, &str)> = t
-        .tasks
-        .iter()
-        .map(|k| (k.tid, (k.tgid, k.comm.as_str())))
-        .collect();
-    let process = |pid: i32| tgid_of.get(&pid).copied().unwrap_or((pid, ""));
-    let procs: BTreeSet<i32> = t.slices.iter().map(|s| process(s.pid).0).collect();
+    let who = Who::of(t);
+    let procs: BTreeSet<i32> = t.slices.iter().map(|s| who.process(s.pid).0).collect();
     let colour: BTreeMap<i32, &str> = procs
         .iter()
         .enumerate()
         .map(|(k, &p)| (p, PALETTE[k % PALETTE.len()]))
         .collect();
-    let predicted = t.info.predicted;
-    let name = |tgid: i32| {
-        let comm = t
-            .tasks
-            .iter()
-            .find(|k| k.tid == tgid)
-            .map_or("", |k| k.comm.as_str());
-        // The model's processes have no pid: their role and index name them.
-        if predicted && !comm.is_empty() {
-            comm.to_string()
-        } else if comm.is_empty() {
-            format!("pid {tgid}")
-        } else {
-            format!("pid {tgid} ({comm})")
-        }
-    };
     let bars = t
         .slices
         .iter()
         .filter_map(|s| {
             let row = cpus.iter().position(|&c| c == s.cpu)?;
-            let (tgid, comm) = process(s.pid);
-            let start = s.start_ns.saturating_sub(origin) as f64 / 1e6;
-            let end = s.end_ns.saturating_sub(origin) as f64 / 1e6;
-            Some(GanttBar {
-                row,
-                start,
-                end,
-                inner_end: None,
-                tooltip: format!(
-                    "{}{} on CPU {}: {}–{} ms ({} µs), {}{}",
-                    if predicted {
-                        name(tgid)
-                    } else if s.pid == tgid {
-                        format!("pid {tgid}")
-                    } else {
-                        format!("thread {} of pid {tgid}", s.pid)
-                    },
-                    if comm.is_empty() || predicted {
-                        String::new()
-                    } else {
-                        format!(" ({comm})")
-                    },
-                    s.cpu,
-                    fmt::sig(start, 6),
-                    fmt::sig(end, 6),
-                    fmt::sig(s.len_ns() as f64 / 1e3, 4),
-                    if s.end_repaired {
-                        "switch-out never emitted by the kernel: ends at its last event"
-                    } else if predicted && s.end.is_none() {
-                        "still running when the model stopped"
-                    } else {
-                        end_text(s.end)
-                    },
-                    if s.start_clipped {
-                        "; running when the trace began"
-                    } else if s.start_repaired {
-                        "; switch-in never emitted by the kernel: starts at its first event"
-                    } else {
-                        ""
-                    }
-                ),
-                colour: colour.get(&tgid).map(|c| c.to_string()),
-            })
+            let tgid = who.process(s.pid).0;
+            let mut bar = slice_bar(s, &who, origin);
+            bar.row = row;
+            bar.colour = colour.get(&tgid).map(|c| c.to_string());
+            Some(bar)
         })
         .chain(t.repairs.iter().filter_map(|r| {
             let row = cpus.iter().position(|&c| c == r.cpu)?;
-            let start = r.from_ns.saturating_sub(origin) as f64 / 1e6;
-            let end = r.to_ns.saturating_sub(origin) as f64 / 1e6;
-            Some(GanttBar {
-                row,
-                start,
-                end,
-                inner_end: None,
-                tooltip: format!(
-                    "unattributed on CPU {}: {}–{} ms ({} µs): the kernel never emitted the switch \
-                     from pid {} (last seen) to pid {} (first seen)",
-                    r.cpu,
-                    fmt::sig(start, 6),
-                    fmt::sig(end, 6),
-                    fmt::sig(r.unattributed_ns() as f64 / 1e3, 4),
-                    r.before_pid,
-                    r.after_pid
-                ),
-                colour: Some(UNATTRIBUTED_COLOUR.to_string()),
-            })
+            Some(repair_bar(r, row, origin))
         }))
         .collect();
-    let cut = t.slices.len() < t.slices_total;
     GanttChart {
-        meta: Meta {
-            kind: "trace-timeline",
-            // A prediction may be drawn beside a traced run of the same id
-            // (another database): ids apart.
-            id: if predicted {
-                format!("trace-timeline-model-run-{}", t.info.run_id)
-            } else {
-                format!("trace-timeline-run-{}", t.info.run_id)
-            },
-            data: vec![("run", t.info.run_id.to_string())],
-            title: if predicted {
-                format!(
-                    "Run {}: who holds each CPU in the model's prediction (not a kernel trace), {} into the \
-                     simulated run",
-                    t.info.run_id,
-                    window_text(&t.window)
-                )
-            } else {
-                format!(
-                    "Run {}: who held each CPU, {} into its trace",
-                    t.info.run_id,
-                    window_text(&t.window)
-                )
-            },
-            y_label: String::new(),
-            x_label: format!(
-                "ms after {} into the {}",
-                crate::units::format_ns(t.window.from_ns),
-                if predicted { "simulated run" } else { "trace" }
-            ),
-        },
+        meta: chart_meta(t),
         rows: cpus
             .iter()
             .map(|c| GanttRow {
@@ -215,39 +108,11 @@ pub fn chart(t: &Timeline) -> GanttChart {
             .collect(),
         bars,
         x_max: len_ms,
-        note: format!(
-            "{}{}{}",
-            if predicted {
-                "The model's prediction (schedlab simulate), not a kernel trace: one bar per slice the model \
-                 gives a process, from its switch-in to its switch-out; gaps: the CPU idle in the model."
-                    .to_string()
-            } else {
-                format!(
-                    "{}One bar per slice from sched_switch in to sched_switch out; gaps: the CPU idle or \
-                     running other programs.",
-                    t.info.caveat().map_or(String::new(), |c| format!("{c} "))
-                )
-            },
-            if t.repairs.is_empty() {
-                ""
-            } else {
-                " Grey: unattributed, between the last event of one task and the first of the next where the \
-                 kernel never emitted the switch."
-            },
-            if cut {
-                format!(
-                    " Only the first {} of the window's {} slices are drawn: narrow --window.",
-                    t.slices.len(),
-                    t.slices_total
-                )
-            } else {
-                String::new()
-            }
-        ),
+        note: chart_note(t),
         legend: procs
             .iter()
             .map(|&p| Series {
-                name: name(p),
+                name: who.name(p),
                 colour: colour[&p].to_string(),
             })
             .chain((!t.repairs.is_empty()).then(|| Series {
@@ -256,6 +121,195 @@ pub fn chart(t: &Timeline) -> GanttChart {
             }))
             .collect(),
     }
+}
+
+/// Who a slice's task is: its process and how the chart names them.
+struct Who<'a> {
+    t: &'a Timeline,
+    /// Each task's process id and command.
+    tgid_of: BTreeMap<i32, (i32, &'a str)>,
+    predicted: bool,
+}
+
+impl<'a> Who<'a> {
+    fn of(t: &'a Timeline) -> Who<'a> {
+        Who {
+            t,
+            tgid_of: t
+                .tasks
+                .iter()
+                .map(|k| (k.tid, (k.tgid, k.comm.as_str())))
+                .collect(),
+            predicted: t.info.predicted,
+        }
+    }
+
+    /// The process (id and command) of task `pid`.
+    fn process(&self, pid: i32) -> (i32, &'a str) {
+        self.tgid_of.get(&pid).copied().unwrap_or((pid, ""))
+    }
+
+    /// The name of process `tgid` in the legend.
+    fn name(&self, tgid: i32) -> String {
+        let comm = self
+            .t
+            .tasks
+            .iter()
+            .find(|k| k.tid == tgid)
+            .map_or("", |k| k.comm.as_str());
+        // The model's processes have no pid: their role and index name them.
+        if self.predicted && !comm.is_empty() {
+            comm.to_string()
+        } else if comm.is_empty() {
+            format!("pid {tgid}")
+        } else {
+            format!("pid {tgid} ({comm})")
+        }
+    }
+}
+
+/// The bar of slice `s` (its row and colour are the caller's), with a
+/// tooltip saying whose it is and how it began and ended.
+fn slice_bar(s: &Slice, who: &Who, origin: u64) -> GanttBar {
+    let predicted = who.predicted;
+    let (tgid, comm) = who.process(s.pid);
+    let name = |tgid| who.name(tgid);
+    let start = s.start_ns.saturating_sub(origin) as f64 / 1e6;
+    let end = s.end_ns.saturating_sub(origin) as f64 / 1e6;
+    GanttBar {
+        row: 0,
+        start,
+        end,
+        inner_end: None,
+        tooltip: format!(
+            "{}{} on CPU {}: {}–{} ms ({} µs), {}{}",
+            if predicted {
+                name(tgid)
+            } else if s.pid == tgid {
+                format!("pid {tgid}")
+            } else {
+                format!("thread {} of pid {tgid}", s.pid)
+            },
+            if comm.is_empty() || predicted {
+                String::new()
+            } else {
+                format!(" ({comm})")
+            },
+            s.cpu,
+            fmt::sig(start, 6),
+            fmt::sig(end, 6),
+            fmt::sig(s.len_ns() as f64 / 1e3, 4),
+            if s.end_repaired {
+                "switch-out never emitted by the kernel: ends at its last event"
+            } else if predicted && s.end.is_none() {
+                "still running when the model stopped"
+            } else {
+                end_text(s.end)
+            },
+            if s.start_clipped {
+                "; running when the trace began"
+            } else if s.start_repaired {
+                "; switch-in never emitted by the kernel: starts at its first event"
+            } else {
+                ""
+            }
+        ),
+        colour: None,
+    }
+}
+
+/// The grey bar of a repaired gap no task is given.
+fn repair_bar(r: &Repair, row: usize, origin: u64) -> GanttBar {
+    let start = r.from_ns.saturating_sub(origin) as f64 / 1e6;
+    let end = r.to_ns.saturating_sub(origin) as f64 / 1e6;
+    GanttBar {
+        row,
+        start,
+        end,
+        inner_end: None,
+        tooltip: format!(
+            "unattributed on CPU {}: {}–{} ms ({} µs): the kernel never emitted the switch \
+             from pid {} (last seen) to pid {} (first seen)",
+            r.cpu,
+            fmt::sig(start, 6),
+            fmt::sig(end, 6),
+            fmt::sig(r.unattributed_ns() as f64 / 1e3, 4),
+            r.before_pid,
+            r.after_pid
+        ),
+        colour: Some(UNATTRIBUTED_COLOUR.to_string()),
+    }
+}
+
+/// The chart's id and titles: a trace's, or the model's prediction's.
+fn chart_meta(t: &Timeline) -> Meta {
+    let predicted = t.info.predicted;
+    Meta {
+        kind: "trace-timeline",
+        // A prediction may be drawn beside a traced run of the same id
+        // (another database): ids apart.
+        id: if predicted {
+            format!("trace-timeline-model-run-{}", t.info.run_id)
+        } else {
+            format!("trace-timeline-run-{}", t.info.run_id)
+        },
+        data: vec![("run", t.info.run_id.to_string())],
+        title: if predicted {
+            format!(
+                "Run {}: who holds each CPU in the model's prediction (not a kernel trace), {} into the \
+                 simulated run",
+                t.info.run_id,
+                window_text(&t.window)
+            )
+        } else {
+            format!(
+                "Run {}: who held each CPU, {} into its trace",
+                t.info.run_id,
+                window_text(&t.window)
+            )
+        },
+        y_label: String::new(),
+        x_label: format!(
+            "ms after {} into the {}",
+            crate::units::format_ns(t.window.from_ns),
+            if predicted { "simulated run" } else { "trace" }
+        ),
+    }
+}
+
+/// What the chart's bars, gaps and greys are, and whether slices were cut.
+fn chart_note(t: &Timeline) -> String {
+    let predicted = t.info.predicted;
+    let cut = t.slices.len() < t.slices_total;
+    format!(
+        "{}{}{}",
+        if predicted {
+            "The model's prediction (schedlab simulate), not a kernel trace: one bar per slice the model \
+             gives a process, from its switch-in to its switch-out; gaps: the CPU idle in the model."
+                .to_string()
+        } else {
+            format!(
+                "{}One bar per slice from sched_switch in to sched_switch out; gaps: the CPU idle or \
+                 running other programs.",
+                t.info.caveat().map_or(String::new(), |c| format!("{c} "))
+            )
+        },
+        if t.repairs.is_empty() {
+            ""
+        } else {
+            " Grey: unattributed, between the last event of one task and the first of the next where the \
+             kernel never emitted the switch."
+        },
+        if cut {
+            format!(
+                " Only the first {} of the window's {} slices are drawn: narrow --window.",
+                t.slices.len(),
+                t.slices_total
+            )
+        } else {
+            String::new()
+        }
+    )
 }
 
 #[cfg(test)]
