@@ -8,8 +8,10 @@ mod latency;
 pub mod merge;
 mod named;
 pub use latency::{ProcessLatency, rq_wait_per_slice_us};
+mod replay;
 mod schema;
 mod trace;
+pub use replay::{EncodedTrace, ReplaySource};
 pub use trace::{RunTrace, TraceInfo};
 
 use anyhow::{Context, Result, bail};
