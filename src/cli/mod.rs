@@ -164,7 +164,12 @@ pub fn main() -> i32 {
     if let Command::Watchdog { parents } = &cli.command {
         return crate::sys::cgroup::watchdog_main(parents);
     }
-    if let Command::Run { .. } | Command::GuestAgent | Command::Synthesize(_) = &cli.command {
+    let campaign = match &cli.command {
+        Command::Run { .. } | Command::GuestAgent => true,
+        Command::Synthesize(a) => a.runs_campaign(),
+        _ => false,
+    };
+    if campaign {
         // Ctrl-C, TERM and HUP are taken synchronously by the campaign loop;
         // blocked from the very start, none that arrives while the spec is
         // loaded, the database opened or the machine calibrated is lost or

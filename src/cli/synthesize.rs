@@ -42,6 +42,14 @@ pub(super) struct SynthesizeArgs {
     check_db: Option<PathBuf>,
 }
 
+impl SynthesizeArgs {
+    /// Whether it runs a campaign (`--check`): then, as `run`, it blocks
+    /// the stop signals from the start for the campaign loop to take.
+    pub(super) fn runs_campaign(&self) -> bool {
+        self.check
+    }
+}
+
 fn summary(rec: &Recording, tasks: &[crate::workload::replay::desc::ReplayTask]) -> String {
     let threads = tasks.iter().filter(|t| t.thread).count();
     let dists: Vec<&str> = tasks

@@ -18,8 +18,8 @@
 pub mod desc;
 pub mod run;
 
-use std::io::Read;
 use std::os::fd::AsFd;
+use std::os::unix::fs::FileExt;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
@@ -86,9 +86,10 @@ pub fn tree_size(tasks: &[ReplayTask], root: usize) -> u64 {
 fn read_description(ctx: &WorkContext) -> anyhow::Result<(Vec<ReplayTask>, Doorbells)> {
     let fds = super::wiring::take(&ctx.fds)?;
     anyhow::ensure!(fds.len() == 2, "a replay worker needs its two channels");
-    let mut f = std::fs::File::from(fds[0].try_clone()?);
-    let mut bytes = Vec::new();
-    f.read_to_end(&mut bytes)?;
+    // Read at offsets: every worker shares the file's one position.
+    let f = std::fs::File::from(fds[0].try_clone()?);
+    let mut bytes = vec![0u8; usize::try_from(f.metadata()?.len())?];
+    f.read_exact_at(&mut bytes, 0)?;
     let tasks: Vec<ReplayTask> = postcard::from_bytes(&bytes)
         .map_err(|e| anyhow::anyhow!("the replay's description in its wiring: {e}"))?;
     let bells = Doorbells::map(fds[1].as_fd(), tasks.len())?;
