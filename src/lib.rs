@@ -51,6 +51,8 @@ pub mod spec;
 pub mod stats;
 #[forbid(unsafe_code)]
 pub mod store;
+#[forbid(unsafe_code)]
+pub mod synth;
 pub mod sys;
 #[doc(hidden)]
 #[forbid(unsafe_code)]

@@ -6,7 +6,7 @@ use anyhow::Result;
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 
-use crate::bench::{aio, fidelity, machines, model, report, trace, wrr};
+use crate::bench::{aio, fidelity, machines, model, replay, report, trace, wrr};
 
 #[derive(Subcommand)]
 pub(super) enum BenchCommand {
@@ -32,6 +32,17 @@ pub(super) enum BenchCommand {
     /// the same run here, and the spread here against a deterministic
     /// (TCG-icount) guest's, measured side by side.
     Machines(MachinesBenchArgs),
+    /// Replays synthesized from traced hackbench, perf bench sched pipe,
+    /// cyclictest and a make -j2 (OTHER, on CPU 0 and free) against their
+    /// originals: every figure with its rule and verdict (root).
+    Replay(ReplayBenchArgs),
+}
+
+#[derive(Args)]
+pub(super) struct ReplayBenchArgs {
+    /// Keep the campaigns in this database (default: a temporary one).
+    #[arg(long)]
+    db: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -171,6 +182,10 @@ pub(super) fn run(which: BenchCommand) -> Result<i32> {
                 db: a.db,
                 only: a.only,
             })?;
+            Ok(0)
+        }
+        BenchCommand::Replay(a) => {
+            replay::run(replay::ReplayBenchOptions { db: a.db })?;
             Ok(0)
         }
         BenchCommand::Trace(a) => {

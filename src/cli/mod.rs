@@ -29,6 +29,7 @@ mod report;
 mod run;
 mod simulate;
 mod source;
+mod synthesize;
 mod trace;
 mod values;
 
@@ -92,6 +93,11 @@ enum Command {
     /// Turn a campaign into statistics, findings, tables and charts: one
     /// self-contained HTML file, Markdown or JSON.
     Report(report::ReportArgs),
+    /// A replay of one traced run (any workload): its tree of tasks, their
+    /// CPU bursts, sleeps, wake-ups and forks as a spec with a `kind =
+    /// "replay"` workload (and rt-app JSON); --check runs it and prints
+    /// replay against original, each figure with its rule and verdict.
+    Synthesize(synthesize::SynthesizeArgs),
     /// Guest kernels for machine campaigns: list the recipes and the cache,
     /// build one from Debian's source, check a bzImage of your own.
     Kernel {
@@ -158,7 +164,12 @@ pub fn main() -> i32 {
     if let Command::Watchdog { parents } = &cli.command {
         return crate::sys::cgroup::watchdog_main(parents);
     }
-    if let Command::Run { .. } | Command::GuestAgent = &cli.command {
+    let campaign = match &cli.command {
+        Command::Run { .. } | Command::GuestAgent => true,
+        Command::Synthesize(a) => a.runs_campaign(),
+        _ => false,
+    };
+    if campaign {
         // Ctrl-C, TERM and HUP are taken synchronously by the campaign loop;
         // blocked from the very start, none that arrives while the spec is
         // loaded, the database opened or the machine calibrated is lost or
@@ -222,7 +233,7 @@ pub fn main() -> i32 {
 fn changes_machine(command: &Command) -> bool {
     matches!(
         command,
-        Command::Run { .. } | Command::Bench { .. } | Command::GuestAgent
+        Command::Run { .. } | Command::Bench { .. } | Command::GuestAgent | Command::Synthesize(_)
     )
 }
 
@@ -239,6 +250,7 @@ fn dispatch(command: Command) -> Result<i32> {
         Command::Policy { action } => policy::run(action),
         Command::Trace { action } => trace::run(action),
         Command::Report(a) => report::run(a),
+        Command::Synthesize(a) => synthesize::run(a),
         Command::Compare(a) => compare::run(a),
         Command::Kernel { action } => kernel::run(action),
         Command::Bench { which } => bench::run(which),

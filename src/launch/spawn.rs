@@ -44,7 +44,14 @@ pub fn spawn_worker(
         errno,
         message,
     };
-    let json = serde_json::to_string(args).map_err(|e| fail(None, e.to_string()))?;
+    // A workload too large for a command line reaches the worker another
+    // way (a replay's tasks, through its wiring).
+    let lean = args.workload.imp().lean().map(|workload| WorkerArgs {
+        workload,
+        ..args.clone()
+    });
+    let json = serde_json::to_string(lean.as_ref().unwrap_or(args))
+        .map_err(|e| fail(None, e.to_string()))?;
     let attr = sched.attr();
     let set = sched::cpu_set(cpus);
     // A worker that becomes another program writes that program's stdout

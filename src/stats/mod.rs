@@ -20,6 +20,7 @@
 //! - [`fairness`]: Jain's index, the kernel nice-to-weight table, predicted
 //!   vs observed CPU shares.
 //! - [`regression`]: OLS and log–log slope.
+//! - [`ks`]: the two-sample Kolmogorov–Smirnov distance.
 //! - [`sequential`]: the Chow–Robbins stopping rule of `repetitions =
 //!   "auto"` (repeat until the mean's 95 % interval is narrow enough).
 
@@ -28,6 +29,7 @@ pub mod dist;
 pub mod equivalence;
 pub mod fairness;
 pub mod hypothesis;
+pub mod ks;
 pub mod outliers;
 pub mod power;
 pub mod regression;

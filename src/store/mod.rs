@@ -10,8 +10,10 @@ pub mod merge;
 mod named;
 pub use floor::FloorRead;
 pub use latency::{ProcessLatency, rq_wait_per_slice_us};
+mod replay;
 mod schema;
 mod trace;
+pub use replay::{EncodedTrace, ReplaySource};
 pub use trace::{RunTrace, TraceInfo};
 
 use anyhow::{Context, Result, bail};

@@ -15,6 +15,7 @@ pub mod events;
 pub mod exec;
 pub mod fds;
 pub mod fsinfo;
+pub mod futex;
 pub mod hostid;
 pub mod knobs;
 pub mod kvm;

@@ -218,6 +218,32 @@ pub fn decode(blob: &[u8]) -> Result<Vec<Event>> {
         .collect())
 }
 
+/// The events [`encode`] wrote, one at a time, without decoding them all
+/// into memory: `f` sees each in order. The number of events.
+pub fn for_each(blob: &[u8], mut f: impl FnMut(Event) -> Result<()>) -> Result<u64> {
+    let Some((&format, body)) = blob.split_first() else {
+        bail!("empty trace event blob");
+    };
+    if format != FORMAT {
+        bail!("trace event blob of format {format}, this schedlab reads format {FORMAT}");
+    }
+    let corrupt = |e: postcard::Error| anyhow::anyhow!("corrupt trace event blob: {e}");
+    let (n, mut rest) = postcard::take_from_bytes::<usize>(body).map_err(corrupt)?;
+    let mut ts = 0u64;
+    for _ in 0..n {
+        let (r, more) = postcard::take_from_bytes::<Raw>(rest).map_err(corrupt)?;
+        rest = more;
+        ts = ts.wrapping_add(r.dts_ns as u64);
+        f(Event {
+            ts_ns: ts,
+            cpu: r.cpu,
+            common_pid: r.common_pid,
+            kind: from_raw(r.kind),
+        })?;
+    }
+    Ok(n as u64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -267,6 +293,17 @@ mod tests {
         let blob = encode(&events);
         assert_eq!(decode(&blob).unwrap(), events);
         assert_eq!(decode(&encode(&[])).unwrap(), Vec::<Event>::new());
+        // One at a time, the same events.
+        let mut streamed = Vec::new();
+        let n = for_each(&blob, |e| {
+            streamed.push(e);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!((n, streamed), (events.len() as u64, events));
+        let mut cut = blob.clone();
+        cut.truncate(cut.len() - 3);
+        assert!(for_each(&cut, |_| Ok(())).is_err());
     }
 
     #[test]

@@ -72,6 +72,12 @@ pub trait Kind {
         Ok(Wiring::default())
     }
 
+    /// The workload as a worker's command line carries it, when that is
+    /// less than the whole (a replay's tasks reach it through its wiring).
+    fn lean(&self) -> Option<Workload> {
+        None
+    }
+
     /// The name of the latency histogram that is this workload's primary
     /// latency (exported as `lat_p50_us` …), if it measures one.
     fn primary_latency(&self) -> Option<&'static str> {

@@ -26,6 +26,8 @@
 //!   pipes (hackbench-like).
 //! - `command`: any program, exec'd by the worker after the barrier, with
 //!   figures from its own output (`command/`).
+//! - `replay`: a traced run's tree of tasks, synthesized by `schedlab
+//!   synthesize`, replayed: bursts, sleeps, wake-ups, forks (`replay/`).
 //!
 //! Every workload verifies its own result after the timed loop (pi estimate,
 //! copied bytes, checksum identity, digest fold), so that an optimiser or a
@@ -54,6 +56,7 @@ pub mod periodic;
 pub mod pi;
 pub mod pingpong;
 pub mod registry;
+pub mod replay;
 pub mod request;
 pub mod wiring;
 
@@ -68,6 +71,7 @@ pub use mixed::MixedParams;
 pub use periodic::PeriodicParams;
 pub use pi::PiParams;
 pub use pingpong::PingpongParams;
+pub use replay::ReplayParams;
 pub use request::RequestParams;
 pub use wiring::Wiring;
 
@@ -142,6 +146,7 @@ kinds! {
     Pingpong(PingpongParams) in pingpong,
     Messaging(MessagingParams) in messaging,
     Command(CommandParams) in command,
+    Replay(ReplayParams) in replay,
 }
 
 /// What a worker needs to know about where it runs.

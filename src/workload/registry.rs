@@ -37,11 +37,13 @@ mod tests {
         let empty = toml::Table::new();
         // A command has no default program.
         let command: toml::Table = "argv = [\"true\"]".parse().unwrap();
+        // Nor a replay default tasks.
+        let replay: toml::Table = "tasks = [{ name = \"t0\", ops = [] }]".parse().unwrap();
         for e in KINDS {
-            let table = if e.name == "command" {
-                &command
-            } else {
-                &empty
+            let table = match e.name {
+                "command" => &command,
+                "replay" => &replay,
+                _ => &empty,
             };
             let w = parse(e.name, e.name, table).unwrap();
             assert_eq!(w.kind(), e.name);

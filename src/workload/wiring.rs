@@ -63,6 +63,16 @@ impl Wiring {
         self.hold(fds::eventfd(false)?)
     }
 
+    /// A memory file (`memfd`) holding `bytes`, which every worker given
+    /// it can read or map (a replay's description and doorbells).
+    pub fn memory(&mut self, bytes: &[u8]) -> anyhow::Result<i32> {
+        use std::io::Write;
+        let fd = fds::memfd(c"schedlab-wiring")?;
+        let mut f = std::fs::File::from(fd);
+        f.write_all(bytes)?;
+        self.hold(f.into())
+    }
+
     /// The channels worker `process` gets, in the order they were given.
     pub fn fds_of(&self, process: usize) -> &[i32] {
         self.per_process.get(process).map_or(&[], Vec::as_slice)

@@ -1,0 +1,160 @@
+//! `schedlab synthesize`: a replay spec from one traced run (and its rt-app
+//! form), and with `--check` the replay run under the same condition and
+//! compared with the original, figure by figure.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::Args;
+
+use super::source::DbArg;
+use crate::output::Target;
+use crate::store::Store;
+use crate::synth::{self, fidelity, record::Recording, rtapp};
+use crate::workload::replay::desc::Body;
+use crate::{out, spec};
+
+#[derive(Args)]
+pub(super) struct SynthesizeArgs {
+    #[command(flatten)]
+    db: DbArg,
+    /// The traced run (`schedlab trace list` shows them).
+    #[arg(long)]
+    run: i64,
+    /// Where the replay spec goes (`-` for standard output).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    output: PathBuf,
+    /// Also write the replay as rt-app JSON.
+    #[arg(long = "rt-app", value_name = "FILE")]
+    rt_app: Option<PathBuf>,
+    /// Synthesize from a trace that lost events (each figure then carries
+    /// that caveat).
+    #[arg(long)]
+    allow_lost: bool,
+    /// Run the replay under the run's condition (traced; root) and print
+    /// replay against original with each figure's rule and verdict.
+    #[arg(long)]
+    check: bool,
+    /// With --check: keep the replay's run in this database (default: a
+    /// temporary one, removed after).
+    #[arg(long, value_name = "DB", requires = "check")]
+    check_db: Option<PathBuf>,
+}
+
+impl SynthesizeArgs {
+    /// Whether it runs a campaign (`--check`): then, as `run`, it blocks
+    /// the stop signals from the start for the campaign loop to take.
+    pub(super) fn runs_campaign(&self) -> bool {
+        self.check
+    }
+}
+
+fn summary(rec: &Recording, tasks: &[crate::workload::replay::desc::ReplayTask]) -> String {
+    let threads = tasks.iter().filter(|t| t.thread).count();
+    let dists: Vec<&str> = tasks
+        .iter()
+        .filter(|t| matches!(t.body, Body::Distribution(_)))
+        .map(|t| t.name.as_str())
+        .collect();
+    let mut s = format!(
+        "{} tasks ({} processes, {threads} threads) from {} events over {:.1} ms; {} CPU bursts \
+         ({:.1} ms of CPU), sleeps ended by: a timer {}, a task of the tree {}, outside the tree \
+         {} (replayed as timer sleeps)",
+        tasks.len(),
+        tasks.len() - threads,
+        rec.events,
+        (rec.to_ns.saturating_sub(rec.from_ns)) as f64 / 1e6,
+        rec.bursts_ns.seen,
+        rec.tasks.iter().map(|t| t.cpu_ns).sum::<u64>() as f64 / 1e6,
+        rec.timer_wakeups,
+        rec.task_wakeups,
+        rec.external_wakeups
+    );
+    if !dists.is_empty() {
+        s.push_str(&format!(
+            "; {} task(s) with more than {} steps described by distributions (their wake-ups \
+             replayed as timers): {}",
+            dists.len(),
+            synth::record::MAX_OPS,
+            dists.join(", ")
+        ));
+    }
+    s
+}
+
+fn write(path: &std::path::Path, text: &str) -> Result<()> {
+    let target = Target::parse(path)?;
+    let mut o = target.open()?;
+    o.write_all(text.as_bytes())?;
+    o.commit()
+}
+
+pub(super) fn run(a: SynthesizeArgs) -> Result<i32> {
+    let store = Store::open_existing(&a.db.db)?;
+    let read = synth::read_run(&store, a.run, a.allow_lost)?;
+    for c in &read.caveats {
+        note!("caveat: {c}");
+    }
+    let rate = synth::pi_rate()?;
+    let tasks = synth::to_tasks(&read.recording, rate);
+    let text = synth::spec_text(&read.source, &tasks, &read.recording, rate)?;
+    // What is written must load: checked before anything is written.
+    let origin = out::path(&a.output);
+    spec::load(&text, &origin, &[]).context("the synthesized spec does not load (a bug)")?;
+    write(&a.output, &text)?;
+    note!(
+        "run {}: {}; wrote {origin}",
+        a.run,
+        summary(&read.recording, &tasks)
+    );
+    if let Some(p) = &a.rt_app {
+        let policy = match read.source.run.policy.name() {
+            "other" => "SCHED_OTHER",
+            "fifo" => "SCHED_FIFO",
+            "rr" => "SCHED_RR",
+            "batch" => "SCHED_BATCH",
+            "idle" => "SCHED_IDLE",
+            "deadline" => "SCHED_DEADLINE",
+            _ => "SCHED_OTHER",
+        };
+        write(p, &rtapp::to_json(&tasks, rate, policy))?;
+        note!(
+            "wrote {} (rt-app: processes become threads; run µs at this machine's pi rate)",
+            out::path(p)
+        );
+    }
+    if !a.check {
+        return Ok(0);
+    }
+    check(&a, &text, &origin, &read)
+}
+
+/// Run the replay and compare it with the original.
+fn check(a: &SynthesizeArgs, text: &str, origin: &str, read: &synth::Read) -> Result<i32> {
+    let temp = match &a.check_db {
+        Some(_) => None,
+        None => Some(tempfile::tempdir().context("a temporary directory for --check")?),
+    };
+    let db = match (&a.check_db, &temp) {
+        (Some(p), _) => p.clone(),
+        (None, Some(t)) => t.path().join("replay-check.db"),
+        (None, None) => unreachable!("one of them is set"),
+    };
+    note!(
+        "running the replay under the run's condition into {}",
+        out::path(&db)
+    );
+    let c = synth::check::run_and_compare(read, text, origin, &db, a.allow_lost)?;
+    let (id, rows, replay) = (c.run_id, c.rows, c.replay);
+    outln!(
+        "replay (run {id}) against run {} under {}:",
+        a.run,
+        read.source.run.label()
+    )?;
+    write!(out::stdout(), "{}", fidelity::render(&rows))?;
+    for c in read.caveats.iter().chain(&replay.caveats) {
+        outln!("caveat: {c}")?;
+    }
+    Ok(0)
+}

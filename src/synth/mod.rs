@@ -1,0 +1,337 @@
+//! `schedlab synthesize`: from one traced run of any workload to a replay
+//! of it. This module owns reading the run and its trace (streamed: the
+//! events are decoded one at a time into a [`record::Recorder`]), the
+//! conversion of what each task did into a replay's tasks (bursts in work
+//! units of the calibrated pi loop), the spec that runs the replay under
+//! the run's condition ([`spec_text`]), the rt-app form ([`rtapp`]) and the
+//! replay-against-original figures ([`fidelity`]).
+
+pub mod check;
+pub mod fidelity;
+pub mod record;
+pub mod rtapp;
+
+use anyhow::{Result, bail};
+
+use crate::store::{ReplaySource, Store};
+use crate::workload::replay::desc::{self, Body, Dist, Op, QUANTILES, ReplayTask};
+use record::{NsOp, Recorder, Recording, Reservoir};
+
+/// A run read for synthesis.
+pub struct Read {
+    pub source: ReplaySource,
+    pub recording: Recording,
+    /// Facts to print beside the figures (lost events allowed, …).
+    pub caveats: Vec<String>,
+}
+
+/// Read run `run_id` and record its tree; refuses a run that was not ok,
+/// has no trace, or whose trace is unusable or lost events (unless
+/// `allow_lost`: then a caveat).
+pub fn read_run(store: &Store, run_id: i64, allow_lost: bool) -> Result<Read> {
+    let source = store.replay_source(run_id)?;
+    if source.status != "ok" {
+        bail!(
+            "run {run_id} ended {}: only a run that finished (ok) is synthesized",
+            source.status
+        );
+    }
+    let trace = store.encoded_trace(run_id)?;
+    let mut caveats = Vec::new();
+    if let Some(why) = &trace.unusable_reason {
+        bail!("run {run_id}: its trace is unusable ({why}); run it again with --trace");
+    }
+    if trace.lost_events > 0 {
+        let msg = format!(
+            "run {run_id}: the kernel lost {} events of its trace, so bursts and wake-ups may be \
+             missing",
+            trace.lost_events
+        );
+        if !allow_lost {
+            bail!("{msg}; run it again (a larger buffer, fewer CPUs), or pass --allow-lost");
+        }
+        caveats.push(msg);
+    }
+    let roots: Vec<i32> = source.workers.iter().map(|w| w.0).collect();
+    if roots.is_empty() {
+        bail!("run {run_id} has no worker processes stored");
+    }
+    let from_ns = trace
+        .release_ns
+        .unwrap_or(trace.start_ns)
+        .max(trace.start_ns);
+    let to_ns = match (
+        trace.release_ns,
+        source.workers.iter().filter_map(|w| w.2).max(),
+    ) {
+        (Some(r), Some(end)) => r.saturating_add(end).min(trace.end_ns),
+        _ => trace.end_ns,
+    };
+    let mut rec = Recorder::new(&roots, &trace.tasks, from_ns, to_ns);
+    crate::trace::blob::for_each(&trace.events, |e| {
+        rec.event(&e);
+        Ok(())
+    })?;
+    let recording = rec.finish();
+    if recording.tasks.iter().all(|t| t.cpu_ns == 0) {
+        bail!("run {run_id}: its trace holds no CPU time of its workers");
+    }
+    Ok(Read {
+        source,
+        recording,
+        caveats,
+    })
+}
+
+/// Pi iterations per CPU second of this machine (the calibrated loop),
+/// measured on this thread's CPU time.
+pub fn pi_rate() -> Result<f64> {
+    use crate::workload::{PiParams, Stop};
+    let before = crate::sys::clock::thread_cpu_ns()?;
+    let out = crate::workload::pi::run(
+        &PiParams {
+            stop: Stop::DurationNs(100_000_000),
+        },
+        None,
+    )?;
+    let cpu = crate::sys::clock::thread_cpu_ns()?.saturating_sub(before);
+    let rate = out.work as f64 / (cpu.max(1) as f64 / 1e9);
+    anyhow::ensure!(
+        rate.is_finite() && rate > 0.0,
+        "pi calibration measured {rate}"
+    );
+    Ok(rate)
+}
+
+/// Work units of `ns` of CPU at `pi_iter_per_s`.
+pub fn units(ns: u64, pi_iter_per_s: f64) -> u64 {
+    (ns as f64 * pi_iter_per_s / 1e9).round() as u64
+}
+
+fn quantiles(r: &Reservoir, f: impl Fn(u64) -> u64) -> Vec<u64> {
+    if r.values.is_empty() {
+        return Vec::new();
+    }
+    let mut v = r.values.clone();
+    v.sort_unstable();
+    (0..QUANTILES)
+        .map(|k| {
+            let i = (k as f64 / (QUANTILES - 1) as f64 * (v.len() - 1) as f64).round() as usize;
+            f(v[i])
+        })
+        .collect()
+}
+
+/// The replay's tasks: ops in work units (adjacent runs merged, empty
+/// ones dropped), or distributions for overflowed tasks.
+pub fn to_tasks(rec: &Recording, pi_iter_per_s: f64) -> Vec<ReplayTask> {
+    rec.tasks
+        .iter()
+        .map(|t| {
+            let body = if t.overflowed {
+                Body::Distribution(Dist {
+                    bursts: t.bursts_ns.seen.max(1),
+                    burst_work: match quantiles(&t.bursts_ns, |ns| units(ns, pi_iter_per_s)) {
+                        q if q.is_empty() => vec![0; QUANTILES],
+                        q => q,
+                    },
+                    sleep_ns: quantiles(&t.sleeps_ns, |ns| ns),
+                    forks: t.forks.clone(),
+                })
+            } else {
+                let mut ops: Vec<Op> = Vec::with_capacity(t.ops.len());
+                for op in &t.ops {
+                    let op = match *op {
+                        NsOp::Run(ns) => Op::Run(units(ns, pi_iter_per_s)),
+                        NsOp::Sleep { ns, by } => Op::Sleep { ns, by },
+                        NsOp::Wake(x) => Op::Wake(x),
+                        NsOp::Fork(x) => Op::Fork(x),
+                    };
+                    match (ops.last_mut(), op) {
+                        (_, Op::Run(0)) => {}
+                        (Some(Op::Run(a)), Op::Run(b)) => *a += b,
+                        _ => ops.push(op),
+                    }
+                }
+                Body::Sequence(ops)
+            };
+            ReplayTask {
+                name: t.name.clone(),
+                comm: t.comm.clone(),
+                parent: t.parent,
+                thread: t.thread,
+                body,
+            }
+        })
+        .collect()
+}
+
+/// The spec that runs the replay under the run's condition: the
+/// campaign's spec with its matrix narrowed to the run's levels, one
+/// repetition, traced, and one workload, `replay`.
+pub fn spec_text(
+    src: &ReplaySource,
+    tasks: &[ReplayTask],
+    rec: &Recording,
+    pi_iter_per_s: f64,
+) -> Result<String> {
+    let mut spec: toml::Table = src
+        .spec_toml
+        .parse()
+        .map_err(|e| anyhow::anyhow!("the stored spec of run {}: {e}", src.run_id))?;
+    let run = &src.run;
+    spec.insert(
+        "name".into(),
+        format!("replay of run {} ({})", src.run_id, run.workload.name).into(),
+    );
+    spec.insert(
+        "description".into(),
+        format!(
+            "Synthesized by schedlab synthesize from run {} of campaign {} ({}).",
+            src.run_id,
+            src.campaign_id,
+            run.label()
+        )
+        .into(),
+    );
+    spec.insert("repetitions".into(), toml::Value::Integer(1));
+    spec.insert("trace".into(), true.into());
+    spec.remove("scale");
+    for k in ["target_ci_pct", "min_repetitions", "max_repetitions"] {
+        spec.remove(k);
+    }
+    let list = |s: &str| toml::Value::Array(vec![s.into()]);
+    let mut m = toml::Table::new();
+    m.insert("policy".into(), list(run.policy.name()));
+    m.insert("workload".into(), list("replay"));
+    m.insert(
+        "processes".into(),
+        toml::Value::Array(vec![toml::Value::Integer(desc::roots(tasks).len() as i64)]),
+    );
+    m.insert("priorities".into(), list(&run.priorities.name));
+    m.insert("cpus".into(), list(&run.cpus.label()));
+    if let Some(v) = run.rt_runtime_us {
+        m.insert("rt_runtime_us".into(), toml::Value::Array(vec![v.into()]));
+    }
+    if let Some(v) = run.slice_us {
+        m.insert(
+            "slice_us".into(),
+            toml::Value::Array(vec![i64::from(v).into()]),
+        );
+    }
+    if let Some(x) = &run.ext_scheduler {
+        m.insert("ext_scheduler".into(), list(&x.name));
+    }
+    if let Some(x) = &run.machine {
+        m.insert("machine".into(), list(&x.name));
+    }
+    spec.insert("matrix".into(), toml::Value::Table(m));
+    let mut w = toml::Table::new();
+    w.insert("kind".into(), "replay".into());
+    w.insert(
+        "source".into(),
+        format!("run {} of campaign {}", src.run_id, src.campaign_id).into(),
+    );
+    w.insert("pi_iter_per_s".into(), pi_iter_per_s.round().into());
+    w.insert(
+        "external_wakeups".into(),
+        toml::Value::Integer(rec.external_wakeups as i64),
+    );
+    w.insert("tasks".into(), desc::to_table(tasks));
+    let mut ws = toml::Table::new();
+    ws.insert("replay".into(), toml::Value::Table(w));
+    spec.insert("workloads".into(), toml::Value::Table(ws));
+    let header = format!(
+        "# A replay of run {} synthesized by `schedlab synthesize`: {} tasks; CPU bursts in work \
+         units of the calibrated pi loop ({:.4e} iterations per CPU second here).\n\
+         # {} wake-ups came from outside the tree: they are replayed as timer sleeps.\n",
+        src.run_id,
+        tasks.len(),
+        pi_iter_per_s,
+        rec.external_wakeups
+    );
+    Ok(header + &toml::to_string(&spec)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::replay::desc::Waker;
+
+    fn recording() -> Recording {
+        let (events, tasks) = record::tests::two_tasks();
+        let mut r = Recorder::new(&[100], &tasks, 1000, 10_000);
+        for e in &events {
+            r.event(e);
+        }
+        r.finish()
+    }
+
+    #[test]
+    fn ns_become_work_units_and_runs_merge() {
+        let rec = recording();
+        // 1e9 iterations per second: one unit a ns.
+        let tasks = to_tasks(&rec, 1e9);
+        assert_eq!(tasks.len(), 3);
+        assert_eq!(
+            tasks[1].body,
+            Body::Sequence(vec![
+                Op::Run(300),
+                Op::Sleep {
+                    ns: 200,
+                    by: Waker::Task(0)
+                },
+                Op::Run(100),
+                Op::Sleep {
+                    ns: 600,
+                    by: Waker::External
+                },
+                Op::Run(100),
+            ])
+        );
+        desc::check_tree(&tasks).unwrap();
+        // Half the rate, half the units.
+        let half = to_tasks(&rec, 5e8);
+        assert!(matches!(&half[1].body, Body::Sequence(o) if o[0] == Op::Run(150)));
+    }
+
+    #[test]
+    fn the_spec_round_trips_through_the_spec_parser() {
+        let rec = recording();
+        let tasks = to_tasks(&rec, 1e9);
+        let original = r#"
+name = "orig"
+repetitions = 3
+[matrix]
+policy = ["other", "fifo"]
+workload = ["w"]
+processes = [1]
+cpus = ["0", "all"]
+[workloads.w]
+kind = "command"
+argv = ["true"]
+"#;
+        let spec = crate::spec::load(original, "orig", &[]).unwrap();
+        let runs = crate::plan::expand(&spec, 1);
+        let src = ReplaySource {
+            run_id: 7,
+            campaign_id: 1,
+            status: "ok".into(),
+            run: runs[0].clone(),
+            spec_toml: original.into(),
+            makespan_ns: Some(1),
+            workers: vec![(100, Some(0), Some(5))],
+        };
+        let text = spec_text(&src, &tasks, &rec, 1e9).unwrap();
+        let back = crate::spec::load(&text, "replay.toml", &[]).unwrap();
+        assert!(back.trace);
+        let runs2 = crate::plan::expand(&back, 1);
+        assert_eq!(runs2.len(), 1, "{text}");
+        assert_eq!(runs2[0].policy, runs[0].policy);
+        assert_eq!(runs2[0].cpus, runs[0].cpus);
+        match &runs2[0].workload.workload {
+            crate::workload::Workload::Replay(p) => assert_eq!(p.tasks, tasks),
+            other => panic!("{other:?}"),
+        }
+    }
+}
