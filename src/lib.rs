@@ -20,6 +20,8 @@ pub mod cli;
 #[forbid(unsafe_code)]
 pub mod export;
 #[forbid(unsafe_code)]
+pub mod fields;
+#[forbid(unsafe_code)]
 pub mod launch;
 #[forbid(unsafe_code)]
 pub mod locks;

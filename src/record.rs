@@ -72,7 +72,8 @@ pub struct ProcessRecord {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub latency: BTreeMap<String, Vec<u8>>,
     /// Kernel counters of the process over its measured window, each None
-    /// where not measured (flattened: `nr_migrations` at this level).
+    /// where not measured (flattened: `nr_migrations`, `cpus_used`, … at this
+    /// level, the measured ones only).
     #[serde(flatten, default)]
     pub kernel: KernelCounts,
     /// The EEVDF slice the kernel reported for the process (OTHER, BATCH,
@@ -116,16 +117,10 @@ impl From<Usage> for ProcessUsage {
     }
 }
 
-/// Per-process kernel counters stored beside the others, one
-/// `processes` column each (`store::counts` lists them). Each is None
-/// where it was not measured (hogs, a program's tree, older databases).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct KernelCounts {
-    /// `se.nr_migrations` of `/proc/PID/sched`: the times the scheduler
-    /// moved the process (its main thread) to another CPU during its work.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub nr_migrations: Option<u64>,
-}
+/// The per-process fields of the registry ([`crate::fields::FIELDS`]),
+/// each None where it was not measured (hogs, a program's tree, an
+/// untraced run, older databases).
+pub type KernelCounts = crate::fields::ProcessFields;
 
 /// A finished (or skipped) run with everything measured about it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

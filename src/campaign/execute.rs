@@ -167,18 +167,22 @@ impl Opened {
                     summary.interrupted = Some(sig);
                     break;
                 }
-                Outcome::Done(rec, trace) => {
+                Outcome::Done(mut rec, trace) => {
                     // Derived before the store's transaction: it only persists.
                     let trace = trace.as_deref().map(|cap| Analysed::of_run(cap, &rec));
+                    if let Some(a) = &trace {
+                        crate::trace::placement::fill(&mut rec, a);
+                    }
                     self.store
                         .insert_run_traced(self.campaign.id, &rec, trace.as_ref())?;
                     summary.ran += 1;
                     summary.by_status[status_index(rec.status)] += 1;
                     progress.finish(i, run, &describe(&rec));
                 }
-                Outcome::Predicted(rec, p) => {
+                Outcome::Predicted(mut rec, p) => {
                     let p = *p;
                     let trace = Analysed::predicted(&p.capture, p.derived, &p.windows);
+                    crate::trace::placement::fill(&mut rec, &trace);
                     self.store
                         .insert_run_traced(self.campaign.id, &rec, Some(&trace))?;
                     summary.ran += 1;

@@ -8,8 +8,8 @@
 use anyhow::Result;
 use std::collections::{BTreeMap, HashMap};
 
+use crate::fields::metric::{self, Metric};
 use crate::plan::condition_of_key;
-use crate::report::metric::{self, Metric};
 use crate::spec::Spec;
 use crate::stats::sequential::{Moments, StopRule};
 use crate::store::{PrecisionInput, Store};

@@ -6,7 +6,8 @@
 //! rows as an array of objects with the same keys, one object per line;
 //! `json.rs`) and Parquet (the same rows and columns, typed:
 //! [`Column::kind`]; `parquet.rs`). Each column is defined once, in
-//! [`COLUMNS`]: name, type, nullability and value.
+//! [`COLUMNS`]: name, type, nullability and value; the per-process fields'
+//! columns come from the field registry ([`crate::fields::FIELDS`]).
 //!
 //! Rows are written one at a time as the store reads them
 //! ([`Exporter::row`]), so an export never holds a campaign in memory.
@@ -19,8 +20,10 @@ mod csv;
 mod json;
 pub mod parquet;
 
+use crate::fields::{ExportPlace, FIELDS, Field, FieldDef};
 use crate::record::ProcessUsage;
 use crate::store::{ExportLatency, ExportRow, ExportTrace, rq_wait_per_slice_us};
+use std::sync::LazyLock;
 
 /// The type of a column's values (Parquet: INT64, DOUBLE, STRING).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,7 +45,25 @@ pub struct Column {
     pub name: &'static str,
     pub kind: Kind,
     pub nullable: bool,
-    pub value: fn(&ExportRow) -> Value,
+    value: Source,
+}
+
+/// Where a column's value comes from.
+#[derive(Clone, Copy)]
+enum Source {
+    Row(fn(&ExportRow) -> Value),
+    /// A per-process field of the registry.
+    Field(Field),
+}
+
+impl Column {
+    /// The column's value in row `r`.
+    pub fn value(&self, r: &ExportRow) -> Value {
+        match self.value {
+            Source::Row(f) => f(r),
+            Source::Field(f) => int(r.kernel.get(f).map(|v| v as i64)),
+        }
+    }
 }
 
 impl std::fmt::Debug for Column {
@@ -65,14 +86,50 @@ const fn col(
         name,
         kind,
         nullable,
-        value,
+        value: Source::Row(value),
     }
 }
 
-/// The fixed columns, in order; `fig_*` columns (all `Real`, nullable)
-/// follow them. The first 21 are the original ones; never reorder, only
-/// append. README's "Using the data" documents this schema.
-pub const COLUMNS: &[Column] = &[
+/// The column of a registry field.
+fn field_column(d: &FieldDef) -> Column {
+    Column {
+        name: d.name,
+        kind: Kind::Int,
+        nullable: NULLABLE,
+        value: Source::Field(d.field),
+    }
+}
+
+/// Every column of an export before its `fig_*` ones, in order: the fixed
+/// ones ([`FIXED`]), with the registry's fields at their place
+/// ([`ExportPlace`]): the first field between `machine` and `interrupts`
+/// as before the registry, every later one at the end.
+pub static COLUMNS: LazyLock<Vec<Column>> = LazyLock::new(|| {
+    let fields = |place: ExportPlace| {
+        FIELDS
+            .iter()
+            .filter(move |d| d.export == place)
+            .map(field_column)
+    };
+    let split = FIXED
+        .iter()
+        .position(|c| c.name == "machine")
+        .expect("machine")
+        + 1;
+    FIXED[..split]
+        .iter()
+        .copied()
+        .chain(fields(ExportPlace::AfterMachine))
+        .chain(FIXED[split..].iter().copied())
+        .chain(fields(ExportPlace::End))
+        .collect()
+});
+
+/// The fixed columns, in order; the fields' columns join them
+/// ([`COLUMNS`]) and `fig_*` columns (all `Real`, nullable) follow them.
+/// The first 21 are the original ones; never reorder, only append.
+/// README's "Using the data" documents this schema.
+const FIXED: &[Column] = &[
     col("campaign", Kind::Int, REQUIRED, |r| Value::from(r.campaign)),
     col("run", Kind::Int, REQUIRED, |r| Value::from(r.run)),
     col("policy", Kind::Text, REQUIRED, |r| {
@@ -265,9 +322,6 @@ pub const COLUMNS: &[Column] = &[
     col("machine", Kind::Text, NULLABLE, |r| {
         text(r.machine.as_deref())
     }),
-    col("nr_migrations", Kind::Int, NULLABLE, |r| {
-        int(r.kernel.nr_migrations.map(|v| v as i64))
-    }),
     col("interrupts", Kind::Int, NULLABLE, |r| int(r.interrupts)),
     col("softirqs", Kind::Int, NULLABLE, |r| int(r.softirqs)),
     col("cpu_freq_khz", Kind::Real, NULLABLE, |r| {
@@ -358,7 +412,7 @@ fn text(v: Option<&str>) -> Value {
 
 /// The values of the fixed columns of a row, in [`COLUMNS`] order.
 fn fixed(r: &ExportRow) -> Vec<Value> {
-    COLUMNS.iter().map(|c| (c.value)(r)).collect()
+    COLUMNS.iter().map(|c| c.value(r)).collect()
 }
 
 /// A resource usage counter of the row's process.
@@ -519,7 +573,8 @@ mod tests {
             "campaign,run,policy,workload,processes,priority_mode,cpus,rep,process_index"
         ));
         assert!(lines[0].ends_with(
-            ",nr_migrations,interrupts,softirqs,cpu_freq_khz,throttle_count,fig_mflops,fig_pi_error"
+            ",nr_migrations,interrupts,softirqs,cpu_freq_khz,throttle_count,cpus_used,\
+             llc_migrations,node_migrations,fig_mflops,fig_pi_error"
         ));
         // The JSON of extra_json is one quoted cell.
         let cells: Vec<&str> = lines[1].split(',').collect();

@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
+use crate::fields::Field;
 use crate::plan::Run;
 use crate::record::{KernelCounts, ProcessRecord, RunRecord, RunStatus, SliceRow};
 use crate::sys::cgroup::TreeGroup;
@@ -390,11 +391,12 @@ impl RecordContext<'_> {
             run_ns: stat.map(|s| s.run_ns),
             wait_ns: stat.map(|s| s.wait_ns),
             timeslices: stat.map(|s| s.timeslices),
-            kernel: KernelCounts {
-                nr_migrations: result.as_ref().and_then(|r| {
+            kernel: KernelCounts::default().with(
+                Field::NrMigrations,
+                result.as_ref().and_then(|r| {
                     Some(r.nr_migrations_end?.saturating_sub(r.nr_migrations_start?))
                 }),
-            },
+            ),
             work: result.as_ref().map(|r| r.output.work),
             work_unit: m.workload.work_unit().to_string(),
             figures: result

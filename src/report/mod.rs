@@ -14,7 +14,7 @@ pub mod compare;
 pub mod detectable;
 pub mod fmt;
 pub mod html;
-pub mod metric;
+pub use crate::fields::metric;
 pub mod rounds;
 pub mod sections;
 pub mod svg;

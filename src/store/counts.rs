@@ -1,82 +1,63 @@
-//! The per-process kernel counters ([`KernelCounts`]), one `processes`
-//! column each, listed once in [`COUNT_COLUMNS`]: storing a process, the
-//! report's process rows and the export's rows all iterate that list, and
-//! read each column by its name.
+//! The per-process fields of the registry ([`crate::fields::FIELDS`]), one
+//! `processes` column each, named as the field: storing a process, the
+//! report's process rows and the export's rows all iterate the registry,
+//! and read each column by its name.
 
 use rusqlite::Row;
 use rusqlite::types::ToSql;
 
 use super::named::{Columns, Named};
+use crate::fields::{FIELDS, Field};
 use crate::record::KernelCounts;
 
-/// One counter: its `processes` column and its field.
-pub(super) struct CountColumn {
-    pub name: &'static str,
-    pub get: fn(&KernelCounts) -> Option<u64>,
-    pub set: fn(&mut KernelCounts, Option<u64>),
+/// Every field's column, in registry order (each added by a migration).
+fn columns() -> impl Iterator<Item = (Field, &'static str)> {
+    FIELDS.iter().map(|d| (d.field, d.name))
 }
-
-/// Every counter of [`KernelCounts`] (schema migration 9 on).
-pub(super) const COUNT_COLUMNS: &[CountColumn] = &[CountColumn {
-    name: "nr_migrations",
-    get: |k| k.nr_migrations,
-    set: |k, v| k.nr_migrations = v,
-}];
 
 /// The counters' columns for a SELECT list: `, p.a, p.b` with `prefix`
 /// "p.".
 pub(super) fn select_list(prefix: &str) -> String {
-    COUNT_COLUMNS
-        .iter()
-        .map(|c| format!(", {prefix}{}", c.name))
-        .collect()
+    columns().map(|(_, c)| format!(", {prefix}{c}")).collect()
 }
 
 /// The counters' column names for an INSERT, and their placeholders
 /// numbered from `first`: (", a, b", ", ?31, ?32").
 pub(super) fn insert_list(first: usize) -> (String, String) {
-    let names = COUNT_COLUMNS.iter().map(|c| format!(", {}", c.name));
-    let marks = (first..)
-        .take(COUNT_COLUMNS.len())
-        .map(|n| format!(", ?{n}"));
+    let names = columns().map(|(_, c)| format!(", {c}"));
+    let marks = (first..).take(FIELDS.len()).map(|n| format!(", ?{n}"));
     (names.collect(), marks.collect())
 }
 
-/// The values to insert, in [`COUNT_COLUMNS`] order.
+/// The values to insert, in registry order.
 pub(super) fn values(k: &KernelCounts) -> Vec<Option<i64>> {
-    COUNT_COLUMNS
-        .iter()
-        .map(|c| (c.get)(k).map(super::i))
-        .collect()
+    columns().map(|(f, _)| k.get(f).map(super::i)).collect()
 }
 
 /// The counters of a row read by name (negative values, never stored,
 /// read as None).
 pub(super) fn read(n: &Named<'_, '_, '_>) -> rusqlite::Result<KernelCounts> {
     let mut k = KernelCounts::default();
-    for c in COUNT_COLUMNS {
-        let v: Option<i64> = n.get(c.name)?;
-        (c.set)(&mut k, v.and_then(|v| u64::try_from(v).ok()));
+    for (f, c) in columns() {
+        let v: Option<i64> = n.get(c)?;
+        k.set(f, v.and_then(|v| u64::try_from(v).ok()));
     }
     Ok(k)
 }
 
-/// The positions of the counters' columns in a statement's result, in
-/// [`COUNT_COLUMNS`] order (for [`read_at`]).
+/// The positions of the fields' columns in a statement's result, in
+/// registry order (for [`read_at`]).
 pub(super) fn positions(cols: &Columns) -> rusqlite::Result<Vec<usize>> {
-    COUNT_COLUMNS
-        .iter()
-        .map(|c| cols.position(c.name))
-        .collect()
+    columns().map(|(_, c)| cols.position(c)).collect()
 }
 
 /// The counters of a row whose columns are at `positions` ([`positions`]),
 /// as [`read`] reads them.
 pub(super) fn read_at(r: &Row<'_>, positions: &[usize]) -> rusqlite::Result<KernelCounts> {
     let mut k = KernelCounts::default();
-    for (c, &at) in COUNT_COLUMNS.iter().zip(positions) {
+    for ((f, _), &at) in columns().zip(positions) {
         let v: Option<i64> = r.get(at)?;
-        (c.set)(&mut k, v.and_then(|v| u64::try_from(v).ok()));
+        k.set(f, v.and_then(|v| u64::try_from(v).ok()));
     }
     Ok(k)
 }
@@ -99,15 +80,15 @@ mod tests {
     #[test]
     fn every_counter_is_stored_and_read_back_by_name() {
         let conn = rusqlite::Connection::open_in_memory().unwrap();
-        let cols: String = COUNT_COLUMNS
+        let cols: String = FIELDS
             .iter()
-            .map(|c| format!(", {} INTEGER", c.name))
+            .map(|d| format!(", {} {}", d.name, d.sql_type))
             .collect();
         conn.execute_batch(&format!("CREATE TABLE t (id INTEGER{cols})"))
             .unwrap();
-        let k = KernelCounts {
-            nr_migrations: Some(7),
-        };
+        let k = KernelCounts::default()
+            .with(Field::NrMigrations, Some(7))
+            .with(Field::LlcMigrations, Some(0));
         let (names, marks) = insert_list(2);
         let counts = values(&k);
         let id: &dyn ToSql = &1;

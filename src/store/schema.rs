@@ -408,6 +408,15 @@ pub const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE runs ADD COLUMN machine TEXT;
     "#,
+    // 15: placement fields of each process over its work (fields::FIELDS,
+    // trace::placement): the distinct CPUs its tasks ran on, and its
+    // migrations between CPUs of different last-level caches and NUMA
+    // nodes. NULL in older rows and in runs neither traced nor simulated.
+    r#"
+    ALTER TABLE processes ADD COLUMN cpus_used INTEGER;
+    ALTER TABLE processes ADD COLUMN llc_migrations INTEGER;
+    ALTER TABLE processes ADD COLUMN node_migrations INTEGER;
+    "#,
 ];
 
 #[cfg(test)]

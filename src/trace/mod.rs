@@ -16,6 +16,7 @@ pub mod derived_blob;
 pub mod event;
 pub mod export;
 pub mod perfetto;
+pub mod placement;
 pub mod summary;
 pub mod verdict;
 

@@ -54,7 +54,7 @@ fn tree_figure(metric: Metric) -> Option<&'static str> {
         Metric::Wait => Some("run_queue_wait_ns"),
         Metric::Run => Some("cpu_usage_ns"),
         Metric::Timeslices => Some("timeslices"),
-        Metric::NrMigrations => Some("nr_migrations"),
+        Metric::Field(f) => Some(f.name()),
         _ => None,
     }
 }
@@ -63,10 +63,14 @@ fn tree_figure(metric: Metric) -> Option<&'static str> {
 fn reason(metric: Metric, run: &ReportRun) -> String {
     match tree_figure(metric).and_then(|k| run.not_given.get(k)) {
         Some(why) => format!("not given by this kernel: {why}"),
-        None if run.workload_kind == "command" => {
-            "not given for the program's tree (the run does not say why)".into()
-        }
-        None => "not recorded for this run".into(),
+        // A field says why it can be absent.
+        None => match metric {
+            Metric::Field(f) => f.def().absent.into(),
+            _ if run.workload_kind == "command" => {
+                "not given for the program's tree (the run does not say why)".into()
+            }
+            _ => "not recorded for this run".into(),
+        },
     }
 }
 

@@ -247,7 +247,7 @@ pub(super) fn conditions(
         .collect();
     let mut cells: Vec<Cell> = par_map(&cell_jobs, |&(c, m)| {
         let metric = metrics[m];
-        let slot = metric as usize;
+        let slot = metric.index();
         let mut ids = Vec::new();
         let mut vals = Vec::new();
         for &ri in &cond_runs[c] {

@@ -126,7 +126,7 @@ struct ProcLite {
 /// them.
 #[derive(Clone)]
 pub(super) struct RunValues {
-    /// Indexed by `metric as usize`; NaN when absent.
+    /// Indexed by `metric.index()`; NaN when absent.
     pub(super) values: [f64; Metric::COUNT],
     pub(super) jain_cpu: Option<f64>,
     pub(super) jain_work: Option<f64>,
@@ -191,7 +191,7 @@ pub(super) fn fold_run(
             *v = sum / n as f64;
         }
     }
-    values[Metric::Makespan as usize] = run.makespan_ns.map_or(f64::NAN, |ns| ns as f64 / 1e9);
+    values[Metric::Makespan.index()] = run.makespan_ns.map_or(f64::NAN, |ns| ns as f64 / 1e9);
     let cpu: Vec<f64> = ps.iter().map(|p| p.cpu_s).collect();
     let work: Vec<f64> = ps.iter().map(|p| p.work).collect();
     let rates: Vec<f64> = ps.iter().map(|p| p.rate).collect();

@@ -1,15 +1,17 @@
 //! The metrics a report can analyse, with their names, units, which way is
 //! better (for `schedlab compare`) and how each is obtained from a process
-//! row.
+//! row: the fixed ones here, and one per field of the registry
+//! ([`super::FIELDS`]), which `compare`, the report and the campaign's
+//! precision rule all iterate.
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 
+use super::{FIELD_COUNT, FIELDS, Field, FieldDef};
 use crate::store::ReportProcess;
 
 /// A measured quantity. Per-process metrics are averaged over the processes
 /// of a run to give the run's value; `makespan` is a property of the run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Metric {
     /// Wall time of a process, s.
     Wall,
@@ -31,8 +33,8 @@ pub enum Metric {
     Timeslices,
     /// Work done, in the workload's unit.
     Work,
-    /// Migrations between CPUs (`se.nr_migrations`); analysed on request.
-    NrMigrations,
+    /// A per-process field of the registry ([`super::FIELDS`]).
+    Field(Field),
     /// Run makespan: barrier release to the last worker's end, s.
     Makespan,
     /// Median latency of a run (its workers' primary histograms pooled),
@@ -41,6 +43,13 @@ pub enum Metric {
     LatencyP50,
     /// 99th-percentile latency of a run, µs (as [`Metric::LatencyP50`]).
     LatencyP99,
+}
+
+impl Serialize for Metric {
+    /// By its name ("wall", "nr_migrations").
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
 }
 
 /// Which way a metric improves: what `schedlab compare` calls better.
@@ -76,9 +85,10 @@ impl Direction {
 }
 
 /// One metric, defined once: every property of a [`Metric`] is read from
-/// its row of [`METRICS`]. A new per-process metric is a variant of
-/// [`Metric`] (before `Makespan`: the per-process metrics come first) and a
-/// row here, with the way its value is read from a process row.
+/// its row of [`METRICS`]. A new per-process field is a row of the field
+/// registry ([`super::FIELDS`]), which gives its metric; a metric computed
+/// from the fixed columns is a variant of [`Metric`] (before `Field`: the
+/// per-process metrics come first) and a row of [`FIXED`].
 #[derive(Clone, Copy)]
 pub struct MetricDef {
     pub metric: Metric,
@@ -97,6 +107,8 @@ pub struct MetricDef {
     /// A per-process metric's value in a process row (NaN where the row has
     /// none); None for a run's own metric.
     pub of_process: Option<fn(&ReportProcess) -> f64>,
+    /// A field's metric: its value is the field's ([`ReportProcess::kernel`]).
+    pub field: Option<Field>,
     /// Whether a report analyses it when no `--metric` is given (the
     /// metrics of [`Metric::ALL`]); the others are chosen by name.
     pub by_default: bool,
@@ -119,7 +131,24 @@ const fn def(
         direction,
         plural: false,
         of_process: None,
+        field: None,
         by_default: true,
+    }
+}
+
+/// The metric of a field, from its registry row.
+const fn field_def(d: &FieldDef) -> MetricDef {
+    MetricDef {
+        metric: Metric::Field(d.field),
+        name: d.name,
+        description: d.description,
+        label: d.label,
+        unit: d.unit,
+        direction: d.direction,
+        plural: d.plural,
+        of_process: None,
+        field: Some(d.field),
+        by_default: d.by_default,
     }
 }
 
@@ -149,13 +178,14 @@ fn opt(v: Option<i64>, scale: f64) -> f64 {
 
 use Direction::{HigherIsBetter as Higher, LowerIsBetter as Lower};
 
-/// Every metric, in the order of [`Metric`]'s variants. Times (wall, CPU,
+/// The metrics not of a field, in the order of [`Metric`]'s variants (the
+/// fields' come between `Work` and `Makespan`, see [`METRICS`]). Times (wall, CPU,
 /// on-CPU, makespan), run-queue wait and the counts of switches, slices and
 /// migrations (each one a scheduling event that costs the process time) are
 /// better lower; work done (in a fixed duration: a throughput) and CPU %
 /// (the share of its lifetime a process spent running rather than waiting)
 /// are better higher.
-pub const METRICS: &[MetricDef] = &[
+const FIXED: &[MetricDef] = &[
     def(
         Metric::Wall,
         "wall",
@@ -257,17 +287,6 @@ pub const METRICS: &[MetricDef] = &[
     )
     .per_process(|p| opt(p.work, 1.0)),
     def(
-        Metric::NrMigrations,
-        "nr_migrations",
-        "migrations between CPUs",
-        "",
-        Lower,
-        "Migrations between CPUs (/proc/PID/sched se.nr_migrations)",
-    )
-    .per_process(|p| p.kernel.nr_migrations.map_or(f64::NAN, |v| v as f64))
-    .plural()
-    .on_request(),
-    def(
         Metric::Makespan,
         "makespan",
         "makespan",
@@ -295,12 +314,42 @@ pub const METRICS: &[MetricDef] = &[
     .on_request(),
 ];
 
+/// The fixed metrics read per process (they come first in [`FIXED`]).
+const FIXED_PER_PROCESS: usize = {
+    let mut n = 0;
+    while FIXED[n].of_process.is_some() {
+        n += 1;
+    }
+    n
+};
+
+/// Every metric, indexed by [`Metric::index`]: the fixed per-process ones,
+/// then one per field of the registry, then the run's own.
+pub const METRICS: &[MetricDef] = &{
+    let mut out = [FIXED[0]; FIXED.len() + FIELD_COUNT];
+    let mut i = 0;
+    while i < FIXED_PER_PROCESS {
+        out[i] = FIXED[i];
+        i += 1;
+    }
+    let mut f = 0;
+    while f < FIELD_COUNT {
+        out[FIXED_PER_PROCESS + f] = field_def(&FIELDS[f]);
+        f += 1;
+    }
+    while i < FIXED.len() {
+        out[i + FIELD_COUNT] = FIXED[i];
+        i += 1;
+    }
+    out
+};
+
 /// How many metrics are read per process.
 const fn count_per_process() -> usize {
     let mut n = 0;
     let mut i = 0;
     while i < METRICS.len() {
-        if METRICS[i].of_process.is_some() {
+        if METRICS[i].of_process.is_some() || METRICS[i].field.is_some() {
             n += 1;
         }
         i += 1;
@@ -344,17 +393,17 @@ const fn selected<const N: usize>(by_default: bool) -> [Metric; N] {
     out
 }
 
-// Each row of METRICS is its variant's (`metric as usize` indexes it), and
-// the per-process metrics come first (their slots are their variants).
+// Each row of METRICS is its metric's (`metric.index()` indexes it), and
+// the per-process metrics come first (their slots are their indices).
 const _: () = {
     let mut i = 0;
     while i < METRICS.len() {
         assert!(
-            METRICS[i].metric as usize == i,
+            METRICS[i].metric.index() == i,
             "METRICS follows Metric's order"
         );
         assert!(
-            (i < PER_PROCESS) == METRICS[i].of_process.is_some(),
+            (i < PER_PROCESS) == (METRICS[i].of_process.is_some() || METRICS[i].field.is_some()),
             "per-process metrics first"
         );
         i += 1;
@@ -362,8 +411,29 @@ const _: () = {
 };
 
 impl Metric {
-    /// Every metric, for arrays indexed by `metric as usize`.
+    /// Every metric, for arrays indexed by [`Metric::index`].
     pub const COUNT: usize = METRICS.len();
+
+    /// This metric's row of [`METRICS`] (and its slot in arrays of every
+    /// metric's value).
+    pub const fn index(self) -> usize {
+        match self {
+            Metric::Wall => 0,
+            Metric::Utime => 1,
+            Metric::Stime => 2,
+            Metric::CpuPct => 3,
+            Metric::Nvcsw => 4,
+            Metric::Nivcsw => 5,
+            Metric::Wait => 6,
+            Metric::Run => 7,
+            Metric::Timeslices => 8,
+            Metric::Work => 9,
+            Metric::Field(f) => FIXED_PER_PROCESS + f as usize,
+            Metric::Makespan => FIXED_PER_PROCESS + FIELD_COUNT,
+            Metric::LatencyP50 => FIXED_PER_PROCESS + FIELD_COUNT + 1,
+            Metric::LatencyP99 => FIXED_PER_PROCESS + FIELD_COUNT + 2,
+        }
+    }
 
     /// The metrics a report analyses when none is chosen.
     pub const ALL: [Metric; count_selectable(true)] = selected(true);
@@ -375,7 +445,7 @@ impl Metric {
 
     /// This metric's row of [`METRICS`].
     pub fn def(self) -> &'static MetricDef {
-        &METRICS[self as usize]
+        &METRICS[self.index()]
     }
 
     pub fn name(self) -> &'static str {
@@ -411,7 +481,8 @@ impl Metric {
 
     /// Index among the per-process metrics (`None` for the run's own).
     pub fn process_slot(self) -> Option<usize> {
-        self.def().of_process.map(|_| self as usize)
+        let d = self.def();
+        (d.of_process.is_some() || d.field.is_some()).then_some(self.index())
     }
 
     /// The latency percentiles `compare` adds for campaigns that store
@@ -449,6 +520,8 @@ pub fn process_values(p: &ReportProcess) -> [f64; PER_PROCESS] {
     for (slot, d) in METRICS.iter().take(PER_PROCESS).enumerate() {
         if let Some(f) = d.of_process {
             v[slot] = f(p);
+        } else if let Some(f) = d.field {
+            v[slot] = p.kernel.get(f).map_or(f64::NAN, |x| x as f64);
         }
     }
     v
@@ -549,9 +622,7 @@ mod tests {
             timeslices: None,
             work: Some(1000),
             end_ns: Some(2_000_000_000),
-            kernel: crate::record::KernelCounts {
-                nr_migrations: Some(4),
-            },
+            kernel: crate::fields::ProcessFields::default().with(Field::NrMigrations, Some(4)),
         };
         let v = process_values(&p);
         assert_eq!(v[0], 2.0);
@@ -559,6 +630,10 @@ mod tests {
         assert_eq!(v[6], 5.0);
         assert!(v[8].is_nan());
         assert_eq!(v[9], 1000.0);
-        assert_eq!(v[Metric::NrMigrations.process_slot().unwrap()], 4.0);
+        assert_eq!(
+            v[Metric::Field(Field::NrMigrations).process_slot().unwrap()],
+            4.0
+        );
+        assert!(v[Metric::Field(Field::CpusUsed).process_slot().unwrap()].is_nan());
     }
 }
