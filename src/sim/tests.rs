@@ -467,13 +467,15 @@ fn a_fair_periodic_task_wakes_after_its_timer_slack() {
     assert_eq!(n, 9);
     // 5 of 9 releases (1.5, 4.5, 7.5, 10.5, 13.5 ms) between ticks.
     assert!((55_000..55_100).contains(&max), "{max}");
-    assert!((5_000..5_010).contains(&min), "{min}");
+    // The histogram's lowest quantile reads its bucket's lower edge.
+    let near5 = |ns: u64| (4_950..5_050).contains(&ns);
+    assert!(near5(min), "{min}");
     let (spec, run) = spec_run(&text.replace("fifo", "other"));
     let r = simulate(&run, &spec, &p).record;
     let p50 = r.processes[0].figures["wakeup_p50_us"];
     assert!((p50 - 55.0).abs() < 0.1, "{p50}");
     let (_, max, min) = wakes(&text);
-    assert!((5_000..5_010).contains(&max) && (5_000..5_010).contains(&min));
+    assert!(near5(max) && near5(min), "{max} {min}");
 }
 
 /// Calibrate on one condition, predict another: the timer cost comes back
