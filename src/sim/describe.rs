@@ -20,7 +20,7 @@ pub const NOT_MODELLED: &[&str] = &[
     "periodic load balancing between busy CPUs (only placement at wake-up, newidle pull and RT/DEADLINE push)",
     "migration and cache costs, cache and memory-bandwidth contention between CPUs",
     "storage devices: blocking I/O is a fixed service time per request, without queueing",
-    "interrupts, kernel threads, other programs, timer slack",
+    "interrupts, kernel threads, other programs (timer slack only as a periodic task's wake-up)",
     "the WRR dispatcher's own CPU and lateness",
     "SCHED_DEADLINE's GRUB reclaiming and global EDF across CPUs beyond push/pull",
 ];
@@ -41,12 +41,14 @@ pub fn env(m: &Machine) -> EnvSnapshot {
     EnvSnapshot {
         kernel_release: MODEL_RELEASE.into(),
         kernel_version: format!(
-            "EEVDF base slice {} ns, HZ {}, fair server {}, delayed dequeue {}, context switch {} ns",
+            "EEVDF base slice {} ns, HZ {}, fair server {}, delayed dequeue {}, context switch {} ns, \
+             fair timer slack {} ns",
             m.base_slice_ns,
             m.hz,
             if m.fair_server { "on" } else { "off" },
             if m.delay_dequeue { "on" } else { "off" },
-            m.context_switch_ns
+            m.context_switch_ns,
+            m.timer_slack_ns
         ),
         machine: "model".into(),
         hostname: "model".into(),

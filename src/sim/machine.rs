@@ -42,6 +42,27 @@ pub struct Machine {
     /// CPU time a context switch costs the CPU (charged to the incoming
     /// task's run time, not to its work).
     pub context_switch_ns: u64,
+    /// The timer slack of a fair task's sleeps ([`TIMER_SLACK_NS`]; RT and
+    /// DEADLINE tasks sleep with none, see [`Machine::timer_slack_ns_for`]).
+    #[serde(default = "default_timer_slack_ns")]
+    pub timer_slack_ns: u64,
+}
+
+/// The default timer slack every task inherits: `init_task.timer_slack_ns
+/// = 50000` (init/init_task.c), copied on fork. An absolute
+/// `clock_nanosleep` arms its hrtimer with the range [t, t + slack]
+/// (`hrtimer_nanosleep` → `hrtimer_set_expires_range_ns(…,
+/// current->timer_slack_ns)`, kernel/time/hrtimer.c). RT and DEADLINE
+/// tasks get slack 0: `__setscheduler_params` sets `p->timer_slack_ns =
+/// 0` for them since Linux 6.7 (commit "hrtimer: Use and report correct
+/// timerslack values for realtime tasks"; before, `hrtimer_nanosleep`
+/// itself used 0 for `rt_task(current)`). Seen here:
+/// `/proc/self/timerslack_ns` reads 50000 under OTHER and BATCH, 0 under
+/// `chrt -f 1`.
+pub const TIMER_SLACK_NS: u64 = 50_000;
+
+fn default_timer_slack_ns() -> u64 {
+    TIMER_SLACK_NS
 }
 
 /// The scheduling knobs an environment recorded (None: the kernel's
@@ -94,7 +115,15 @@ impl Machine {
             fair_server_period_ns: FAIR_SERVER_PERIOD_NS,
             delay_dequeue: new_kernel,
             context_switch_ns: 0,
+            timer_slack_ns: TIMER_SLACK_NS,
         }
+    }
+
+    /// The timer slack of a task's sleeps: none for RT and DEADLINE
+    /// (schedlab's WRR runs its workers as FIFO), the machine's for the
+    /// fair policies ([`TIMER_SLACK_NS`]).
+    pub fn timer_slack_ns_for(&self, fair: bool) -> u64 {
+        if fair { self.timer_slack_ns } else { 0 }
     }
 
     pub fn tick_ns(&self) -> u64 {

@@ -115,6 +115,12 @@ pub fn simulate_until_stopped(
             Program::Burn(Burn::until(u64::MAX))
         } else {
             match program(&run.workload.workload, i, release_ns, params) {
+                // A fair task's timed sleeps carry its timer slack.
+                Ok(Program::Periodic(p)) => {
+                    let fair = mem.sched.policy.class() == Class::Fair;
+                    let slack = m.timer_slack_ns_for(fair);
+                    Program::Periodic(p.with_timer_slack(slack, m.tick_ns()))
+                }
                 Ok(p) => p,
                 Err(reason) => return skipped(cpus, reason),
             }

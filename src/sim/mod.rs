@@ -42,6 +42,11 @@
 //!   page-cache copy, mixed), blocking device I/O as a service time at a
 //!   given rate (`ModelParams::io_bytes_per_s`), periodic wake-ups after a
 //!   calibrated timer cost, pingpong hand-offs of a calibrated cost.
+//! - Timer slack: a fair task's absolute sleep fires at its release plus
+//!   the kernel's 50 µs slack, or at a scheduler tick inside that range;
+//!   RT and DEADLINE tasks sleep with none
+//!   ([`machine::TIMER_SLACK_NS`], [`task::hrtimer_expiry_ns`]). The
+//!   calibrated timer cost excludes the calibration condition's slack.
 //!
 //! # What is not
 //!

@@ -167,13 +167,19 @@ enum PeriodicState {
 }
 
 /// A periodic task (`workload::periodic`): releases every `period_ns`
-/// from `anchor + period`, a wake-up `timer_wakeup_ns` after each release,
-/// `run_ns` of CPU per activation.
+/// from `anchor + period`, a wake-up `timer_wakeup_ns` after its timer
+/// expires ([`hrtimer_expiry_ns`]: at the release, or up to its timer
+/// slack later), `run_ns` of CPU per activation.
 #[derive(Debug, Clone)]
 pub struct Periodic {
     pub period_ns: u64,
     pub run_ns: u64,
     pub timer_wakeup_ns: u64,
+    /// The task's timer slack (0 for RT and DEADLINE tasks).
+    pub timer_slack_ns: u64,
+    /// The scheduler tick's period, whose interrupt expires a slack timer
+    /// early ([`hrtimer_expiry_ns`]); 0: no tick considered.
+    pub tick_ns: u64,
     pub quota: u64,
     pub end_ns: u64,
     pub next_release_ns: u64,
@@ -203,6 +209,8 @@ impl Periodic {
             period_ns,
             run_ns,
             timer_wakeup_ns,
+            timer_slack_ns: 0,
+            tick_ns: 0,
             quota,
             end_ns,
             next_release_ns: anchor_ns.saturating_add(period_ns),
@@ -217,6 +225,14 @@ impl Periodic {
         }
     }
 
+    /// Sleeps armed with `slack_ns` of timer slack, on a CPU whose tick
+    /// comes every `tick_ns` (virtual time 0 on a tick).
+    pub fn with_timer_slack(mut self, slack_ns: u64, tick_ns: u64) -> Periodic {
+        self.timer_slack_ns = slack_ns;
+        self.tick_ns = tick_ns;
+        self
+    }
+
     fn next(&mut self, ctx: Ctx) -> Action {
         match self.state {
             PeriodicState::Sleep => {
@@ -225,7 +241,9 @@ impl Periodic {
                 }
                 self.state = PeriodicState::Woken;
                 // An absolute sleep whose time has passed returns at once.
-                let at = self.next_release_ns.saturating_add(self.timer_wakeup_ns);
+                let expiry =
+                    hrtimer_expiry_ns(self.next_release_ns, self.timer_slack_ns, self.tick_ns);
+                let at = expiry.saturating_add(self.timer_wakeup_ns);
                 Action::Sleep(at.max(ctx.now))
             }
             PeriodicState::Woken => {
@@ -254,6 +272,25 @@ impl Periodic {
             }
         }
     }
+}
+
+/// When an hrtimer armed for `[soft_ns, soft_ns + slack_ns]` fires: at its
+/// hard expiry `soft + slack` (the clock event is programmed for the
+/// earliest hard expiry, `hrtimer_update_next_event`), unless another
+/// timer interrupt on the CPU comes first within the range, for which
+/// the scheduler tick is taken: `__hrtimer_run_queues` then runs every
+/// timer whose soft expiry has passed. The tick is the periodic
+/// `tick_sched_timer`, aligned to multiples of `tick_ns`
+/// (kernel/time/tick-sched.c; the model's virtual time starts on one). A
+/// CPU that idles with its tick stopped (NO_HZ) would fire at the hard
+/// expiry even so; the model assumes the tick runs.
+pub fn hrtimer_expiry_ns(soft_ns: u64, slack_ns: u64, tick_ns: u64) -> u64 {
+    let hard = soft_ns.saturating_add(slack_ns);
+    if slack_ns == 0 || tick_ns == 0 {
+        return hard;
+    }
+    let tick = soft_ns.div_ceil(tick_ns).saturating_mul(tick_ns);
+    tick.min(hard)
 }
 
 /// One end of a pingpong pair. The initiator writes (its hand-off CPU),
@@ -425,6 +462,29 @@ mod tests {
         let max = p.wakeup.percentiles().max_ns;
         assert!((7_000..7_010).contains(&max), "{max}");
         assert_eq!(p.misses, 0);
+    }
+
+    /// A fair task's sleep carries 50 µs of slack: it fires at the hard
+    /// expiry, or at a tick inside the range; RT (slack 0) at the release.
+    #[test]
+    fn timer_slack_defers_the_expiry_to_the_hard_end_or_a_tick() {
+        // Release 1.000 ms, tick every 4 ms: no tick in [1.000, 1.050] ms.
+        assert_eq!(hrtimer_expiry_ns(1_000_000, 50_000, 4_000_000), 1_050_000);
+        // Release 3.980 ms: the tick at 4 ms comes first.
+        assert_eq!(hrtimer_expiry_ns(3_980_000, 50_000, 4_000_000), 4_000_000);
+        // On a tick: expires with it.
+        assert_eq!(hrtimer_expiry_ns(8_000_000, 50_000, 4_000_000), 8_000_000);
+        // No slack (RT, DEADLINE): at the release, whatever the tick.
+        assert_eq!(hrtimer_expiry_ns(1_000_000, 0, 4_000_000), 1_000_000);
+        let mut p = Periodic::new(0, 1_000_000, 100_000, 5_000, 1, u64::MAX)
+            .with_timer_slack(50_000, 4_000_000);
+        // 1 ms + 50 µs slack + 5 µs timer cost.
+        assert_eq!(p.next(ctx(0)), Action::Sleep(1_055_000));
+        assert_eq!(p.next(ctx(1_055_000)), Action::Cpu(100_000));
+        assert_eq!(p.next(ctx(1_155_000)), Action::Exit);
+        // Its wake-up latency counts the slack: 55 µs.
+        let max = p.wakeup.percentiles().max_ns;
+        assert!((55_000..55_100).contains(&max), "{max}");
     }
 
     /// Hand-offs of 10 µs: the initiator writes at 0, the echo (woken at

@@ -26,6 +26,7 @@ pub(super) fn machine(cpus: usize) -> Machine {
         fair_server_period_ns: 1000 * MS,
         delay_dequeue: false,
         context_switch_ns: 0,
+        timer_slack_ns: 0,
     }
 }
 
@@ -437,6 +438,44 @@ fn periodic_under_fifo_wakes_after_the_timer_cost() {
     assert_eq!(walls, [10_105_000, 10_205_000]);
     assert_eq!(r.processes[1].work, Some(10));
     assert!(r.processes[0].latency.contains_key("completion"));
+}
+
+/// The same task alone under OTHER and under FIFO with the kernel's 50 µs
+/// timer slack and ticks every 1 ms: releases at 1, 2, … ms fall on ticks
+/// (woken at the release + 5 µs), so the period is moved to 1.5 ms,
+/// whose releases at 1.5, 3, 4.5 … ms fall on a tick every other time.
+/// OTHER wakes 50 + 5 µs late between ticks and 5 µs on them; FIFO
+/// (slack 0) always 5 µs late.
+#[test]
+fn a_fair_periodic_task_wakes_after_its_timer_slack() {
+    let text = PERIODIC_FIFO
+        .replace("processes = [2]", "processes = [1]")
+        .replace("period_us = 1000", "period_us = 1500")
+        .replace("activations = 10", "activations = 9");
+    let mut p = params(machine(1));
+    p.machine.timer_slack_ns = super::machine::TIMER_SLACK_NS;
+    p.wake.timer_wakeup_ns = 5_000;
+    let wakes = |text: &str| {
+        let (spec, run) = spec_run(text);
+        let r = simulate(&run, &spec, &p).record;
+        assert_eq!(r.status, RunStatus::Ok, "{}", r.reason);
+        let h =
+            crate::workload::latency::Latency::decode(&r.processes[0].latency["wakeup"]).unwrap();
+        (h.count(), h.percentiles().max_ns, h.quantile_ns(0.0))
+    };
+    let (n, max, min) = wakes(&text.replace("fifo", "other"));
+    assert_eq!(n, 9);
+    // 5 of 9 releases (1.5, 4.5, 7.5, 10.5, 13.5 ms) between ticks.
+    assert!((55_000..55_100).contains(&max), "{max}");
+    // The histogram's lowest quantile reads its bucket's lower edge.
+    let near5 = |ns: u64| (4_950..5_050).contains(&ns);
+    assert!(near5(min), "{min}");
+    let (spec, run) = spec_run(&text.replace("fifo", "other"));
+    let r = simulate(&run, &spec, &p).record;
+    let p50 = r.processes[0].figures["wakeup_p50_us"];
+    assert!((p50 - 55.0).abs() < 0.1, "{p50}");
+    let (_, max, min) = wakes(&text);
+    assert!(near5(max) && near5(min), "{max} {min}");
 }
 
 /// Calibrate on one condition, predict another: the timer cost comes back

@@ -390,7 +390,7 @@ fn calibrate(
             .flat_map(|r| r.processes.iter().cloned())
             .collect();
         let source = format!("{} ({} runs)", c.label, c.runs.len());
-        let result = calibrate_workload(&run.workload.workload, &source, &procs, base);
+        let result = calibrate_workload(&run.workload.workload, run.policy, &source, &procs, base);
         cals.push(Calibration {
             workload: c.workload.clone(),
             condition: c.label.clone(),
@@ -449,9 +449,11 @@ fn calibration_conditions(input: &ModelInput) -> Vec<(&ConditionRuns, &Run, &'st
     out
 }
 
-/// One workload's parameters from the processes of its calibration runs.
+/// One workload's parameters from the processes of its calibration runs
+/// (of a condition under `policy`).
 fn calibrate_workload(
     w: &Workload,
+    policy: Policy,
     source: &str,
     procs: &[ProcessRecord],
     base: &ModelParams,
@@ -470,10 +472,23 @@ fn calibrate_workload(
             let p50_us = median_figure("wakeup_p50_us")
                 .ok_or("its workers report no wakeup_p50_us".to_string())?;
             let mut p = base.clone();
-            p.wake.timer_wakeup_ns = (p50_us * 1e3).round().max(0.0) as u64;
+            // The p50 holds the condition's timer slack (0 under FIFO and
+            // RR): the cost is what remains, the slack being simulated.
+            let fair = policy.class() == crate::policy::Class::Fair;
+            let slack_ns = base.machine.timer_slack_ns_for(fair);
+            p.wake.timer_wakeup_ns =
+                ((p50_us * 1e3).round().max(0.0) as u64).saturating_sub(slack_ns);
             p.wake.source = format!("timer wake-up = median p50 wake-up of {source}");
-            let what =
-                format!("timer wake-up = {p50_us:.1} µs (median of the workers' p50 wake-up)");
+            let what = if slack_ns > 0 {
+                format!(
+                    "timer wake-up = {:.1} µs (median of the workers' p50 wake-up {p50_us:.1} µs \
+                     less the timer slack {:.0} µs)",
+                    p.wake.timer_wakeup_ns as f64 / 1e3,
+                    slack_ns as f64 / 1e3
+                )
+            } else {
+                format!("timer wake-up = {p50_us:.1} µs (median of the workers' p50 wake-up)")
+            };
             return Ok((p, what));
         }
         ModelTask::Pingpong => {
@@ -1081,8 +1096,36 @@ mod tests {
         .unwrap();
         let w = crate::plan::expand(&spec, 1).remove(0).workload.workload;
         let base = ModelParams::new(machine(), UNCALIBRATED, "t");
-        let err = calibrate_workload(&w, "x", &[], &base).unwrap_err();
+        let err = calibrate_workload(&w, Policy::Other, "x", &[], &base).unwrap_err();
         assert!(err.contains("command"), "{err}");
+    }
+
+    /// A p50 wake-up of 88 µs calibrates a 38 µs timer cost on an OTHER
+    /// condition (its 50 µs timer slack is simulated) and 88 µs on FIFO.
+    #[test]
+    fn periodic_calibration_leaves_out_the_timer_slack() {
+        let spec = crate::spec::load(
+            "[matrix]\nworkload = [\"periodic\"]\n[workloads.periodic]\nperiod_us = 5000\n",
+            "t.toml",
+            &[],
+        )
+        .unwrap();
+        let w = crate::plan::expand(&spec, 1).remove(0).workload.workload;
+        let base = ModelParams::new(machine(), UNCALIBRATED, "t");
+        let sched = ProcSched::fair(Policy::Other, 0);
+        let mut pr = crate::report::synth::synthetic_process(0, sched, 1_000_000, 10);
+        pr.figures.insert("wakeup_p50_us".into(), 88.0);
+        let procs = [pr];
+        let cost = |policy| {
+            calibrate_workload(&w, policy, "x", &procs, &base)
+                .unwrap()
+                .0
+                .wake
+                .timer_wakeup_ns
+        };
+        assert_eq!(cost(Policy::Other), 38_000);
+        assert_eq!(cost(Policy::Batch), 38_000);
+        assert_eq!(cost(Policy::Fifo), 88_000);
     }
 
     /// A periodic task beside two fair hogs under OTHER, then FIFO: the

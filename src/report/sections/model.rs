@@ -296,10 +296,11 @@ fn check_blocks(c: &ModelCheck) -> Vec<Block> {
     b.push(Block::Title("Parameters".into()));
     let mut params = vec![format!("machine: {}", c.machine_source)];
     params.push(format!(
-        "fair server {}, delayed dequeue {}, context switch {} ns",
+        "fair server {}, delayed dequeue {}, context switch {} ns, fair timer slack {} ns",
         if c.machine.fair_server { "on" } else { "off" },
         if c.machine.delay_dequeue { "on" } else { "off" },
-        c.machine.context_switch_ns
+        c.machine.context_switch_ns,
+        c.machine.timer_slack_ns
     ));
     params.extend(cal);
     b.push(Block::List {
