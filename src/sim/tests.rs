@@ -26,6 +26,8 @@ pub(super) fn machine(cpus: usize) -> Machine {
         fair_server_period_ns: 1000 * MS,
         delay_dequeue: false,
         context_switch_ns: 0,
+        places: None,
+        migration_ns: 0,
     }
 }
 
