@@ -207,10 +207,9 @@ pub fn target(case: &str, r: &ModelRow) -> Option<(&'static str, bool)> {
         ModelMetric::InvolSwitches if r.policy == "rr" => ("within 1/process", err.abs() <= 1.0),
         ModelMetric::Slices if fair && r.workload != "periodic" => ("within 20 %", rel <= 0.2),
         ModelMetric::WakeupP50 if r.policy == "fifo" => ("within 10 µs", err.abs() <= 10.0),
-        ModelMetric::WakeupP50 if case.starts_with("multi") => (
-            "within 10 µs or 10 %",
-            err.abs() <= 10.0 || rel <= 0.1,
-        ),
+        ModelMetric::WakeupP50 if case.starts_with("multi") => {
+            ("within 10 µs or 10 %", err.abs() <= 10.0 || rel <= 0.1)
+        }
         ModelMetric::Migrations => ("within 25 % or 2", err.abs() <= 2.0 || rel <= 0.25),
         _ => return None,
     })

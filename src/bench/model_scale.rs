@@ -75,7 +75,11 @@ pub fn measure() -> ScaleFigures {
         .map(|s| s.run_ns as f64 / end)
         .sum::<f64>()
         / HOGS as f64;
-    let periodic_cpu: f64 = out.stats[HOGS..].iter().map(|s| s.run_ns as f64).sum::<f64>() / end;
+    let periodic_cpu: f64 = out.stats[HOGS..]
+        .iter()
+        .map(|s| s.run_ns as f64)
+        .sum::<f64>()
+        / end;
     ScaleFigures {
         wall_s,
         events: out.events,

@@ -146,10 +146,12 @@ impl Engine<'_> {
             .queued
             .iter()
             .copied()
-            .filter(|&i| Some(i) != curr && self.tasks[i].state == State::Runnable)
+            .filter(|&i| Some(i) == curr || self.tasks[i].state == State::Runnable)
             .filter(|&i| self.tasks[i].cpus.contains(&to))
             .filter(|&i| {
-                hot_ok || self.now.saturating_sub(self.tasks[i].last_ran_ns) >= MIGRATION_COST_NS
+                Some(i) == curr
+                    || hot_ok
+                    || self.now.saturating_sub(self.tasks[i].last_ran_ns) >= MIGRATION_COST_NS
             })
             .collect();
         // The kernel takes the least recently run first (the tail of
@@ -158,7 +160,10 @@ impl Engine<'_> {
         // fall on ticks in lock step, so one task would bounce forever).
         // The model moves the task that has had the most CPU first, least
         // recently run among equals: over many passes, as the jitter does,
-        // every task takes its turn on the less loaded CPU.
+        // every task takes its turn on the less loaded CPU. For that the
+        // running task counts too (moved as the stopper of an active
+        // balance would move it): otherwise the one waiting at the
+        // instant, always the same in lock step, would be the only choice.
         cands.sort_by_key(|&i| {
             (
                 Reverse(self.tasks[i].stats.run_ns),
@@ -183,6 +188,9 @@ impl Engine<'_> {
                 load_left = load_left.saturating_sub(w);
             }
             tasks_left -= 1;
+            if Some(i) == curr {
+                self.preempt_running(from, i);
+            }
             self.migrate(i, from, to);
             moved += 1;
         }
