@@ -158,7 +158,7 @@ fn flipped_affinity_is_counted_by_the_trace_and_the_kernel_alike() {
     }
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("f.toml"), spec("0-1", 1.2)).unwrap();
-    let mut child = command(dir.path(), &["run", "f.toml", "--db", "t.db", "--trace"])
+    let child = command(dir.path(), &["run", "f.toml", "--db", "t.db", "--trace"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -10,15 +10,15 @@ use crate::sys::envinfo::EnvSnapshot;
 use crate::workload::modelled::ModelTask;
 use crate::workload::{Stop, Workload};
 
-use super::engine::TaskStats;
+use super::engine::{Outcome, TaskStats};
 use super::machine::{Machine, ModelParams};
 use super::mapping::{MODEL_RELEASE, unit_s};
 use super::task::Program;
 
 /// What the model knowingly does not represent, stored with every run.
 pub const NOT_MODELLED: &[&str] = &[
-    "periodic load balancing between busy CPUs (only placement at wake-up, newidle pull and RT/DEADLINE push)",
-    "migration and cache costs, cache and memory-bandwidth contention between CPUs",
+    "PELT load averages (balancing uses instant weights), nohz idle-balance delays, utilisation and misfit balancing",
+    "cache and memory-bandwidth contention between CPUs (a migration costs Machine::migration_ns, 0 unless set)",
     "storage devices: blocking I/O is a fixed service time per request, without queueing",
     "interrupts, kernel threads, other programs (timer slack only as a periodic task's wake-up)",
     "the WRR dispatcher's own CPU and lateness",
@@ -86,6 +86,30 @@ pub fn params_json(p: &ModelParams, m: &Machine) -> serde_json::Value {
         "io_bytes_per_s": p.io_bytes_per_s,
         "not_modelled": NOT_MODELLED,
     })
+}
+
+/// Where the work went: each CPU's utilisation from the release to the
+/// end as `extra.cpu_busy_pct` ("CPU:% CPU:%", as the launcher stores the
+/// measured one) and each process's CPUs as `extra.model.cpus_used`.
+pub fn add_placement(record: &mut crate::record::RunRecord, out: &Outcome, release_ns: u64) {
+    let window = out.end_ns.saturating_sub(release_ns);
+    let Some(extra) = record.extra.as_object_mut() else {
+        return;
+    };
+    if window > 0 {
+        let by_cpu = out
+            .cpu_busy_ns
+            .iter()
+            .enumerate()
+            .map(|(c, &ns)| format!("{c}:{:.1}", 100.0 * ns as f64 / window as f64))
+            .collect::<Vec<_>>()
+            .join(" ");
+        extra.insert("cpu_busy_pct".into(), serde_json::json!(by_cpu));
+    }
+    let used: Vec<Vec<usize>> = out.stats.iter().map(TaskStats::cpus_used).collect();
+    if let Some(model) = extra.get_mut("model").and_then(|v| v.as_object_mut()) {
+        model.insert("cpus_used".into(), serde_json::json!(used));
+    }
 }
 
 type Figures = BTreeMap<String, f64>;

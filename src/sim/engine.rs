@@ -8,29 +8,26 @@
 //! server's zero-laxity time. Everything is deterministic: ties go to the
 //! lower CPU or task index.
 //!
-//! Placement (what is modelled of migration): a task starts on its
-//! allowed CPUs in turn (fork balancing spreads a run's workers); a waking
-//! task goes to its previous CPU if idle, else to an idle allowed CPU
-//! (`select_idle_sibling`), else — RT and DEADLINE — to the allowed CPU
-//! running the least important task if that is less important than it
-//! (`find_lowest_rq`, push), else stays; a CPU about to idle pulls the
-//! most important waiting task it may run from the busiest CPU
-//! (`newidle_balance`, `pull_rt_task`), and waiting RT and DEADLINE tasks
-//! are pushed to CPUs running less important work (`push_rt_task`).
-//! Periodic load balancing between busy CPUs, its imbalance thresholds
-//! and migration costs are not modelled.
+//! Placement and balancing across CPUs live in `moves` (this module's
+//! child): fair wake-ups by [`super::placement`], periodic balancing by
+//! [`super::balance`] at the tick, pulls to idle CPUs, RT/DEADLINE push
+//! and pull.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use serde::{Deserialize, Serialize};
 
+use super::balance::LbState;
 use super::deadline::{DlEntity, DlRq, FairServer};
 use super::eevdf::{FairEntity, FairKind, FairRq};
 use super::machine::Machine;
 use super::rt::{RtEntity, RtRq};
 use super::task::{Action, Ctx, Program};
+use super::topology::SimTopology;
 use super::wrr::WrrSim;
+
+mod moves;
 
 /// How a task is scheduled in the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,6 +84,35 @@ pub struct TaskStats {
     /// it (time, run_ns), for shares over whole periods.
     pub run_at_release: u64,
     pub run_at_period: Option<(u64, u64)>,
+    /// Times it moved to another CPU (`se.nr_migrations`: every
+    /// `set_task_cpu` to a new CPU, at wake-up or by balancing), and at
+    /// what count the program started.
+    pub migrations: u64,
+    pub migrations_at_start: u64,
+    /// The CPUs it ran on, as a bit mask (bit c of word c / 64).
+    pub ran_on: Vec<u64>,
+}
+
+impl TaskStats {
+    /// The CPUs it ran on, ascending.
+    pub fn cpus_used(&self) -> Vec<usize> {
+        let mut out = Vec::new();
+        for (w, bits) in self.ran_on.iter().enumerate() {
+            for b in 0..64 {
+                if bits >> b & 1 == 1 {
+                    out.push(w * 64 + b);
+                }
+            }
+        }
+        out
+    }
+
+    fn mark_ran_on(&mut self, c: usize) {
+        if self.ran_on.len() <= c / 64 {
+            self.ran_on.resize(c / 64 + 1, 0);
+        }
+        self.ran_on[c / 64] |= 1 << (c % 64);
+    }
 }
 
 /// How a stretch of a task on a CPU ended, as the model knows it.
@@ -164,6 +190,10 @@ pub struct Outcome {
     pub wakes: Vec<Wake>,
     /// WRR turns, times after `release_ns`.
     pub wrr_rows: Vec<crate::record::SliceRow>,
+    /// Each CPU's busy time from the release to the end.
+    pub cpu_busy_ns: Vec<u64>,
+    /// Events the loop handled (for the bench's events per second).
+    pub events: u64,
     /// When the last worker exited, or when the limit stopped it.
     pub end_ns: u64,
     pub timed_out: bool,
@@ -227,6 +257,10 @@ struct Task {
     worker: bool,
     /// Its wake in [`Engine::wakes`] not yet followed by a switch-in.
     pending_wake: Option<usize>,
+    /// When it last left a CPU (for `task_hot` and `detach_tasks`'s order).
+    last_ran_ns: u64,
+    /// Moved since it last ran: its next run pays the migration cost.
+    moved: bool,
 }
 
 #[derive(Default)]
@@ -273,6 +307,11 @@ pub struct Engine<'m> {
     workers_left: usize,
     /// See [`Outcome::timeline_cut_ns`].
     timeline_cut_ns: Option<u64>,
+    topo: SimTopology,
+    /// Per CPU, the balancing state of each of its domains.
+    lb: Vec<Vec<LbState>>,
+    cpu_busy_ns: Vec<u64>,
+    events: u64,
 }
 
 impl<'m> Engine<'m> {
@@ -289,7 +328,17 @@ impl<'m> Engine<'m> {
                 ));
             }
         }
+        let topo = m.topology();
+        let lb = topo
+            .domains
+            .iter()
+            .map(|ds| ds.iter().map(LbState::new).collect())
+            .collect();
         let mut e = Engine {
+            cpu_busy_ns: vec![0; cpus.len()],
+            events: 0,
+            topo,
+            lb,
             m,
             now: 0,
             tasks: Vec::with_capacity(specs.len()),
@@ -355,6 +404,8 @@ impl<'m> Engine<'m> {
                 runnable_since: s.start_ns,
                 worker: s.worker,
                 pending_wake: None,
+                last_ran_ns: 0,
+                moved: false,
             });
         }
         e
@@ -378,6 +429,7 @@ impl<'m> Engine<'m> {
                 break;
             }
             events = events.wrapping_add(1);
+            self.events += 1;
             if events.is_multiple_of(STOP_CHECK_EVERY) && stop() {
                 interrupted = true;
                 break;
@@ -419,6 +471,8 @@ impl<'m> Engine<'m> {
             timeline: self.timeline,
             wakes: self.wakes,
             wrr_rows: self.wrr.map(|w| w.rows).unwrap_or_default(),
+            cpu_busy_ns: self.cpu_busy_ns,
+            events: self.events,
             end_ns: self.now,
             timed_out,
             stalled,
@@ -480,9 +534,11 @@ impl<'m> Engine<'m> {
     fn advance(&mut self, t: u64) {
         let delta = t.saturating_sub(self.now);
         if delta > 0 {
+            let measured = t.saturating_sub(self.now.max(self.release_ns));
             for c in 0..self.cpus.len() {
                 if let Some(i) = self.cpus[c].curr {
                     self.charge(c, i, delta);
+                    self.cpu_busy_ns[c] += measured;
                 }
             }
         }
@@ -555,6 +611,7 @@ impl<'m> Engine<'m> {
             for c in 0..self.cpus.len() {
                 self.tick(c);
             }
+            self.periodic_balance();
         }
         let period = self.m.rt_period_ns();
         if now.is_multiple_of(period) && self.period_at != Some(now) {
@@ -718,6 +775,7 @@ impl<'m> Engine<'m> {
         if st.first_run_ns.is_none() {
             st.first_run_ns = Some(now);
             st.at_start = (st.run_ns, st.wait_ns, st.timeslices, st.nvcsw, st.nivcsw);
+            st.migrations_at_start = st.migrations;
         }
         for _ in 0..1_000_000 {
             let ctx = Ctx {
@@ -797,6 +855,7 @@ impl<'m> Engine<'m> {
     /// The running task `i` leaves the CPU without being runnable.
     fn leave(&mut self, c: usize, i: usize, end: SegmentEnd) {
         self.close_segment(c, Some(end));
+        self.tasks[i].last_ran_ns = self.now;
         self.cpus[c].curr = None;
         self.cpus[c].switch_left = 0;
         self.cpus[c].resched = true;
@@ -859,8 +918,12 @@ impl<'m> Engine<'m> {
         if self.tasks[i].state != State::Blocked {
             return;
         }
-        let c = self.select_cpu(i);
-        self.tasks[i].cpu = c;
+        let waker = match cause {
+            WakeCause::Peer(from) => Some(from as usize),
+            _ => None,
+        };
+        let c = self.select_cpu(i, waker);
+        self.set_cpu(i, c);
         self.tasks[i].state = State::Runnable;
         self.tasks[i].runnable_since = self.now;
         if let (SchedSpec::Wrr, Some(w)) = (self.tasks[i].sched, self.wrr.as_mut()) {
@@ -972,6 +1035,7 @@ impl<'m> Engine<'m> {
             let t = &mut self.tasks[p];
             t.state = State::Runnable;
             t.runnable_since = self.now;
+            t.last_ran_ns = self.now;
             t.stats.nivcsw += 1;
         }
         self.cpus[c].curr = next;
@@ -986,7 +1050,10 @@ impl<'m> Engine<'m> {
                 w.run_ns = Some(self.now);
                 w.run_cpu = Some(c as u32);
             }
-            self.cpus[c].switch_left = self.m.context_switch_ns;
+            t.stats.mark_ran_on(c);
+            let moved = std::mem::take(&mut t.moved);
+            self.cpus[c].switch_left =
+                self.m.context_switch_ns + if moved { self.m.migration_ns } else { 0 };
         }
     }
 
@@ -1004,134 +1071,5 @@ impl<'m> Engine<'m> {
         } else {
             SegmentEnd::Preempted
         }
-    }
-
-    /// A waking task's CPU (see the module docs).
-    fn select_cpu(&self, i: usize) -> usize {
-        let t = &self.tasks[i];
-        if matches!(t.sched, SchedSpec::Wrr) {
-            return t.cpu;
-        }
-        let idle = |c: usize| self.cpus[c].curr.is_none() && !self.has_waiting(c);
-        if idle(t.cpu) {
-            return t.cpu;
-        }
-        if let Some(&c) = t.cpus.iter().find(|&&c| idle(c)) {
-            return c;
-        }
-        if rank(&t.sched) >= 3
-            && let Some(c) = self.lowest_cpu_for(i)
-        {
-            return c;
-        }
-        t.cpu
-    }
-
-    fn has_waiting(&self, c: usize) -> bool {
-        let cpu = &self.cpus[c];
-        cpu.fair.len() > usize::from(cpu.curr.is_some_and(|i| self.is_fair(i)))
-            || cpu.rt.tasks().any(|i| Some(i) != cpu.curr)
-            || cpu.dl.queued.iter().any(|&i| Some(i) != cpu.curr)
-    }
-
-    /// How important task `i` is against others, for pushing: (rank,
-    /// RT priority or the negated deadline).
-    fn importance(&self, i: usize) -> (u8, i64) {
-        let s = &self.tasks[i].sched;
-        let within = match s {
-            SchedSpec::Rt { prio, .. } => i64::from(*prio),
-            SchedSpec::Deadline { .. } => -(self.dl[i].map_or(0, |d| d.abs_deadline) as i64),
-            _ => 0,
-        };
-        (rank(s), within)
-    }
-
-    /// `find_lowest_rq`: the allowed CPU running the least important task,
-    /// if that is less important than `i` (and not throttled for it).
-    fn lowest_cpu_for(&self, i: usize) -> Option<usize> {
-        let me = self.importance(i);
-        let rt_like = matches!(self.tasks[i].sched, SchedSpec::Rt { .. });
-        self.tasks[i]
-            .cpus
-            .iter()
-            .copied()
-            .filter(|&c| !(rt_like && self.cpus[c].rt.throttled))
-            .filter_map(|c| {
-                let theirs = self.cpus[c].curr.map_or((0, 0), |j| self.importance(j));
-                (theirs < me).then_some((theirs, c))
-            })
-            .min()
-            .map(|(_, c)| c)
-    }
-
-    /// Pull waiting tasks to idle CPUs and push waiting RT/DEADLINE tasks
-    /// to CPUs running less important work. True: a task moved.
-    fn balance(&mut self) -> bool {
-        let mut moved = false;
-        // Push.
-        for c in 0..self.cpus.len() {
-            if self.cpus[c].rt.throttled {
-                // A throttled run queue's RT tasks are off the CPU lists
-                // push and pull look at.
-                continue;
-            }
-            let waiting: Vec<usize> = self.cpus[c]
-                .dl
-                .queued
-                .iter()
-                .chain(self.cpus[c].rt.tasks().collect::<Vec<_>>().iter())
-                .copied()
-                .filter(|&i| self.tasks[i].state == State::Runnable)
-                .filter(|&i| self.dl[i].is_none_or(|d| !d.throttled))
-                .collect();
-            for i in waiting {
-                if let Some(to) = self.lowest_cpu_for(i)
-                    && to != c
-                {
-                    self.migrate(i, c, to);
-                    moved = true;
-                }
-            }
-        }
-        // Pull to idle CPUs.
-        for to in 0..self.cpus.len() {
-            if self.cpus[to].curr.is_some() {
-                continue;
-            }
-            let waiting: Vec<usize> = (0..self.cpus.len()).map(|c| self.waiting_on(c)).collect();
-            let candidate = (0..self.tasks.len())
-                .filter(|&i| {
-                    let t = &self.tasks[i];
-                    t.state == State::Runnable
-                        && t.cpu != to
-                        && t.cpus.contains(&to)
-                        && !matches!(t.sched, SchedSpec::Wrr)
-                        && self.dl[i].is_none_or(|d| !d.throttled)
-                        && !(matches!(t.sched, SchedSpec::Rt { .. })
-                            && (self.cpus[to].rt.throttled || self.cpus[t.cpu].rt.throttled))
-                })
-                .max_by_key(|&i| (self.importance(i), waiting[self.tasks[i].cpu], Reverse(i)));
-            if let Some(i) = candidate {
-                let from = self.tasks[i].cpu;
-                self.migrate(i, from, to);
-                self.schedule(to);
-                moved = true;
-            }
-        }
-        moved
-    }
-
-    fn waiting_on(&self, c: usize) -> usize {
-        self.tasks
-            .iter()
-            .filter(|t| t.state == State::Runnable && t.cpu == c)
-            .count()
-    }
-
-    fn migrate(&mut self, i: usize, from: usize, to: usize) {
-        self.dequeue(from, i, false);
-        self.tasks[i].cpu = to;
-        self.enqueue(to, i, false);
-        self.check_preempt(to, i);
     }
 }

@@ -6,8 +6,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::topology::{Place, SimTopology};
 use crate::record::RunRecord;
 use crate::sys::envinfo::EnvSnapshot;
+use crate::sys::topology::CpuTopology;
 use crate::workload::Rates;
 use crate::workload::latency::Latency;
 
@@ -46,6 +48,15 @@ pub struct Machine {
     /// DEADLINE tasks sleep with none, see [`Machine::timer_slack_ns_for`]).
     #[serde(default = "default_timer_slack_ns")]
     pub timer_slack_ns: u64,
+    /// Where each model CPU sits (SMT core, LLC, package, node), from the
+    /// environment's topology; None: a flat machine (see
+    /// [`super::topology`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub places: Option<Vec<Place>>,
+    /// CPU time a task loses on its first run after moving to another CPU
+    /// (cache refill), charged like a context switch; 0 unless calibrated.
+    #[serde(default)]
+    pub migration_ns: u64,
 }
 
 /// The default timer slack every task inherits: `init_task.timer_slack_ns
@@ -86,7 +97,7 @@ impl Machine {
     /// (`envinfo::fair_base_slice_ns`), since the snapshot does not carry
     /// it. Knobs the snapshot lacks take the kernel's defaults.
     pub fn from_env(env: &EnvSnapshot, base_slice_ns: u64) -> Machine {
-        Machine::from_knobs(
+        let m = Machine::from_knobs(
             &env.kernel_release,
             env.cpus_allowed.len(),
             Knobs {
@@ -96,7 +107,35 @@ impl Machine {
                 rt_period_us: env.sched_rt_period_us,
             },
             base_slice_ns,
-        )
+        );
+        m.with_topology(env.topology.as_ref(), &env.cpus_allowed)
+    }
+
+    /// The machine with the topology `t` of the CPUs `cpus` (model CPU
+    /// `i` is `cpus[i]`); flat when `t` is None or lacks one of them.
+    pub fn with_topology(mut self, t: Option<&CpuTopology>, cpus: &[usize]) -> Machine {
+        let cpus: Vec<usize> = if cpus.len() == self.cpus {
+            cpus.to_vec()
+        } else {
+            (0..self.cpus).collect()
+        };
+        self.places = t.map(|_| SimTopology::from_env(t, &cpus).places);
+        if self
+            .places
+            .as_ref()
+            .is_some_and(|p| *p == SimTopology::flat(self.cpus).places)
+        {
+            self.places = None;
+        }
+        self
+    }
+
+    /// The CPUs and scheduling domains the model balances over.
+    pub fn topology(&self) -> SimTopology {
+        match &self.places {
+            Some(p) if p.len() == self.cpus.max(1) => SimTopology::from_places(p.clone()),
+            _ => SimTopology::flat(self.cpus),
+        }
     }
 
     /// The machine of a kernel release with `cpus` CPUs and the knobs a
@@ -116,6 +155,8 @@ impl Machine {
             delay_dequeue: new_kernel,
             context_switch_ns: 0,
             timer_slack_ns: TIMER_SLACK_NS,
+            places: None,
+            migration_ns: 0,
         }
     }
 

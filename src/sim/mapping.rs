@@ -513,6 +513,7 @@ impl BuildCtx<'_> {
                 workers().count()
             );
         }
+        super::describe::add_placement(&mut record, &out, release_ns);
         record.slices = out.wrr_rows.clone();
         if run.policy == Policy::Wrr
             && let Some(map) = record.extra.as_object_mut()
@@ -598,6 +599,10 @@ fn worker_record(
     p.run_ns = Some(run_ns);
     p.wait_ns = Some(s.wait_ns - wait0);
     p.timeslices = Some(s.timeslices - slices0);
+    p.kernel.set(
+        crate::fields::Field::NrMigrations,
+        Some(s.migrations - s.migrations_at_start),
+    );
     p.work_unit = w.work_unit().into();
     p.ok = s.exit_ns.is_some();
     if !p.ok {

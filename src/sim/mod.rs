@@ -12,7 +12,8 @@
 //! event loop), [`mapping`] (run → tasks → record), [`describe`] (the
 //! model's environment, parameters and each workload's figures) and
 //! [`timeline`] (the predicted per-CPU timeline as the store keeps a
-//! trace's slices).
+//! trace's slices), and for several CPUs [`topology`], [`placement`] and
+//! [`balance`].
 //!
 //! # What is modelled
 //!
@@ -32,12 +33,25 @@
 //!   point (a refused run is Skipped, as EBUSY skips it).
 //! - schedlab's WRR through the same `WrrPolicy` the dispatchers use,
 //!   ranked as its FIFO mechanism runs it.
-//! - CPU affinity: one run queue per CPU; pinned tasks stay on theirs.
-//!   Tasks free to migrate are placed at start and at each wake-up
-//!   (previous CPU if idle, else an idle one, else for RT/DEADLINE the CPU
-//!   running the least important task), idle CPUs pull waiting tasks, and
-//!   waiting RT/DEADLINE tasks are pushed to CPUs running less important
-//!   work.
+//! - Several CPUs ([`topology`], [`placement`], [`balance`], the engine's
+//!   `moves`): the machine's SMT cores, LLCs, packages and nodes from the
+//!   environment's topology (host or guest; flat without one) and the
+//!   kernel's domains on them (SMT, MC, PKG, NUMA). A waking fair task is
+//!   placed as `select_task_rq_fair` does (wake-affine, then
+//!   `select_idle_sibling`: previous CPU, idle core, idle SMT sibling, idle
+//!   CPU of the LLC); busy CPUs balance each domain at its interval in
+//!   ticks with the kernel's group classes and imbalance
+//!   (`sched_balance_rq`, `calculate_imbalance`, `detach_tasks` with
+//!   `task_hot` and `nr_balance_failed`, active balancing after repeated
+//!   failures); idle CPUs pull at once (newidle); EEVDF lag travels with a
+//!   migrating task; a migration may cost CPU (`Machine::migration_ns`).
+//!   Pinned tasks and a run's `cpus` are respected. RT tasks are pushed
+//!   and pulled so the most important run (`find_lowest_rq`,
+//!   `push_rt_task`, `pull_rt_task`); DEADLINE is global EDF by the same
+//!   push/pull on the latest deadline, admitted per root domain (Σ
+//!   bandwidth ≤ CPUs × RT ratio); WRR keeps one CPU per worker. Each
+//!   process's migrations (`se.nr_migrations`) and CPUs, and each CPU's
+//!   utilisation, are recorded.
 //! - Workloads: CPU demand from the calibrated rates (pi, hash, matmul,
 //!   page-cache copy, mixed), blocking device I/O as a service time at a
 //!   given rate (`ModelParams::io_bytes_per_s`), periodic wake-ups after a
@@ -50,23 +64,26 @@
 //!
 //! # What is not
 //!
-//! Periodic load balancing between busy CPUs (so several free tasks on
-//! fewer CPUs keep the placement they got, where the kernel would move
-//! them now and then), migration and cache costs, memory-bandwidth
+//! PELT averaging of load (balancing uses the instant weights), nohz
+//! idle balancing's delay, utilisation/misfit and capacity lost to RT or
+//! interrupts, cache and memory-bandwidth
 //! contention, device queueing, interrupts and other programs, the WRR
 //! dispatcher's own cost, sched_ext schedulers, and the request, aio and
 //! messaging workloads (their runs come back Skipped saying so). The list
 //! travels with every simulated run in `extra.model.not_modelled`.
 
+pub mod balance;
 pub mod deadline;
 pub mod describe;
 pub mod eevdf;
 pub mod engine;
 pub mod machine;
 pub mod mapping;
+pub mod placement;
 pub mod rt;
 pub mod task;
 pub mod timeline;
+pub mod topology;
 pub mod wrr;
 
 pub use engine::{Segment, SegmentEnd, Wake, WakeCause};
@@ -74,6 +91,8 @@ pub use machine::{CalibrationError, Knobs, Machine, ModelParams, WakeCosts};
 pub use mapping::{MODEL_RELEASE, SimRun, simulate, simulate_until_stopped};
 pub use timeline::Prediction;
 
+#[cfg(test)]
+mod multi_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

@@ -27,6 +27,8 @@ pub(super) fn machine(cpus: usize) -> Machine {
         delay_dequeue: false,
         context_switch_ns: 0,
         timer_slack_ns: 0,
+        places: None,
+        migration_ns: 0,
     }
 }
 

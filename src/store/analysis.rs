@@ -170,6 +170,9 @@ pub struct ReportEnvironment {
     /// The CPU topology the kernel reported ("2 sockets × 2 cores × 1
     /// thread (4 CPUs), 1 LLC, 2 nodes"), where recorded.
     pub topology: Option<String>,
+    /// The same topology as the kernel placed each CPU (the model's
+    /// machine takes it).
+    pub cpu_topology: Option<crate::sys::topology::CpuTopology>,
 }
 
 /// The measured figures of one worker process of an ok run.
@@ -550,6 +553,9 @@ impl Store {
         let rows = stmt
             .query_map([], |r| {
                 let n = cols.row(r);
+                let cpu_topology = n.get::<Option<String>>("topology_json")?.and_then(|j| {
+                    serde_json::from_str::<crate::sys::topology::CpuTopology>(&j).ok()
+                });
                 Ok(ReportEnvironment {
                     id: n.get("id")?,
                     runs: n.get("runs")?,
@@ -568,12 +574,8 @@ impl Store {
                     fair_base_slice_ns: n.opt_u64("fair_base_slice_ns")?,
                     guest_machine: n.get("guest_machine")?,
                     guest_accel: n.get("guest_accel")?,
-                    topology: n
-                        .get::<Option<String>>("topology_json")?
-                        .and_then(|j| {
-                            serde_json::from_str::<crate::sys::topology::CpuTopology>(&j).ok()
-                        })
-                        .map(|t| t.summary()),
+                    topology: cpu_topology.as_ref().map(|t| t.summary()),
+                    cpu_topology,
                 })
             })?
             .collect::<rusqlite::Result<Vec<_>>>()

@@ -141,6 +141,9 @@ pub enum ModelMetric {
     WakeupP50,
     /// Pingpong round trips per second.
     RoundTrips,
+    /// Moves to another CPU per process (`se.nr_migrations`), on
+    /// conditions of several CPUs.
+    Migrations,
 }
 
 impl ModelMetric {
@@ -154,6 +157,7 @@ impl ModelMetric {
             ModelMetric::Slices => "slices",
             ModelMetric::WakeupP50 => "wake-up p50",
             ModelMetric::RoundTrips => "round trips",
+            ModelMetric::Migrations => "migrations",
         }
     }
 
@@ -161,7 +165,7 @@ impl ModelMetric {
         match self {
             ModelMetric::Share | ModelMetric::WorkerShare => "%",
             ModelMetric::Completion | ModelMetric::Makespan => "s",
-            ModelMetric::InvolSwitches | ModelMetric::Slices => "",
+            ModelMetric::InvolSwitches | ModelMetric::Slices | ModelMetric::Migrations => "",
             ModelMetric::WakeupP50 => "µs",
             ModelMetric::RoundTrips => "/s",
         }
@@ -171,13 +175,18 @@ impl ModelMetric {
     fn of(w: &Workload) -> &'static [ModelMetric] {
         use ModelMetric::*;
         match (w.model(), w.stop()) {
-            (ModelTask::Compute(_) | ModelTask::Copy(_), Stop::Work(_)) => {
-                &[Share, Completion, Makespan, InvolSwitches, Slices]
-            }
+            (ModelTask::Compute(_) | ModelTask::Copy(_), Stop::Work(_)) => &[
+                Share,
+                Completion,
+                Makespan,
+                InvolSwitches,
+                Slices,
+                Migrations,
+            ],
             (ModelTask::Compute(_) | ModelTask::Copy(_), _) => {
-                &[Share, WorkerShare, InvolSwitches, Slices]
+                &[Share, WorkerShare, InvolSwitches, Slices, Migrations]
             }
-            (ModelTask::Periodic { .. }, _) => &[WakeupP50, Slices, InvolSwitches],
+            (ModelTask::Periodic { .. }, _) => &[WakeupP50, Slices, InvolSwitches, Migrations],
             (ModelTask::Pingpong, _) => &[RoundTrips],
             (ModelTask::Mixed(_) | ModelTask::Unmodelled(_), _) => &[],
         }
@@ -196,6 +205,10 @@ impl ModelMetric {
             ModelMetric::Slices => p.timeslices.map(|n| n as f64),
             ModelMetric::WakeupP50 => p.figures.get("wakeup_p50_us").copied(),
             ModelMetric::RoundTrips => p.figures.get("round_trips_per_s").copied(),
+            ModelMetric::Migrations => p
+                .kernel
+                .get(crate::fields::Field::NrMigrations)
+                .map(|v| v as f64),
         }
     }
 }
@@ -352,16 +365,13 @@ pub fn check(input: &ModelInput, settings: &Settings) -> ModelCheck {
                 .push(shortfall(format!("the model: {}", sim.record.reason)));
             continue;
         }
-        if let Some(reason) = migrating(run, &input.machine, &sim.record.cpu_list) {
-            out.shortfalls.push(shortfall(reason));
-            continue;
-        }
         let calibration = *cal_condition == c.condition;
         compare_condition(
             c,
             &sim.record.processes,
             sim.record.makespan_ns,
             calibration,
+            sim.record.cpu_list.len() > 1 || run.policy == Policy::Deadline,
             settings,
             &mut out,
         );
@@ -523,22 +533,6 @@ fn calibrate_workload(
     Ok((p, format!("{what} (Σ work / Σ CPU time of its workers)")))
 }
 
-/// Why a run's tasks are free to migrate where the model falls short.
-fn migrating(run: &Run, m: &Machine, cpu_list: &[usize]) -> Option<String> {
-    let cpus = match run.policy {
-        Policy::Wrr => return None,
-        Policy::Deadline => m.cpus,
-        _ => cpu_list.len(),
-    };
-    (cpus > 1 && run.processes as usize > cpus).then(|| {
-        format!(
-            "{} processes free to migrate between {cpus} CPUs: the model places tasks at wake-up \
-             but does not balance load between busy CPUs (nor count migration and cache costs)",
-            run.processes
-        )
-    })
-}
-
 /// "nice 5", "prio 50", "weight 4" (or the policy).
 pub fn class_of(s: &ProcSched) -> String {
     if let Some(w) = s.weight {
@@ -604,12 +598,14 @@ fn compare_condition(
     predicted: &[ProcessRecord],
     predicted_makespan_ns: Option<u64>,
     calibration: bool,
+    multi_cpu: bool,
     settings: &Settings,
     out: &mut ModelCheck,
 ) {
     let Some(run) = &c.run else { return };
     let cls = classes(predicted);
-    for &metric in ModelMetric::of(&run.workload.workload) {
+    let metrics = ModelMetric::of(&run.workload.workload).iter();
+    for &metric in metrics.filter(|&&m| multi_cpu || m != ModelMetric::Migrations) {
         let targets: Vec<Option<&str>> = if metric == ModelMetric::Makespan || cls.len() <= 1 {
             vec![None]
         } else {
@@ -1067,23 +1063,6 @@ mod tests {
             }
             .disturbing()
         );
-    }
-
-    #[test]
-    fn free_tasks_on_several_cpus_are_not_predicted() {
-        let spec = crate::spec::load(
-            "[matrix]\nworkload = [\"pi\"]\nprocesses = [4]\ncpus = [\"all\"]\n",
-            "t.toml",
-            &[],
-        )
-        .unwrap();
-        let run = crate::plan::expand(&spec, 1).remove(0);
-        let why = migrating(&run, &machine(), &[0, 1]).unwrap();
-        assert!(
-            why.contains("4 processes free to migrate between 2 CPUs"),
-            "{why}"
-        );
-        assert!(migrating(&run, &machine(), &[0]).is_none());
     }
 
     #[test]

@@ -216,6 +216,7 @@ mod tests {
             guest_machine: None,
             guest_accel: None,
             topology: None,
+            cpu_topology: None,
         }
     }
 

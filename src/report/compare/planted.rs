@@ -289,6 +289,7 @@ pub fn report_data(cfg: &Planted, candidate: bool, id: i64) -> Result<ReportData
         guest_machine: None,
         guest_accel: None,
         topology: None,
+        cpu_topology: None,
     }];
     Ok(ReportData {
         campaign,

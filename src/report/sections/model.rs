@@ -110,7 +110,8 @@ pub fn machine_of(envs: &[ReportEnvironment]) -> Option<(Machine, String)> {
         rt_runtime_us: e.sched_rt_runtime_us,
         rt_period_us: e.sched_rt_period_us,
     };
-    let m = Machine::from_knobs(&e.kernel_release, cpus, knobs, base);
+    let m = Machine::from_knobs(&e.kernel_release, cpus, knobs, base)
+        .with_topology(e.cpu_topology.as_ref(), &[]);
     let source = format!(
         "environment {} ({} of the runs): kernel {}, {cpus} CPUs, HZ {}, sched_rr_timeslice_ms {}, \
          sched_rt_runtime_us {} per {} µs; EEVDF base slice {} ms, {base_source}",
@@ -458,6 +459,7 @@ mod tests {
             guest_machine: None,
             guest_accel: None,
             topology: None,
+            cpu_topology: None,
         }
     }
 

@@ -175,10 +175,7 @@ impl GanttChart {
     /// Row labels; every k-th when rows are too thin for all of them.
     fn row_labels(&self, out: &mut String, l: &Layout) {
         let Layout {
-            row_h,
-            left,
-            top,
-            ..
+            row_h, left, top, ..
         } = *l;
         let every = (12.0 / row_h).ceil().max(1.0) as usize;
         for (i, r) in self.rows.iter().enumerate() {

@@ -1,0 +1,374 @@
+//! Where tasks go: wake-up placement, RT/DEADLINE push and pull, pulls
+//! to idle CPUs, and the fair class's periodic load balancing per
+//! scheduling domain, as the engine carries them out (the policies
+//! themselves are [`crate::sim::placement`] and [`crate::sim::balance`]).
+
+use std::cmp::Reverse;
+
+use super::{Engine, SchedSpec, State, rank};
+use crate::sim::balance::{self, CpuLoad, Decision, Imbalance, LbResult, MIGRATION_COST_NS};
+use crate::sim::eevdf::FairKind;
+use crate::sim::placement::{self, CpuState};
+
+impl Engine<'_> {
+    /// A waking task's CPU: WRR stays; a fair task by
+    /// [`placement::select_fair`] (the waker's CPU for wake-affine: a
+    /// peer's, else its own previous CPU, where its timer fired); RT and
+    /// DEADLINE the previous CPU if idle, else an idle allowed CPU, else
+    /// the one running the least important task if less important than
+    /// it (`find_lowest_rq`), else the previous CPU.
+    pub(super) fn select_cpu(&self, i: usize, waker: Option<usize>) -> usize {
+        let t = &self.tasks[i];
+        if matches!(t.sched, SchedSpec::Wrr) {
+            return t.cpu;
+        }
+        if self.is_fair(i) {
+            let w = placement::Wakee {
+                allowed: &t.cpus,
+                prev: t.cpu,
+                waker_cpu: waker.map_or(t.cpu, |j| self.tasks[j].cpu),
+                sync: waker.is_some(),
+                weight: self.fair[i].weight,
+            };
+            return placement::select_fair(&self.topo, self, &w);
+        }
+        let idle = |c: usize| self.cpu_idle(c);
+        if idle(t.cpu) {
+            return t.cpu;
+        }
+        if let Some(&c) = t.cpus.iter().find(|&&c| idle(c)) {
+            return c;
+        }
+        if rank(&t.sched) >= 3
+            && let Some(c) = self.lowest_cpu_for(i)
+        {
+            return c;
+        }
+        t.cpu
+    }
+
+    /// Nothing runs or waits on CPU `c`.
+    fn cpu_idle(&self, c: usize) -> bool {
+        self.cpus[c].curr.is_none() && !self.has_waiting(c)
+    }
+
+    /// Task `i` is now on CPU `c`; a change counts as a migration.
+    pub(super) fn set_cpu(&mut self, i: usize, c: usize) {
+        let t = &mut self.tasks[i];
+        if t.cpu != c && t.state != State::NotStarted {
+            t.stats.migrations += 1;
+            t.moved = true;
+        }
+        t.cpu = c;
+    }
+
+    /// Tasks queued on CPU `c`, the running one included.
+    fn nr_running(&self, c: usize) -> usize {
+        let cpu = &self.cpus[c];
+        let fair_or_running = cpu.fair.len().max(usize::from(cpu.curr.is_some()));
+        fair_or_running
+            + cpu.rt.tasks().filter(|&i| Some(i) != cpu.curr).count()
+            + cpu
+                .dl
+                .queued
+                .iter()
+                .filter(|&&i| Some(i) != cpu.curr)
+                .count()
+    }
+
+    fn fair_load(&self, c: usize) -> u64 {
+        self.cpus[c]
+            .fair
+            .queued
+            .iter()
+            .map(|&i| self.fair[i].weight)
+            .sum()
+    }
+
+    fn cpu_loads(&self) -> Vec<CpuLoad> {
+        (0..self.cpus.len())
+            .map(|c| CpuLoad {
+                nr_running: self.nr_running(c),
+                nr_fair: self.cpus[c].fair.len(),
+                load: self.fair_load(c),
+            })
+            .collect()
+    }
+
+    /// At the tick: each busy CPU balances each domain whose interval has
+    /// passed, lowest level first (`rebalance_domains`); idle CPUs pull at
+    /// once in [`Engine::balance`] instead (newidle and nohz balancing).
+    pub(super) fn periodic_balance(&mut self) {
+        if self.topo.cpus() < 2 {
+            return;
+        }
+        let (hz, n) = (self.m.hz, self.cpus.len());
+        for c in 0..n {
+            if self.cpus[c].curr.is_none() {
+                continue;
+            }
+            for level in 0..self.topo.domains[c].len() {
+                let d = &self.topo.domains[c][level];
+                if !self.lb[c][level].due(d, true, hz, n, self.now) {
+                    continue;
+                }
+                let loads = self.cpu_loads();
+                let d = d.clone();
+                let result = if !balance::should_we_balance(&d, &loads, c) {
+                    LbResult::Balanced
+                } else {
+                    match balance::find_imbalance(&d, &loads, c) {
+                        None => LbResult::Balanced,
+                        Some(dec) => {
+                            let failed = self.lb[c][level].failed;
+                            let hot_ok = failed > d.cache_nice_tries;
+                            LbResult::Moved(self.detach_fair(dec, c, failed, hot_ok))
+                        }
+                    }
+                };
+                if self.lb[c][level].after(&d, result, self.now) {
+                    self.active_balance(&d, c);
+                }
+            }
+        }
+    }
+
+    /// `detach_tasks` + `attach_tasks`: move waiting fair tasks from
+    /// `dec.src` to `to` (the one with the most CPU first, see below), skipping those pinned
+    /// elsewhere, cache hot (ran within [`balance::MIGRATION_COST_NS`],
+    /// unless `hot_ok`) or, for a load imbalance, heavier than what is
+    /// left of it after `failed` halvings. Returns how many moved.
+    fn detach_fair(&mut self, dec: Decision, to: usize, failed: u32, hot_ok: bool) -> usize {
+        let from = dec.src;
+        let curr = self.cpus[from].curr;
+        let mut cands: Vec<usize> = self.cpus[from]
+            .fair
+            .queued
+            .iter()
+            .copied()
+            .filter(|&i| Some(i) == curr || self.tasks[i].state == State::Runnable)
+            .filter(|&i| self.tasks[i].cpus.contains(&to))
+            .filter(|&i| {
+                Some(i) == curr
+                    || hot_ok
+                    || self.now.saturating_sub(self.tasks[i].last_ran_ns) >= MIGRATION_COST_NS
+            })
+            .collect();
+        // The kernel takes the least recently run first (the tail of
+        // `cfs_tasks`); which task that is at a balance instant depends on
+        // timing jitter the model lacks (its slices and balance intervals
+        // fall on ticks in lock step, so one task would bounce forever).
+        // The model moves the task that has had the most CPU first, least
+        // recently run among equals: over many passes, as the jitter does,
+        // every task takes its turn on the less loaded CPU. For that the
+        // running task counts too (moved as the stopper of an active
+        // balance would move it): otherwise the one waiting at the
+        // instant, always the same in lock step, would be the only choice.
+        cands.sort_by_key(|&i| {
+            (
+                Reverse(self.tasks[i].stats.run_ns),
+                self.tasks[i].last_ran_ns,
+                i,
+            )
+        });
+        let mut moved = 0;
+        let (mut tasks_left, mut load_left) = match dec.imbalance {
+            Imbalance::Tasks(n) => (n, u64::MAX),
+            Imbalance::Load(l) => (usize::MAX, l),
+        };
+        for i in cands {
+            if tasks_left == 0 || load_left == 0 {
+                break;
+            }
+            let w = self.fair[i].weight;
+            if let Imbalance::Load(_) = dec.imbalance {
+                if !balance::fits_load(w, failed, load_left) {
+                    continue;
+                }
+                load_left = load_left.saturating_sub(w);
+            }
+            tasks_left -= 1;
+            if Some(i) == curr {
+                self.preempt_running(from, i);
+            }
+            self.migrate(i, from, to);
+            moved += 1;
+        }
+        moved
+    }
+
+    /// `active_load_balance_cpu_stop`: after repeated failures, the
+    /// busiest CPU's running fair task moves to `to` if it may and it is
+    /// not alone there.
+    fn active_balance(&mut self, d: &crate::sim::topology::Domain, to: usize) {
+        let loads = self.cpu_loads();
+        let Some(from) = d
+            .groups
+            .iter()
+            .skip(1)
+            .flatten()
+            .copied()
+            .filter(|&c| loads[c].nr_running > loads[to].nr_running + 1)
+            .max_by_key(|&c| (loads[c].load, Reverse(c)))
+        else {
+            return;
+        };
+        let Some(i) = self.cpus[from].curr.filter(|&i| self.is_fair(i)) else {
+            return;
+        };
+        if !self.tasks[i].cpus.contains(&to) {
+            return;
+        }
+        self.preempt_running(from, i);
+        self.migrate(i, from, to);
+    }
+
+    /// Take running task `i` off CPU `c`, still runnable (the stopper
+    /// preempting it for an active balance).
+    fn preempt_running(&mut self, c: usize, i: usize) {
+        self.close_segment(c, Some(super::SegmentEnd::Preempted));
+        self.cpus[c].curr = None;
+        self.cpus[c].switch_left = 0;
+        self.cpus[c].resched = true;
+        let t = &mut self.tasks[i];
+        t.state = State::Runnable;
+        t.runnable_since = self.now;
+        t.last_ran_ns = self.now;
+        t.stats.nivcsw += 1;
+    }
+
+    fn has_waiting(&self, c: usize) -> bool {
+        let cpu = &self.cpus[c];
+        cpu.fair.len() > usize::from(cpu.curr.is_some_and(|i| self.is_fair(i)))
+            || cpu.rt.tasks().any(|i| Some(i) != cpu.curr)
+            || cpu.dl.queued.iter().any(|&i| Some(i) != cpu.curr)
+    }
+
+    /// How important task `i` is against others, for pushing: (rank,
+    /// RT priority or the negated deadline).
+    fn importance(&self, i: usize) -> (u8, i64) {
+        let s = &self.tasks[i].sched;
+        let within = match s {
+            SchedSpec::Rt { prio, .. } => i64::from(*prio),
+            SchedSpec::Deadline { .. } => -(self.dl[i].map_or(0, |d| d.abs_deadline) as i64),
+            _ => 0,
+        };
+        (rank(s), within)
+    }
+
+    /// `find_lowest_rq`: the allowed CPU running the least important task,
+    /// if that is less important than `i` (and not throttled for it).
+    fn lowest_cpu_for(&self, i: usize) -> Option<usize> {
+        let me = self.importance(i);
+        let rt_like = matches!(self.tasks[i].sched, SchedSpec::Rt { .. });
+        self.tasks[i]
+            .cpus
+            .iter()
+            .copied()
+            .filter(|&c| !(rt_like && self.cpus[c].rt.throttled))
+            .filter_map(|c| {
+                let theirs = self.cpus[c].curr.map_or((0, 0), |j| self.importance(j));
+                (theirs < me).then_some((theirs, c))
+            })
+            .min()
+            .map(|(_, c)| c)
+    }
+
+    /// Pull waiting tasks to idle CPUs and push waiting RT/DEADLINE tasks
+    /// to CPUs running less important work. True: a task moved.
+    pub(super) fn balance(&mut self) -> bool {
+        let mut moved = false;
+        // Push.
+        for c in 0..self.cpus.len() {
+            if self.cpus[c].rt.throttled {
+                // A throttled run queue's RT tasks are off the CPU lists
+                // push and pull look at.
+                continue;
+            }
+            let waiting: Vec<usize> = self.cpus[c]
+                .dl
+                .queued
+                .iter()
+                .chain(self.cpus[c].rt.tasks().collect::<Vec<_>>().iter())
+                .copied()
+                .filter(|&i| self.tasks[i].state == State::Runnable)
+                .filter(|&i| self.dl[i].is_none_or(|d| !d.throttled))
+                .collect();
+            for i in waiting {
+                if let Some(to) = self.lowest_cpu_for(i)
+                    && to != c
+                {
+                    self.migrate(i, c, to);
+                    moved = true;
+                }
+            }
+        }
+        // Pull to idle CPUs.
+        for to in 0..self.cpus.len() {
+            if self.cpus[to].curr.is_some() {
+                continue;
+            }
+            let waiting: Vec<usize> = (0..self.cpus.len()).map(|c| self.waiting_on(c)).collect();
+            let candidate = (0..self.tasks.len())
+                .filter(|&i| {
+                    let t = &self.tasks[i];
+                    t.state == State::Runnable
+                        && t.cpu != to
+                        && t.cpus.contains(&to)
+                        && !matches!(t.sched, SchedSpec::Wrr)
+                        && self.dl[i].is_none_or(|d| !d.throttled)
+                        && !(matches!(t.sched, SchedSpec::Rt { .. })
+                            && (self.cpus[to].rt.throttled || self.cpus[t.cpu].rt.throttled))
+                })
+                .max_by_key(|&i| (self.importance(i), waiting[self.tasks[i].cpu], Reverse(i)));
+            if let Some(i) = candidate {
+                let from = self.tasks[i].cpu;
+                self.migrate(i, from, to);
+                self.schedule(to);
+                moved = true;
+            }
+        }
+        moved
+    }
+
+    fn waiting_on(&self, c: usize) -> usize {
+        self.tasks
+            .iter()
+            .filter(|t| t.state == State::Runnable && t.cpu == c)
+            .count()
+    }
+
+    pub(super) fn migrate(&mut self, i: usize, from: usize, to: usize) {
+        self.dequeue(from, i, false);
+        self.set_cpu(i, to);
+        self.enqueue(to, i, false);
+        self.check_preempt(to, i);
+    }
+}
+
+impl CpuState for Engine<'_> {
+    fn idle(&self, c: usize) -> bool {
+        if self.cpu_idle(c) {
+            return true;
+        }
+        // sched_idle_cpu: only SCHED_IDLE tasks there.
+        let cpu = &self.cpus[c];
+        cpu.rt.is_empty()
+            && cpu.dl.queued.is_empty()
+            && cpu.curr.is_none_or(|i| self.is_fair(i))
+            && !cpu.fair.is_empty()
+            && cpu
+                .fair
+                .queued
+                .iter()
+                .all(|&i| self.fair[i].kind == FairKind::Idle)
+    }
+
+    fn load(&self, c: usize) -> u64 {
+        self.fair_load(c)
+    }
+
+    fn nr_running(&self, c: usize) -> usize {
+        Engine::nr_running(self, c)
+    }
+}
