@@ -226,7 +226,9 @@ pub fn simulate(
 }
 
 /// Say what the campaign holds and what is left, with warnings about the
-/// runs left; the progress display of those runs.
+/// runs left; the progress display of those runs. With `guests` (`run`,
+/// not `simulate`) guest levels are estimated with their boots and
+/// emulation's cost ([`crate::machine::estimate`]).
 pub fn announce(
     spec: &Spec,
     opened: &Opened,
@@ -238,6 +240,7 @@ pub fn announce(
     let pending = opened.pending_runs();
     let period = env.sched_rt_period_us.unwrap_or(1_000_000);
     // Guests boot in `run` only; `simulate` models every level here.
+    let guests = guests && spec.machines.iter().any(|m| m.guest.is_some());
     let measured = match guests {
         true => crate::machine::estimate::Measured::from_store(&opened.store, opened.campaign.id)
             .unwrap_or_default(),

@@ -140,8 +140,11 @@ pub fn preview(spec: &Spec, origin: &str, db: &Path, force: bool) -> Result<Prev
     let rates = super::machine::calibrate_locked("schedlab plan")?;
     let pending: Vec<&Run> = runs.iter().filter(|r| !done.contains(&r.key)).collect();
     let period = env.sched_rt_period_us.unwrap_or(1_000_000);
+    let has_guests = spec.machines.iter().any(|m| m.guest.is_some());
     let measured = match (&store, &existing) {
-        (Some(s), Some(c)) => crate::machine::estimate::Measured::from_store(s, c.id)?,
+        (Some(s), Some(c)) if has_guests => {
+            crate::machine::estimate::Measured::from_store(s, c.id)?
+        }
         _ => Default::default(),
     };
     let cpus = env.cpus_allowed.len();
