@@ -163,9 +163,13 @@ fn guests_boot_measure_and_resume_after_kill() {
         "QEMU outlived a kill -9 of schedlab by 5 s"
     );
     let before = stored(&db, "SELECT count(*) FROM runs");
+    let last_id = stored(&db, "SELECT max(id) FROM runs");
+    check_plan_uses_measured(dir.path(), &db);
 
     // Resume to the end.
+    let resumed_at = Instant::now();
     let out = run_cmd(dir.path(), &db).output().unwrap();
+    let resume_s = resumed_at.elapsed().as_secs_f64();
     assert!(
         out.status.success(),
         "the resumed campaign failed:\n{}",
@@ -186,6 +190,138 @@ fn guests_boot_measure_and_resume_after_kill() {
     check_topologies(&db);
     check_shares(&db);
     check_deterministic_wall(&db);
+    check_host_times(&db, last_id, resume_s);
+    check_compare_and_report(dir.path(), &db);
+}
+
+/// After the kill, `plan` estimates the guest levels from what the campaign
+/// measured: the CFS guest's boot and runs.
+fn check_plan_uses_measured(dir: &Path, db: &Path) {
+    let mut c = Command::new(bin());
+    c.args(["plan", "spec.toml", "--json", "--db"])
+        .arg(db)
+        .current_dir(dir)
+        .env_remove("SCHEDLAB_DB");
+    if let Some(cache) = kernel_cache() {
+        c.env("SCHEDLAB_KERNEL_CACHE", cache);
+    }
+    let out = c.output().unwrap();
+    assert!(out.status.success(), "plan: {}", text(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let lines: Vec<&str> = v["estimate_guests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|l| l.as_str())
+        .collect();
+    let cfs = lines
+        .iter()
+        .find(|l| l.starts_with("cfs:"))
+        .unwrap_or_else(|| panic!("{lines:?}"));
+    assert!(
+        cfs.contains("measured)") && cfs.contains("from the host times of its"),
+        "{lines:?}"
+    );
+    let eevdf = lines.iter().find(|l| l.starts_with("eevdf:")).unwrap();
+    assert!(eevdf.contains("not measured yet"), "{lines:?}");
+    assert!(v["estimate_s"].as_f64().unwrap() > 0.0);
+}
+
+/// Every guest run stored its host time, each boot its own; under TCG the
+/// guest's clock follows the host's, so a run's host time is at least its
+/// makespan in the guest; and the host times and boots of the resumed
+/// invocation's runs fit within its wall time measured here.
+fn check_host_times(db: &Path, last_id: i64, resume_s: f64) {
+    let c = rusqlite::Connection::open(db).unwrap();
+    let mut stmt = c
+        .prepare(
+            "SELECT id, machine, makespan_ns, json_extract(extra_json, '$.guest_host_ms'),
+                    json_extract(extra_json, '$.guest_boot_ms')
+             FROM runs WHERE machine <> 'host'",
+        )
+        .unwrap();
+    let rows: Vec<(i64, String, Option<i64>, Option<f64>, Option<f64>)> = stmt
+        .query_map([], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(rows.len(), 2 * 2 * 2 * 5);
+    let mut resumed_s = 0.0;
+    for (id, machine, makespan, host_ms, boot_ms) in &rows {
+        let host_ms = host_ms.unwrap_or_else(|| panic!("run {id} ({machine}): no guest_host_ms"));
+        assert!(host_ms > 0.0, "run {id}: {host_ms}");
+        if let (Some(m), "cfs") = (makespan, machine.as_str()) {
+            assert!(
+                host_ms >= *m as f64 / 1e6 * 0.99,
+                "run {id}: {host_ms} ms of host time for a makespan of {m} ns under TCG"
+            );
+        }
+        if *id > last_id {
+            resumed_s += (host_ms + boot_ms.unwrap_or(0.0)) / 1e3;
+        }
+    }
+    for machine in ["cfs", "eevdf"] {
+        let boots = rows
+            .iter()
+            .filter(|r| r.1 == machine && r.4.is_some())
+            .count();
+        assert!(boots >= 1, "{machine}: no boot stored");
+    }
+    eprintln!("resumed: {resumed_s:.1} s of guest runs and boots in {resume_s:.1} s");
+    assert!(
+        resumed_s <= resume_s,
+        "the resumed runs' host times and boots ({resumed_s:.1} s) exceed the invocation's {resume_s:.1} s"
+    );
+}
+
+/// `compare` across the two guest levels of the campaign, and the report's
+/// first screen with each level's environment.
+fn check_compare_and_report(dir: &Path, db: &Path) {
+    let db = db.to_str().unwrap();
+    let out = schedlab(
+        &[
+            "compare",
+            "--db",
+            db,
+            "--machine",
+            "cfs",
+            "--vs-machine",
+            "eevdf",
+            "--expect",
+            "kernel",
+            "--format",
+            "json",
+            "-o",
+            "-",
+        ],
+        dir,
+    );
+    assert!(out.status.success(), "compare: {}", text(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["baseline"]["machine"], "cfs", "{v}");
+    assert_eq!(v["candidate"]["machine"], "eevdf");
+    let rows = v["comparisons"].as_array().unwrap();
+    assert!(!rows.is_empty());
+    for r in rows.iter().filter(|r| r["metric"] == "wall") {
+        assert_eq!(
+            (r["n_baseline"].as_u64(), r["n_candidate"].as_u64()),
+            (Some(5), Some(5)),
+            "{r}"
+        );
+    }
+    let out = schedlab(&["report", "--db", db, "--format", "md", "-o", "-"], dir);
+    assert!(out.status.success(), "report: {}", text(&out));
+    let md = String::from_utf8_lossy(&out.stdout);
+    for want in [
+        "The machine levels",
+        "cfs: Linux 6.1.",
+        "eevdf: Linux 6.12.",
+        "host: Linux",
+    ] {
+        assert!(md.contains(want), "{want}: {md}");
+    }
 }
 
 /// Each guest sees 2 sockets of 2 cores, one thread each.

@@ -5,7 +5,8 @@
 //! (repetitions on this machine, a TCG guest and a TCG-icount guest, both
 //! of the same kernel and topology), with each level's median wall time,
 //! its slowdown against this machine's, and its coefficient of variation
-//! beside this machine's.
+//! beside this machine's; and each guest level's host time per run
+//! (`extra.guest_host_ms`), per second of the worker's guest time.
 
 use anyhow::{Result, bail};
 use std::time::Duration;
@@ -155,6 +156,37 @@ pub fn run(o: MachinesBenchOptions) -> Result<()> {
                 "  {level:<8} {m:>12.3} {:>21.1}× {cv:>8.3}",
                 m / host_median
             ),
+        }
+    }
+    // What a guest run costs this machine: the host time of each run
+    // (asking the guest for it to its record), against the guest's own
+    // wall time of the worker: how much host time a guest second costs.
+    println!("\nhost time per guest run (s), and per second of the worker's guest time:");
+    for level in levels.iter().copied() {
+        let mut seen = std::collections::HashSet::new();
+        let pairs: Vec<(f64, f64)> = rows
+            .iter()
+            .filter(|r| r.status == "ok" && r.machine.as_deref() == Some(level))
+            .filter(|r| seen.insert(r.run))
+            .filter_map(|r| {
+                let extra: serde_json::Value = serde_json::from_str(&r.extra_json).ok()?;
+                let host_s = extra.get(crate::machine::estimate::HOST_MS_KEY)?.as_f64()? / 1e3;
+                Some((host_s, r.wall_ns? as f64 / 1e9))
+            })
+            .collect();
+        let host: Vec<f64> = pairs.iter().map(|p| p.0).collect();
+        let per: Vec<f64> = pairs
+            .iter()
+            .filter(|p| p.1 > 0.0)
+            .map(|p| p.0 / p.1)
+            .collect();
+        match (summarize(&host), summarize(&per)) {
+            (Some(h), Some(p)) => println!(
+                "  {level:<8} {:>8.2} s per run, {:>8.1} s of host time per guest second (medians; the run's \
+                 cool-down and the channel included)",
+                h.median, p.median
+            ),
+            _ => println!("  {level:<8} not measured"),
         }
     }
     println!(

@@ -133,7 +133,7 @@ pub fn run(
         };
         machine::calibrate_quietly(&workdir)
     };
-    let mut progress = announce(spec, &opened, &env, &rates, opts);
+    let mut progress = announce(spec, &opened, &env, &rates, opts, true);
     let pending = opened.pending_runs();
     let (guest_runs, host_runs): (Vec<&Run>, Vec<&Run>) = pending
         .iter()
@@ -216,7 +216,7 @@ pub fn simulate(
     let mut opened = Opened::open(spec, plan, spec_toml, overrides, opts, &model_env, &what)?;
     let signals = proc::control_signals();
     proc::block(&signals).context("blocking signals")?;
-    let mut progress = announce(spec, &opened, &model_env, &params.rates, opts);
+    let mut progress = announce(spec, &opened, &model_env, &params.rates, opts, false);
     let mut exec = ModelExecutor {
         spec,
         params,
@@ -226,17 +226,38 @@ pub fn simulate(
 }
 
 /// Say what the campaign holds and what is left, with warnings about the
-/// runs left; the progress display of those runs.
+/// runs left; the progress display of those runs. With `guests` (`run`,
+/// not `simulate`) guest levels are estimated with their boots and
+/// emulation's cost ([`crate::machine::estimate`]).
 pub fn announce(
     spec: &Spec,
     opened: &Opened,
     env: &envinfo::EnvSnapshot,
     rates: &crate::workload::Rates,
     opts: &Options,
+    guests: bool,
 ) -> Progress {
     let pending = opened.pending_runs();
     let period = env.sched_rt_period_us.unwrap_or(1_000_000);
-    let estimates = plan::estimates(spec, &pending, env.cpus_allowed.len(), rates, period);
+    // Guests boot in `run` only; `simulate` models every level here.
+    let guests = guests && spec.machines.iter().any(|m| m.guest.is_some());
+    let measured = match guests {
+        true => crate::machine::estimate::Measured::from_store(&opened.store, opened.campaign.id)
+            .unwrap_or_default(),
+        false => Default::default(),
+    };
+    let estimates = match guests {
+        true => crate::machine::estimate::estimates(
+            spec,
+            &opened.runs,
+            &pending,
+            env.cpus_allowed.len(),
+            rates,
+            period,
+            &measured,
+        ),
+        false => plan::estimates(spec, &pending, env.cpus_allowed.len(), rates, period),
+    };
     if !opts.quiet {
         note!(
             "{} campaign {} \"{}\" in {} (seed {}, scale {}): {} runs{}, {} stored, {} to run, about {}",

@@ -5,7 +5,7 @@
 use anyhow::Result;
 use std::path::Path;
 
-use crate::plan::{self, Plan, Run};
+use crate::plan::{Plan, Run};
 use crate::spec::{Spec, SpecError};
 use crate::store::{Campaign, Store};
 use crate::sys::envinfo;
@@ -30,6 +30,8 @@ pub struct Preview {
     pub estimate_s: f64,
     /// `repetitions = "auto"`: the runs it will likely take.
     pub auto_estimate: Option<AutoEstimate>,
+    /// How the estimate of each guest level with runs left was made.
+    pub guest_estimate: Vec<String>,
 }
 
 /// How many runs a `repetitions = "auto"` campaign will likely take: from
@@ -138,9 +140,19 @@ pub fn preview(spec: &Spec, origin: &str, db: &Path, force: bool) -> Result<Prev
     let rates = super::machine::calibrate_locked("schedlab plan")?;
     let pending: Vec<&Run> = runs.iter().filter(|r| !done.contains(&r.key)).collect();
     let period = env.sched_rt_period_us.unwrap_or(1_000_000);
-    let estimate_s = plan::estimates(spec, &pending, env.cpus_allowed.len(), &rates, period)
-        .iter()
-        .sum();
+    let has_guests = spec.machines.iter().any(|m| m.guest.is_some());
+    let measured = match (&store, &existing) {
+        (Some(s), Some(c)) if has_guests => {
+            crate::machine::estimate::Measured::from_store(s, c.id)?
+        }
+        _ => Default::default(),
+    };
+    let cpus = env.cpus_allowed.len();
+    let estimate_s =
+        crate::machine::estimate::estimates(spec, &runs, &pending, cpus, &rates, period, &measured)
+            .iter()
+            .sum();
+    let guest_estimate = crate::machine::estimate::describe(spec, &pending, &measured);
     Ok(Preview {
         env,
         existing,
@@ -150,5 +162,6 @@ pub fn preview(spec: &Spec, origin: &str, db: &Path, force: bool) -> Result<Prev
         rates,
         estimate_s,
         auto_estimate,
+        guest_estimate,
     })
 }

@@ -14,14 +14,16 @@ use crate::report::{Format, Metric, Options};
 #[derive(Debug, Clone, Args)]
 #[command(
     after_help = "The baseline is --db (its latest campaign, or --campaign N); the candidate is --vs (its latest \
-                  campaign, or --vs-campaign N), or --vs-campaign N of --db. Campaigns whose specs differ are \
+                  campaign, or --vs-campaign N), or --vs-campaign N of --db, or with --vs-machine another machine \
+                  level of the baseline's campaign. Campaigns whose specs differ are \
                   refused (the differences listed) unless --force. HTML is written to compare.html unless -o says \
                   otherwise; Markdown and JSON go to standard output unless -o names a file.\n\n\
                   Examples:\n  schedlab compare --db base.db --vs cand.db\n  \
                   schedlab compare --db all.db --campaign 3 --vs-campaign 7 -o cmp.html\n  \
                   schedlab compare --db base.db --vs cand.db --format md --expect kernel\n  \
                   schedlab compare --db base.db --vs cand.db --format json > cmp.json\n  \
-                  schedlab compare --db base.db --vs cand.db --margin 2% --fail-on regression"
+                  schedlab compare --db base.db --vs cand.db --margin 2% --fail-on regression\n  \
+                  schedlab compare --db kernels.db --machine cfs --vs-machine eevdf --expect kernel"
 )]
 pub(super) struct CompareArgs {
     /// The baseline's database.
@@ -60,6 +62,12 @@ pub(super) struct CompareArgs {
     /// Equivalence margin (e.g. 2%): each row is equivalent within it, different, or neither shown (default: the spec's compare_margin_pct).
     #[arg(long, value_name = "PCT", allow_hyphen_values = true, value_parser = crate::report::compare::parse_margin_pct)]
     margin: Option<f64>,
+    /// Only the baseline's runs of this machine level (matrix.machine).
+    #[arg(long, value_name = "LEVEL")]
+    machine: Option<String>,
+    /// Only the candidate's runs of this machine level; without --vs or --vs-campaign the candidate is the baseline's campaign (two levels of one campaign, e.g. --machine cfs --vs-machine eevdf).
+    #[arg(long, value_name = "LEVEL")]
+    vs_machine: Option<String>,
     /// Exit with code 4 when a metric is worse beyond the margin with significance (CI use).
     #[arg(long, value_name = "WHAT", value_parser = ["regression"])]
     fail_on: Option<String>,
@@ -93,12 +101,15 @@ impl CompareArgs {
                     timeline_run: None,
                     timeline_window: None,
                     model_timeline: None,
+                    machine: None,
                 },
                 force: self.force,
                 expect: self.expect.clone(),
                 margin_pct: self.margin,
             },
             fail_on_regression: self.fail_on.is_some(),
+            machine: self.machine.clone(),
+            vs_machine: self.vs_machine.clone(),
         }
     }
 }

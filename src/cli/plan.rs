@@ -126,7 +126,7 @@ fn print_spec(l: &Loaded) -> Result<()> {
     }
     if !s.machines.is_empty() {
         outln!(
-            "machines     {} (each guest boots once for its runs; estimates are this machine's)",
+            "machines     {} (each guest boots once for its runs)",
             joined(machine_levels(s))
         )?;
     }
@@ -267,6 +267,9 @@ fn print_runs(s: &Spec, p: &Preview, db: &Path) -> Result<()> {
             },
             p.rates.pi_iter_per_s / 1e6
         )?;
+        for g in &p.guest_estimate {
+            outln!("             {}", out::esc(g))?;
+        }
     }
     Ok(())
 }
@@ -358,6 +361,7 @@ fn json(l: &Loaded, p: &Preview, db: &Path, list: bool) -> Value {
         "stored": p.runs.len() - pending,
         "to_run": pending,
         "estimate_s": p.estimate_s,
+        "estimate_guests": p.guest_estimate,
         "pi_iter_per_s": p.rates.pi_iter_per_s,
         "warnings": warnings(s, p),
         "packages": plan::needs(s).packages,

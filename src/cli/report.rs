@@ -92,6 +92,7 @@ impl ReportArgs {
                 timeline_window: self.window,
                 model_timeline: self.model_timeline.clone(),
                 by: self.by,
+                machine: None,
             },
         }
     }

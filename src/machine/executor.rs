@@ -16,6 +16,7 @@ use super::qemu;
 use crate::launch::Outcome;
 use crate::launch::rundir::OwnedDir;
 use crate::plan::Run;
+use crate::record::RunRecord;
 use crate::spec::Spec;
 use crate::spec::machines::{Accel, Guest, MachineLevel};
 
@@ -40,6 +41,9 @@ pub struct GuestExecutor {
     allow_concurrent: bool,
     what: String,
     current: Option<(String, Session)>,
+    /// The host time of the guest booted last, until the first run it
+    /// carries out stores it (`extra.guest_boot_ms`).
+    boot_unstored: Option<Duration>,
     /// KVM failed to boot a guest once: later `auto` levels go to TCG.
     kvm_failed: bool,
 }
@@ -60,6 +64,24 @@ fn run_limit(accel: Accel, timeout: Duration) -> Duration {
         _ => 60,
     };
     timeout * factor + Duration::from_secs(120)
+}
+
+/// What a guest run cost this host, in its record's extra: the host time
+/// from asking for the run to its record (`guest_host_ms`), and on the
+/// first run of a boot the boot's host time from QEMU's start to the
+/// guest's hello (`guest_boot_ms`). `plan` and `run` estimate the runs left
+/// of a level from them ([`super::estimate`]).
+fn host_times(rec: &mut RunRecord, boot: Option<Duration>, run: Duration) {
+    let ms = |d: Duration| serde_json::json!((d.as_secs_f64() * 1e6).round() / 1e3);
+    if !rec.extra.is_object() {
+        rec.extra = serde_json::json!({});
+    }
+    if let Some(map) = rec.extra.as_object_mut() {
+        map.insert(super::estimate::HOST_MS_KEY.into(), ms(run));
+        if let Some(b) = boot {
+            map.insert(super::estimate::BOOT_MS_KEY.into(), ms(b));
+        }
+    }
 }
 
 impl GuestExecutor {
@@ -112,6 +134,7 @@ impl GuestExecutor {
             allow_concurrent,
             what: what.to_string(),
             current: None,
+            boot_unstored: None,
             kvm_failed: false,
         })
     }
@@ -137,13 +160,21 @@ impl GuestExecutor {
         }
         if self.current.is_none() {
             match self.boot(&name)? {
-                Booted::Up(s) => self.current = Some((name.clone(), *s)),
+                Booted::Up(s) => {
+                    self.boot_unstored = Some(s.boot_time);
+                    self.current = Some((name.clone(), *s));
+                }
                 Booted::Stopped(sig) => return Ok(Outcome::Interrupted(sig)),
             }
         }
         let (_, session) = self.current.as_mut().expect("booted above");
         let limit = run_limit(session.accel, self.timeout);
-        let (outcome, alive) = session.run(run, &self.signals, limit)?;
+        let started = std::time::Instant::now();
+        let (mut outcome, alive) = session.run(run, &self.signals, limit)?;
+        if let Outcome::Done(rec, _) = &mut outcome {
+            let boot = self.boot_unstored.take();
+            host_times(rec, boot, started.elapsed());
+        }
         if !alive {
             self.current = None;
         }

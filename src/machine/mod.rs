@@ -5,11 +5,13 @@
 //!
 //! `kernel`: the recipes, their cache and a user's bzImage; `image`: the
 //! guest's initramfs; `qemu`: QEMU's command line and accelerator;
+//! `estimate`: what its runs cost this host, for `plan` and progress;
 //! `protocol`: what host and guest say over the channel; `guest`: one
 //! booted guest seen from the host; `executor`: the guests of a campaign as
 //! the executor of its guest runs; `agent`: schedlab inside the guest.
 
 pub mod agent;
+pub mod estimate;
 pub mod executor;
 pub mod guest;
 pub mod image;

@@ -100,6 +100,25 @@ pub struct ReportRun {
     /// why (the first worker's reason; `extra.command[].missing`).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub not_given: BTreeMap<String, String>,
+    /// Each CPU's utilisation over the run (%), by CPU number
+    /// (`extra.cpu_busy_pct`; empty where not measured).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cpu_busy_pct: Vec<(usize, f64)>,
+}
+
+/// The "CPU:% CPU:%" of `extra.cpu_busy_pct`, as (CPU, %); what does not
+/// parse is left out.
+pub fn parse_cpu_busy_pct(s: Option<&str>) -> Vec<(usize, f64)> {
+    s.unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| {
+            let (c, v) = p.split_once(':')?;
+            Some((
+                c.parse().ok()?,
+                v.parse::<f64>().ok().filter(|v| v.is_finite())?,
+            ))
+        })
+        .collect()
 }
 
 /// The figures a `command` run's `extra.command` (one object per worker,
@@ -490,7 +509,8 @@ impl Store {
                     others_runnable, steal_pct, other_cpu_pct, slice_us,
                     ext_scheduler, machine, interrupts, softirqs,
                     CASE WHEN workload_kind = 'command' THEN json_extract(extra_json, '$.command') END
-                        AS command_extra
+                        AS command_extra,
+                    json_extract(extra_json, '$.cpu_busy_pct') AS cpu_busy_pct
              FROM runs WHERE campaign_id IN ({}) ORDER BY seq, id",
                 id_list(campaign_ids)
             ))
@@ -527,6 +547,9 @@ impl Store {
                     softirqs: n.get("softirqs")?,
                     by: None,
                     not_given: not_given(n.get::<Option<String>>("command_extra")?.as_deref()),
+                    cpu_busy_pct: parse_cpu_busy_pct(
+                        n.get::<Option<String>>("cpu_busy_pct")?.as_deref(),
+                    ),
                 })
             })?
             .collect::<rusqlite::Result<Vec<_>>>()

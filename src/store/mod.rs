@@ -1128,6 +1128,29 @@ impl Store {
             .optional()?)
     }
 
+    /// Each run of a campaign with its machine level and `extra`: (run
+    /// key, machine, JSON), for the estimate of guest runs.
+    pub fn run_keys_and_extras(
+        &self,
+        campaign: i64,
+    ) -> Result<Vec<(String, Option<String>, serde_json::Value)>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT run_key, machine, extra_json FROM runs WHERE campaign_id = ?1 ORDER BY seq",
+        )?;
+        let rows = stmt
+            .query_map([campaign], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, Option<String>>(1)?,
+                    r.get::<_, String>(2)?,
+                ))
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        rows.into_iter()
+            .map(|(k, m, json)| Ok((k, m, serde_json::from_str(&json)?)))
+            .collect()
+    }
+
     /// The policy-specific facts of each run of a campaign: (run id, JSON).
     pub fn run_extras(&self, campaign: i64) -> Result<Vec<(i64, serde_json::Value)>> {
         let mut stmt = self

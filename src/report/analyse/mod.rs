@@ -17,6 +17,7 @@ mod fairness;
 mod fold;
 mod groups;
 pub mod latency;
+pub mod level;
 pub mod model;
 pub mod noise;
 mod outliers;
@@ -104,6 +105,9 @@ pub struct Options {
     /// Report every campaign of the campaign's spec, from any host, with
     /// the host or kernel as a factor (`--by`).
     pub by: Option<RunFactor>,
+    /// Only the runs of this machine level, the machine factor dropped
+    /// (`compare --machine A --vs-machine B`; [`level::at_machine`]).
+    pub machine: Option<String>,
 }
 
 impl Default for Options {
@@ -118,6 +122,7 @@ impl Default for Options {
             timeline_window: None,
             model_timeline: None,
             by: None,
+            machine: None,
         }
     }
 }
@@ -172,6 +177,10 @@ pub struct Analysis {
     /// that show more of some runs).
     #[serde(skip)]
     pub runs: Vec<ReportRun>,
+    /// The machine level the analysis is of, when it holds one level's
+    /// runs only ([`Options::machine`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub machine_level: Option<String>,
 }
 
 impl Analysis {
@@ -293,11 +302,15 @@ fn settings(opts: &Options) -> Settings {
 /// reading and folding its process rows condition by condition on every
 /// CPU ([`fold::from_store`]).
 pub fn analyse(store: &Store, opts: &Options) -> Result<Analysis> {
-    let frame = store.load_report_frame(opts.campaign, opts.by)?;
+    let mut frame = store.load_report_frame(opts.campaign, opts.by)?;
+    if let Some(level) = &opts.machine {
+        frame = level::at_machine(frame, level)?;
+    }
     let mut a = analyse_values(frame, opts, |runs, ok, timed, metrics| {
         fold::from_store(store, runs, ok, timed, metrics)
     })?;
     a.precision = precision::of_campaign(store, &a.campaign)?;
+    a.machine_level = opts.machine.clone();
     Ok(a)
 }
 
@@ -454,6 +467,7 @@ where
         run_info,
         runs,
         precision: None,
+        machine_level: None,
     };
     analysis.comparisons = comparisons::all_comparisons(&analysis, opts);
     Ok(analysis)

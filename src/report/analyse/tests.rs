@@ -369,6 +369,7 @@ pub(super) fn mem_run(id: i64, policy: &str, rep: i64, status: &str, makespan_s:
         machine: None,
         by: None,
         not_given: Default::default(),
+        cpu_busy_pct: Vec::new(),
     }
 }
 

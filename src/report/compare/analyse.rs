@@ -43,11 +43,12 @@ pub enum CompareError {
     NothingInCommon { baseline: String, candidate: String },
     #[error(
         "compare needs a candidate: --vs CANDIDATE.db (its latest campaign, or --vs-campaign N) or \
-         --vs-campaign N (a campaign of --db)"
+         --vs-campaign N (a campaign of --db), or --machine A --vs-machine B (two machine levels of one campaign)"
     )]
     NoCandidate,
     #[error(
-        "baseline and candidate are the same campaign ({0}): give another with --vs or --vs-campaign"
+        "baseline and candidate are the same campaign ({0}): give another with --vs or --vs-campaign, or two \
+         machine levels with --machine and --vs-machine"
     )]
     SameCampaign(String),
     #[error(
@@ -234,6 +235,45 @@ pub struct Side {
     pub campaign: ReportCampaign,
     pub ok_runs: usize,
     pub runs: usize,
+    /// The machine level whose runs it is (`--machine`, `--vs-machine`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub machine: Option<String>,
+    /// The accelerators of the guests its runs ran in ("tcg",
+    /// "tcg-icount", "kvm"); empty for a host.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub guest_accels: Vec<String>,
+}
+
+impl Side {
+    /// What the side's timings are worth when it ran in an emulated guest
+    /// (None on a host or under KVM).
+    pub fn trust(&self, which: &str) -> Option<String> {
+        let has = |a: &str| self.guest_accels.iter().any(|x| x == a);
+        let level = self
+            .machine
+            .as_ref()
+            .map_or_else(String::new, |l| format!(" (machine {l})"));
+        if has("tcg") {
+            Some(format!(
+                "The {which}{level} ran in a guest under TCG: its wall times, latencies and CPU times are \
+                 emulation timings (the guest's clock runs while its vCPUs wait for the host); its counts, orders \
+                 and placements are its kernel's decisions."
+            ))
+        } else if has("tcg-icount") {
+            Some(format!(
+                "The {which}{level} ran in a guest under TCG with icount: its times are virtual (counted in \
+                 instructions), not those of any real CPU."
+            ))
+        } else {
+            None
+        }
+    }
+    /// ", machine cfs" for one machine level's runs, else nothing.
+    pub fn level(&self) -> String {
+        self.machine
+            .as_ref()
+            .map_or_else(String::new, |l| format!(", machine {l}"))
+    }
 }
 
 /// Everything a comparison shows.
@@ -393,9 +433,15 @@ fn side_env<'a>(i: &Input<'a>) -> SideEnvironments<'a> {
     }
 }
 
-/// "base.db campaign 3".
+/// "base.db campaign 3", with its machine level when it is one level's
+/// runs ("base.db campaign 3, machine cfs").
 fn side_label(i: &Input<'_>) -> String {
-    format!("{} campaign {}", i.db, i.analysis.campaign.id)
+    let level = i
+        .analysis
+        .machine_level
+        .as_ref()
+        .map_or_else(String::new, |l| format!(", machine {l}"));
+    format!("{} campaign {}{level}", i.db, i.analysis.campaign.id)
 }
 
 /// Compare one condition on one metric (without Holm's correction and
@@ -638,7 +684,10 @@ pub fn compare(
     opts: &CompareOptions,
 ) -> Result<Comparison, CompareError> {
     let (ba, ca) = (baseline.analysis, candidate.analysis);
-    if baseline.db == candidate.db && ba.campaign.id == ca.campaign.id {
+    if baseline.db == candidate.db
+        && ba.campaign.id == ca.campaign.id
+        && ba.machine_level == ca.machine_level
+    {
         return Err(CompareError::SameCampaign(side_label(&baseline)));
     }
     let spec_differences = spec_differences(&ba.campaign.spec_json, &ca.campaign.spec_json);
@@ -746,6 +795,18 @@ pub fn compare(
         campaign: i.analysis.campaign.clone(),
         ok_runs: i.analysis.counts.ok,
         runs: i.analysis.counts.total(),
+        machine: i.analysis.machine_level.clone(),
+        guest_accels: {
+            let mut v: Vec<String> = i
+                .analysis
+                .environments
+                .iter()
+                .filter_map(|e| e.guest_accel.clone())
+                .collect();
+            v.sort();
+            v.dedup();
+            v
+        },
     };
     let absent = absent_figures(&baseline, &candidate, &metrics);
     Ok(Comparison {

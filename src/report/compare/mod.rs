@@ -7,6 +7,9 @@
 //! their conditions by factor values and computes every statistic (pure,
 //! unit-tested without a database); [`render`] builds the page once as the
 //! report's blocks and renders it to HTML, Markdown or JSON.
+//! With `--machine A --vs-machine B` the two sides are two machine levels
+//! of one campaign, each analysed as if it were a campaign of its own
+//! ([`super::analyse::level`]).
 //! `environment` and `spec_diff` say what differs besides the thing under
 //! test; `planted` makes synthetic pairs with known effects for the tests.
 //! [`run`] returns [`EXIT_REGRESSION`] for `--fail-on regression` when a
@@ -16,6 +19,8 @@
 pub mod analyse;
 pub mod charts;
 pub mod environment;
+#[cfg(test)]
+mod levels_tests;
 pub mod planted;
 pub mod render;
 pub mod spec_diff;
@@ -52,6 +57,12 @@ pub struct RunOptions {
     /// `--fail-on regression`: exit with [`EXIT_REGRESSION`] when a metric
     /// is worse beyond the margin with significance.
     pub fail_on_regression: bool,
+    /// `--machine`: only the baseline's runs of this machine level.
+    pub machine: Option<String>,
+    /// `--vs-machine`: only the candidate's runs of this machine level; the
+    /// candidate is then the baseline's campaign unless `vs` or
+    /// `vs_campaign` name another (two levels of one campaign).
+    pub vs_machine: Option<String>,
 }
 
 /// Exit code of `compare --fail-on regression` when it found a regression
@@ -85,15 +96,25 @@ struct Loaded {
     latency: Option<super::analyse::latency::LatencyAnalysis>,
 }
 
-fn load(store: &Store, db: String, campaign: Option<i64>, opts: &CompareOptions) -> Result<Loaded> {
+fn load(
+    store: &Store,
+    db: String,
+    campaign: Option<i64>,
+    machine: (&str, Option<&String>),
+    opts: &CompareOptions,
+) -> Result<Loaded> {
     let analysis = super::analyse(
         store,
         &super::Options {
             campaign,
+            machine: machine.1.cloned(),
             ..opts.analysis.clone()
         },
     )
-    .with_context(|| format!("analysing {db}"))?;
+    .with_context(|| match machine.1 {
+        Some(level) => format!("{} {level}: analysing {db}", machine.0),
+        None => format!("analysing {db}"),
+    })?;
     let states = store.report_sched_ext(analysis.campaign.id)?;
     let sched_ext = analysis
         .environments
@@ -139,12 +160,29 @@ fn campaign_uuid(store: &Store, id: i64) -> Result<Option<String>> {
 
 /// Load both sides and compare them.
 pub fn build(opts: &RunOptions) -> Result<Comparison> {
-    if opts.vs.is_none() && opts.vs_campaign.is_none() {
+    if opts.vs.is_none() && opts.vs_campaign.is_none() && opts.vs_machine.is_none() {
         return Err(CompareError::NoCandidate.into());
+    }
+    if opts.vs_machine.is_some()
+        && opts.machine.is_none()
+        && opts.vs.is_none()
+        && opts.vs_campaign.is_none()
+    {
+        anyhow::bail!(
+            "--vs-machine compares two machine levels of one campaign: name the baseline's level with --machine"
+        );
     }
     let base_store = Store::open_existing(&opts.db)?;
     let base_name = crate::out::path(&opts.db);
-    let base = load(&base_store, base_name.clone(), opts.campaign, &opts.compare)?;
+    let base_level = ("--machine", opts.machine.as_ref());
+    let cand_level = ("--vs-machine", opts.vs_machine.as_ref());
+    let base = load(
+        &base_store,
+        base_name.clone(),
+        opts.campaign,
+        base_level,
+        &opts.compare,
+    )?;
     let cand = match &opts.vs {
         Some(vs) => {
             let same_file = match (std::fs::canonicalize(&opts.db), std::fs::canonicalize(vs)) {
@@ -157,7 +195,7 @@ pub fn build(opts: &RunOptions) -> Result<Comparison> {
             } else {
                 crate::out::path(vs)
             };
-            let cand = load(&store, name, opts.vs_campaign, &opts.compare)?;
+            let cand = load(&store, name, opts.vs_campaign, cand_level, &opts.compare)?;
             // A copy of the baseline's database (or a merge of it) holds the
             // same campaign under another file name: its runs are the
             // baseline's, not a second sample.
@@ -175,7 +213,12 @@ pub fn build(opts: &RunOptions) -> Result<Comparison> {
             }
             cand
         }
-        None => load(&base_store, base_name, opts.vs_campaign, &opts.compare)?,
+        // Without --vs-campaign: the baseline's own campaign (two of its
+        // machine levels).
+        None => {
+            let campaign = opts.vs_campaign.or(Some(base.analysis.campaign.id));
+            load(&base_store, base_name, campaign, cand_level, &opts.compare)?
+        }
     };
     Ok(compare(input(&base), input(&cand), &opts.compare)?)
 }

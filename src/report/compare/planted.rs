@@ -239,6 +239,7 @@ pub fn report_data(cfg: &Planted, candidate: bool, id: i64) -> Result<ReportData
             machine: r.run.machine.as_ref().map(|m| m.name.clone()),
             by: None,
             not_given: Default::default(),
+            cpu_busy_pct: Vec::new(),
         })
         .collect();
     let processes: Vec<Vec<ReportProcess>> = recs
@@ -338,4 +339,42 @@ pub fn latency(cfg: &Planted, data: &ReportData, candidate: bool) -> Vec<Process
         }
     }
     out
+}
+
+/// One campaign of two machine levels, guests "cfs" (Debian 6.1 under TCG)
+/// and "eevdf" (Debian 6.12), in `store`; the "eevdf" runs carry the
+/// candidate's planted effects and kernel, each level its own guest
+/// environment. Returns the campaign's id (`compare --machine cfs
+/// --vs-machine eevdf`).
+pub fn create_machines(store: &mut Store, cfg: &Planted) -> Result<i64> {
+    let toml = cfg.toml(false).replace(
+        "cpus = [\"0\"]\n",
+        "cpus = [\"0\"]\nmachine = [\"cfs\", \"eevdf\"]\n",
+    ) + "\n[machines.cfs]\nkernel = \"debian-6.1\"\naccel = \"tcg\"\n\
+         [machines.eevdf]\nkernel = \"debian-6.12\"\naccel = \"tcg\"\n";
+    let spec = crate::spec::load(&toml, "planted", &[]).context("planted spec")?;
+    let runs = crate::plan::expand(&spec, cfg.seed);
+    let recs: Vec<RunRecord> = runs
+        .iter()
+        .map(|r| {
+            let level = r.machine.as_ref().map_or("", |m| m.name.as_str());
+            let candidate = level == "eevdf";
+            let mut env = cfg.env(candidate);
+            env.guest = Some(crate::sys::envinfo::GuestEnv {
+                machine: level.into(),
+                accel: "tcg".into(),
+                qemu_version: "QEMU emulator version 0.0.0-synthetic".into(),
+                topology: "1x2x1".into(),
+                numa_nodes: 1,
+                memory_mib: 1024,
+                kernel: level.into(),
+                host: "synthetic".into(),
+            });
+            record(cfg, r, &env, candidate)
+        })
+        .collect();
+    let c = store.create_campaign(&spec, &toml, &[], cfg.seed, recs.len())?;
+    store.set_campaign_meta(c.id, 1_735_732_800_000, "0.0.0-synthetic")?;
+    store.insert_runs(c.id, &recs)?;
+    Ok(c.id)
 }

@@ -22,15 +22,23 @@ pub struct Part {
 /// "“quick” (campaign 3 of base.db)".
 fn side_name(s: &super::analyse::Side) -> String {
     format!(
-        "“{}” (campaign {} of {})",
-        s.campaign.name, s.campaign.id, s.db
+        "“{}” (campaign {} of {}{})",
+        s.campaign.name,
+        s.campaign.id,
+        s.db,
+        s.level()
     )
 }
 
 pub fn title(c: &Comparison) -> String {
     format!(
-        "schedlab compare: campaign {} of {} → campaign {} of {}",
-        c.baseline.campaign.id, c.baseline.db, c.candidate.campaign.id, c.candidate.db
+        "schedlab compare: campaign {} of {}{} → campaign {} of {}{}",
+        c.baseline.campaign.id,
+        c.baseline.db,
+        c.baseline.level(),
+        c.candidate.campaign.id,
+        c.candidate.db,
+        c.candidate.level()
     )
 }
 
@@ -404,6 +412,13 @@ fn summary(c: &Comparison) -> Part {
                 .into(),
         }])]));
     }
+    // What emulated sides' timings are worth, first.
+    let trust: Vec<Block> = [c.baseline.trust("baseline"), c.candidate.trust("candidate")]
+        .into_iter()
+        .flatten()
+        .map(Block::p)
+        .collect();
+    b.splice(0..0, trust);
     Part {
         id: "summary",
         title: "Summary",

@@ -617,6 +617,7 @@ mod tests {
                 machine: None,
                 by: None,
                 not_given: Default::default(),
+                cpu_busy_pct: Vec::new(),
             })
             .collect();
         let details = RunDetails {

@@ -227,6 +227,7 @@ fn group_of(a: &Analysis, r: &crate::store::ReportRun) -> Option<usize> {
             && g.key.rt_runtime_us == r.rt_runtime_us
             && g.key.slice_us == r.slice_us
             && g.key.ext_scheduler == r.ext_scheduler
+            && g.key.machine == r.machine
             && g.key.by == r.by
     })
 }

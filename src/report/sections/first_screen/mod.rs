@@ -7,8 +7,12 @@
 //! each policy (of the first process count with the most policies traced)
 //! on one time axis; otherwise the chart of the workload's largest
 //! significant effect ([`picture::effect_size`]: |ln ratio| of the means),
-//! or of its primary metric when nothing is significant.
+//! or of its primary metric when nothing is significant. Conditions whose
+//! workers could use more than one CPU get a lane per CPU with its
+//! utilisation ([`lanes`]); a campaign of many machine levels first says
+//! each level's environment in a line.
 
+mod lanes;
 mod picture;
 
 use anyhow::Result;
@@ -230,6 +234,15 @@ impl Section for FirstScreenSection {
 
     fn blocks(&self, a: &Analysis) -> Vec<Block> {
         let mut b = Vec::new();
+        let machines = lanes::machine_environments(a);
+        if !machines.is_empty() {
+            b.push(Block::p("The machine levels:"));
+            b.push(Block::List {
+                class: None,
+                item_class: None,
+                items: machines,
+            });
+        }
         for (k, w) in a.factors.workloads.iter().enumerate() {
             b.push(Block::Heading {
                 level: 3,
@@ -245,6 +258,7 @@ impl Section for FirstScreenSection {
                     "Picture (in the HTML report): {text}"
                 ))]));
             }
+            lane_blocks(&mut b, a, &w.name);
             let f = findings(a, &w.name);
             if f.is_empty() {
                 b.push(Block::p(format!(
@@ -291,6 +305,16 @@ impl Section for FirstScreenSection {
                 json!({
                     "workload": w.name,
                     "picture": picture,
+                    "cpu_lanes": lanes::lanes(a, &w.name).iter().map(|c| json!({
+                        "condition": c.label,
+                        "cpus": c.lanes.iter().map(|l| json!({
+                            "cpu": l.cpu,
+                            "busy_pct_median": l.median_pct,
+                            "busy_pct_min": l.min_pct,
+                            "busy_pct_max": l.max_pct,
+                            "runs": l.runs,
+                        })).collect::<Vec<_>>(),
+                    })).collect::<Vec<_>>(),
                     "findings": findings(a, &w.name)
                         .iter()
                         .map(|c| &c.sentence)
@@ -298,8 +322,35 @@ impl Section for FirstScreenSection {
                 })
             })
             .collect();
-        Some(json!({ "workloads": workloads, "traced": self.traced }))
+        Some(json!({
+            "workloads": workloads,
+            "traced": self.traced,
+            "machines": lanes::machine_environments(a),
+        }))
     }
+}
+
+/// A workload's lanes per CPU: the chart (HTML) and a line per condition.
+fn lane_blocks(b: &mut Vec<Block>, a: &Analysis, workload: &str) {
+    let all = lanes::lanes(a, workload);
+    if all.is_empty() {
+        return;
+    }
+    let text = "Each CPU's utilisation over the run, a lane per CPU (median over the condition's ok runs; \
+                /proc/stat, so every program's use counts)";
+    b.push(Block::html_only(vec![Block::Figure(Figure {
+        svg: lanes::chart(workload, &all).render(),
+        caption: format!("{text}."),
+    })]));
+    b.push(Block::p(format!("{text}:")));
+    b.push(Block::List {
+        class: None,
+        item_class: None,
+        items: all
+            .iter()
+            .map(|c| format!("{}: {}", c.label, lanes::line(c)))
+            .collect(),
+    });
 }
 
 #[cfg(test)]
