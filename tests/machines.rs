@@ -227,6 +227,9 @@ fn check_plan_uses_measured(dir: &Path, db: &Path) {
     assert!(v["estimate_s"].as_f64().unwrap() > 0.0);
 }
 
+/// A guest run's id, machine level, makespan (ns), host time and boot (ms).
+type GuestRunTimes = (i64, String, Option<i64>, Option<f64>, Option<f64>);
+
 /// Every guest run stored its host time, each boot its own; under TCG the
 /// guest's clock follows the host's, so a run's host time is at least its
 /// makespan in the guest; and the host times and boots of the resumed
@@ -240,7 +243,7 @@ fn check_host_times(db: &Path, last_id: i64, resume_s: f64) {
              FROM runs WHERE machine <> 'host'",
         )
         .unwrap();
-    let rows: Vec<(i64, String, Option<i64>, Option<f64>, Option<f64>)> = stmt
+    let rows: Vec<GuestRunTimes> = stmt
         .query_map([], |r| {
             Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
         })

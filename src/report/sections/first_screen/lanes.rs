@@ -158,7 +158,7 @@ fn environment_line(e: &ReportEnvironment) -> String {
     let level = e.guest_machine.clone().unwrap_or_else(|| "host".into());
     let hz = e.hz.map_or_else(String::new, |h| format!("HZ {h}, "));
     let cpus = match &e.topology {
-        Some(t) => format!("{t}"),
+        Some(t) => t.to_string(),
         None => format!("{} CPUs", e.cpus_online),
     };
     let accel = match e.guest_accel.as_deref() {
