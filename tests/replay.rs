@@ -9,10 +9,9 @@
 //! instead of skipping under `SCHEDLAB_REQUIRE_ROOT=1`.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 mod common;
-use common::{bin, text};
+use common::text;
 
 const SPEC: &str = r#"
 name = "pipeline"
@@ -42,16 +41,7 @@ iterations = 1000
 "#;
 
 fn run(dir: &Path, args: &[&str]) -> std::process::Output {
-    Command::new(bin())
-        .args(args)
-        .current_dir(dir)
-        .env("CI", "1")
-        .env("TMPDIR", dir)
-        .env_remove("SCHEDLAB_DB")
-        .env_remove("SCHEDLAB_JOURNAL")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
+    common::schedlab_default_journals(args, dir)
 }
 
 #[test]

@@ -11,10 +11,9 @@
 
 use std::collections::HashSet;
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 mod common;
-use common::{bin, text};
+use common::text;
 
 const SPEC: &str = r#"
 name = "trace-tree"
@@ -32,18 +31,7 @@ argv = ["sh", "-c", "for i in 1 2 3; do (n=0; while [ $n -lt 200000 ]; do n=$((n
 "#;
 
 fn run(dir: &Path, args: &[&str]) -> std::process::Output {
-    // The default journals: their locks keep two schedlabs from tracing
-    // at once.
-    Command::new(bin())
-        .args(args)
-        .current_dir(dir)
-        .env("CI", "1")
-        .env("TMPDIR", dir)
-        .env_remove("SCHEDLAB_DB")
-        .env_remove("SCHEDLAB_JOURNAL")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
+    common::schedlab_default_journals(args, dir)
 }
 
 #[test]

@@ -43,6 +43,21 @@ pub fn schedlab_isolated(args: &[&str], dir: &Path) -> Output {
         .expect("run schedlab")
 }
 
+/// Runs schedlab in `dir` with the machine's default journals (their
+/// locks keep two schedlabs from tracing at once), `TMPDIR` in `dir`.
+pub fn schedlab_default_journals(args: &[&str], dir: &Path) -> Output {
+    Command::new(bin())
+        .args(args)
+        .current_dir(dir)
+        .env("CI", "1")
+        .env("TMPDIR", dir)
+        .env_remove("SCHEDLAB_DB")
+        .env_remove("SCHEDLAB_JOURNAL")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run schedlab")
+}
+
 /// Tests that measure real programs run one at a time within their test
 /// binary, so that none disturbs another's figures.
 pub fn serial() -> std::sync::MutexGuard<'static, ()> {
