@@ -17,7 +17,10 @@
 //! the BPF program hit an error) the workers finish on the fair class and
 //! the run is failed with the kernel's reason.
 
-use super::dispatch::{SliceEnd, SliceRecord};
+use std::collections::HashMap;
+
+use super::dispatch::{DispatchReport, Mechanism, SliceEnd, SliceRecord};
+use super::ext_records::{TurnEnd, Unloaded};
 
 /// Why the ext mechanism cannot run on this machine now; None when it can.
 pub fn unavailable() -> Option<String> {
@@ -29,7 +32,6 @@ pub use loaded::ExtDispatcher;
 
 #[cfg(feature = "ext")]
 mod loaded {
-    use std::collections::HashMap;
 
     use anyhow::{Context, Result, ensure};
 
@@ -37,8 +39,8 @@ mod loaded {
     use crate::sys::proc::monotonic_ns;
     use crate::sys::sched::{self, SchedAttr};
     use crate::sys::scx::SCHED_EXT;
-    use crate::sys::scx_wrr::{Unloaded, Worker, WrrExt};
-    use crate::wrr::dispatch::{DispatchReport, Mechanism};
+    use crate::sys::scx_wrr::{Worker, WrrExt};
+    use crate::wrr::dispatch::DispatchReport;
     use crate::wrr::policy::WrrPolicy;
 
     /// The scheduler loaded over a run's workers.
@@ -102,84 +104,85 @@ mod loaded {
         pub fn stop(mut self) -> DispatchReport {
             let unloaded = self.ext.unload();
             let wall_ns = monotonic_ns().saturating_sub(self.started_ns);
-            report(&unloaded, &self.tasks, wall_ns, self.cpus.clone())
-        }
-    }
-
-    /// The report of an unloaded scheduler: its turns of the run's tasks
-    /// as slices, by start time.
-    pub(super) fn report(
-        u: &Unloaded,
-        tasks: &HashMap<i32, usize>,
-        wall_ns: u64,
-        cpus: Vec<usize>,
-    ) -> DispatchReport {
-        let mut slices: Vec<SliceRecord> = u
-            .turns
-            .iter()
-            .filter_map(|t| {
-                let task = *tasks.get(&t.pid)?;
-                Some(SliceRecord {
-                    task,
-                    pid: t.pid,
-                    cpu: t.cpu as usize,
-                    planned_start_ns: t.start_ns,
-                    planned_end_ns: t.start_ns + t.target_ns,
-                    actual_end_ns: t.end_ns,
-                    cpu_ns: t.cpu_ns,
-                    slice_ns: t.slice_ns,
-                    target_ns: t.target_ns,
-                    end: super::slice_end(t.end),
-                })
-            })
-            .collect();
-        slices.sort_by_key(|s| (s.planned_start_ns, s.cpu));
-        let mut errors = u.errors.clone();
-        if let Some(exit) = &u.exit
-            && exit.is_error()
-        {
-            errors.push(format!(
-                "sched_ext unloaded the scheduler during the run: {}",
-                exit.describe()
-            ));
-        }
-        if u.lost_members > 0 {
-            errors.push(format!(
-                "{} tasks forked by the workers could not join their worker's turns (no memory \
-                 for their BPF task storage)",
-                u.lost_members
-            ));
-        }
-        if u.lost_turns > 0 {
-            errors.push(format!(
-                "{} turns were lost (the BPF ring buffer was full)",
-                u.lost_turns
-            ));
-        }
-        if u.bad_records > 0 {
-            errors.push(format!(
-                "{} ring-buffer records could not be read",
-                u.bad_records
-            ));
-        }
-        DispatchReport {
-            mechanism: Mechanism::Ext,
-            lateness_ns: super::lateness_ns(&slices),
-            slices,
-            dispatcher_cpu_ns: u.reader_cpu_ns,
-            wall_ns,
-            cpus,
-            dispatcher_rt: false,
-            load_cpu_ns: u.load_cpu_ns,
-            errors,
+            super::report(&unloaded, &self.tasks, wall_ns, self.cpus.clone())
         }
     }
 }
 
+/// The report of an unloaded scheduler: its turns of the run's tasks
+/// as slices, by start time. (Pure: tested in every build; only the
+/// `ext` feature calls it.)
+#[cfg_attr(not(feature = "ext"), allow(dead_code))]
+fn report(
+    u: &Unloaded,
+    tasks: &HashMap<i32, usize>,
+    wall_ns: u64,
+    cpus: Vec<usize>,
+) -> DispatchReport {
+    let mut slices: Vec<SliceRecord> = u
+        .turns
+        .iter()
+        .filter_map(|t| {
+            let task = *tasks.get(&t.pid)?;
+            Some(SliceRecord {
+                task,
+                pid: t.pid,
+                cpu: t.cpu as usize,
+                planned_start_ns: t.start_ns,
+                planned_end_ns: t.start_ns + t.target_ns,
+                actual_end_ns: t.end_ns,
+                cpu_ns: t.cpu_ns,
+                slice_ns: t.slice_ns,
+                target_ns: t.target_ns,
+                end: slice_end(t.end),
+            })
+        })
+        .collect();
+    slices.sort_by_key(|s| (s.planned_start_ns, s.cpu));
+    let mut errors = u.errors.clone();
+    if let Some(exit) = &u.exit
+        && exit.is_error()
+    {
+        errors.push(format!(
+            "sched_ext unloaded the scheduler during the run: {}",
+            exit.describe()
+        ));
+    }
+    if u.lost_members > 0 {
+        errors.push(format!(
+            "{} tasks forked by the workers could not join their worker's turns (no memory \
+             for their BPF task storage)",
+            u.lost_members
+        ));
+    }
+    if u.lost_turns > 0 {
+        errors.push(format!(
+            "{} turns were lost (the BPF ring buffer was full)",
+            u.lost_turns
+        ));
+    }
+    if u.bad_records > 0 {
+        errors.push(format!(
+            "{} ring-buffer records could not be read",
+            u.bad_records
+        ));
+    }
+    DispatchReport {
+        mechanism: Mechanism::Ext,
+        lateness_ns: lateness_ns(&slices),
+        slices,
+        dispatcher_cpu_ns: u.reader_cpu_ns,
+        wall_ns,
+        cpus,
+        dispatcher_rt: false,
+        load_cpu_ns: u.load_cpu_ns,
+        errors,
+    }
+}
+
 /// A turn's end as a slice's.
-#[cfg(feature = "ext")]
-fn slice_end(end: crate::sys::scx_wrr::TurnEnd) -> SliceEnd {
-    use crate::sys::scx_wrr::TurnEnd;
+#[cfg_attr(not(feature = "ext"), allow(dead_code))]
+fn slice_end(end: TurnEnd) -> SliceEnd {
     match end {
         TurnEnd::Expired => SliceEnd::Completed,
         TurnEnd::Blocked => SliceEnd::Blocked,
@@ -202,8 +205,6 @@ pub fn lateness_ns(slices: &[SliceRecord]) -> Vec<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    #[cfg(feature = "ext")]
-    use crate::wrr::dispatch::Mechanism;
 
     fn rec(start: u64, slice: u64, end: u64, how: SliceEnd) -> SliceRecord {
         SliceRecord {
@@ -231,11 +232,9 @@ mod tests {
         assert_eq!(lateness_ns(&slices), vec![1, 0, 6]);
     }
 
-    #[cfg(feature = "ext")]
     #[test]
     fn report_turns_become_slices() {
-        use crate::sys::scx_wrr::{ExitInfo, Turn, TurnEnd, Unloaded};
-        use std::collections::HashMap;
+        use crate::wrr::ext_records::{ExitInfo, Turn};
         let turn = |pid, start_ns, e| Turn {
             pid,
             cpu: 0,
@@ -268,7 +267,7 @@ mod tests {
             errors: vec![],
         };
         let tasks: HashMap<i32, usize> = [(10, 0), (20, 1)].into();
-        let r = loaded::report(&u, &tasks, 1000, vec![0]);
+        let r = report(&u, &tasks, 1000, vec![0]);
         assert_eq!(
             r.slices.iter().map(|s| s.task).collect::<Vec<_>>(),
             vec![0, 1, 0]
