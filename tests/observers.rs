@@ -981,3 +981,80 @@ fn each_cpus_utilisation_holds_what_the_test_put_on_it() {
         "{busy:?}"
     );
 }
+
+/// The report's first screen draws a lane per CPU for a condition whose
+/// workers may use both CPUs, and its lanes hold at least the CPU time the
+/// workers' own rusage says they took of the run's wall time.
+#[test]
+fn the_first_screen_draws_a_lane_per_cpu_holding_the_workers_cpu() {
+    let _one = serial();
+    if !common::skip_unless(
+        schedlab::sys::envinfo::capture().cpus_online == 2,
+        "needs exactly two CPUs (the lanes of this test)",
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("s.toml"),
+        "name = \"lanes\"\nrepetitions = 1\ncooldown_s = 0\n[matrix]\npolicy = [\"other\"]\n\
+         workload = [\"pi\"]\nprocesses = [2]\ncpus = [\"all\"]\n[workloads.pi]\nduration_s = 1.2\n",
+    )
+    .unwrap();
+    let o = schedlab(&["run", "s.toml", "--db", "t.db", "-q"], dir.path());
+    assert!(o.status.success(), "{}", text(&o));
+    let (cpu_us, wall_ns): (i64, i64) = db(dir.path())
+        .query_row(
+            "SELECT sum(utime_us + stime_us), max(wall_ns) FROM processes",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    let workers_pct = 100.0 * cpu_us as f64 * 1e3 / wall_ns as f64;
+    let o = schedlab(
+        &["report", "--db", "t.db", "--format", "json", "-o", "-"],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let lanes = find_key(&v, "cpu_lanes").unwrap_or_else(|| panic!("no cpu_lanes in {v}"));
+    let cond = &lanes[0];
+    let cpus = cond["cpus"].as_array().unwrap();
+    let busy: Vec<f64> = cpus
+        .iter()
+        .map(|c| c["busy_pct_median"].as_f64().unwrap())
+        .collect();
+    assert_eq!(
+        cpus.iter().map(|c| c["cpu"].as_u64()).collect::<Vec<_>>(),
+        vec![Some(0), Some(1)],
+        "{cond}"
+    );
+    // /proc/stat counts in ticks: ±2 of 300 per CPU.
+    let total: f64 = busy.iter().sum();
+    eprintln!("lanes {busy:?}; the workers took {workers_pct:.1} % of one CPU's wall");
+    assert!(
+        total >= workers_pct - 4.0 && busy.iter().all(|p| (0.0..=100.0).contains(p)),
+        "lanes {busy:?} (sum {total:.1} %) against the workers' {workers_pct:.1} % of the wall"
+    );
+    let o = schedlab(
+        &["report", "--db", "t.db", "--format", "md", "-o", "-"],
+        dir.path(),
+    );
+    let md = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        md.contains("CPU 0 ") && md.contains("CPU 1 "),
+        "no lane line in the Markdown first screen:\n{md}"
+    );
+}
+
+/// The first value under `key` anywhere in `v`.
+fn find_key<'a>(v: &'a serde_json::Value, key: &str) -> Option<&'a serde_json::Value> {
+    match v {
+        serde_json::Value::Object(m) => m
+            .get(key)
+            .filter(|x| x.as_array().is_some_and(|a| !a.is_empty()))
+            .or_else(|| m.values().find_map(|x| find_key(x, key))),
+        serde_json::Value::Array(a) => a.iter().find_map(|x| find_key(x, key)),
+        _ => None,
+    }
+}
