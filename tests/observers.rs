@@ -1029,11 +1029,13 @@ fn the_first_screen_draws_a_lane_per_cpu_holding_the_workers_cpu() {
         vec![Some(0), Some(1)],
         "{cond}"
     );
-    // /proc/stat counts in ticks: ±2 of 300 per CPU.
+    // /proc/stat counts in ticks: ±2 of 300 per CPU; and the lanes cover
+    // the run's wall, a little longer than the workers' (their start and
+    // reaping): 5 %.
     let total: f64 = busy.iter().sum();
     eprintln!("lanes {busy:?}; the workers took {workers_pct:.1} % of one CPU's wall");
     assert!(
-        total >= workers_pct - 4.0 && busy.iter().all(|p| (0.0..=100.0).contains(p)),
+        total >= 0.95 * workers_pct - 4.0 && busy.iter().all(|p| (0.0..=100.0).contains(p)),
         "lanes {busy:?} (sum {total:.1} %) against the workers' {workers_pct:.1} % of the wall"
     );
     let o = schedlab(
