@@ -25,7 +25,8 @@
 //!   in idle CPUs; on NUMA domains none while the busiest group runs at
 //!   most `imb_numa_nr` = a quarter of its CPUs, `adjust_numa_imbalance`);
 //!   otherwise load (`migrate_load`): min((busiest − average) × its
-//!   capacity, (average − local) × its capacity).
+//!   capacity, (average − local) × its capacity), the average being the
+//!   whole domain's load over its capacity (`sds->avg_load`).
 //! - The source CPU in the busiest group (`sched_balance_find_src_rq`):
 //!   the most tasks for `migrate_task`, the highest load for
 //!   `migrate_load` (a CPU with one task heavier than the imbalance is
@@ -152,8 +153,11 @@ pub fn find_imbalance(d: &Domain, cpus: &[CpuLoad], this: usize) -> Option<Decis
     if local.kind > busiest.kind {
         return None;
     }
-    let total_load = local.load + busiest.load;
-    let total_cap = local.cap + busiest.cap;
+    // `sds->avg_load`: over every group of the domain, not only the two
+    // compared (`update_sd_lb_stats` sums `total_load` and
+    // `total_capacity` over all of them).
+    let all = d.groups.iter().map(|g| group_stats(g, cpus));
+    let (total_load, total_cap) = all.fold((0, 0), |(l, c), s| (l + s.load, c + s.cap));
     let avg = total_load * CAPACITY / total_cap.max(1);
     if busiest.kind == GroupType::Overloaded && local.kind >= GroupType::FullyBusy {
         if local.avg_load >= busiest.avg_load || local.avg_load >= avg {
@@ -349,6 +353,31 @@ mod tests {
         assert!(!fits_load(1024, 0, 512) && fits_load(1024, 1, 512));
         // Equal CPUs are balanced.
         assert_eq!(find_imbalance(d, &[load(2), load(2)], 0), None);
+    }
+
+    #[test]
+    fn the_average_is_the_whole_domains() {
+        // 5 hogs on 4 CPUs: the domain's average is 5/4 of a task, so a
+        // single CPU takes min(2 − 1.25, 1.25 − 1) × 1024 = 256 from the
+        // doubled one (kernel: `sds->avg_load` over every group), and a
+        // 1024 task fits only after 2 failures.
+        let t = SimTopology::flat(4);
+        let cpus = [load(1), load(2), load(1), load(1)];
+        let d = &t.domains[0][0];
+        assert_eq!(
+            find_imbalance(d, &cpus, 0),
+            Some(Decision {
+                src: 1,
+                imbalance: Imbalance::Load(256)
+            })
+        );
+        assert!(!fits_load(1024, 1, 256) && fits_load(1024, 2, 256));
+        // 6 on 4: average 1.5, half a task as on two CPUs.
+        let cpus = [load(1), load(2), load(2), load(1)];
+        assert_eq!(
+            find_imbalance(d, &cpus, 0).map(|d| d.imbalance),
+            Some(Imbalance::Load(512))
+        );
     }
 
     #[test]

@@ -36,13 +36,20 @@ fn host(cpus: usize) -> Machine {
 /// N equal hogs on M CPUs for 4 s each get min(1, M/N) of a CPU: the
 /// balancer rotates the odd task between CPUs (3 on 2: 2/3 each). Within
 /// 3 pp: a rotation every ~2 balance intervals (64 ms at HZ 250) leaves
-/// at most a few rotations' worth of unevenness over 4 s.
+/// at most a few rotations' worth of unevenness over 4 s. 6 on 4 within
+/// 6 pp, what Linux itself gave: in a 1x4x1 debian-6.12 guest under
+/// tcg-icount (HZ 1000), 6 free pi hogs for 6 s got 0.624–0.727 of a CPU
+/// (2 runs; over 2 s 0.565–0.756): the kernel evens them out slowly too.
 #[test]
 fn n_equal_hogs_on_m_cpus_share_min_1_m_over_n() {
-    // 6 on 4 is left out: the model's balancing gave one task 0.74 of a
-    // CPU where the even share is 0.667 (open in issue 31; no guest
-    // measurement yet says what 6.12 itself gives).
-    for (n, m_cpus) in [(2, 2), (3, 2), (5, 2), (4, 4), (3, 4)] {
+    for (n, m_cpus, tol) in [
+        (2, 2, 0.03),
+        (3, 2, 0.03),
+        (5, 2, 0.03),
+        (4, 4, 0.03),
+        (3, 4, 0.03),
+        (6, 4, 0.06),
+    ] {
         let m = host(m_cpus);
         let tasks = (0..n)
             .map(|_| free(fair(0), Program::Burn(Burn::until(4000 * MS)), m_cpus))
@@ -52,7 +59,7 @@ fn n_equal_hogs_on_m_cpus_share_min_1_m_over_n() {
         for (i, s) in out.stats.iter().enumerate() {
             let share = s.run_ns as f64 / (4000 * MS) as f64;
             assert!(
-                (share - want).abs() < 0.03,
+                (share - want).abs() < tol,
                 "{n} hogs on {m_cpus} CPUs: task {i} got {share:.4}, want {want:.4}"
             );
         }

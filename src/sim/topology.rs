@@ -55,7 +55,7 @@ pub struct Domain {
     /// Every CPU of the domain, ascending.
     pub span: Vec<usize>,
     /// The groups balancing compares, each ascending; the group holding
-    /// the domain's own CPU first.
+    /// the domain's own CPU first, the others in circular order after it.
     pub groups: Vec<Vec<usize>>,
     /// `sd->min_interval` and `sd->max_interval`, ms.
     pub min_interval_ms: u64,
@@ -236,8 +236,12 @@ fn domains_of(places: &[Place], c: usize) -> Vec<Domain> {
         if groups.len() < 2 {
             continue;
         }
+        // `build_sched_groups` walks the span with `for_each_cpu_wrap`
+        // from the domain's CPU: its own group first, then the others in
+        // circular order. `update_sd_pick_busiest` keeps the first of
+        // equally loaded groups, so each CPU breaks ties differently.
         let own = groups.iter().position(|g| g.contains(&c)).unwrap_or(0);
-        groups.swap(0, own);
+        groups.rotate_left(own);
         let weight = span.len() as u64;
         out.push(Domain {
             level,
@@ -268,8 +272,8 @@ mod tests {
         assert_eq!(t.domains[2].len(), 1);
         let d = &t.domains[2][0];
         assert_eq!(d.level, Level::Mc);
-        assert_eq!(d.groups[0], vec![2]);
-        assert_eq!(d.groups.len(), 4);
+        // Circular from CPU 2 (for_each_cpu_wrap).
+        assert_eq!(d.groups, vec![vec![2], vec![3], vec![0], vec![1]]);
         assert_eq!((d.min_interval_ms, d.max_interval_ms), (4, 8));
         assert!(SimTopology::flat(1).domains[0].is_empty());
     }
