@@ -96,7 +96,7 @@ pub fn run() -> Result<bool> {
     outln!(
         "\n## scale\n\n64 CPUs (2 sockets × 16 cores × 2 threads), {} processes ({HOGS} fair hogs, \
          {PERIODIC} fair tasks of 1 ms per 10 ms), {} s of virtual time: {:.2} s of wall time, \
-         {} events, {:.3e} events/s, {} migrations. Hogs' mean share {:.4} of a CPU against \
+         {} event instants (the engine's steps, each handling every event due then), {:.3e} instants/s, {} migrations. Hogs' mean share {:.4} of a CPU against \
          {:.4} that the CPUs left by the periodic tasks allow. Target: under 10 s — {}.",
         HOGS + PERIODIC,
         VIRTUAL_NS / 1_000_000_000,

@@ -192,7 +192,8 @@ pub struct Outcome {
     pub wrr_rows: Vec<crate::record::SliceRow>,
     /// Each CPU's busy time from the release to the end.
     pub cpu_busy_ns: Vec<u64>,
-    /// Events the loop handled (for the bench's events per second).
+    /// Steps of the loop: instants at which at least one event was due
+    /// (each step handles every event due then; the bench's rate).
     pub events: u64,
     /// When the last worker exited, or when the limit stopped it.
     pub end_ns: u64,
