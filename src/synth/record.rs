@@ -35,10 +35,10 @@ use crate::workload::latency::Latency;
 use crate::workload::replay::desc::Waker;
 
 /// Ops one task keeps as a sequence; beyond, it becomes distributions.
-/// 65,536: `perf bench sched pipe -l 20000` (three ops a loop) stays a
-/// sequence, its partner's wake-ups kept (at 4,096 it became timer sleeps
+/// 131,072: `perf bench sched pipe -l 20000` (up to four ops a loop) stays
+/// a sequence, its partner's wake-ups kept (at 4,096 it became timer sleeps
 /// of 1-2 µs, replayed 6.7 times longer: `schedlab bench replay`).
-pub const MAX_OPS: usize = 65_536;
+pub const MAX_OPS: usize = 1 << 17;
 /// Ops the whole tree keeps as sequences (about 24 MB).
 pub const MAX_TOTAL_OPS: usize = 1 << 20;
 /// Samples a task keeps of its bursts and of its sleeps (for its
