@@ -3,7 +3,10 @@
 //! shell) is synthesized into a replay spec and rt-app JSON; `--check`
 //! replays it under the same condition (traced), and the replay's trace
 //! has the same tasks, and the tree's CPU within a generous tolerance of
-//! the original's. A run without a trace is refused, naming it.
+//! the original's; `--check` writes the fidelity into the replay, and the
+//! pipeline run again carrying its replay (`replay` table) is predicted by
+//! the model from it ("predicted from its replay, fidelity …" in the
+//! report). A run without a trace is refused, naming it.
 //!
 //! The traced test needs root (tracefs, a cgroup per worker): it fails
 //! instead of skipping under `SCHEDLAB_REQUIRE_ROOT=1`.
@@ -143,4 +146,32 @@ fn a_traced_pipeline_is_synthesized_and_replayed_with_its_tasks_and_cpu() {
     // Generous: a loaded shared machine, and the replay's own futex and
     // fork costs on top of the recorded bursts.
     assert!((0.6..=1.6).contains(&ratio), "ratio {ratio}");
+    assert!(spec.contains("fidelity = "), "{spec}");
+    the_model_predicts_the_command_from_its_replay(dir.path(), &spec);
+}
+
+/// The pipeline with its replay pasted in as `replay`, run once and
+/// reported: the model section predicts it from the replay.
+fn the_model_predicts_the_command_from_its_replay(dir: &Path, replay_spec: &str) {
+    let replay: toml::Table = replay_spec.parse().unwrap();
+    let table = replay["workloads"]["replay"].clone();
+    let mut spec: toml::Table = SPEC.parse().unwrap();
+    spec["workloads"]["pipe"]
+        .as_table_mut()
+        .unwrap()
+        .insert("replay".into(), table);
+    std::fs::write(dir.join("with.toml"), toml::to_string(&spec).unwrap()).unwrap();
+    let o = run(dir, &["run", "with.toml", "--db", "with.db", "--quiet"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = run(
+        dir,
+        &["report", "--db", "with.db", "--format", "md", "-o", "-"],
+    );
+    let md = text(&o);
+    assert!(o.status.success(), "{md}");
+    assert!(md.contains("predicted from its replay"), "{md}");
+    assert!(
+        md.contains("figures within") || md.contains("within; outside"),
+        "{md}"
+    );
 }

@@ -1,10 +1,13 @@
 //! `schedlab bench replay`: how close a synthesized replay comes to the
-//! program it stands for. Each standard program (hackbench, `perf bench
-//! sched pipe`, cyclictest, a `make -j2` of the small C project under
-//! `bench/replay/cproject`) is run traced under OTHER on CPU 0 and free on
-//! every CPU, synthesized, replayed under the same condition (traced), and
-//! every figure of [`crate::synth::fidelity`] printed with its rule and
-//! verdict. Nothing is asserted: the verdicts are figures. Needs root.
+//! program it stands for. Each standard program (hackbench, schbench,
+//! `perf bench sched pipe`, cyclictest, a `make -j2` of the small C
+//! project under `bench/replay/cproject`) is run traced under OTHER on
+//! CPU 0, FIFO on CPU 0 (short, under a 30 s run timeout; RT throttling
+//! stays as it is) and OTHER free on every CPU, synthesized, replayed
+//! under the same condition (traced), and every figure of
+//! [`crate::synth::fidelity`] printed with its rule and verdict, then a
+//! summary line per case. Nothing is asserted: the verdicts are figures.
+//! A program missing from PATH is said so and skipped. Needs root.
 
 use std::path::{Path, PathBuf};
 
@@ -17,7 +20,16 @@ use crate::synth::{self, check, fidelity};
 pub struct ReplayBenchOptions {
     /// Keep the campaigns in this database (default: a temporary one).
     pub db: Option<PathBuf>,
+    /// Only the cases whose label contains one of these (all when empty).
+    pub cases: Vec<String>,
 }
+
+/// (policy, cpus, run timeout in s): the conditions every case runs under.
+const CONDITIONS: [(&str, &str, u64); 3] = [
+    ("other", "0", 120),
+    ("fifo", "0", 30),
+    ("other", "all", 120),
+];
 
 /// The C project `make -j2` builds.
 fn cproject() -> PathBuf {
@@ -30,6 +42,10 @@ fn cases(build_dir: &Path) -> Result<Vec<(&'static str, String)>> {
         (
             "hackbench",
             r#"["hackbench", "-g", "2", "-f", "4", "-l", "200"]"#.into(),
+        ),
+        (
+            "schbench",
+            r#"["schbench", "-m", "1", "-t", "2", "-r", "1", "-n", "2"]"#.into(),
         ),
         (
             "perf bench sched pipe",
@@ -49,10 +65,11 @@ fn cases(build_dir: &Path) -> Result<Vec<(&'static str, String)>> {
     ])
 }
 
-fn spec_text(label: &str, argv: &str, cpus: &str) -> String {
+fn spec_text(label: &str, argv: &str, (policy, cpus, timeout_s): (&str, &str, u64)) -> String {
     format!(
-        "name = \"bench-replay {label} cpus {cpus}\"\nrepetitions = 1\ncooldown_s = 0\n\
-         timeout_s = 120\ntrace = true\n[matrix]\npolicy = [\"other\"]\ncpus = [\"{cpus}\"]\n\
+        "name = \"bench-replay {label} {policy} cpus {cpus}\"\nrepetitions = 1\ncooldown_s = 0\n\
+         timeout_s = {timeout_s}\ntrace = true\n[matrix]\npolicy = [\"{policy}\"]\n\
+         cpus = [\"{cpus}\"]\n\
          workload = [\"prog\"]\nprocesses = [1]\n[workloads.prog]\nkind = \"command\"\n\
          argv = {argv}\n"
     )
@@ -79,6 +96,58 @@ fn original(db: &Path, text: &str) -> Result<synth::Read> {
     synth::read_run(&store, id, false)
 }
 
+/// Whether `program` is an executable file on PATH.
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH").is_some_and(|p| {
+        std::env::split_paths(&p).any(|d| {
+            std::fs::metadata(d.join(program)).is_ok_and(|m| {
+                use std::os::unix::fs::PermissionsExt;
+                m.is_file() && m.permissions().mode() & 0o111 != 0
+            })
+        })
+    })
+}
+
+/// One case under one condition: its figures printed; the summary line.
+fn one(
+    db: &Path,
+    label: &str,
+    argv: &str,
+    cond: (&str, &str, u64),
+    (rate, step_ns): (f64, u64),
+) -> Result<String> {
+    let text = spec_text(label, argv, cond);
+    let what = format!("{label}, {}, cpus {}", cond.0.to_uppercase(), cond.1);
+    let orig = match original(db, &text) {
+        Ok(r) => r,
+        Err(e) => {
+            outln!("{what}: the original did not run: {e:#}\n")?;
+            return Ok(format!("{what}: the original did not run"));
+        }
+    };
+    let tasks = synth::to_tasks_less(&orig.recording, rate, step_ns);
+    let replay_text = synth::spec_text(&orig.source, &tasks, &orig.recording, rate)?;
+    outln!(
+        "{what}: original run {}, {} tasks, {} external wake-ups",
+        orig.source.run_id,
+        tasks.len(),
+        orig.recording.external_wakeups
+    )?;
+    Ok(
+        match check::run_and_compare(&orig, &replay_text, "bench replay", db, false) {
+            Ok(c) => {
+                outln!("replay run {}:", c.run_id)?;
+                outln!("{}", fidelity::render(&c.rows))?;
+                format!("{what}: {}", fidelity::summary(&c.rows))
+            }
+            Err(e) => {
+                outln!("the replay did not run: {e:#}\n")?;
+                format!("{what}: the replay did not run")
+            }
+        },
+    )
+}
+
 pub fn run(o: ReplayBenchOptions) -> Result<()> {
     let temp = tempfile::tempdir()?;
     let db = o.db.unwrap_or_else(|| temp.path().join("bench-replay.db"));
@@ -90,33 +159,30 @@ pub fn run(o: ReplayBenchOptions) -> Result<()> {
         std::fs::copy(e.path(), build.join(e.file_name()))?;
     }
     let rate = synth::pi_rate()?;
-    for (label, argv) in cases(&build)? {
-        for cpus in ["0", "all"] {
-            let text = spec_text(label, &argv, cpus);
-            let what = format!("{label}, OTHER, cpus {cpus}");
-            let orig = match original(&db, &text) {
-                Ok(r) => r,
-                Err(e) => {
-                    outln!("{what}: the original did not run: {e:#}\n")?;
-                    continue;
-                }
-            };
-            let tasks = synth::to_tasks(&orig.recording, rate);
-            let replay_text = synth::spec_text(&orig.source, &tasks, &orig.recording, rate)?;
-            outln!(
-                "{what}: original run {}, {} tasks, {} external wake-ups",
-                orig.source.run_id,
-                tasks.len(),
-                orig.recording.external_wakeups
-            )?;
-            match check::run_and_compare(&orig, &replay_text, "bench replay", &db, false) {
-                Ok(c) => {
-                    outln!("replay run {}:", c.run_id)?;
-                    outln!("{}", fidelity::render(&c.rows))?;
-                }
-                Err(e) => outln!("the replay did not run: {e:#}\n")?,
-            }
+    let step_ns = synth::step_overhead_ns()?;
+    outln!(
+        "pi loop {rate:.4e} iterations per CPU second; the replayer's own step {:.1} µs of CPU \
+         (taken off each burst that ends in a sleep)\n",
+        step_ns as f64 / 1e3
+    )?;
+    let mut summary = Vec::new();
+    let chosen = cases(&build)?
+        .into_iter()
+        .filter(|(l, _)| o.cases.is_empty() || o.cases.iter().any(|c| l.contains(c.as_str())));
+    for (label, argv) in chosen {
+        let program = label.split(' ').next().unwrap_or(label);
+        if !on_path(program) {
+            outln!("{label}: {program} is not on PATH: not run\n")?;
+            summary.push(format!("{label}: not run ({program} is not on PATH)"));
+            continue;
         }
+        for cond in CONDITIONS {
+            summary.push(one(&db, label, &argv, cond, (rate, step_ns))?);
+        }
+    }
+    outln!("summary:")?;
+    for l in &summary {
+        outln!("  {l}")?;
     }
     outln!("campaigns kept in {}", crate::out::path(&db))?;
     Ok(())

@@ -32,9 +32,10 @@ pub(super) enum BenchCommand {
     /// the same run here, and the spread here against a deterministic
     /// (TCG-icount) guest's, measured side by side.
     Machines(MachinesBenchArgs),
-    /// Replays synthesized from traced hackbench, perf bench sched pipe,
-    /// cyclictest and a make -j2 (OTHER, on CPU 0 and free) against their
-    /// originals: every figure with its rule and verdict (root).
+    /// Replays synthesized from traced hackbench, schbench, perf bench sched
+    /// pipe, cyclictest and a make -j2 (OTHER and FIFO on CPU 0, OTHER
+    /// free) against their originals: every figure with its rule and
+    /// verdict (root).
     Replay(ReplayBenchArgs),
 }
 
@@ -43,6 +44,10 @@ pub(super) struct ReplayBenchArgs {
     /// Keep the campaigns in this database (default: a temporary one).
     #[arg(long)]
     db: Option<PathBuf>,
+    /// Only the programs whose label contains this (repeatable): hackbench,
+    /// schbench, pipe, cyclictest, make.
+    #[arg(long = "case", value_name = "TEXT")]
+    cases: Vec<String>,
 }
 
 #[derive(Args)]
@@ -185,7 +190,10 @@ pub(super) fn run(which: BenchCommand) -> Result<i32> {
             Ok(0)
         }
         BenchCommand::Replay(a) => {
-            replay::run(replay::ReplayBenchOptions { db: a.db })?;
+            replay::run(replay::ReplayBenchOptions {
+                db: a.db,
+                cases: a.cases,
+            })?;
             Ok(0)
         }
         BenchCommand::Trace(a) => {

@@ -97,16 +97,19 @@ pub(super) fn run(a: SynthesizeArgs) -> Result<i32> {
         note!("caveat: {c}");
     }
     let rate = synth::pi_rate()?;
-    let tasks = synth::to_tasks(&read.recording, rate);
+    let step_ns = synth::step_overhead_ns()?;
+    let tasks = synth::to_tasks_less(&read.recording, rate, step_ns);
     let text = synth::spec_text(&read.source, &tasks, &read.recording, rate)?;
     // What is written must load: checked before anything is written.
     let origin = out::path(&a.output);
     spec::load(&text, &origin, &[]).context("the synthesized spec does not load (a bug)")?;
     write(&a.output, &text)?;
     note!(
-        "run {}: {}; wrote {origin}",
+        "run {}: {}; each burst that ends in a sleep less the replayer's own step ({:.1} µs); \
+         wrote {origin}",
         a.run,
-        summary(&read.recording, &tasks)
+        summary(&read.recording, &tasks),
+        step_ns as f64 / 1e3
     );
     if let Some(p) = &a.rt_app {
         let policy = match read.source.run.policy.name() {
@@ -155,6 +158,17 @@ fn check(a: &SynthesizeArgs, text: &str, origin: &str, read: &synth::Read) -> Re
     write!(out::stdout(), "{}", fidelity::render(&rows))?;
     for c in read.caveats.iter().chain(&replay.caveats) {
         outln!("caveat: {c}")?;
+    }
+    // The replay's file says how close it came (the model quotes it).
+    if a.output.as_os_str() != "-" {
+        let line = format!(
+            "{} (replay run {id} against run {} under {})",
+            fidelity::summary(&rows),
+            a.run,
+            read.source.run.label()
+        );
+        write(&a.output, &synth::with_fidelity(text, &line)?)?;
+        note!("fidelity written to {origin}");
     }
     Ok(0)
 }

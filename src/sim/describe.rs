@@ -151,6 +151,10 @@ pub fn work_of(
             bytes
         }
         (ModelTask::Mixed(_), Program::Cycle(c)) => c.done_rounds,
+        (ModelTask::Replay(_), _) => match w.stop() {
+            Stop::Work(n) => n,
+            Stop::DurationNs(_) => 0,
+        },
         (ModelTask::Periodic { .. }, Program::Periodic(p)) => {
             figures.insert("activations".into(), p.done as f64);
             figures.insert("misses".into(), p.misses as f64);

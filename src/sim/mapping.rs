@@ -109,10 +109,16 @@ pub fn simulate_until_stopped(
         Some(h) if h.is_rt() => m.rt_period_ns(),
         _ => 0,
     };
+    let mut replay = match replay_tree(&run.workload.workload, &members, params) {
+        Ok(t) => t,
+        Err(reason) => return skipped(cpus, reason),
+    };
     let mut tasks = Vec::with_capacity(members.len());
     for (i, mem) in members.iter().enumerate() {
         let program = if mem.hog {
             Program::Burn(Burn::until(u64::MAX))
+        } else if let Some(t) = replay.as_mut() {
+            std::mem::replace(&mut t.roots[i], Program::Burn(Burn::amount(0)))
         } else {
             match program(&run.workload.workload, i, release_ns, params) {
                 // A fair task's timed sleeps carry its timer slack.
@@ -133,6 +139,22 @@ pub fn simulate_until_stopped(
             worker: !mem.hog,
         });
     }
+    // A replay's other tasks, after the members, as their worker is.
+    let extra: Vec<usize> = replay.map_or_else(Vec::new, |t| {
+        t.extra
+            .into_iter()
+            .map(|(w, program)| {
+                tasks.push(TaskSpec {
+                    sched: sched_spec(&members[w].sched, &m),
+                    cpus: members[w].cpus.clone(),
+                    program,
+                    start_ns: release_ns,
+                    worker: true,
+                });
+                w
+            })
+            .collect()
+    });
     let wrr = if run.policy == Policy::Wrr {
         let list: Vec<(usize, u32, usize)> = members
             .iter()
@@ -167,9 +189,30 @@ pub fn simulate_until_stopped(
         params,
         m: &m,
         members: &members,
+        extra: &extra,
         release_ns,
     };
     ctx.build(cpus, outcome)
+}
+
+/// A replay's engine tasks (a `replay` workload, or a command carrying its
+/// replay), None for any other workload. Its bursts are costed at the
+/// replay's own pi rate (the machine it was synthesized on) when it
+/// records one, else at the model's.
+fn replay_tree(
+    w: &Workload,
+    members: &[Member],
+    params: &ModelParams,
+) -> Result<Option<super::replay::Tree>, String> {
+    let ModelTask::Replay(p) = w.model() else {
+        return Ok(None);
+    };
+    let workers = members.iter().filter(|m| !m.hog).count();
+    let rate = match p.pi_iter_per_s {
+        r if r > 0.0 => r,
+        _ => params.rates.pi_iter_per_s,
+    };
+    super::replay::tree(p, workers, members.len(), rate).map(Some)
 }
 
 /// What turning an outcome into a record needs besides the outcome.
@@ -179,6 +222,8 @@ struct BuildCtx<'a> {
     params: &'a ModelParams,
     m: &'a Machine,
     members: &'a [Member],
+    /// The worker of each replay task after the members.
+    extra: &'a [usize],
     release_ns: u64,
 }
 
@@ -350,6 +395,7 @@ fn program(
                 end,
             ))
         }
+        ModelTask::Replay(_) => return Err("a replay is mapped as a tree (a bug)".into()),
         ModelTask::Unmodelled(why) => return Err(why),
     })
 }
@@ -482,6 +528,7 @@ impl BuildCtx<'_> {
             params,
             m,
             members,
+            extra,
             release_ns,
         } = *self;
         let mut record = empty_record(run, m, params, cpus, RunStatus::Ok, String::new());
@@ -493,6 +540,10 @@ impl BuildCtx<'_> {
                 worker_record(i, mem, &run.workload.workload, &out, release_ns, params, m)
             };
             record.processes.push(p);
+        }
+        for (k, &w) in extra.iter().enumerate() {
+            let s = &out.stats[members.len() + k];
+            super::replay::fold(&mut record.processes[w], s, release_ns);
         }
         let workers = || record.processes.iter().filter(|p| p.role == "worker");
         record.makespan_ns = workers().map(|p| p.wall_ns).max();

@@ -80,6 +80,7 @@ pub mod engine;
 pub mod machine;
 pub mod mapping;
 pub mod placement;
+pub mod replay;
 pub mod rt;
 pub mod task;
 pub mod timeline;

@@ -10,6 +10,8 @@
 //! - [`Program::Periodic`]: sleep to an absolute release, run, account the
 //!   activation as `workload::periodic` does.
 //! - [`Program::Ping`]: one end of a pingpong pair, woken by its peer.
+//! - [`Program::Script`]: a fixed list of actions (a replayed task, see
+//!   [`super::replay`]).
 
 use crate::workload::latency::Latency;
 use crate::workload::periodic;
@@ -58,6 +60,7 @@ pub enum Program {
     Cycle(Cycle),
     Periodic(Periodic),
     Ping(Ping),
+    Script(Script),
 }
 
 impl Program {
@@ -67,6 +70,31 @@ impl Program {
             Program::Cycle(c) => c.next(ctx),
             Program::Periodic(p) => p.next(ctx),
             Program::Ping(p) => p.next(ctx),
+            Program::Script(s) => s.next(),
+        }
+    }
+}
+
+/// A fixed list of actions, then exit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Script {
+    pub actions: Vec<Action>,
+    /// Actions handed out so far.
+    pub done: usize,
+}
+
+impl Script {
+    pub fn new(actions: Vec<Action>) -> Script {
+        Script { actions, done: 0 }
+    }
+
+    fn next(&mut self) -> Action {
+        match self.actions.get(self.done) {
+            Some(&a) => {
+                self.done += 1;
+                a
+            }
+            None => Action::Exit,
         }
     }
 }

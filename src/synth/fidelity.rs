@@ -168,6 +168,26 @@ fn per_task_cpu(orig: &Recording, rep: &Recording) -> Row {
     }
 }
 
+/// One line: how many figures with a rule are within it, and which are
+/// not ("8 of 8 figures within their rules", "5 of 8 within; outside:
+/// makespan, …").
+pub fn summary(rows: &[Row]) -> String {
+    let held = rows.iter().filter(|r| r.pass.is_some()).count();
+    let outside: Vec<&str> = rows
+        .iter()
+        .filter(|r| r.pass == Some(false))
+        .map(|r| r.figure.as_str())
+        .collect();
+    match outside.is_empty() {
+        true => format!("{held} of {held} figures within their rules"),
+        false => format!(
+            "{} of {held} within; outside: {}",
+            held - outside.len(),
+            outside.join("; ")
+        ),
+    }
+}
+
 /// The rows as an aligned text table.
 pub fn render(rows: &[Row]) -> String {
     let verdict = |p: Option<bool>| match p {
@@ -230,6 +250,11 @@ mod tests {
         let m = rows.iter().find(|r| r.figure == "makespan").unwrap();
         assert_eq!(m.pass, Some(false));
         assert!(render(&rows).contains("OUTSIDE"));
+        assert!(
+            summary(&rows).contains("within; outside: makespan"),
+            "{}",
+            summary(&rows)
+        );
         assert_eq!(rel_diff(0.0, 1.0), None);
     }
 }

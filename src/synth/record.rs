@@ -23,9 +23,10 @@
 //!   worker's work counts; a sleep that began before the release (the start
 //!   barrier) or never ended is left out, and so is the wake-up that
 //!   ended it, so wake-ups given and waited for balance per task.
-//! - A task with more than [`MAX_OPS`] ops is kept as distributions
-//!   ([`TaskRec::overflowed`]): its ops are dropped, and the wake-ups it
-//!   gave and took become timer sleeps of its partners.
+//! - A task with more than [`MAX_OPS`] ops, or one that would take the
+//!   tree past [`MAX_TOTAL_OPS`] (memory stays bounded), is kept as
+//!   distributions ([`TaskRec::overflowed`]): its ops are dropped, and the
+//!   wake-ups it gave and took become timer sleeps of its partners.
 
 use std::collections::HashMap;
 
@@ -34,7 +35,12 @@ use crate::workload::latency::Latency;
 use crate::workload::replay::desc::Waker;
 
 /// Ops one task keeps as a sequence; beyond, it becomes distributions.
-pub const MAX_OPS: usize = 4096;
+/// 131,072: `perf bench sched pipe -l 20000` (up to four ops a loop) stays
+/// a sequence, its partner's wake-ups kept (at 4,096 it became timer sleeps
+/// of 1-2 µs, replayed 6.7 times longer: `schedlab bench replay`).
+pub const MAX_OPS: usize = 1 << 17;
+/// Ops the whole tree keeps as sequences (about 24 MB).
+pub const MAX_TOTAL_OPS: usize = 1 << 20;
 /// Samples a task keeps of its bursts and of its sleeps (for its
 /// distributions).
 const TASK_SAMPLES: usize = 256;
@@ -142,6 +148,8 @@ pub struct Recorder {
     by_tid: HashMap<i32, usize>,
     tgid: HashMap<i32, i32>,
     comm: HashMap<i32, String>,
+    /// Ops kept as sequences, every task's.
+    total_ops: usize,
 }
 
 impl Recorder {
@@ -165,6 +173,7 @@ impl Recorder {
             by_tid: HashMap::new(),
             tgid: tasks.iter().map(|t| (t.tid, t.tgid)).collect(),
             comm: tasks.iter().map(|t| (t.tid, t.comm.clone())).collect(),
+            total_ops: 0,
         };
         for (i, &pid) in roots.iter().enumerate() {
             r.add(pid, format!("t{i}"), None, false);
@@ -204,12 +213,14 @@ impl Recorder {
         if t.overflowed {
             return;
         }
-        if t.ops.len() >= MAX_OPS {
+        if t.ops.len() >= MAX_OPS || self.total_ops >= MAX_TOTAL_OPS {
             t.overflowed = true;
+            self.total_ops -= t.ops.len();
             t.ops = Vec::new();
             return;
         }
         t.ops.push(op);
+        self.total_ops += 1;
     }
 
     /// CPU of task `i` up to `ts` since it last got the CPU (or since the

@@ -24,6 +24,9 @@ pub enum ModelTask<'a> {
     Periodic { period_us: u64, run_us: u64 },
     /// Pairs passing a token: worker i hands off to worker i ^ 1.
     Pingpong,
+    /// A synthesized replay: each worker's tree of tasks with their bursts,
+    /// sleeps, wake-ups and forks (`crate::sim::replay`).
+    Replay(&'a super::replay::ReplayParams),
     /// The model does not represent it: why (a run's skip reason).
     Unmodelled(String),
 }

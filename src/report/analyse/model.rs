@@ -188,6 +188,7 @@ impl ModelMetric {
             }
             (ModelTask::Periodic { .. }, _) => &[WakeupP50, Slices, InvolSwitches, Migrations],
             (ModelTask::Pingpong, _) => &[RoundTrips],
+            (ModelTask::Replay(_), _) => &[Makespan, InvolSwitches],
             (ModelTask::Mixed(_) | ModelTask::Unmodelled(_), _) => &[],
         }
     }
@@ -516,6 +517,22 @@ fn calibrate_workload(
                  calibrated from the campaign",
                 w.kind()
             ));
+        }
+        ModelTask::Replay(r) => {
+            let what = match w {
+                Workload::Command(_) => format!(
+                    "predicted from its replay ({}), fidelity {}; its bursts costed at {:.4e} pi \
+                     iterations per CPU second (the replay's own)",
+                    r.source,
+                    r.fidelity.as_deref().unwrap_or("not checked"),
+                    r.pi_iter_per_s
+                ),
+                _ => format!(
+                    "its bursts costed at {:.4e} pi iterations per CPU second (the replay's own)",
+                    r.pi_iter_per_s
+                ),
+            };
+            return Ok((base.clone(), what));
         }
         ModelTask::Unmodelled(why) => return Err(why),
     }

@@ -87,13 +87,28 @@ impl Kind for CommandParams {
             .map_or(DEFAULT_ESTIMATE_S, |d| d as f64 / 1e9)
     }
 
-    /// Another program's CPU demand and blocking are unknown to the model.
+    /// The program's replay when it carries one (`replay`); else another
+    /// program's CPU demand and blocking are unknown to the model.
     fn model(&self) -> ModelTask<'_> {
-        ModelTask::Unmodelled(
-            "the model cannot represent another program (kind = \"command\"): its CPU \
-             demand and blocking are unknown to it"
-                .into(),
-        )
+        match &self.replay {
+            Some(r) => ModelTask::Replay(r),
+            None => ModelTask::Unmodelled(
+                "the model cannot represent another program (kind = \"command\"): its CPU \
+                 demand and blocking are unknown to it (a `replay` table from schedlab \
+                 synthesize lets it predict the program)"
+                    .into(),
+            ),
+        }
+    }
+
+    /// The worker runs the program: its replay stays behind.
+    fn lean(&self) -> Option<Workload> {
+        self.replay.as_ref().map(|_| {
+            Workload::Command(CommandParams {
+                replay: None,
+                ..self.clone()
+            })
+        })
     }
 
     /// A program stopped at release + `duration_s` runs that long.

@@ -71,6 +71,11 @@ pub struct CommandParams {
     /// A standard benchmark's parser and where it reads.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parser: Option<ParserSpec>,
+    /// The program's synthesized replay (`replay`: the `[workloads.replay]`
+    /// table `schedlab synthesize` writes, pasted): the model predicts the
+    /// program from it. Not sent to the worker.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<Box<crate::workload::replay::ReplayParams>>,
 }
 
 /// Where a figure is read.
@@ -149,6 +154,7 @@ pub const KEYS: &[&str] = &[
     "figures",
     "parser",
     "parser_from",
+    "replay",
 ];
 
 /// The keys of one figure's table.
@@ -201,6 +207,7 @@ pub fn parse(k: &Keys) -> Result<CommandParams, KeyError> {
     };
     let parser = parser(k)?;
     let figures = figures(k, parser.as_ref())?;
+    let replay = replay(k)?;
     Ok(CommandParams {
         argv,
         env,
@@ -213,7 +220,28 @@ pub fn parse(k: &Keys) -> Result<CommandParams, KeyError> {
         user,
         figures,
         parser,
+        replay,
     })
+}
+
+/// `replay`: a replay workload's table (its `kind`, if given, "replay").
+fn replay(k: &Keys) -> Result<Option<Box<crate::workload::replay::ReplayParams>>, KeyError> {
+    let Some(t) = k.table("replay")? else {
+        return Ok(None);
+    };
+    let r = k.nested("replay", t, "a command's replay");
+    if let Some(kind) = r.str("kind")?
+        && kind != "replay"
+    {
+        return Err(r.err(
+            "kind",
+            format!("must be \"replay\" (the table schedlab synthesize writes), got \"{kind}\""),
+        ));
+    }
+    match (crate::workload::replay::ENTRY.parse)(&r)? {
+        crate::workload::Workload::Replay(p) => Ok(Some(Box::new(p))),
+        _ => Err(r.err("kind", "is not a replay")),
+    }
 }
 
 fn no_nul(k: &Keys, key: &str, s: &str) -> Result<PathBuf, KeyError> {

@@ -44,6 +44,13 @@ pub struct ReplayParams {
     /// Bursts and sleeps are scaled by this (the spec's `scale`).
     #[serde(default = "one")]
     pub scale: f64,
+    /// The run it was synthesized from (`source`; information only).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub source: String,
+    /// How close it came to that run (`fidelity`, written by `schedlab
+    /// synthesize --check`); None: not checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fidelity: Option<String>,
 }
 
 fn one() -> f64 {
@@ -177,6 +184,9 @@ impl Kind for ReplayParams {
     fn cpu_bound(&self) -> bool {
         false
     }
+    fn model(&self) -> super::modelled::ModelTask<'_> {
+        super::modelled::ModelTask::Replay(self)
+    }
 }
 
 pub const ENTRY: Entry = Entry {
@@ -188,19 +198,23 @@ pub const ENTRY: Entry = Entry {
             "pi_iter_per_s",
             "source",
             "external_wakeups",
+            "fidelity",
         ])?;
         let tasks = desc::parse(k)?;
         let pi_iter_per_s = k.float("pi_iter_per_s")?.unwrap_or(0.0);
         if !(pi_iter_per_s.is_finite() && pi_iter_per_s >= 0.0) {
             return Err(k.err("pi_iter_per_s", "must be a non-negative rate"));
         }
-        let _ = k.str("source")?;
+        let source = k.str("source")?.unwrap_or_default().to_string();
+        let fidelity = k.str("fidelity")?.map(str::to_string);
         let _ = k.int("external_wakeups")?;
         Ok(Workload::Replay(ReplayParams {
             stop: Stop::Work(k.positive_or("passes", 1)?),
             tasks,
             pi_iter_per_s,
             scale: 1.0,
+            source,
+            fidelity,
         }))
     },
 };
@@ -259,6 +273,8 @@ tasks = [
             tasks: vec![],
             pi_iter_per_s: 1.0,
             scale: 1.0,
+            source: String::new(),
+            fidelity: None,
         };
         let ctx = WorkContext {
             fds: vec![],

@@ -61,7 +61,7 @@ pub fn quantile_at(table: &[u64], u: f64) -> u64 {
 
 /// The k-th draw of a low-discrepancy sequence in 0..1 (deterministic, no
 /// RNG state: the golden-ratio sequence).
-fn draw(k: u64, salt: usize) -> f64 {
+pub fn draw(k: u64, salt: usize) -> f64 {
     const PHI: f64 = 0.618_033_988_749_894_9;
     ((k as f64 + 0.5 + salt as f64 * 0.371) * PHI).fract()
 }
