@@ -23,6 +23,8 @@
 
 #[cfg(test)]
 mod function_length;
+pub mod planted;
+pub mod synth;
 
 use std::fmt::Display;
 use std::io::Write;

@@ -1003,7 +1003,7 @@ mod tests {
     fn process_rows_read_by_position_hold_what_the_records_hold() {
         let dir = tempfile::tempdir().unwrap();
         let mut store = Store::open(&dir.path().join("t.db")).unwrap();
-        crate::report::synth::create(&mut store, &crate::report::synth::SynthConfig::small())
+        crate::testing::synth::create(&mut store, &crate::testing::synth::SynthConfig::small())
             .unwrap();
         let frame = store.load_report_frame(None, None).unwrap();
         let ids: Vec<i64> = frame.runs.iter().map(|r| r.id).collect();

@@ -1222,7 +1222,7 @@ mod tests {
     /// included.
     #[test]
     fn figures_not_given_round_trip_as_null() {
-        use crate::report::synth::{synthetic_env, synthetic_process, synthetic_record};
+        use crate::testing::synth::{synthetic_env, synthetic_process, synthetic_record};
         let dir = tempfile::tempdir().unwrap();
         let mut store = Store::open(&dir.path().join("t.db")).unwrap();
         let toml = "name = \"t\"\n[matrix]\npolicy = [\"other\"]\nworkload = [\"pi\"]\n";
@@ -1285,7 +1285,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.db");
         let mut store = Store::open(&path).unwrap();
-        crate::report::synth::create(&mut store, &crate::report::synth::SynthConfig::small())
+        crate::testing::synth::create(&mut store, &crate::testing::synth::SynthConfig::small())
             .unwrap();
         // Rollback journal mode: opening for writing would switch it to WAL.
         let mode: String = store
@@ -1307,7 +1307,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.db");
         let mut writer = Store::open(&path).unwrap();
-        crate::report::synth::create(&mut writer, &crate::report::synth::SynthConfig::small())
+        crate::testing::synth::create(&mut writer, &crate::testing::synth::SynthConfig::small())
             .unwrap();
         let ro = Store::open_existing(&path).unwrap();
         assert!(!ro.finished_keys(1).unwrap().is_empty());
@@ -1354,7 +1354,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("a b?c#d%e.db");
         let mut store = Store::open(&path).unwrap();
-        crate::report::synth::create(&mut store, &crate::report::synth::SynthConfig::small())
+        crate::testing::synth::create(&mut store, &crate::testing::synth::SynthConfig::small())
             .unwrap();
         drop(store);
         let uri = immutable_uri(&path);

@@ -673,7 +673,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::synth;
+    use crate::testing::synth;
     use crate::trace::derive::derive;
     use crate::trace::derive::tests::*;
     use crate::trace::summary;

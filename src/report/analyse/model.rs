@@ -1092,7 +1092,7 @@ mod tests {
         let w = crate::plan::expand(&spec, 1).remove(0).workload.workload;
         let base = ModelParams::new(machine(), UNCALIBRATED, "t");
         let sched = ProcSched::fair(Policy::Other, 0);
-        let mut pr = crate::report::synth::synthetic_process(0, sched, 1_000_000, 10);
+        let mut pr = crate::testing::synth::synthetic_process(0, sched, 1_000_000, 10);
         pr.figures.insert("wakeup_p50_us".into(), 88.0);
         let procs = [pr];
         let cost = |policy| {
