@@ -11,7 +11,10 @@
 //! of one campaign, each analysed as if it were a campaign of its own
 //! ([`crate::report::analyse::level`]).
 //! `environment` and `spec_diff` say what differs besides the thing under
-//! test; `planted` makes synthetic pairs with known effects for the tests.
+//! test; [`crate::testing::planted`] makes synthetic pairs with known
+//! effects for the tests. The module sits beside the report, above it: it
+//! analyses each side through the report, and the report knows nothing of
+//! it.
 //! [`run`] returns [`EXIT_REGRESSION`] for `--fail-on regression` when a
 //! metric is worse beyond the margin with significance, and when nothing
 //! was tested (a gate that compared nothing fails).
