@@ -18,6 +18,8 @@ pub mod campaign;
 #[forbid(unsafe_code)]
 pub mod cli;
 #[forbid(unsafe_code)]
+pub mod compare;
+#[forbid(unsafe_code)]
 pub mod export;
 #[forbid(unsafe_code)]
 pub mod fields;

@@ -196,7 +196,7 @@ mod tests {
     #[test]
     fn process_json_keeps_the_usage_fields_flat() {
         let sched = crate::policy::ProcSched::realtime(crate::policy::Policy::Fifo, 50);
-        let mut p = crate::report::synth::synthetic_process(0, sched, 9, 3);
+        let mut p = crate::testing::synth::synthetic_process(0, sched, 9, 3);
         p.usage.maxrss_kb = Some(100);
         let v = serde_json::to_value(&p).unwrap();
         let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();

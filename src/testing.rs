@@ -20,9 +20,22 @@
 //! not capture (no `--nocapture` needed): a `SKIPPED` line when it happens,
 //! and, when the test program exits, below its `test result:` line, the
 //! count and list of the tests that reported `ok` without running.
+//!
+//! It also holds the synthetic fixtures the tests and `bench report` build
+//! campaigns from ([`synth`]: a spec's runs measured by a simple model;
+//! [`planted`]: a baseline and candidate with known effects for `compare`),
+//! and the house rules checked over `src/` by unit tests: no function over
+//! 150 lines, no file over 1,000 lines of code, no import against the
+//! layers (`function_length`, `file_length`, `layers`).
 
 #[cfg(test)]
+mod file_length;
+#[cfg(test)]
 mod function_length;
+#[cfg(test)]
+mod layers;
+pub mod planted;
+pub mod synth;
 
 use std::fmt::Display;
 use std::io::Write;

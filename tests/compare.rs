@@ -6,8 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
-use schedlab::report::compare::planted::{self, Planted};
 use schedlab::store::Store;
+use schedlab::testing::planted::{self, Planted};
 
 mod common;
 use common::{chromium, headless, schedlab, text};

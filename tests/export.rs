@@ -9,8 +9,8 @@ use std::process::Command;
 use schedlab::plan::Run;
 use schedlab::policy::{Policy, ProcSched};
 use schedlab::record::{ProcessRecord, RunRecord};
-use schedlab::report::synth;
 use schedlab::store::Store;
+use schedlab::testing::synth;
 
 /// `schedlab export --db DB --format FORMAT`: its standard output.
 fn export(db: &Path, format: &str) -> String {

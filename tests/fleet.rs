@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use common::{schedlab, text};
-use schedlab::report::synth::{self, SynthConfig};
 use schedlab::store::{Host, MIGRATIONS, Store};
+use schedlab::testing::synth::{self, SynthConfig};
 
 /// A small synthetic campaign "made" on `host` (hostname, host id).
 fn host_db(dir: &Path, file: &str, host: (&str, &str)) -> PathBuf {

@@ -4,9 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use schedlab::report::synth::{self, SynthConfig};
 use schedlab::report::{Format, Metric, Options, Report};
 use schedlab::store::Store;
+use schedlab::testing::synth::{self, SynthConfig};
 
 mod common;
 use common::{chromium, headless, schedlab, text};

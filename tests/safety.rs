@@ -338,7 +338,7 @@ fn output_db(dir: &Path, name: &str) -> (PathBuf, i64) {
     use schedlab::trace::{Capture, Event, EventKind, Task};
     let db = dir.join(name);
     let mut store = schedlab::store::Store::open(&db).unwrap();
-    schedlab::report::synth::create(&mut store, &schedlab::report::synth::SynthConfig::small())
+    schedlab::testing::synth::create(&mut store, &schedlab::testing::synth::SynthConfig::small())
         .unwrap();
     let run: i64 = rusqlite::Connection::open(&db)
         .unwrap()

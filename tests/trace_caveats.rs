@@ -7,8 +7,8 @@
 
 use std::process::Command;
 
-use schedlab::report::synth;
 use schedlab::store::Store;
+use schedlab::testing::synth;
 use schedlab::trace::{Capture, Event, EventKind, Task};
 
 fn sw(ts_ns: u64, cpu: u32, prev: i32, prev_state: u64, next: i32) -> Event {

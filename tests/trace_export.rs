@@ -354,8 +354,8 @@ fn lost_events_are_flagged_in_the_decoded_trace() {
 /// A database with a synthetic campaign whose first ok run is traced, second
 /// is not, and third is traced with lost events: (dir, db, run ids).
 fn traced_db() -> (tempfile::TempDir, std::path::PathBuf, [i64; 3]) {
-    use schedlab::report::synth;
     use schedlab::store::Store;
+    use schedlab::testing::synth;
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("traced.db");
     let mut store = Store::open(&db).unwrap();

@@ -9,9 +9,9 @@ use anyhow::{Context, Result};
 use std::path::PathBuf;
 use std::time::Instant;
 
-use crate::report::synth::{self, SynthConfig};
 use crate::report::{Format, Options, Report};
 use crate::store::Store;
+use crate::testing::synth::{self, SynthConfig};
 
 /// Report time target: the analysis and three renderings take at most this
 /// many times what SQLite alone takes to step through the same rows

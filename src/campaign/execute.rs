@@ -252,7 +252,7 @@ fn describe(rec: &RunRecord) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::synth;
+    use crate::testing::synth;
     use std::path::Path;
 
     /// An executor that makes up records: ok runs with a makespan of the

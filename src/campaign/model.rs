@@ -56,7 +56,7 @@ mod tests {
         let text = "name = \"m\"\n[matrix]\npolicy = [\"fifo\"]\nworkload = [\"w\"]\nprocesses = [2]\n\
                     cpus = [\"0\"]\n[workloads.w]\nkind = \"pi\"\niterations = 1000000\n";
         let spec = crate::spec::load(text, "m.toml", &[]).unwrap();
-        let env = crate::report::synth::synthetic_env(2);
+        let env = crate::testing::synth::synthetic_env(2);
         let machine = sim::Machine::from_env(&env, 3_000_000);
         let mut rates = crate::workload::Rates {
             pi_iter_per_s: 1e9,

@@ -1,13 +1,13 @@
 //! `schedlab compare`: its arguments turned into the plain
-//! [`crate::report::compare::RunOptions`] that
-//! [`crate::report::compare::run`] carries out.
+//! [`crate::compare::RunOptions`] that
+//! [`crate::compare::run`] carries out.
 
 use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
 
 use super::report::metrics_or_all;
-use crate::report::compare::{self, CompareOptions, EnvField, RunOptions};
+use crate::compare::{self, CompareOptions, EnvField, RunOptions};
 use crate::report::{Format, Metric, Options};
 
 /// Arguments of `schedlab compare`.
@@ -60,7 +60,7 @@ pub(super) struct CompareArgs {
     #[arg(long, default_value_t = 2000, value_name = "N", value_parser = clap::value_parser!(u64).range(100..=1_000_000))]
     resamples: u64,
     /// Equivalence margin (e.g. 2%): each row is equivalent within it, different, or neither shown (default: the spec's compare_margin_pct).
-    #[arg(long, value_name = "PCT", allow_hyphen_values = true, value_parser = crate::report::compare::parse_margin_pct)]
+    #[arg(long, value_name = "PCT", allow_hyphen_values = true, value_parser = crate::compare::parse_margin_pct)]
     margin: Option<f64>,
     /// Only the baseline's runs of this machine level (matrix.machine).
     #[arg(long, value_name = "LEVEL")]

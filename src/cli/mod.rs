@@ -217,8 +217,7 @@ pub fn main() -> i32 {
         Err(e) => {
             note!("error: {}", out::esc_lines(&format!("{e:#}")));
             if e.downcast_ref::<SpecError>().is_some()
-                || e.downcast_ref::<crate::report::compare::CompareError>()
-                    .is_some()
+                || e.downcast_ref::<crate::compare::CompareError>().is_some()
             {
                 2
             } else {

@@ -7,8 +7,8 @@
 use clap::ValueEnum;
 use clap::builder::PossibleValue;
 
+use crate::compare::EnvField;
 use crate::report::Metric;
-use crate::report::compare::EnvField;
 use crate::store::RunFactor;
 
 impl ValueEnum for Metric {

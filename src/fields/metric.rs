@@ -6,8 +6,8 @@
 
 use serde::{Serialize, Serializer};
 
+use super::process::ReportProcess;
 use super::{FIELD_COUNT, FIELDS, Field, FieldDef};
-use crate::store::ReportProcess;
 
 /// A measured quantity. Per-process metrics are averaged over the processes
 /// of a run to give the run's value; `makespan` is a property of the run.
@@ -611,7 +611,7 @@ mod tests {
             nice: Some(0),
             rt_priority: None,
             wall_ns: 2_000_000_000,
-            usage: crate::store::ReportUsage {
+            usage: crate::fields::process::ReportUsage {
                 utime_us: 1_500_000,
                 stime_us: 500_000,
                 nvcsw: Some(3),

@@ -13,6 +13,7 @@
 //! adds its column.
 
 pub mod metric;
+pub mod process;
 
 use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde::ser::SerializeMap;

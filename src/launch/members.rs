@@ -206,7 +206,7 @@ mod tests {
 
     #[test]
     fn rt_fraction_follows_the_knobs_and_unlimited_is_one() {
-        let mut env = crate::report::synth::synthetic_env(2);
+        let mut env = crate::testing::synth::synthetic_env(2);
         env.sched_rt_runtime_us = Some(500_000);
         env.sched_rt_period_us = Some(1_000_000);
         assert_eq!(rt_fraction(&env), 0.5);

@@ -43,7 +43,7 @@ use crate::record::{RunRecord, RunStatus};
 use crate::spec::{Spec, WrrSettings};
 use crate::sys::envinfo::EnvSnapshot;
 use crate::sys::probe;
-use crate::trace::Capture;
+use crate::trace::{Capture, Prediction};
 use crate::wrr::Mechanism;
 
 pub use guard::ParentPriority;
@@ -54,7 +54,7 @@ pub enum Outcome {
     /// capture when the run was traced.
     Done(Box<RunRecord>, Option<Box<Capture>>),
     /// Carried out by the model: store it with its predicted timeline.
-    Predicted(Box<RunRecord>, Box<crate::sim::Prediction>),
+    Predicted(Box<RunRecord>, Box<Prediction>),
     /// The user stopped schedlab (signal number) while the run was going: its
     /// workers were killed and nothing is stored, so it runs again on resume.
     Interrupted(i32),

@@ -10,7 +10,6 @@
 pub mod analyse;
 pub mod blocks;
 pub mod charts;
-pub mod compare;
 pub mod detectable;
 pub mod fmt;
 pub mod html;
@@ -18,7 +17,6 @@ pub use crate::fields::metric;
 pub mod rounds;
 pub mod sections;
 pub mod svg;
-pub mod synth;
 pub mod window;
 
 use anyhow::{Context, Result};

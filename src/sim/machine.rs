@@ -403,15 +403,16 @@ mod tests {
         let run = crate::plan::expand(&spec, 1).remove(0);
         let sched = crate::policy::ProcSched::fair(crate::policy::Policy::Other, 0);
         let mut procs = vec![
-            crate::report::synth::synthetic_process(0, sched, 9, 3),
-            crate::report::synth::synthetic_process(1, sched, 9, 3),
+            crate::testing::synth::synthetic_process(0, sched, 9, 3),
+            crate::testing::synth::synthetic_process(1, sched, 9, 3),
         ];
         for p in &mut procs {
             p.work = Some(300_000_000);
             p.run_ns = Some(400_000_000);
         }
-        let env = crate::report::synth::synthetic_env(2);
-        let record = crate::report::synth::synthetic_record(&run, &env, vec![0, 1], 0, None, procs);
+        let env = crate::testing::synth::synthetic_env(2);
+        let record =
+            crate::testing::synth::synthetic_record(&run, &env, vec![0, 1], 0, None, procs);
         let rates = Rates {
             pi_iter_per_s: 1.0,
             hash_per_s: 1.0,
@@ -437,7 +438,7 @@ mod tests {
 
     #[test]
     fn machine_from_an_environment() {
-        let env = crate::report::synth::synthetic_env(2);
+        let env = crate::testing::synth::synthetic_env(2);
         let m = Machine::from_env(&env, 3_000_000);
         assert_eq!((m.cpus, m.hz, m.base_slice_ns), (2, 250, 3_000_000));
         assert_eq!(m.tick_ns(), 4_000_000);

@@ -12,16 +12,9 @@ use crate::trace::derive::{Derived, Migration, Slice, WakeUp};
 use crate::trace::summary::WorkWindow;
 use crate::trace::{Capture, SwitchEnd, Task};
 
-/// A simulated run's timeline as a capture (no events) and what the store
-/// derives from one.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Prediction {
-    pub capture: Capture,
-    pub derived: Derived,
-    /// Each worker's own window (its start to its end after the release)
-    /// on the model's clock, as a traced run's are on the trace's.
-    pub windows: Vec<WorkWindow>,
-}
+/// The timeline's type sits in `trace` (the launcher carries it and knows
+/// nothing of the model).
+pub use crate::trace::Prediction;
 
 /// The task id a process of a simulated run has in its timeline: its
 /// index + 1 (0 is the idle task in a kernel trace; the model's processes

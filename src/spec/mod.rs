@@ -485,10 +485,7 @@ mod tests {
         let on = load(&format!("compare_margin_pct = 2.5\n{base}"), "t.toml", &[]).unwrap();
         assert_eq!(on.compare_margin_pct, Some(2.5));
         let json = serde_json::to_string(&on).unwrap();
-        assert_eq!(
-            crate::report::compare::analyse::spec_margin_pct(&json),
-            Some(2.5)
-        );
+        assert_eq!(crate::compare::analyse::spec_margin_pct(&json), Some(2.5));
         for bad in ["0", "100", "-1", "\"2%\""] {
             let e = load(
                 &format!("compare_margin_pct = {bad}\n{base}"),

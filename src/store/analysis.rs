@@ -18,7 +18,7 @@ use super::counts;
 use super::named::{Columns, Named};
 use crate::plan::Run;
 use crate::policy::{Policy, ProcSched};
-use crate::record::{KernelCounts, ProcessRecord, ProcessUsage};
+use crate::record::{ProcessRecord, ProcessUsage};
 
 /// A campaign as the report describes it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -194,35 +194,7 @@ pub struct ReportEnvironment {
     pub cpu_topology: Option<crate::sys::topology::CpuTopology>,
 }
 
-/// The measured figures of one worker process of an ok run.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ReportProcess {
-    pub run_id: i64,
-    pub process_index: i64,
-    pub nice: Option<i64>,
-    pub rt_priority: Option<i64>,
-    pub wall_ns: i64,
-    pub usage: ReportUsage,
-    pub run_ns: Option<i64>,
-    pub wait_ns: Option<i64>,
-    pub timeslices: Option<i64>,
-    pub work: Option<i64>,
-    /// End of the process's measured work after barrier release.
-    pub end_ns: Option<i64>,
-    pub kernel: KernelCounts,
-}
-
-/// The part of a process's [`ProcessUsage`] the report's metrics use. A
-/// report holds a million of these for a large campaign, so the fault and
-/// memory counters, which no metric reads, are left out. Switches are None
-/// where the kernel did not give them (a program's tree).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ReportUsage {
-    pub utime_us: u64,
-    pub stime_us: u64,
-    pub nvcsw: Option<u64>,
-    pub nivcsw: Option<u64>,
-}
+pub use crate::fields::process::{ReportProcess, ReportUsage};
 
 /// A campaign as the report's analysis takes it: plain data, no database.
 /// `P` is what became of each run's worker processes: the rows themselves,
@@ -1003,7 +975,7 @@ mod tests {
     fn process_rows_read_by_position_hold_what_the_records_hold() {
         let dir = tempfile::tempdir().unwrap();
         let mut store = Store::open(&dir.path().join("t.db")).unwrap();
-        crate::report::synth::create(&mut store, &crate::report::synth::SynthConfig::small())
+        crate::testing::synth::create(&mut store, &crate::testing::synth::SynthConfig::small())
             .unwrap();
         let frame = store.load_report_frame(None, None).unwrap();
         let ids: Vec<i64> = frame.runs.iter().map(|r| r.id).collect();

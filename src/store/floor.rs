@@ -64,7 +64,7 @@ fn touch(row: &rusqlite::Row<'_>, columns: usize) -> Result<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::synth::{self, SynthConfig};
+    use crate::testing::synth::{self, SynthConfig};
 
     #[test]
     fn the_floor_reads_every_row_the_synthetic_campaign_wrote() {

@@ -11,7 +11,13 @@ pub const MAX_LINES: usize = 150;
 
 /// `src` with comments and the contents of literals replaced by spaces
 /// (line breaks kept, so line numbers stay).
-fn blank(src: &str) -> String {
+pub(super) fn blank(src: &str) -> String {
+    blank_with(src, true)
+}
+
+/// `src` with its comments replaced by spaces, and the contents of its
+/// literals too when `literals` (line breaks kept).
+pub(super) fn blank_with(src: &str, literals: bool) -> String {
     let b: Vec<char> = src.chars().collect();
     let mut out = String::with_capacity(src.len());
     let blank_to = |out: &mut String, from: usize, to: usize| {
@@ -64,7 +70,12 @@ fn blank(src: &str) -> String {
             i += 1;
             continue;
         };
-        blank_to(&mut out, i, end);
+        let comment = starts(i, "//") || starts(i, "/*");
+        if comment || literals {
+            blank_to(&mut out, i, end);
+        } else {
+            out.extend(&b[i..end]);
+        }
         i = end;
     }
     out
@@ -156,11 +167,11 @@ pub fn functions(src: &str) -> Vec<(String, usize, usize)> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use std::path::Path;
 
-    fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    pub(in crate::testing) fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
         for e in std::fs::read_dir(dir).expect("reading src/") {
             let p = e.expect("a directory entry").path();
             if p.is_dir() {

@@ -17,11 +17,13 @@ pub mod event;
 pub mod export;
 pub mod perfetto;
 pub mod placement;
+pub mod prediction;
 pub mod summary;
 pub mod verdict;
 
 pub use analysed::Analysed;
 pub use event::{Capture, Event, EventKind, SwitchEnd, Task};
+pub use prediction::Prediction;
 pub mod capture;
 pub mod format;
 pub mod ring;

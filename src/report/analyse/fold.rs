@@ -283,7 +283,7 @@ mod tests {
     fn synthetic() -> (tempfile::TempDir, Store, Vec<ReportRun>, Vec<Vec<usize>>) {
         let dir = tempfile::tempdir().unwrap();
         let mut store = Store::open(&dir.path().join("t.db")).unwrap();
-        crate::report::synth::create(&mut store, &crate::report::synth::SynthConfig::small())
+        crate::testing::synth::create(&mut store, &crate::testing::synth::SynthConfig::small())
             .unwrap();
         let frame = store.load_report_frame(None, None).unwrap();
         let order = super::super::groups::spec_order(&frame.campaign.spec_json);

@@ -271,7 +271,7 @@ mod tests {
     fn p99_comparisons_not_separated_say_what_could_have_been_seen() {
         // The planted pair's baseline: OTHER and BATCH with the same latency
         // (1.5 % run-to-run noise), 10 runs each, in 2 groups.
-        use crate::report::compare::planted::{Planted, latency, report_data};
+        use crate::testing::planted::{Planted, latency, report_data};
         let cfg = Planted::new(10);
         let data = report_data(&cfg, false, 1).unwrap();
         let hist = latency(&cfg, &data, false);

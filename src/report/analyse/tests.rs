@@ -6,7 +6,7 @@ use super::*;
 use crate::policy::ProcSched;
 use crate::record::{ProcessRecord, RunStatus};
 use crate::report::sections::Section;
-use crate::report::synth::{synthetic_env, synthetic_process, synthetic_record};
+use crate::testing::synth::{synthetic_env, synthetic_process, synthetic_record};
 
 /// A campaign of pi × 2 processes with the given per-run wall times
 /// (s) per policy, analysed on wall time only.
@@ -587,7 +587,8 @@ fn the_same_data_give_the_same_analysis_as_the_store() {
     // gives.
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open(&dir.path().join("t.db")).unwrap();
-    crate::report::synth::create(&mut store, &crate::report::synth::SynthConfig::small()).unwrap();
+    crate::testing::synth::create(&mut store, &crate::testing::synth::SynthConfig::small())
+        .unwrap();
     let opts = Options::default();
     let data = store.load_report_data(None).unwrap();
     assert_eq!(data.processes.len(), data.runs.len());
@@ -604,7 +605,8 @@ fn the_same_data_give_the_same_analysis_as_the_store() {
 fn the_store_folds_each_run_once_by_process_index() {
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open(&dir.path().join("t.db")).unwrap();
-    crate::report::synth::create(&mut store, &crate::report::synth::SynthConfig::small()).unwrap();
+    crate::testing::synth::create(&mut store, &crate::testing::synth::SynthConfig::small())
+        .unwrap();
     let mut made = 0;
     let data = store
         .load_report_data_with(None, |c| {

@@ -437,9 +437,9 @@ mod tests {
     use super::*;
     use crate::policy::{Policy, ProcSched};
     use crate::record::Interference;
-    use crate::report::synth::{synthetic_env, synthetic_process, synthetic_record};
     use crate::report::{Options, analyse};
     use crate::store::Store;
+    use crate::testing::synth::{synthetic_env, synthetic_process, synthetic_record};
 
     /// The notes of a campaign of three OTHER runs of two processes on a
     /// 2-CPU machine whose load average at start was `load` (the runs'

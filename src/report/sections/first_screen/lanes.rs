@@ -182,7 +182,7 @@ mod tests {
 
     #[test]
     fn a_lane_per_cpu_with_the_median_over_ok_runs() {
-        use crate::report::compare::planted::{Planted, report_data};
+        use crate::testing::planted::{Planted, report_data};
         let data = report_data(&Planted::new(4), false, 1).unwrap();
         let mut a = crate::report::analyse::analyse_data(data, &Default::default());
         // The planted runs are pinned to CPU 0: one CPU, no lanes.

@@ -1,7 +1,7 @@
 use super::*;
 use crate::report::sections::details::choose_set;
-use crate::report::synth;
 use crate::store::{RunTrace, Store, TraceInfo};
+use crate::testing::synth;
 use crate::trace::derive::tests::*;
 
 fn info(run_id: i64, unusable: bool) -> RunTrace {

@@ -604,8 +604,8 @@ impl Section for TraceSection {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::synth;
     use crate::store::Store;
+    use crate::testing::synth;
     use crate::trace::derive::tests::*;
 
     /// A synthetic campaign with two runs traced (one lost events), and

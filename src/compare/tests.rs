@@ -9,10 +9,10 @@ use super::analyse::{
     parse_margin_pct,
 };
 use super::environment::EnvField;
-use super::planted::{Planted, latency, report_data};
 use super::render;
 use crate::report::analyse::{Analysis, Options, analyse_data};
 use crate::report::{Format, Metric};
+use crate::testing::planted::{Planted, latency, report_data};
 
 const METRICS: [Metric; 4] = [Metric::Wall, Metric::Utime, Metric::Stime, Metric::Nivcsw];
 

@@ -9,9 +9,12 @@
 //! report's blocks and renders it to HTML, Markdown or JSON.
 //! With `--machine A --vs-machine B` the two sides are two machine levels
 //! of one campaign, each analysed as if it were a campaign of its own
-//! ([`super::analyse::level`]).
+//! ([`crate::report::analyse::level`]).
 //! `environment` and `spec_diff` say what differs besides the thing under
-//! test; `planted` makes synthetic pairs with known effects for the tests.
+//! test; [`crate::testing::planted`] makes synthetic pairs with known
+//! effects for the tests. The module sits beside the report, above it: it
+//! analyses each side through the report, and the report knows nothing of
+//! it.
 //! [`run`] returns [`EXIT_REGRESSION`] for `--fail-on regression` when a
 //! metric is worse beyond the margin with significance, and when nothing
 //! was tested (a gate that compared nothing fails).
@@ -21,7 +24,6 @@ pub mod charts;
 pub mod environment;
 #[cfg(test)]
 mod levels_tests;
-pub mod planted;
 pub mod render;
 pub mod spec_diff;
 #[cfg(test)]
@@ -30,7 +32,7 @@ mod tests;
 use anyhow::{Context, Result};
 use std::path::PathBuf;
 
-use super::{Analysis, Format};
+use crate::report::{Analysis, Format};
 use crate::store::Store;
 
 pub use analyse::{
@@ -93,7 +95,7 @@ struct Loaded {
     analysis: Analysis,
     sched_ext: Vec<Option<String>>,
     /// None when the campaign stored no latency histograms.
-    latency: Option<super::analyse::latency::LatencyAnalysis>,
+    latency: Option<crate::report::analyse::latency::LatencyAnalysis>,
 }
 
 fn load(
@@ -103,9 +105,9 @@ fn load(
     machine: (&str, Option<&String>),
     opts: &CompareOptions,
 ) -> Result<Loaded> {
-    let analysis = super::analyse(
+    let analysis = crate::report::analyse(
         store,
-        &super::Options {
+        &crate::report::Options {
             campaign,
             machine: machine.1.cloned(),
             ..opts.analysis.clone()
@@ -130,7 +132,11 @@ fn load(
         .campaign_latency(&analysis.campaign_ids())
         .with_context(|| format!("reading the latency histograms of {db}"))?;
     let latency = (!histograms.is_empty()).then(|| {
-        super::analyse::latency::analyse(&analysis, &histograms, opts.analysis.bootstrap_seed)
+        crate::report::analyse::latency::analyse(
+            &analysis,
+            &histograms,
+            opts.analysis.bootstrap_seed,
+        )
     });
     Ok(Loaded {
         db,

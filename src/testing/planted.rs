@@ -11,7 +11,7 @@
 
 use anyhow::{Context, Result};
 
-use super::super::synth::{synthetic_env, synthetic_process, synthetic_record};
+use super::synth::{synthetic_env, synthetic_process, synthetic_record};
 use crate::plan::Run;
 use crate::policy::ProcSched;
 use crate::record::{ProcessRecord, ProcessUsage, RunRecord};
@@ -24,7 +24,7 @@ use crate::store::{
 use crate::sys::envinfo::EnvSnapshot;
 use crate::workload::latency::Latency;
 
-use super::super::fmt::fnv1a;
+use crate::report::fmt::fnv1a;
 
 /// The planted pair.
 #[derive(Debug, Clone, PartialEq)]

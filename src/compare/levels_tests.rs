@@ -5,11 +5,11 @@
 //! and the same level twice as the same campaign.
 
 use super::analyse::{CompareOptions, Verdict};
-use super::planted::{Planted, create_machines};
 use super::{RunOptions, build, render};
 use crate::report::analyse::Options;
 use crate::report::{Format, Metric};
 use crate::store::Store;
+use crate::testing::planted::{Planted, create_machines};
 
 fn options(db: &std::path::Path, machine: &str, vs_machine: Option<&str>) -> RunOptions {
     RunOptions {

@@ -1,0 +1,37 @@
+//! A worker process's measured figures as the analyses read them (the
+//! report, `compare`, the campaign's precision rule): the row type every
+//! [`super::metric::MetricDef`] takes a value of. It sits here, beside the
+//! registry, below the store that fills it from the `processes` table and
+//! the report that reads it.
+
+use super::ProcessFields;
+
+/// The measured figures of one worker process of an ok run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReportProcess {
+    pub run_id: i64,
+    pub process_index: i64,
+    pub nice: Option<i64>,
+    pub rt_priority: Option<i64>,
+    pub wall_ns: i64,
+    pub usage: ReportUsage,
+    pub run_ns: Option<i64>,
+    pub wait_ns: Option<i64>,
+    pub timeslices: Option<i64>,
+    pub work: Option<i64>,
+    /// End of the process's measured work after barrier release.
+    pub end_ns: Option<i64>,
+    pub kernel: ProcessFields,
+}
+
+/// The part of a process's [`crate::record::ProcessUsage`] the report's
+/// metrics use. A report holds a million of these for a large campaign, so
+/// the fault and memory counters, which no metric reads, are left out.
+/// Switches are None where the kernel did not give them (a program's tree).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReportUsage {
+    pub utime_us: u64,
+    pub stime_us: u64,
+    pub nvcsw: Option<u64>,
+    pub nivcsw: Option<u64>,
+}
