@@ -70,6 +70,7 @@ impl MachineExecutor {
             false => None,
         };
         let mut launcher = Launcher::new(spec, env, signals);
+        launcher.quiet = opts.quiet;
         if let Some(g) = &trace_guard {
             launcher.trace_into(TraceTarget {
                 root: g.root().to_path_buf(),

@@ -92,6 +92,8 @@ pub struct Launcher {
     pub wrr: WrrSettings,
     /// `sched_rt_period_us`: how long an RT hog warms up before release.
     pub rt_period_us: i64,
+    /// Say nothing on standard error during a run (`--quiet`).
+    pub quiet: bool,
     /// Where runs are traced (tracefs root and instance name), when the
     /// campaign traces them ([`Launcher::trace_into`]).
     trace: Option<TraceTarget>,
@@ -129,6 +131,7 @@ impl Launcher {
             hog: spec.hog.clone(),
             wrr: spec.wrr,
             rt_period_us: env.sched_rt_period_us.unwrap_or(1_000_000),
+            quiet: false,
             trace: None,
             kept_trace: std::sync::Mutex::new(None),
             wrr_mechanism: std::sync::OnceLock::new(),

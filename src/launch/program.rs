@@ -12,7 +12,7 @@ use std::path::Path;
 
 use crate::policy::Policy;
 use crate::record::{ProcessRecord, ProcessUsage};
-use crate::sys::cgroup::TreeStats;
+use crate::sys::cgroup::{Escaped, TreeStats};
 use crate::sys::proc::Exit;
 use crate::workload::command::CommandParams;
 use crate::workload::command::figures::{self, Captured};
@@ -36,6 +36,13 @@ pub struct Observed<'a> {
     pub run_dir: Option<&'a Path>,
     /// The tree's figures, read once its last process had gone.
     pub stats: TreeStats,
+    /// The processes (pid, command) left when the program itself exited
+    /// before the rest of its tree.
+    pub left: &'a [(i32, String)],
+    /// Those were killed at the program's exit (`end = "exit"`).
+    pub killed_at_exit: bool,
+    /// Processes of the tree found alive outside its groups, killed.
+    pub escaped: &'a [Escaped],
 }
 
 /// A program's process record, and why it failed when it did.
@@ -53,6 +60,12 @@ pub fn record(o: &Observed, outputs: &Outputs) -> (ProcessRecord, Option<String>
         .or(o.run_dir)
         .unwrap_or(Path::new("."));
     let mut failure = match (o.stopped || exit_ok, o.end_ns) {
+        _ if !o.escaped.is_empty() => Some(escape_failure(o.escaped)),
+        (_, None) if !o.left.is_empty() => Some(format!(
+            "its process tree did not end: the program (pid {}) exited, and left {}",
+            o.pid,
+            super::trees::describe(o.left)
+        )),
         (_, None) => Some("its process tree did not end".to_string()),
         (false, _) => Some(format!(
             "the program ended with {} (ok_exit: {:?})",
@@ -114,6 +127,17 @@ pub fn record(o: &Observed, outputs: &Outputs) -> (ProcessRecord, Option<String>
         stderr_tail: tail,
     };
     (record, failure)
+}
+
+/// Why a tree some of whose processes left its groups fails: its figures
+/// miss them from the moment they left, and its end is not theirs.
+fn escape_failure(escaped: &[Escaped]) -> String {
+    let named: Vec<(i32, String)> = escaped.iter().map(|e| (e.pid, e.command.clone())).collect();
+    format!(
+        "processes of its tree moved themselves out of its cgroups and lived on unmeasured \
+         (killed by schedlab): {}",
+        super::trees::describe(&named)
+    )
 }
 
 /// The tree's usage: CPU, switches, page faults and peak memory of every
@@ -196,6 +220,24 @@ pub fn extra(o: &Observed, outputs: &Outputs) -> serde_json::Value {
     });
     if let Some(c) = policy_caveat(o.member.sched.policy, &o.stats.exit_policies) {
         v["caveat"] = c.into();
+    }
+    let named = |l: &[(i32, String)]| -> serde_json::Value {
+        l.iter()
+            .map(|(pid, command)| serde_json::json!({"pid": pid, "command": command}))
+            .collect()
+    };
+    if !o.left.is_empty() {
+        // The processes that outlived the program, and what became of them.
+        v["left_at_exit"] = named(o.left);
+        v["killed_at_exit"] = o.killed_at_exit.into();
+    }
+    if !o.escaped.is_empty() {
+        let l: Vec<(i32, String)> = o
+            .escaped
+            .iter()
+            .map(|e| (e.pid, e.command.clone()))
+            .collect();
+        v["escaped_cgroups"] = named(&l);
     }
     v
 }

@@ -284,7 +284,8 @@ impl RecordContext<'_> {
             (
                 RunStatus::TimedOut,
                 format!(
-                    "the run exceeded timeout_s = {timeout_s} s; {unfinished} of {total} workers were killed"
+                    "the run exceeded timeout_s = {timeout_s} s; {unfinished} of {total} workers were killed{}",
+                    self.lived_on()
                 ),
             )
         } else if !failures.is_empty() {
@@ -335,7 +336,31 @@ impl RecordContext<'_> {
             stopped: self.waited.stopped.contains(&index),
             run_dir: self.run_dir,
             stats: tree.stats(),
+            left: self.waited.left.get(&index).map_or(&[], Vec::as_slice),
+            killed_at_exit: self.waited.killed_at_exit.contains(&index),
+            escaped: self.waited.escaped.get(&index).map_or(&[], Vec::as_slice),
         }
+    }
+
+    /// What the programs that exited before their trees left behind, for
+    /// a timed-out run's reason: `; worker 0's program exited, and its
+    /// tree lived on: pid 12 (sleep 30)`.
+    fn lived_on(&self) -> String {
+        let mut left: Vec<_> = self
+            .waited
+            .left
+            .iter()
+            .filter(|(i, _)| !self.waited.killed_at_exit.contains(i))
+            .collect();
+        left.sort_by_key(|(i, _)| **i);
+        left.iter()
+            .map(|(i, l)| {
+                format!(
+                    "; worker {i}'s program exited, and its tree lived on: {}",
+                    super::trees::describe(l)
+                )
+            })
+            .collect()
     }
 
     fn since(&self, t: u64) -> u64 {

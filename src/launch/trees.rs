@@ -5,10 +5,18 @@
 //! [`NOTE_EVERY_NS`] (so that exit records of reparented tasks are still
 //! the tree's). With `duration_s`, every tree gets SIGTERM at release +
 //! duration and SIGKILL after `grace_s`: such a tree was stopped by us.
+//!
+//! A tree whose top exited while other processes of it live on (a daemon)
+//! is named at once on standard error (pid and command of each), and its
+//! list is kept for the run's record; with `end = "exit"` those processes
+//! are killed then, and the run ends with its program. When a tree is seen
+//! empty, processes of it alive outside its groups (they moved themselves
+//! out: `sys::cgroup::escapes`) are killed and named.
 
 use std::collections::{HashMap, HashSet};
 
-use crate::sys::cgroup::TreeGroup;
+use crate::sys::cgroup::{Escaped, TreeGroup, kill_escaped};
+use crate::workload::command::params::End;
 
 use super::members::Member;
 
@@ -29,6 +37,18 @@ pub struct TreeWatch<'a> {
     pub ended_ns: HashMap<usize, u64>,
     /// Trees stopped at the end of `duration_s`.
     pub stopped: HashSet<usize>,
+    /// Per member whose top exited before the rest of its tree: the
+    /// processes left then (pid, command), or at the timeout's kill.
+    pub left: HashMap<usize, Vec<(i32, String)>>,
+    /// Members whose tree's rest was killed at their program's exit
+    /// (`end = "exit"`).
+    pub killed_at_exit: HashSet<usize>,
+    /// Per member: its processes found alive outside its groups, killed.
+    pub escaped: HashMap<usize, Vec<Escaped>>,
+    /// Each member's `end` (`tree` for other kinds).
+    ends: Vec<End>,
+    /// Say nothing on standard error.
+    quiet: bool,
     stop_at_ns: Option<u64>,
     grace_ns: u64,
     kill_at_ns: Option<u64>,
@@ -36,13 +56,26 @@ pub struct TreeWatch<'a> {
 }
 
 impl<'a> TreeWatch<'a> {
-    pub fn new(trees: &'a [Option<TreeGroup>], members: &[Member], release_ns: u64) -> Self {
+    pub fn new(
+        trees: &'a [Option<TreeGroup>],
+        members: &[Member],
+        release_ns: u64,
+        quiet: bool,
+    ) -> Self {
         let command = members.iter().find_map(|m| m.workload.command());
         TreeWatch {
             trees,
             pending: HashSet::new(),
             ended_ns: HashMap::new(),
             stopped: HashSet::new(),
+            left: HashMap::new(),
+            killed_at_exit: HashSet::new(),
+            escaped: HashMap::new(),
+            ends: members
+                .iter()
+                .map(|m| m.workload.command().map_or(End::Tree, |c| c.end))
+                .collect(),
+            quiet,
             stop_at_ns: command.and_then(|c| c.duration_ns).map(|d| release_ns + d),
             grace_ns: command.map_or(0, |c| c.grace_ns),
             kill_at_ns: None,
@@ -60,19 +93,64 @@ impl<'a> TreeWatch<'a> {
         self.tree(index).is_some()
     }
 
-    /// Member `index`'s top process was reaped at `seen_ns`.
-    pub fn top_reaped(&mut self, index: usize, seen_ns: u64) {
+    /// Member `index`'s top process `pid` was reaped at `seen_ns`
+    /// (monotonic), `release_ns` being the run's release.
+    pub fn top_reaped(&mut self, index: usize, pid: i32, seen_ns: u64, release_ns: u64) {
         let Some(Some(tree)) = self.trees.get(index) else {
             return;
         };
-        match tree.populated() {
-            true => {
-                self.pending.insert(index);
-            }
-            false => {
-                self.ended_ns.insert(index, seen_ns);
-            }
+        if !tree.populated() {
+            self.tree_ended(index, seen_ns);
+            return;
         }
+        self.pending.insert(index);
+        let left = remaining(tree);
+        let at_exit = self.ends.get(index) == Some(&End::Exit);
+        if !self.quiet {
+            note!(
+                "worker {index}: its program (pid {pid}) exited {:.2} s after release, {}: {}",
+                seen_ns.saturating_sub(release_ns) as f64 / 1e9,
+                match at_exit {
+                    true => "and end = \"exit\": killing what is left of its tree",
+                    false =>
+                        "but its process tree lives on (the run waits for it; end = \"exit\" \
+                              would end it here)",
+                },
+                crate::out::esc(&describe(&left)),
+            );
+        }
+        self.left.insert(index, left);
+        if at_exit {
+            // The run's end is the program's; the tree is waited for until
+            // it is empty, so that its figures are complete.
+            self.killed_at_exit.insert(index);
+            self.ended_ns.insert(index, seen_ns);
+            tree.kill_now();
+        }
+    }
+
+    /// Member `index`'s tree was seen empty at `now_ns`: what of it lives
+    /// on outside its groups is killed and kept.
+    fn tree_ended(&mut self, index: usize, now_ns: u64) {
+        self.ended_ns.entry(index).or_insert(now_ns);
+        let Some(tree) = self.tree(index) else {
+            return;
+        };
+        let escaped = tree.escaped();
+        if escaped.is_empty() {
+            return;
+        }
+        let killed = kill_escaped(&escaped);
+        if !self.quiet {
+            let named: Vec<(i32, String)> =
+                escaped.iter().map(|e| (e.pid, e.command.clone())).collect();
+            note!(
+                "worker {index}: processes of its tree left its cgroups and lived on outside \
+                 them: {} (killed: {killed:?})",
+                crate::out::esc(&describe(&named))
+            );
+        }
+        self.escaped.insert(index, escaped);
     }
 
     /// Whether a reaped program still has processes in its tree.
@@ -95,7 +173,7 @@ impl<'a> TreeWatch<'a> {
             .collect();
         for i in emptied {
             self.pending.remove(&i);
-            self.ended_ns.insert(i, now_ns);
+            self.tree_ended(i, now_ns);
         }
         if now_ns >= self.next_note_ns {
             self.live().for_each(|(_, t)| t.note_members());
@@ -131,8 +209,18 @@ impl<'a> TreeWatch<'a> {
         Some(next)
     }
 
-    /// SIGKILL to every tree that still has processes.
-    pub fn kill_all(&self) {
+    /// SIGKILL to every tree that still has processes; the processes a
+    /// reaped program left are noted first (what the timeout found).
+    pub fn kill_all(&mut self) {
+        let pending: Vec<usize> = self.pending.iter().copied().collect();
+        for i in pending {
+            if let Some(t) = self.tree(i) {
+                let now = remaining(t);
+                if !now.is_empty() {
+                    self.left.insert(i, now);
+                }
+            }
+        }
         self.live().for_each(|(_, t)| t.kill_now());
     }
 
@@ -147,5 +235,44 @@ impl<'a> TreeWatch<'a> {
             .enumerate()
             .filter_map(|(i, t)| t.as_ref().map(|t| (i, t)))
             .filter(|(_, t)| t.populated())
+    }
+}
+
+/// The processes of `tree` now, with their command lines.
+fn remaining(tree: &TreeGroup) -> Vec<(i32, String)> {
+    tree.procs()
+        .into_iter()
+        .map(|p| (p, crate::sys::procfs::command_line(p)))
+        .collect()
+}
+
+/// How many processes to name in a line; the rest are counted.
+const NAMED: usize = 8;
+
+/// `pid 12 (sleep 30), pid 13 (…)`: the first [`NAMED`], then how many more.
+pub fn describe(procs: &[(i32, String)]) -> String {
+    let mut s = procs
+        .iter()
+        .take(NAMED)
+        .map(|(p, c)| format!("pid {p} ({c})"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if procs.len() > NAMED {
+        s.push_str(&format!(" and {} more", procs.len() - NAMED));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn processes_are_named_up_to_a_bound() {
+        let few = [(12, "sleep 30".to_string())];
+        assert_eq!(describe(&few), "pid 12 (sleep 30)");
+        let many: Vec<(i32, String)> = (0..10).map(|i| (i, "x".to_string())).collect();
+        let d = describe(&many);
+        assert!(d.ends_with("pid 7 (x) and 2 more"), "{d}");
     }
 }

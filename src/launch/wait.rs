@@ -52,7 +52,7 @@ impl Released {
             before,
             release_ns,
         } = self;
-        let mut trees = TreeWatch::new(&spawned.trees, members, release_ns);
+        let mut trees = TreeWatch::new(&spawned.trees, members, release_ns, l.quiet);
         let watched = Watched {
             workers: &mut spawned.workers,
             hogs: &hogs,
@@ -63,6 +63,9 @@ impl Released {
         let waited = wait_all(l, watched, release_ns, &mut trees).map(|mut w| {
             w.tree_end = std::mem::take(&mut trees.ended_ns);
             w.stopped = std::mem::take(&mut trees.stopped);
+            w.left = std::mem::take(&mut trees.left);
+            w.killed_at_exit = std::mem::take(&mut trees.killed_at_exit);
+            w.escaped = std::mem::take(&mut trees.escaped);
             w
         });
         let ext_report = spawned.prepared.ext_sched.take().map(|mut x| {
@@ -121,6 +124,15 @@ pub struct Waited {
     pub tree_end: HashMap<usize, u64>,
     /// Members whose program's tree schedlab stopped (`duration_s`).
     pub stopped: std::collections::HashSet<usize>,
+    /// Per member whose program exited before the rest of its tree: the
+    /// processes left (pid, command).
+    pub left: HashMap<usize, Vec<(i32, String)>>,
+    /// Members whose tree's rest was killed at the program's exit
+    /// (`end = "exit"`).
+    pub killed_at_exit: std::collections::HashSet<usize>,
+    /// Per member: processes of its tree found alive outside its groups
+    /// (and killed).
+    pub escaped: HashMap<usize, Vec<crate::sys::cgroup::Escaped>>,
 }
 
 /// Tokens of the wait's own descriptors in the poller (the pipes' are
@@ -172,6 +184,9 @@ fn wait_all(
         others: HashMap::new(),
         tree_end: HashMap::new(),
         stopped: Default::default(),
+        left: HashMap::new(),
+        killed_at_exit: Default::default(),
+        escaped: HashMap::new(),
     };
     let deadline_ns = release_ns + l.timeout.as_nanos() as u64;
     let mut killed = false;
@@ -211,7 +226,7 @@ fn wait_all(
             if live.remove(&pid) {
                 w.ended.insert(pid, (exit, usage, stat, seen_ns));
                 if let Some(index) = pids.iter().position(|&p| p == pid) {
-                    trees.top_reaped(index, seen_ns);
+                    trees.top_reaped(index, pid, seen_ns, release_ns);
                 }
             } else {
                 w.others.insert(pid, (exit, usage));

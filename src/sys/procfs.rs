@@ -212,6 +212,41 @@ pub fn parse_stat_state(text: &str) -> Option<char> {
     rest.trim_start().chars().next()
 }
 
+/// A `/proc/PID/stat` text's parent pid (field 4), process group (field
+/// 5) and start time (field 22, clock ticks after boot): with the pid, the
+/// start time names one process for good (a recycled pid starts later).
+pub fn parse_stat_parent_start(text: &str) -> Option<(i32, i32, u64)> {
+    let (_, rest) = text.rsplit_once(')')?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    Some((
+        fields.get(1)?.parse().ok()?,
+        fields.get(2)?.parse().ok()?,
+        fields.get(19)?.parse().ok()?,
+    ))
+}
+
+/// What [`state_parent_start`] reads of a process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lineage {
+    pub state: char,
+    pub ppid: i32,
+    pub pgrp: i32,
+    pub start_ticks: u64,
+}
+
+/// Process `pid`'s state letter, parent, process group and start time
+/// (see [`parse_stat_parent_start`]); None once it is gone.
+pub fn state_parent_start(pid: i32) -> Option<Lineage> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (ppid, pgrp, start_ticks) = parse_stat_parent_start(&text)?;
+    Some(Lineage {
+        state: parse_stat_state(&text)?,
+        ppid,
+        pgrp,
+        start_ticks,
+    })
+}
+
 /// The state letter of process `pid`, None when it is gone.
 pub fn state(pid: i32) -> Option<char> {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
@@ -222,6 +257,47 @@ pub fn state(pid: i32) -> Option<char> {
 /// The name (`comm`) of process or thread `pid`.
 pub fn comm(pid: i32) -> Option<String> {
     read_trimmed(Path::new(&format!("/proc/{pid}/comm")))
+}
+
+/// The longest command line [`command_line`] gives, in characters.
+const COMMAND_LINE_CHARS: usize = 80;
+
+/// A `/proc/PID/cmdline` text as one line: its arguments joined by spaces,
+/// at most [`COMMAND_LINE_CHARS`] characters (`…` when cut); None when
+/// empty (a kernel thread, a zombie).
+pub fn parse_cmdline(bytes: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(bytes);
+    let joined = text
+        .split('\0')
+        .filter(|a| !a.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    if joined.is_empty() {
+        return None;
+    }
+    match joined.char_indices().nth(COMMAND_LINE_CHARS) {
+        Some((cut, _)) => Some(format!("{}…", &joined[..cut])),
+        None => Some(joined),
+    }
+}
+
+/// What process `pid` runs, for messages: its command line, else its
+/// name in brackets, else `?` (it is gone).
+pub fn command_line(pid: i32) -> String {
+    use std::io::Read;
+    // A process in the middle of its exec reads as empty for a moment.
+    for _ in 0..5 {
+        let mut bytes = Vec::new();
+        let read = std::fs::File::open(format!("/proc/{pid}/cmdline"))
+            .and_then(|f| f.take(4096).read_to_end(&mut bytes));
+        if let Some(line) = read.ok().and_then(|_| parse_cmdline(&bytes)) {
+            return line;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    comm(pid)
+        .map(|c| format!("[{c}]"))
+        .unwrap_or_else(|| "?".into())
 }
 
 /// The `Tgid:` line of a `/proc/PID/status` text: the process a task
@@ -247,6 +323,29 @@ pub fn parse_loadavg_1m(text: &str) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parent_and_start_time_come_after_a_name_with_spaces_and_parens() {
+        let text = "42 (a) b (c) S 7 42 42 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 98765 1000 10";
+        assert_eq!(parse_stat_parent_start(text), Some((7, 42, 98765)));
+        assert_eq!(parse_stat_parent_start("42 (x) S 7"), None);
+        let me = state_parent_start(std::process::id() as i32).unwrap();
+        assert_ne!(me.state, 'Z');
+        assert!(me.start_ticks > 0);
+    }
+
+    #[test]
+    fn a_command_line_is_one_bounded_line() {
+        assert_eq!(
+            parse_cmdline(b"sleep\x0030\x00").as_deref(),
+            Some("sleep 30")
+        );
+        assert_eq!(parse_cmdline(b""), None);
+        let long = parse_cmdline(&[b'x'; 200]).unwrap();
+        assert_eq!(long.chars().count(), COMMAND_LINE_CHARS + 1);
+        assert!(long.ends_with('…'));
+        assert!(command_line(std::process::id() as i32).len() > 1);
+    }
 
     #[test]
     fn stat_state_after_a_name_with_spaces_and_parens() {

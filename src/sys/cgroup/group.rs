@@ -3,7 +3,7 @@
 //! grace, and its figures read. Dropping it kills what is left and
 //! removes its groups.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -21,13 +21,16 @@ const DROP_WAIT: Duration = Duration::from_secs(5);
 /// One worker's groups; see the module documentation.
 pub struct TreeGroup {
     session: TreeGroups,
-    dirs: GroupDirs,
+    pub(super) dirs: GroupDirs,
     cpuacct: Option<PathBuf>,
     memory: Option<PathBuf>,
     start_seq: u64,
-    top: Option<i32>,
+    pub(super) top: Option<i32>,
     /// Every task seen in the group, for attributing exit records.
     known: Mutex<BTreeSet<i32>>,
+    /// Every process seen in the group, with its start time (clock ticks
+    /// after boot), for finding those that left it (`escapes.rs`).
+    pub(super) seen: Mutex<BTreeMap<i32, u64>>,
     /// The counters at release ([`mark_release`](Self::mark_release)).
     at_release: Option<AtRelease>,
 }
@@ -60,6 +63,7 @@ impl TreeGroups {
             start_seq,
             top: None,
             known: Mutex::new(BTreeSet::new()),
+            seen: Mutex::new(BTreeMap::new()),
             at_release: None,
         };
         for (h, parent) in &self.inner.parents {
@@ -150,6 +154,7 @@ impl TreeGroup {
         if let Ok(mut k) = self.known.lock() {
             k.extend(threads);
         }
+        self.note_processes();
     }
 
     /// Waits until the tree is empty, noting its members meanwhile; the

@@ -41,10 +41,12 @@
 //! `owned.rs` (proving a journaled group is schedlab's: no symbolic link,
 //! its marker), `watchdog.rs` (the process outside schedlab that thaws,
 //! lowers and kills the trees when schedlab dies), `taskstats.rs`,
-//! `exits.rs`, `control.rs`, `session.rs`
+//! `exits.rs`, `escapes.rs` (processes that left their tree's groups
+//! while alive: found, named and killed), `control.rs`, `session.rs`
 //! ([`TreeGroups`]), `group.rs` ([`TreeGroup`]), `stats.rs`.
 
 mod control;
+mod escapes;
 mod exits;
 mod files;
 mod freezer;
@@ -64,6 +66,7 @@ use std::path::Path;
 use anyhow::Result;
 
 pub use control::{Stopper, TreeControl};
+pub use escapes::{Escaped, kill_escaped};
 pub use files::{CpuStat, parse_cpu_stat};
 pub use group::TreeGroup;
 pub use layout::{Hierarchy, Layout, plan_layout};

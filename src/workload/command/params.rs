@@ -14,6 +14,7 @@
 //! duration_s = 10                          # SIGTERM at release + 10 s, SIGKILL after grace_s
 //! grace_s = 5
 //! ok_exit = [0]
+//! end = "tree"                             # or "exit": the run ends with the program itself
 //! user = "nobody"
 //! parser = "hackbench"                     # figures of a standard benchmark
 //! parser_from = "stdout"                   # where the parser reads (default: the tool's own)
@@ -62,6 +63,11 @@ pub struct CommandParams {
     pub grace_ns: u64,
     /// Exit statuses that count as success.
     pub ok_exit: Vec<u8>,
+    /// When the program's run ends: once its whole tree has exited (the
+    /// default), or once the program itself has (the rest of its tree is
+    /// then killed, and the run's `extra.command` says so).
+    #[serde(default, skip_serializing_if = "End::is_tree")]
+    pub end: End,
     /// Run the program (and `setup`) as this user; `None`: as schedlab.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
@@ -76,6 +82,24 @@ pub struct CommandParams {
     /// program from it. Not sent to the worker.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<Box<crate::workload::replay::ReplayParams>>,
+}
+
+/// A `command` workload's `end` key: what ends its run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum End {
+    /// The last process of the program's tree has exited.
+    #[default]
+    Tree,
+    /// The program itself (the tree's top process) has exited; whatever
+    /// of its tree is left is killed.
+    Exit,
+}
+
+impl End {
+    fn is_tree(&self) -> bool {
+        *self == End::Tree
+    }
 }
 
 /// Where a figure is read.
@@ -150,6 +174,7 @@ pub const KEYS: &[&str] = &[
     "duration_s",
     "grace_s",
     "ok_exit",
+    "end",
     "user",
     "figures",
     "parser",
@@ -201,6 +226,10 @@ pub fn parse(k: &Keys) -> Result<CommandParams, KeyError> {
         }
     };
     let ok_exit = ok_exit(k)?;
+    let end = match k.choice("end", &["tree", "exit"], "tree")? {
+        "exit" => End::Exit,
+        _ => End::Tree,
+    };
     let user = match k.str("user")? {
         None => None,
         Some(u) => Some(known_user(k, u)?),
@@ -217,6 +246,7 @@ pub fn parse(k: &Keys) -> Result<CommandParams, KeyError> {
         duration_ns,
         grace_ns,
         ok_exit,
+        end,
         user,
         figures,
         parser,
@@ -705,6 +735,20 @@ mod tests {
     }
 
     #[test]
+    fn end_is_tree_or_exit_and_named_when_wrong() {
+        let p = parse_str("argv = [\"x\"]\nend = \"exit\"").unwrap();
+        assert_eq!(p.end, End::Exit);
+        // The default is not written out: stored descriptions stay as they were.
+        let json = serde_json::to_string(&parse_str("argv = [\"x\"]").unwrap()).unwrap();
+        assert!(!json.contains("end"), "{json}");
+        let back: CommandParams = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.end, End::Tree);
+        let e = err("argv = [\"x\"]\nend = \"top\"");
+        assert_eq!(e.key, "workloads.build.end");
+        assert!(e.message.contains("tree, exit"), "{e:?}");
+    }
+
+    #[test]
     fn the_issue_example_parses_with_its_defaults() {
         let p = parse_str(
             r#"
@@ -722,6 +766,7 @@ mod tests {
         assert_eq!(p.setup, ["make", "-C", "src", "clean"]);
         assert_eq!(p.ok_exit, [0]);
         assert_eq!(p.grace_ns, 5_000_000_000);
+        assert_eq!(p.end, End::Tree);
         assert_eq!(
             (p.duration_ns, &p.cwd, &p.stdin, &p.user),
             (None, &None, &None, &None)
