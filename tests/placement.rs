@@ -168,9 +168,14 @@ fn flipped_affinity_is_counted_by_the_trace_and_the_kernel_alike() {
     let schedlab_pid = child.id() as i32;
     // The worker: schedlab's forked child running the pi workload.
     let start = Instant::now();
+    // A child counts once it is still not the watchdog 30 ms later: the
+    // watchdog's cmdline is schedlab's own until it has exec'd.
     let worker = loop {
         if let Some(pid) = children(schedlab_pid).into_iter().next() {
-            break pid;
+            std::thread::sleep(Duration::from_millis(30));
+            if children(schedlab_pid).contains(&pid) {
+                break pid;
+            }
         }
         assert!(
             start.elapsed() < Duration::from_secs(30),
