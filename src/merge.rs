@@ -57,8 +57,12 @@ pub fn run(opts: &MergeOptions) -> Result<i32> {
         open_source(s)?;
     }
     let lock = locks::database_lock_path(&opts.output);
+    // A new destination that a failure (a full disk) leaves holding no
+    // merged source is removed, with the files made beside it: it must not
+    // stay behind as a 0-byte file that is "not a schedlab database".
+    let made = NewDestination::before(&opts.output, &lock);
     let what = format!("schedlab merge into {}", opts.output.display());
-    let _held = locks::try_take(&lock, &locks::holder_note(&what))
+    let held = locks::try_take(&lock, &locks::holder_note(&what))
         .with_context(|| format!("cannot lock {}", lock.display()))?
         .ok_or_else(|| {
             anyhow::anyhow!(
@@ -67,7 +71,54 @@ pub fn run(opts: &MergeOptions) -> Result<i32> {
                 locks::holder(&lock)
             )
         })?;
-    let mut dest = Store::open(&opts.output)?;
+    let mut merged_sources = 0;
+    let merged = Store::open(&opts.output)
+        .and_then(|mut dest| merge_all(opts, &mut dest, &mut merged_sources));
+    drop(held);
+    if merged.is_err()
+        && merged_sources == 0
+        && let Some(made) = made
+    {
+        made.remove();
+    }
+    merged
+}
+
+/// A destination that did not exist before the merge: the database, its
+/// SQLite side files and its runner lock, none of which existed.
+struct NewDestination(Vec<PathBuf>);
+
+impl NewDestination {
+    /// `None` when the database (or any of its files) exists already.
+    fn before(db: &Path, lock: &Path) -> Option<NewDestination> {
+        let side = |suffix: &str| PathBuf::from(format!("{}{suffix}", db.display()));
+        let paths = vec![
+            db.to_path_buf(),
+            side("-wal"),
+            side("-shm"),
+            side("-journal"),
+            lock.to_path_buf(),
+        ];
+        paths
+            .iter()
+            .all(|p| std::fs::symlink_metadata(p).is_err())
+            .then_some(NewDestination(paths))
+    }
+
+    /// Remove what the failed merge made (the database closed, the lock
+    /// released), saying so.
+    fn remove(self) {
+        for p in self.0 {
+            if std::fs::remove_file(&p).is_ok() {
+                note!("removed {}, which the failed merge had made", out::path(&p));
+            }
+        }
+    }
+}
+
+/// Merge each source into `dest` in turn, one transaction each, counting
+/// the sources merged.
+fn merge_all(opts: &MergeOptions, dest: &mut Store, merged_sources: &mut usize) -> Result<i32> {
     for path in &opts.sources {
         let src = open_source(path)?;
         let bar = progress_bar(&src, opts.quiet)?;
@@ -96,6 +147,7 @@ pub fn run(opts: &MergeOptions) -> Result<i32> {
         if let Some(b) = bar {
             b.finish_and_clear();
         }
+        *merged_sources += 1;
         if !opts.quiet {
             let differing = if counts.runs_differing > 0 {
                 format!(

@@ -620,3 +620,57 @@ fn parquet_export_reads_back_with_the_csv_rows_and_values() {
         format!("[('alpha', {na}, {wa}), ('beta', {nb}, {wb})]")
     );
 }
+
+/// A tmpfs of `size` mounted on `dir` for the test's life, unmounted on
+/// drop (failed or not).
+struct SmallDisk(PathBuf);
+
+impl SmallDisk {
+    fn mount(dir: &Path, size: &str) -> Option<SmallDisk> {
+        std::fs::create_dir_all(dir).unwrap();
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir)
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then(|| SmallDisk(dir.to_path_buf()))
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_merge_into_a_new_database_on_a_full_disk_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = host_db(dir.path(), "a.db", HOST_A);
+    let b = host_db(dir.path(), "b.db", HOST_B);
+    if !schedlab::testing::require(
+        schedlab::sys::proc::euid() == 0,
+        "needs root to mount a small tmpfs",
+    ) {
+        return;
+    }
+    // 48 KiB: too small for the schema, so the database cannot even be made.
+    let Some(disk) = SmallDisk::mount(&dir.path().join("small"), "48k") else {
+        panic!("mount -t tmpfs failed as root");
+    };
+    let fleet = disk.0.join("fleet.db");
+    let o = merge(dir.path(), &[&a, &b], &fleet);
+    let t = text(&o);
+    assert!(!o.status.success(), "{t}");
+    assert!(t.contains("disk is full"), "{t}");
+    assert!(t.contains("removed") && t.contains("fleet.db"), "{t}");
+    let left: Vec<_> = std::fs::read_dir(&disk.0)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "the failed merge left {left:?}: {t}");
+    // With room, the same merge works: nothing left was in its way.
+    drop(disk);
+    let roomy = dir.path().join("roomy.db");
+    assert!(merge(dir.path(), &[&a, &b], &roomy).status.success());
+}
