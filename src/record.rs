@@ -187,8 +187,37 @@ pub struct SliceRow {
     pub cpu_ns: u64,
 }
 
+/// The reason of a run that exceeded `timeout_s`: how many of its
+/// `workers` were still running and so killed (none when each had finished
+/// and the run waited on other processes).
+pub fn timeout_reason(timeout_s: f64, killed: usize, workers: usize) -> String {
+    let what = match (killed, workers) {
+        (0, 1) => "its worker had finished".to_string(),
+        (0, n) => format!("each of its {n} workers had finished"),
+        (1, 1) => "its worker was killed".to_string(),
+        (k, n) if k == n => format!("all {n} of its workers were killed"),
+        (1, n) => format!("1 of its {n} workers was killed"),
+        (k, n) => format!("{k} of its {n} workers were killed"),
+    };
+    format!("the run exceeded timeout_s = {timeout_s} s; {what}")
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_timeout_reason_counts_its_killed_workers_in_plain_words() {
+        let r = |k, n| super::timeout_reason(2.5, k, n);
+        assert_eq!(
+            r(0, 1),
+            "the run exceeded timeout_s = 2.5 s; its worker had finished"
+        );
+        assert!(r(0, 3).ends_with("each of its 3 workers had finished"));
+        assert!(r(1, 1).ends_with("its worker was killed"));
+        assert!(r(1, 4).ends_with("1 of its 4 workers was killed"));
+        assert!(r(2, 4).ends_with("2 of its 4 workers were killed"));
+        assert!(r(4, 4).ends_with("all 4 of its workers were killed"));
+    }
+
     use super::*;
 
     /// The usage is embedded flattened: a process keeps `utime_us`, …,

@@ -284,7 +284,8 @@ impl RecordContext<'_> {
             (
                 RunStatus::TimedOut,
                 format!(
-                    "the run exceeded timeout_s = {timeout_s} s; {unfinished} of {total} workers were killed{}",
+                    "{}{}",
+                    crate::record::timeout_reason(timeout_s, unfinished, total),
                     self.lived_on()
                 ),
             )

@@ -558,10 +558,10 @@ impl BuildCtx<'_> {
         } else if out.timed_out {
             let unfinished = workers().filter(|p| !p.ok).count();
             record.status = RunStatus::TimedOut;
-            record.reason = format!(
-                "the run exceeded timeout_s = {} s; {unfinished} of {} workers were killed",
+            record.reason = crate::record::timeout_reason(
                 spec.timeout_ns as f64 / 1e9,
-                workers().count()
+                unfinished,
+                workers().count(),
             );
         }
         super::describe::add_placement(&mut record, &out, release_ns);
