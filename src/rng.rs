@@ -6,6 +6,17 @@
 //! as `rand` do not promise that `shuffle` yields the same order across
 //! versions; this module does, because its algorithm is fixed here.
 
+/// FNV-1a 64 of a string: a fixed hash that derives seeds from labels (a
+/// bootstrap interval's, a synthetic run's), the same in every version.
+pub fn fnv1a(s: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in s.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
 /// SplitMix64 (Steele, Lea, Flood 2014): 64-bit state, passes BigCrush, and is
 /// the generator Java's `SplittableRandom` uses.
 #[derive(Debug, Clone)]

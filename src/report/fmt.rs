@@ -298,16 +298,6 @@ pub fn esc(s: &str) -> String {
     out
 }
 
-/// FNV-1a 64 of a string: derives per-interval bootstrap seeds from labels.
-pub fn fnv1a(s: &str) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in s.bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -24,7 +24,7 @@ use crate::store::{
 use crate::sys::envinfo::EnvSnapshot;
 use crate::workload::latency::Latency;
 
-use crate::report::fmt::fnv1a;
+use crate::rng::fnv1a;
 
 /// The planted pair.
 #[derive(Debug, Clone, PartialEq)]

@@ -14,7 +14,7 @@ use crate::stats::fairness::nice_weight;
 use crate::store::Store;
 use crate::sys::envinfo::EnvSnapshot;
 
-use crate::report::fmt::fnv1a;
+use crate::rng::fnv1a;
 
 /// What happens to one run instead of the model's measurement.
 #[derive(Debug, Clone, PartialEq)]

@@ -8,8 +8,8 @@ use super::{
     SKEW_THRESHOLD,
 };
 use super::{Options, Settings, par_map};
-use crate::report::fmt::fnv1a;
 use crate::report::metric::Metric;
+use crate::rng::fnv1a;
 use crate::stats::{self, Summary};
 use crate::store::ReportRun;
 use serde::Serialize;
