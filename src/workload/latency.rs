@@ -16,13 +16,55 @@ const SIGFIG: u8 = 3;
 /// costs about this much).
 const LOWEST_NS: u64 = 16;
 
+/// Up to this many events a histogram keeps the values themselves (8
+/// bytes each) rather than HdrHistogram's buckets, which take some 150 KiB
+/// once values span milliseconds to seconds: a model run of 10,000
+/// processes with two histograms each needed 2.4 GB. Every figure is
+/// computed on the histogram those values make, so both forms give the
+/// same numbers.
+const FEW_MAX: usize = 4096;
+
 /// A latency histogram in nanoseconds.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Latency(Histogram<u64>);
+#[derive(Debug, Clone)]
+pub struct Latency(Repr);
+
+#[derive(Debug, Clone)]
+enum Repr {
+    /// At most [`FEW_MAX`] values, in the order recorded.
+    Few(Vec<u64>),
+    Buckets(Histogram<u64>),
+}
 
 impl Default for Latency {
     fn default() -> Self {
         Latency::new()
+    }
+}
+
+impl PartialEq for Latency {
+    fn eq(&self, other: &Latency) -> bool {
+        match (&self.0, &other.0) {
+            (Repr::Few(a), Repr::Few(b)) => a == b,
+            _ => self.histogram() == other.histogram(),
+        }
+    }
+}
+
+/// An empty bucket histogram that grows to whatever it records.
+fn empty_buckets() -> Histogram<u64> {
+    let mut h = Histogram::new_with_bounds(LOWEST_NS, LOWEST_NS * 2, SIGFIG)
+        .expect("constant histogram bounds are valid");
+    h.auto(true);
+    h
+}
+
+/// Record `count` events of `ns` each, saturating at the top: with
+/// auto-resize on, recording can only fail for values beyond u64 range of
+/// the bucket arithmetic.
+fn record_buckets(h: &mut Histogram<u64>, ns: u64, count: u64) {
+    if count > 0 && h.record_n(ns, count).is_err() {
+        let top = h.high();
+        let _ = h.record_n(top, count);
     }
 }
 
@@ -40,71 +82,116 @@ pub struct Percentiles {
 impl Latency {
     /// An empty histogram that grows to whatever it records.
     pub fn new() -> Latency {
-        let mut h = Histogram::new_with_bounds(LOWEST_NS, LOWEST_NS * 2, SIGFIG)
-            .expect("constant histogram bounds are valid");
-        h.auto(true);
-        Latency(h)
+        Latency(Repr::Few(Vec::new()))
+    }
+
+    /// The bucket histogram of what was recorded (built from the values
+    /// when only a few were).
+    fn histogram(&self) -> std::borrow::Cow<'_, Histogram<u64>> {
+        match &self.0 {
+            Repr::Buckets(h) => std::borrow::Cow::Borrowed(h),
+            Repr::Few(values) => {
+                let mut h = empty_buckets();
+                for &v in values {
+                    record_buckets(&mut h, v, 1);
+                }
+                std::borrow::Cow::Owned(h)
+            }
+        }
+    }
+
+    /// The bucket form, from here on.
+    fn buckets(&mut self) -> &mut Histogram<u64> {
+        if let Repr::Few(_) = self.0 {
+            self.0 = Repr::Buckets(self.histogram().into_owned());
+        }
+        match &mut self.0 {
+            Repr::Buckets(h) => h,
+            Repr::Few(_) => unreachable!("just made buckets"),
+        }
     }
 
     /// Record one event of `ns` nanoseconds (0 counts as the lowest bucket).
     pub fn record_ns(&mut self, ns: u64) {
-        // With auto-resize on, recording can only fail for values beyond
-        // u64 range of the bucket arithmetic; saturate at the top instead.
-        if self.0.record(ns).is_err() {
-            let top = self.0.high();
-            let _ = self.0.record(top);
+        match &mut self.0 {
+            Repr::Few(values) if values.len() < FEW_MAX => values.push(ns),
+            _ => record_buckets(self.buckets(), ns, 1),
         }
     }
 
     /// Record `count` events of `ns` nanoseconds each (a tool's histogram
     /// bucket), saturating at the top as `record_ns` does.
     pub fn record_n_ns(&mut self, ns: u64, count: u64) {
-        if count > 0 && self.0.record_n(ns, count).is_err() {
-            let top = self.0.high();
-            let _ = self.0.record_n(top, count);
+        match &mut self.0 {
+            Repr::Few(values) if values.len() as u64 + count <= FEW_MAX as u64 => {
+                values.extend(std::iter::repeat_n(ns, count as usize));
+            }
+            _ => record_buckets(self.buckets(), ns, count),
         }
     }
 
     /// Add every event of `other`.
     pub fn add(&mut self, other: &Latency) {
-        // Auto-resizing histograms accept any other's range.
-        let _ = self.0.add(&other.0);
+        match (&mut self.0, &other.0) {
+            (Repr::Few(mine), Repr::Few(theirs)) if mine.len() + theirs.len() <= FEW_MAX => {
+                mine.extend_from_slice(theirs);
+            }
+            // Auto-resizing histograms accept any other's range.
+            _ => {
+                let _ = self.buckets().add(&*other.histogram());
+            }
+        }
     }
 
     pub fn count(&self) -> u64 {
-        self.0.len()
+        match &self.0 {
+            Repr::Few(values) => values.len() as u64,
+            Repr::Buckets(h) => h.len(),
+        }
     }
 
     /// The value at quantile `q` (0..=1), in nanoseconds; 0 when empty.
     pub fn quantile_ns(&self, q: f64) -> u64 {
-        if self.0.is_empty() {
+        if self.count() == 0 {
             return 0;
         }
-        self.0.value_at_quantile(q)
+        self.histogram().value_at_quantile(q)
     }
 
     /// Events recorded below `ns`, at the histogram's resolution (3
     /// significant digits): the bucket holding `ns` counts as not below, so
     /// that differences of these counts bin every event once.
     pub fn count_below(&self, ns: u64) -> u64 {
-        if self.0.is_empty() {
+        if self.count() == 0 {
             return 0;
         }
-        match self.0.lowest_equivalent(ns) {
+        let h = self.histogram();
+        match h.lowest_equivalent(ns) {
             0 => 0,
-            low => self.0.count_between(0, low - 1),
+            low => h.count_between(0, low - 1),
         }
     }
 
     /// p50, p90, p99, p99.9 and max.
     pub fn percentiles(&self) -> Percentiles {
+        if self.count() == 0 {
+            return Percentiles {
+                count: 0,
+                p50_ns: 0,
+                p90_ns: 0,
+                p99_ns: 0,
+                p999_ns: 0,
+                max_ns: 0,
+            };
+        }
+        let h = self.histogram();
         Percentiles {
-            count: self.count(),
-            p50_ns: self.quantile_ns(0.5),
-            p90_ns: self.quantile_ns(0.9),
-            p99_ns: self.quantile_ns(0.99),
-            p999_ns: self.quantile_ns(0.999),
-            max_ns: if self.0.is_empty() { 0 } else { self.0.max() },
+            count: h.len(),
+            p50_ns: h.value_at_quantile(0.5),
+            p90_ns: h.value_at_quantile(0.9),
+            p99_ns: h.value_at_quantile(0.99),
+            p999_ns: h.value_at_quantile(0.999),
+            max_ns: h.max(),
         }
     }
 
@@ -113,7 +200,7 @@ impl Latency {
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::new();
         V2Serializer::new()
-            .serialize(&self.0, &mut out)
+            .serialize(&*self.histogram(), &mut out)
             .expect("serialising into memory cannot fail");
         out
     }
@@ -124,7 +211,7 @@ impl Latency {
             .deserialize(&mut &bytes[..])
             .map_err(|e| anyhow::anyhow!("not a latency histogram: {e:?}"))?;
         h.auto(true);
-        Ok(Latency(h))
+        Ok(Latency(Repr::Buckets(h)))
     }
 
     /// The pooled histogram of many.
@@ -183,6 +270,53 @@ mod tests {
             assert!(within_3_digits(got, want), "q {q}: {got} vs {want}");
         }
         assert!(within_3_digits(p.max_ns, *values.last().unwrap()));
+    }
+
+    /// Below and above [`FEW_MAX`] events, recorded one by one, by count
+    /// or pooled, the figures are those of one bucket histogram of them all.
+    #[test]
+    fn a_few_values_and_the_buckets_give_the_same_figures() {
+        for n in [1, 7, FEW_MAX - 1, FEW_MAX, FEW_MAX + 1, 3 * FEW_MAX] {
+            let values: Vec<u64> = (0..n as u64)
+                .map(|i| 20 + (i * 7919) % 3_000_000_007)
+                .collect();
+            let mut buckets = empty_buckets();
+            let mut one = Latency::new();
+            let (mut a, mut b) = (Latency::new(), Latency::new());
+            for (i, &v) in values.iter().enumerate() {
+                record_buckets(&mut buckets, v, 1);
+                one.record_ns(v);
+                if i % 2 == 0 {
+                    a.record_ns(v)
+                } else {
+                    b.record_ns(v)
+                }
+            }
+            let direct = Latency(Repr::Buckets(buckets));
+            let pooled = Latency::pooled([&a, &b]);
+            for l in [&one, &pooled] {
+                assert_eq!(l.percentiles(), direct.percentiles(), "n = {n}");
+                assert_eq!(l.count_below(1_000_000), direct.count_below(1_000_000));
+                let back = Latency::decode(&l.encode()).unwrap();
+                assert_eq!(back.percentiles(), direct.percentiles());
+            }
+            assert_eq!(one, direct, "n = {n}");
+            let mut counted = Latency::new();
+            counted.record_n_ns(5_000, n as u64);
+            assert_eq!(counted.count(), n as u64);
+            assert_eq!(counted.quantile_ns(0.5), direct_of(5_000));
+        }
+        // The small form holds the values, not ~150 KiB of buckets.
+        let mut small = Latency::new();
+        small.record_ns(1_000_000_000);
+        assert!(matches!(small.0, Repr::Few(ref v) if v.capacity() < 64));
+    }
+
+    /// The value a bucket histogram reports for one event of `ns`.
+    fn direct_of(ns: u64) -> u64 {
+        let mut h = empty_buckets();
+        record_buckets(&mut h, ns, 1);
+        h.value_at_quantile(0.5)
     }
 
     #[test]
