@@ -465,7 +465,7 @@ fn check_inert(md: &str) {
 #[test]
 fn a_guest_level_is_simulated_on_its_cpus_without_booting_it() {
     let dir = tempfile::tempdir().unwrap();
-    let spec = "name = \"g\"\ncooldown_s = 0\n[matrix]\npolicy = [\"other\"]\nworkload = [\"pi\"]\n\
+    let spec = "name = \"g\"\nrepetitions = 1\ncooldown_s = 0\n[matrix]\npolicy = [\"other\"]\nworkload = [\"pi\"]\n\
                 processes = [6]\ncpus = [\"all\"]\nmachine = [\"g\"]\n[workloads.pi]\nkind = \"pi\"\n\
                 iterations = 20000000\n[machines.g]\nkernel = \"debian-6.12\"\ntopology = \"1x4x1\"\n\
                 accel = \"tcg-icount\"\n";
