@@ -292,7 +292,7 @@ fn global_edf_admits_per_root_domain_and_schedules_across_cpus() {
         period_ns: 10 * MS,
     };
     let tasks = (0..3)
-        .map(|_| free(dl.clone(), Program::Burn(Burn::until(40 * MS)), 2))
+        .map(|_| free(dl, Program::Burn(Burn::until(40 * MS)), 2))
         .collect();
     let out = run(&m, tasks, 45 * MS);
     let got: Vec<(u32, u32, u64, u64)> = out
