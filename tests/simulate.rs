@@ -457,3 +457,52 @@ fn check_inert(md: &str) {
         }
     }
 }
+
+/// A spec whose condition runs on a guest level (`[machines.g]`, 1x4x1)
+/// is simulated on the guest's 4 CPUs without booting it: the run is the
+/// model's, and its predicted per-CPU lanes (`trace_cpus`) cover CPUs 0–3,
+/// each busy nearly all the time with 6 hogs.
+#[test]
+fn a_guest_level_is_simulated_on_its_cpus_without_booting_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = "name = \"g\"\nrepetitions = 1\ncooldown_s = 0\n[matrix]\npolicy = [\"other\"]\nworkload = [\"pi\"]\n\
+                processes = [6]\ncpus = [\"all\"]\nmachine = [\"g\"]\n[workloads.pi]\nkind = \"pi\"\n\
+                iterations = 20000000\n[machines.g]\nkernel = \"debian-6.12\"\ntopology = \"1x4x1\"\n\
+                accel = \"tcg-icount\"\n";
+    std::fs::write(dir.path().join("s.toml"), spec).unwrap();
+    let o = schedlab(
+        &["simulate", "s.toml", "--db", "t.db", "--quiet"],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let c = rusqlite::Connection::open(dir.path().join("t.db")).unwrap();
+    let (status, release): (String, String) = c
+        .query_row(
+            "SELECT r.status, e.kernel_release FROM runs r JOIN environments e \
+             ON e.id = r.environment_id",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(status, "ok");
+    assert!(release.starts_with("schedlab-model"), "{release}");
+    let mut st = c
+        .prepare("SELECT cpu, busy_ns, window_ns FROM trace_cpus ORDER BY cpu")
+        .unwrap();
+    let lanes: Vec<(i64, i64, i64)> = st
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(
+        lanes.iter().map(|l| l.0).collect::<Vec<_>>(),
+        [0, 1, 2, 3],
+        "{lanes:?}"
+    );
+    for (cpu, busy, window) in lanes {
+        assert!(
+            busy as f64 >= 0.9 * window as f64,
+            "CPU {cpu}: {busy} of {window}"
+        );
+    }
+}

@@ -13,6 +13,7 @@ use crate::launch::Outcome;
 use crate::plan::Run;
 use crate::sim::{self, ModelParams};
 use crate::spec::Spec;
+use crate::spec::machines::Guest;
 
 use super::execute::Executor;
 
@@ -32,17 +33,41 @@ impl Executor for ModelExecutor<'_> {
             stopped = crate::sys::proc::pending_stop_signal(&signals);
             stopped.is_some()
         };
-        let mut sim = sim::simulate_until_stopped(run, self.spec, &self.params, &mut stop);
+        let guest = run.machine.as_ref().and_then(|m| m.guest.as_ref());
+        let level_params = guest.map(|g| guest_params(&self.params, g));
+        let params = level_params.as_ref().unwrap_or(&self.params);
+        let mut sim = sim::simulate_until_stopped(run, self.spec, params, &mut stop);
         if let (true, Some(sig)) = (sim.interrupted, stopped) {
             return Ok(Outcome::Interrupted(sig));
         }
         // The model has no clock: when it was asked is the run's start.
         sim.record.started_unix_ms = crate::store::unix_ms();
-        let cpus = self.params.machine.cpus;
+        let cpus = params.machine.cpus;
         Ok(match sim::timeline::prediction(&sim, cpus) {
             Some(p) => Outcome::Predicted(Box::new(sim.record), Box::new(p)),
             None => Outcome::Done(Box::new(sim.record), None),
         })
+    }
+}
+
+/// The model of a guest level when no environment of it is at hand: its
+/// declared topology and nodes, and for a recipe's kernel that kernel's
+/// release and the HZ of schedlab's fragments
+/// ([`Machine::for_guest`](sim::Machine::for_guest)); a kernel given as a
+/// bzImage path keeps this machine's release and HZ.
+pub fn guest_params(host: &ModelParams, g: &Guest) -> ModelParams {
+    let recipe = crate::machine::kernel::recipe::find(&g.kernel);
+    let hz = recipe.and_then(|_| crate::machine::kernel::recipe::fragment_hz());
+    let t = g.topology;
+    let machine = host.machine.for_guest(
+        (t.sockets as usize, t.cores as usize, t.threads as usize),
+        g.numa_nodes as usize,
+        recipe.map(|r| r.release()),
+        hz,
+    );
+    ModelParams {
+        machine,
+        ..host.clone()
     }
 }
 
@@ -99,5 +124,53 @@ mod tests {
             "{ends:?}"
         );
         assert!(rec.started_unix_ms > 0);
+    }
+
+    /// A run on a guest level `2x2x1` with 2 nodes (none booted) is
+    /// simulated on the guest's 4 CPUs, not this machine's 2: 6 free hogs
+    /// keep all 4 busy, and the level's machine has NUMA above its cores,
+    /// the recipe's HZ 1000 and the 4-CPU default base slice (2.25 ms).
+    #[test]
+    fn a_guest_level_is_simulated_on_the_guest_s_topology() {
+        let text = "name = \"g\"\n[matrix]\npolicy = [\"other\"]\nworkload = [\"w\"]\n\
+                    processes = [6]\ncpus = [\"all\"]\nmachine = [\"g\"]\n[workloads.w]\n\
+                    kind = \"pi\"\niterations = 20000000\n[machines.g]\nkernel = \"debian-6.12\"\n\
+                    topology = \"2x2x1\"\nnuma_nodes = 2\naccel = \"tcg-icount\"\n";
+        let spec = crate::spec::load(text, "g.toml", &[]).unwrap();
+        let env = crate::testing::synth::synthetic_env(2);
+        let rates = crate::workload::Rates {
+            pi_iter_per_s: 1e9,
+            hash_per_s: 1e5,
+            flops_per_s: 1e9,
+            copy_bytes_per_s: 1e9,
+            wake_round_trip_s: 1e-5,
+        };
+        let params = ModelParams::new(sim::Machine::from_env(&env, 3_000_000), rates, "test");
+        let run = crate::plan::expand(&spec, 1).remove(0);
+        let g = run.machine.as_ref().and_then(|m| m.guest.as_ref()).unwrap();
+        let m = guest_params(&params, g).machine;
+        assert_eq!((m.cpus, m.hz, m.base_slice_ns), (4, 1000, 2_250_000));
+        let levels: Vec<_> = m.topology().domains[0].iter().map(|d| d.level).collect();
+        assert_eq!(
+            levels,
+            [sim::topology::Level::Mc, sim::topology::Level::Numa]
+        );
+        let mut exec = ModelExecutor {
+            spec: &spec,
+            params,
+            signals: crate::sys::proc::empty_signal_set(),
+        };
+        let Outcome::Predicted(rec, p) = exec.execute(&run).unwrap() else {
+            panic!("not a prediction")
+        };
+        assert_eq!(rec.status, RunStatus::Ok, "{}", rec.reason);
+        assert_eq!(rec.cpu_list, [0, 1, 2, 3]);
+        let mut lanes: Vec<u32> = p.derived.slices.iter().map(|s| s.cpu).collect();
+        lanes.sort_unstable();
+        lanes.dedup();
+        assert_eq!(lanes, [0, 1, 2, 3]);
+        // 6 × 20 ms of pi on 4 CPUs: all 4 busy to the end, ~30 ms.
+        let util = rec.cpu_util.unwrap();
+        assert!(util > 0.9, "{util}");
     }
 }

@@ -130,6 +130,40 @@ impl Machine {
         self
     }
 
+    /// The machine of a guest level (`[machines.NAME]`) of this machine
+    /// when its environment is not known: the guest's CPUs and topology
+    /// ([`SimTopology::guest`]), its kernel's release and HZ when known
+    /// (a recipe's; None keeps this machine's), the kernel's default
+    /// knobs (a fresh boot: RT 950000/1000000 µs, RR 100 ms) and the
+    /// default base slice for its CPU count (`sched_update_scaling`:
+    /// 0.75 ms × (1 + log2 min(CPUs, 8))). The calibrated costs stay this
+    /// machine's.
+    pub fn for_guest(
+        &self,
+        topology: (usize, usize, usize),
+        nodes: usize,
+        release: Option<&str>,
+        hz: Option<u32>,
+    ) -> Machine {
+        let (s, c, t) = topology;
+        let places = SimTopology::guest(s, c, t, nodes).places;
+        let cpus = places.len();
+        let new_kernel = release.map_or(self.fair_server, |r| kernel_at_least(r, 6, 12));
+        let flat = places == SimTopology::flat(cpus).places;
+        Machine {
+            cpus,
+            hz: hz.unwrap_or(self.hz).max(1),
+            base_slice_ns: crate::sys::envinfo::default_base_slice_ns(cpus),
+            rr_timeslice_ms: 100,
+            rt_runtime_us: 950_000,
+            rt_period_us: 1_000_000,
+            fair_server: new_kernel,
+            delay_dequeue: new_kernel,
+            places: (!flat).then_some(places),
+            ..self.clone()
+        }
+    }
+
     /// The CPUs and scheduling domains the model balances over.
     pub fn topology(&self) -> SimTopology {
         match &self.places {

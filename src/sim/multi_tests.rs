@@ -236,3 +236,83 @@ fn a_multi_cpu_simulation_is_deterministic() {
     assert_eq!(a.stats, b.stats);
     assert!(a.stats.iter().map(|s| s.migrations).sum::<u64>() > 0);
 }
+
+/// Global EDF admission per root domain (kernel/sched/deadline.c
+/// `__dl_overflow`: refused when `cap_scale(dl_b->bw, cap)` < total_bw,
+/// cap = 1024 per active CPU of the root domain, bw = to_ratio(1 s,
+/// 950 ms) = 996147 in 20-bit fixed point; on 6.12+ each CPU's fair
+/// server adds to_ratio(1 s, 50 ms) = 52428). On 2 CPUs: 2 × 996147 =
+/// 1992294. Four tasks of 5 ms / 10 ms ask 4 × 524288 = 2097152 > 1992294:
+/// EBUSY, although 2.0 CPUs is no more than the 2 CPUs there are. Three of
+/// 6 ms / 10 ms ask 3 × 629145 + 2 × 52428 = 1992291 ≤ 1992294: admitted,
+/// with 3 units to spare (the kernel's rounding, not a float 1.9 = 1.9).
+///
+/// The admitted set's global EDF schedule by hand (`dl_entity_preempt`
+/// needs a strictly earlier deadline; equal deadlines queue behind, as
+/// `__dl_less` inserts them; a task exhausted after its deadline is
+/// replenished at once, deadline += period, `replenish_dl_entity`; an idle
+/// CPU pulls the earliest waiting deadline, `pull_dl_task`). Tasks start
+/// on CPUs 0, 1, 0, all with deadline 10:
+/// - 0–6: 0 on CPU 0, 1 on CPU 1 (2 waits: equal deadline).
+/// - 6: 0 and 1 exhausted (throttled to 10); 2 runs 6–12 on CPU 0,
+///   2 ms past its deadline, replenished at 12 to deadline 20.
+/// - 10: 0 and 1 replenished, deadline 20. CPU 1 is idle: 1 runs 10–16.
+///   0 waits behind 2 (deadline 10) on CPU 0; no later CPU to push to.
+/// - 12: 2 (now 20) queues behind 0 (20): 0 runs 12–18 on CPU 0.
+/// - 16: CPU 1 idle pulls 2: 16–22 on CPU 1. 20: 0 (deadline 30) runs
+///   20–26 on idle CPU 0; 1 waits behind 2 until 22, then 22–28; 26: CPU 0
+///   pulls 2: 26–32.
+#[test]
+fn global_edf_admits_per_root_domain_and_schedules_across_cpus() {
+    use super::deadline::admit;
+    let fs = Some((50 * MS, 1000 * MS));
+    let t = |r| (r, 10 * MS, 10 * MS);
+    let e = admit(&[t(5 * MS); 4], 2, 950_000, 1_000_000, fs).unwrap_err();
+    assert!(e.contains("EBUSY"), "{e}");
+    assert!(admit(&[t(5 * MS); 4], 2, 950_000, 1_000_000, None).is_err());
+    assert!(admit(&[t(6 * MS); 3], 2, 950_000, 1_000_000, fs).is_ok());
+    // One more µs of runtime is over the limit.
+    assert!(
+        admit(
+            &[t(6 * MS), t(6 * MS), t(6_001_000)],
+            2,
+            950_000,
+            1_000_000,
+            fs
+        )
+        .is_err()
+    );
+    // The root domain is the machine's: the same set on 1 CPU is refused.
+    assert!(admit(&[t(6 * MS); 3], 1, 950_000, 1_000_000, fs).is_err());
+
+    let m = host(2);
+    let dl = SchedSpec::Deadline {
+        runtime_ns: 6 * MS,
+        deadline_ns: 10 * MS,
+        period_ns: 10 * MS,
+    };
+    let tasks = (0..3)
+        .map(|_| free(dl, Program::Burn(Burn::until(40 * MS)), 2))
+        .collect();
+    let out = run(&m, tasks, 45 * MS);
+    let got: Vec<(u32, u32, u64, u64)> = out
+        .timeline
+        .iter()
+        .filter(|s| s.start_ns < 30 * MS)
+        .map(|s| (s.task, s.cpu, s.start_ns / MS, s.end_ns / MS))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (0, 0, 0, 6),
+            (1, 1, 0, 6),
+            (2, 0, 6, 12),
+            (1, 1, 10, 16),
+            (0, 0, 12, 18),
+            (2, 1, 16, 22),
+            (0, 0, 20, 26),
+            (1, 1, 22, 28),
+            (2, 0, 26, 32),
+        ]
+    );
+}

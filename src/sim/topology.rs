@@ -155,6 +155,32 @@ impl SimTopology {
         SimTopology::from_places(places)
     }
 
+    /// A guest machine as QEMU builds it from `-smp sockets=S,cores=C,
+    /// threads=T` and `numa_nodes` (`crate::machine::qemu`): CPU `i` is
+    /// thread `i % T` of core `i / T`, socket `i / (C × T)`; node `n`
+    /// holds CPUs `n × cpus/nodes ..` (QEMU's `-numa node,cpus=`, the
+    /// sockets spread over the nodes); the LLC is the socket's L3, split
+    /// where a node boundary crosses a socket (x86 `match_llc` refuses LLC
+    /// siblings on different nodes, `topology_sane`).
+    pub fn guest(sockets: usize, cores: usize, threads: usize, nodes: usize) -> SimTopology {
+        let (s, c, t) = (sockets.max(1), cores.max(1), threads.max(1));
+        let cpus = s * c * t;
+        let nodes = nodes.clamp(1, cpus);
+        let per_node = (cpus / nodes).max(1);
+        let node_of = |i: usize| (i / per_node).min(nodes - 1);
+        let llc_keys: Vec<(usize, usize)> = (0..cpus).map(|i| (i / (c * t), node_of(i))).collect();
+        let llc = dense(&llc_keys);
+        let places = (0..cpus)
+            .map(|i| Place {
+                core: i / t,
+                llc: llc[i],
+                package: i / (c * t),
+                node: node_of(i),
+            })
+            .collect();
+        SimTopology::from_places(places)
+    }
+
     pub fn from_places(places: Vec<Place>) -> SimTopology {
         let n = places.len();
         let domains = (0..n).map(|c| domains_of(&places, c)).collect();
@@ -290,6 +316,33 @@ mod tests {
         assert_eq!(d[1].groups, vec![vec![4, 5], vec![6, 7]]);
         assert_eq!(d[2].groups, vec![vec![4, 5, 6, 7], vec![0, 1, 2, 3]]);
         assert!(t.smt_active() && t.share_llc(4, 7) && !t.share_llc(3, 4));
+    }
+
+    /// 2x2x2 on 2 nodes: CPUs 0–3 socket 0 / node 0, cores {0,1}, {2,3};
+    /// 1x4x1 on 2 nodes: one socket split, so two LLCs (and NUMA above).
+    #[test]
+    fn a_guest_topology_maps_as_qemu_numbers_its_cpus() {
+        let g = SimTopology::guest(2, 2, 2, 2);
+        assert_eq!(g.cpus(), 8);
+        let p = &g.places;
+        assert_eq!((p[1].core, p[2].core, p[7].core), (0, 1, 3));
+        assert_eq!((p[3].package, p[4].package), (0, 1));
+        assert_eq!((p[3].node, p[4].node), (0, 1));
+        assert_eq!((p[3].llc, p[4].llc), (0, 1));
+        let levels = |t: &SimTopology| t.domains[0].iter().map(|d| d.level).collect::<Vec<_>>();
+        assert_eq!(levels(&g), [Level::Smt, Level::Mc, Level::Numa]);
+        let flat = SimTopology::guest(1, 4, 1, 1);
+        assert_eq!(flat, SimTopology::flat(4));
+        let split = SimTopology::guest(1, 4, 1, 2);
+        assert_eq!(
+            split.places.iter().map(|p| p.llc).collect::<Vec<_>>(),
+            [0, 0, 1, 1]
+        );
+        assert_eq!(
+            split.places.iter().map(|p| p.node).collect::<Vec<_>>(),
+            [0, 0, 1, 1]
+        );
+        assert_eq!(SimTopology::guest(1, 2, 2, 1).places[1].core, 0);
     }
 
     #[test]

@@ -65,6 +65,26 @@ pub const RECIPES: [Recipe; 2] = [
     },
 ];
 
+impl Recipe {
+    /// The kernel release it builds: "6.12" of "linux-source-6.12".
+    pub fn release(&self) -> &'static str {
+        self.package.trim_start_matches("linux-source-")
+    }
+}
+
+/// CONFIG_HZ of every recipe's build: the `CONFIG_HZ_N=y` of the fragments.
+pub fn fragment_hz() -> Option<u32> {
+    FRAGMENTS.iter().find_map(|(_, text)| {
+        text.lines().find_map(|l| {
+            l.trim()
+                .strip_prefix("CONFIG_HZ_")?
+                .strip_suffix("=y")?
+                .parse()
+                .ok()
+        })
+    })
+}
+
 /// The recipe of a name, if any.
 pub fn find(name: &str) -> Option<&'static Recipe> {
     RECIPES.iter().find(|r| r.name == name)
@@ -156,6 +176,12 @@ pub fn upstream(version: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_recipe_names_its_release_and_the_fragments_their_hz() {
+        assert_eq!(find("debian-6.12").unwrap().release(), "6.12");
+        assert_eq!(fragment_hz(), Some(1000));
+    }
 
     #[test]
     fn both_fragments_parse_and_ask_for_what_a_guest_needs() {

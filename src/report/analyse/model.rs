@@ -108,6 +108,10 @@ pub struct ConditionRuns {
     pub run: Option<Run>,
     /// Its ok runs, at most [`MAX_RUNS_PER_CONDITION`].
     pub runs: Vec<MeasuredRun>,
+    /// The machine its runs were made in when it is not
+    /// [`ModelInput::machine`] (a guest level of a campaign that also runs
+    /// on the host, say): the condition is simulated on it.
+    pub machine: Option<Machine>,
 }
 
 /// Everything the check is given.
@@ -359,6 +363,22 @@ pub fn check(input: &ModelInput, settings: &Settings) -> ModelCheck {
             out.shortfalls
                 .push(shortfall(format!("not calibrated: {why}")));
             continue;
+        };
+        let on_level;
+        let p = match &c.machine {
+            Some(m) => {
+                on_level = ModelParams {
+                    machine: Machine {
+                        context_switch_ns: p.machine.context_switch_ns,
+                        timer_slack_ns: p.machine.timer_slack_ns,
+                        migration_ns: p.machine.migration_ns,
+                        ..m.clone()
+                    },
+                    ..p.clone()
+                };
+                &on_level
+            }
+            None => p,
         };
         let sim = sim::simulate(run, &input.spec, p);
         if sim.record.status != RunStatus::Ok {

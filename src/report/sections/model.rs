@@ -150,6 +150,19 @@ impl ModelSection {
         })?;
         let (machine, machine_source) =
             machine_of(&a.environments).ok_or("the campaign records no environment")?;
+        // Each condition on the machine its runs were made in, when that
+        // is not the campaign's main one (a guest level beside the host).
+        let main_env = a.environments.iter().max_by_key(|e| e.runs).map(|e| e.id);
+        let env_of_run: HashMap<i64, i64> =
+            a.runs.iter().map(|r| (r.id, r.environment_id)).collect();
+        let machine_of_runs = |ids: &[i64]| -> Option<Machine> {
+            let env = ids.iter().find_map(|id| env_of_run.get(id))?;
+            if Some(*env) == main_env {
+                return None;
+            }
+            let e = a.environments.iter().find(|e| e.id == *env)?;
+            machine_of(std::slice::from_ref(e)).map(|(m, _)| m)
+        };
         let others: HashMap<i64, Others> = a
             .runs
             .iter()
@@ -166,6 +179,7 @@ impl ModelSection {
             .map(|(c, ids)| {
                 let cond = &a.conditions[c];
                 ConditionRuns {
+                    machine: machine_of_runs(&ids),
                     condition: c,
                     label: cond.label.clone(),
                     policy: cond.policy.clone(),
