@@ -134,6 +134,20 @@ fn check_guests(
         // A recipe's name, or a file that is a bzImage.
         crate::machine::kernel::check_name(&g.kernel)
             .map_err(|e| err(&format!("machines.{}.kernel", m.name), e))?;
+        if let Some(r) = crate::machine::kernel::recipe::find(&g.kernel)
+            && crate::machine::icount_smp_hangs(r.release(), g.accel, g.topology.cpus())
+        {
+            return Err(err(
+                &format!("machines.{}.accel", m.name),
+                format!(
+                    "Linux {} with {} CPUs does not boot under \"tcg-icount\" (its secondary CPUs \
+                     wait forever in the bring-up handshake of kernels before 6.5): use \"tcg\", \
+                     one CPU (topology = \"1x1x1\"), or debian-6.12",
+                    r.release(),
+                    g.topology.cpus()
+                ),
+            ));
+        }
         let need = u64::from(g.memory_mib) << 20;
         if need > available {
             return Err(err(
