@@ -286,6 +286,7 @@ pub fn spec_text(
         "source".into(),
         format!("run {} of campaign {}", src.run_id, src.campaign_id).into(),
     );
+    w.insert("original".into(), run.workload.name.clone().into());
     w.insert("pi_iter_per_s".into(), pi_iter_per_s.round().into());
     w.insert(
         "external_wakeups".into(),
