@@ -27,8 +27,7 @@ pub struct Pairing {
     pub replay: String,
     pub original: String,
     pub condition: String,
-    /// The condition the replay was captured in (its `source` run is the
-    /// original's run of it in this campaign).
+    /// The condition the replay was captured in (its `captured` key).
     pub captured: bool,
     pub replay_run: Option<i64>,
     pub original_run: Option<i64>,
@@ -46,8 +45,8 @@ pub struct Link {
     pub replay: String,
     /// Empty: the replay names no original (`original` key).
     pub original: String,
-    /// The run it was captured from (`source = "run N of campaign C"`).
-    pub source_run: Option<i64>,
+    /// The condition it was captured in (`captured`; empty: not known).
+    pub captured: String,
 }
 
 type Cond = (
@@ -133,11 +132,6 @@ fn conditions_of(runs: &[ReportRun], workload: &str) -> Vec<Cond> {
     out
 }
 
-/// "run 7 of campaign 1" → 7.
-fn source_run(source: &str) -> Option<i64> {
-    source.strip_prefix("run ")?.split(' ').next()?.parse().ok()
-}
-
 /// The runs whose traces the section records: each side's median run of
 /// each condition of every replay and every workload the campaign could
 /// have synthesized it from (its links are not known before the
@@ -191,10 +185,7 @@ fn pair(
         true => (None, 0),
         false => median_run(runs, &l.original, c),
     };
-    let captured = l
-        .source_run
-        .and_then(|id| runs.iter().find(|r| r.id == id))
-        .is_some_and(|r| r.workload == l.original && &cond(r) == c);
+    let captured = !l.captured.is_empty() && l.captured == crate::synth::captured_label(&c.0, &c.3);
     let mut p = Pairing {
         replay: l.replay.clone(),
         original: l.original.clone(),
@@ -273,7 +264,7 @@ impl ReplaySection {
                 });
                 Link {
                     original: params.map(|p| p.original.clone()).unwrap_or_default(),
-                    source_run: params.and_then(|p| source_run(&p.source)),
+                    captured: params.map(|p| p.captured.clone()).unwrap_or_default(),
                     replay: name,
                 }
             })

@@ -52,6 +52,10 @@ pub struct ReplayParams {
     /// runs of the same condition. Empty: not known.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub original: String,
+    /// The condition it was captured in (`captured`, "policy P, cpus C"):
+    /// the report marks that condition. Empty: not known.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub captured: String,
     /// How close it came to that run (`fidelity`, written by `schedlab
     /// synthesize --check`); None: not checked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -203,6 +207,7 @@ pub const ENTRY: Entry = Entry {
             "pi_iter_per_s",
             "source",
             "original",
+            "captured",
             "external_wakeups",
             "fidelity",
         ])?;
@@ -213,6 +218,7 @@ pub const ENTRY: Entry = Entry {
         }
         let source = k.str("source")?.unwrap_or_default().to_string();
         let original = k.str("original")?.unwrap_or_default().to_string();
+        let captured = k.str("captured")?.unwrap_or_default().to_string();
         let fidelity = k.str("fidelity")?.map(str::to_string);
         let _ = k.int("external_wakeups")?;
         Ok(Workload::Replay(ReplayParams {
@@ -222,6 +228,7 @@ pub const ENTRY: Entry = Entry {
             scale: 1.0,
             source,
             original,
+            captured,
             fidelity,
         }))
     },
@@ -283,6 +290,7 @@ tasks = [
             scale: 1.0,
             source: String::new(),
             original: String::new(),
+            captured: String::new(),
             fidelity: None,
         };
         let ctx = WorkContext {
