@@ -149,6 +149,25 @@ fn the_report_sets_a_replay_beside_its_original_under_each_policy() {
             .iter()
             .all(|p| p["figures"].as_array().unwrap().len() >= 9)
     );
+    let o = run(
+        d,
+        &[
+            "report",
+            "--db",
+            "both.db",
+            "--format",
+            "html",
+            "-o",
+            "both.html",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let html = std::fs::read_to_string(d.join("both.html")).unwrap();
+    assert!(
+        html.contains("<section id=\"replay\">"),
+        "no replay section"
+    );
+    assert!(html.contains("KS distance, CPU bursts"));
     // The replay's database alone has no original: said, no figure.
     let o = run(
         d,

@@ -75,7 +75,7 @@ fn cond(r: &ReportRun) -> Cond {
 
 fn cond_label(c: &Cond) -> String {
     let mut s = format!("{}, cpus {}", c.0.to_uppercase(), c.3);
-    if c.2 != "none" {
+    if !matches!(c.2.as_str(), "none" | "uniform") {
         s.push_str(&format!(", priorities {}", c.2));
     }
     if let Some(v) = c.4 {
