@@ -37,7 +37,8 @@ fn pct(original: f64, replay: f64) -> String {
     }
 }
 
-fn within(name: &str, o: f64, r: f64, limit: f64, unit: &str) -> Row {
+/// A figure against its rule: `r` within `limit` (a fraction) of `o`.
+pub fn within(name: &str, o: f64, r: f64, limit: f64, unit: &str) -> Row {
     let d = rel_diff(o, r);
     Row {
         figure: name.into(),

@@ -220,6 +220,12 @@ fn sequence(ns_ops: &[NsOp], pi_iter_per_s: f64, step_ns: u64) -> Vec<Op> {
         .collect()
 }
 
+/// How a replay names the condition it was captured in (its `captured`
+/// key; the report's replay section matches it).
+pub fn captured_label(policy: &str, cpus: &str) -> String {
+    format!("policy {policy}, cpus {cpus}")
+}
+
 /// The spec that runs the replay under the run's condition: the
 /// campaign's spec with its matrix narrowed to the run's levels, one
 /// repetition, traced, and one workload, `replay`.
@@ -285,6 +291,11 @@ pub fn spec_text(
     w.insert(
         "source".into(),
         format!("run {} of campaign {}", src.run_id, src.campaign_id).into(),
+    );
+    w.insert("original".into(), run.workload.name.clone().into());
+    w.insert(
+        "captured".into(),
+        captured_label(run.policy.name(), &run.cpus.label()).into(),
     );
     w.insert("pi_iter_per_s".into(), pi_iter_per_s.round().into());
     w.insert(
@@ -406,6 +417,12 @@ argv = ["true"]
         assert!(text.starts_with("# A replay"));
         let back = crate::spec::load(&text, "replay.toml", &[]).unwrap();
         assert!(back.trace);
+        assert!(text.contains("original = \"w\""), "{text}");
+        let captured = captured_label(runs[0].policy.name(), &runs[0].cpus.label());
+        assert!(
+            text.contains(&format!("captured = \"{captured}\"")),
+            "{text}"
+        );
         let runs2 = crate::plan::expand(&back, 1);
         assert_eq!(runs2.len(), 1, "{text}");
         assert_eq!(runs2[0].policy, runs[0].policy);

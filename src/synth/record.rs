@@ -58,7 +58,7 @@ pub enum NsOp {
 
 /// A uniform sample of at most `cap` values of a stream (reservoir
 /// sampling with a fixed-seed generator: the same trace, the same sample).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Reservoir {
     pub values: Vec<u64>,
     pub seen: u64,
@@ -103,7 +103,7 @@ enum St {
 }
 
 /// One task of the tree.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TaskRec {
     pub tid: i32,
     pub name: String,
@@ -128,7 +128,7 @@ pub struct TaskRec {
 }
 
 /// What the tree did over the recorded window.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Recording {
     pub tasks: Vec<TaskRec>,
     pub wake_latency: Latency,

@@ -71,6 +71,9 @@ pub struct Needs {
     pub timeline: Option<TimelineNeed>,
     /// Sets of timelines drawn over one span (needs `traces_of`).
     pub timeline_sets: Vec<TimelineSetNeed>,
+    /// Runs whose trace is recorded task by task as `schedlab synthesize`
+    /// records it ([`crate::synth::read_run`]).
+    pub recordings: Vec<i64>,
 }
 
 /// Timelines drawn together over one time span, e.g. one run of each
@@ -116,6 +119,9 @@ pub struct RunDetails {
     pub model_timeline: Option<Timeline>,
     /// One per [`Needs::timeline_sets`] (None: no usable traced run).
     pub timeline_sets: Vec<Option<TimelineSet>>,
+    /// Each of [`Needs::recordings`]: its tree's recording, or why there
+    /// is none (no trace, an unusable one, lost events).
+    pub recordings: HashMap<i64, Result<crate::synth::record::Recording, String>>,
 }
 
 impl RunDetails {
@@ -136,6 +142,12 @@ impl RunDetails {
         }
         for &id in &needs.slices {
             d.slices.insert(id, store.slices(id)?);
+        }
+        for &id in &needs.recordings {
+            let r = crate::synth::read_run(store, id, false)
+                .map(|r| r.recording)
+                .map_err(|e| format!("{e:#}"));
+            d.recordings.insert(id, r);
         }
         if !needs.latency_of.is_empty() {
             d.latency = store.campaign_latency(&needs.latency_of)?;

@@ -30,6 +30,7 @@ mod matmul;
 mod method;
 mod model;
 mod outliers;
+mod replay;
 mod rt_bandwidth;
 mod scaling;
 mod summary;
@@ -50,6 +51,7 @@ pub use matmul::MatmulSection;
 pub use method::MethodSection;
 pub use model::{ModelSection, others_cell};
 pub use outliers::OutliersSection;
+pub use replay::ReplaySection;
 pub use rt_bandwidth::RtBandwidthSection;
 pub use scaling::ScalingSection;
 pub use summary::{SummarySection, notes};
@@ -122,6 +124,7 @@ pub fn sections_for(opts: &Options) -> Vec<Box<dyn Section>> {
         )),
         Box::new(ExtSchedulersSection::default()),
         Box::new(ModelSection::default()),
+        Box::new(ReplaySection::default()),
         Box::new(ComparisonsSection),
         Box::new(ScalingSection),
         Box::new(FairnessSection),

@@ -47,6 +47,15 @@ pub struct ReplayParams {
     /// The run it was synthesized from (`source`; information only).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub source: String,
+    /// The name of the workload it was synthesized from (`original`): the
+    /// report's replay section sets this replay beside that workload's
+    /// runs of the same condition. Empty: not known.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub original: String,
+    /// The condition it was captured in (`captured`, "policy P, cpus C"):
+    /// the report marks that condition. Empty: not known.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub captured: String,
     /// How close it came to that run (`fidelity`, written by `schedlab
     /// synthesize --check`); None: not checked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -197,6 +206,8 @@ pub const ENTRY: Entry = Entry {
             "passes",
             "pi_iter_per_s",
             "source",
+            "original",
+            "captured",
             "external_wakeups",
             "fidelity",
         ])?;
@@ -206,6 +217,8 @@ pub const ENTRY: Entry = Entry {
             return Err(k.err("pi_iter_per_s", "must be a non-negative rate"));
         }
         let source = k.str("source")?.unwrap_or_default().to_string();
+        let original = k.str("original")?.unwrap_or_default().to_string();
+        let captured = k.str("captured")?.unwrap_or_default().to_string();
         let fidelity = k.str("fidelity")?.map(str::to_string);
         let _ = k.int("external_wakeups")?;
         Ok(Workload::Replay(ReplayParams {
@@ -214,6 +227,8 @@ pub const ENTRY: Entry = Entry {
             pi_iter_per_s,
             scale: 1.0,
             source,
+            original,
+            captured,
             fidelity,
         }))
     },
@@ -274,6 +289,8 @@ tasks = [
             pi_iter_per_s: 1.0,
             scale: 1.0,
             source: String::new(),
+            original: String::new(),
+            captured: String::new(),
             fidelity: None,
         };
         let ctx = WorkContext {
