@@ -139,13 +139,7 @@ fn check_guests(
         {
             return Err(err(
                 &format!("machines.{}.accel", m.name),
-                format!(
-                    "Linux {} with {} CPUs does not boot under \"tcg-icount\" (its secondary CPUs \
-                     wait forever in the bring-up handshake of kernels before 6.5): use \"tcg\", \
-                     one CPU (topology = \"1x1x1\"), or debian-6.12",
-                    r.release(),
-                    g.topology.cpus()
-                ),
+                crate::machine::icount_smp_reason(r.release(), g.topology.cpus()),
             ));
         }
         let need = u64::from(g.memory_mib) << 20;

@@ -32,9 +32,6 @@ pub struct KernelRef {
     pub source: String,
 }
 
-/// The kernel of machine level `level`: found in a cache, built from its
-/// recipe when none fits, or the user's bzImage; refused when its
-/// `NR_CPUS` is below the topology's CPUs or it lacks what schedlab needs.
 /// Whether a guest of kernel `release` with `cpus` CPUs hangs at boot
 /// under `accel`: before 6.5 (x86's CPU bring-up rewrite) a secondary CPU
 /// waits in `wait_for_master_cpu` for a callout the boot CPU never gives
@@ -50,6 +47,19 @@ pub fn icount_smp_hangs(release: &str, accel: crate::spec::machines::Accel, cpus
     accel == crate::spec::machines::Accel::TcgIcount && cpus > 1 && (major, minor) < (6, 5)
 }
 
+/// Why [`icount_smp_hangs`] refuses, and the ways out.
+pub fn icount_smp_reason(release: &str, cpus: u32) -> String {
+    format!(
+        "Linux {release} with {cpus} CPUs does not boot under accel = \"tcg-icount\": its \
+         secondary CPUs wait forever in the bring-up handshake of kernels before 6.5 (measured \
+         with Debian's 6.1: the console stops at \"x86: Booting SMP configuration\"). Use one \
+         CPU (topology = \"1x1x1\"), accel = \"tcg\", or a kernel of 6.5 or newer (debian-6.12)"
+    )
+}
+
+/// The kernel of machine level `level`: found in a cache, built from its
+/// recipe when none fits, or the user's bzImage; refused when its
+/// `NR_CPUS` is below the topology's CPUs or it lacks what schedlab needs.
 pub fn kernel_for(level: &str, guest: &Guest, quiet: bool) -> Result<KernelRef> {
     let k = kernel::resolve(&guest.kernel, true, quiet)
         .with_context(|| format!("machines.{level}.kernel = \"{}\"", guest.kernel))?;
@@ -64,14 +74,7 @@ pub fn kernel_for(level: &str, guest: &Guest, quiet: bool) -> Result<KernelRef> 
         );
     }
     if icount_smp_hangs(&k.release, guest.accel, cpus) {
-        bail!(
-            "machines.{level}: Linux {} with {cpus} CPUs does not boot under accel = \"tcg-icount\": \
-             its secondary CPUs wait forever in the boot CPU's bring-up handshake (measured with \
-             Debian's 6.1: the console stops at \"x86: Booting SMP configuration\"). Use one CPU \
-             (topology = \"1x1x1\"), accel = \"tcg\", or a kernel of 6.5 or newer (debian-6.12), \
-             whose bring-up was rewritten",
-            k.release
-        );
+        bail!("machines.{level}: {}", icount_smp_reason(&k.release, cpus));
     }
     let missing = kernel::missing_options(&k.config);
     if !missing.is_empty() {

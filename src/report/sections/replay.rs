@@ -132,26 +132,21 @@ fn conditions_of(runs: &[ReportRun], workload: &str) -> Vec<Cond> {
     out
 }
 
-/// The runs whose traces the section records: each side's median run of
-/// each condition of every replay and every workload the campaign could
-/// have synthesized it from (its links are not known before the
-/// documents are read).
-fn wanted(runs: &[ReportRun]) -> Vec<i64> {
-    let replays = replay_names(runs);
-    if replays.is_empty() {
-        return Vec::new();
-    }
+/// The runs whose traces the section compares: the median run of each
+/// replay and of its original under each condition the replay ran.
+fn wanted(runs: &[ReportRun], links: &[Link]) -> Vec<i64> {
     let mut ids = Vec::new();
-    let mut names: Vec<String> = Vec::new();
-    for r in runs {
-        if !names.contains(&r.workload) {
-            names.push(r.workload.clone());
-        }
-    }
-    for w in &names {
-        for c in conditions_of(runs, w) {
-            if let (Some(r), _) = median_run(runs, w, &c) {
-                ids.push(r.id);
+    for l in links {
+        for c in conditions_of(runs, &l.replay) {
+            for w in [&l.replay, &l.original]
+                .into_iter()
+                .filter(|w| !w.is_empty())
+            {
+                if let (Some(r), _) = median_run(runs, w, &c)
+                    && !ids.contains(&r.id)
+                {
+                    ids.push(r.id);
+                }
             }
         }
     }
@@ -251,25 +246,27 @@ pub struct ReplaySection {
     pairings: Vec<Pairing>,
 }
 
-impl ReplaySection {
-    fn links(a: &Analysis, d: &RunDetails) -> Vec<Link> {
-        replay_names(&a.runs)
-            .into_iter()
-            .map(|name| {
-                let params = a.runs.iter().filter(|r| r.workload == name).find_map(|r| {
-                    match d.plan(r.id).map(|p| &p.workload.workload) {
-                        Some(Workload::Replay(p)) => Some(p),
-                        _ => None,
-                    }
+/// Each replay workload of the campaign and what its table in the
+/// campaign's stored spec names as its origin.
+fn links(a: &Analysis) -> Vec<Link> {
+    let spec: Option<crate::spec::Spec> = serde_json::from_str(&a.campaign.spec_json).ok();
+    replay_names(&a.runs)
+        .into_iter()
+        .map(|name| {
+            let params = spec
+                .as_ref()
+                .and_then(|s| s.workloads.iter().find(|w| w.name == name))
+                .and_then(|w| match &w.workload {
+                    Workload::Replay(p) => Some(p),
+                    _ => None,
                 });
-                Link {
-                    original: params.map(|p| p.original.clone()).unwrap_or_default(),
-                    captured: params.map(|p| p.captured.clone()).unwrap_or_default(),
-                    replay: name,
-                }
-            })
-            .collect()
-    }
+            Link {
+                original: params.map(|p| p.original.clone()).unwrap_or_default(),
+                captured: params.map(|p| p.captured.clone()).unwrap_or_default(),
+                replay: name,
+            }
+        })
+        .collect()
 }
 
 fn verdict(p: Option<bool>) -> &'static str {
@@ -310,22 +307,14 @@ impl Section for ReplaySection {
     }
 
     fn needs(&self, a: &Analysis) -> Needs {
-        let replays = replay_names(&a.runs);
         Needs {
-            documents: a
-                .runs
-                .iter()
-                .filter(|r| replays.contains(&r.workload))
-                .map(|r| r.id)
-                .collect(),
-            recordings: wanted(&a.runs),
+            recordings: wanted(&a.runs, &links(a)),
             ..Needs::default()
         }
     }
 
     fn prepare(&mut self, a: &Analysis, details: RunDetails) -> Result<()> {
-        let links = Self::links(a, &details);
-        self.pairings = pairings(&a.runs, &links, &details.recordings);
+        self.pairings = pairings(&a.runs, &links(a), &details.recordings);
         Ok(())
     }
 

@@ -71,7 +71,7 @@ fn link() -> Link {
 fn the_median_runs_are_asked_for_and_compared_figure_by_figure() {
     let runs = campaign();
     // OTHER: pipe's median is run 1 (100 ms), the replay's run 5 (104 ms).
-    let mut want = wanted(&runs);
+    let mut want = wanted(&runs, &[link()]);
     want.sort_unstable();
     assert_eq!(want, [1, 5, 7, 8]);
     let mut recs = HashMap::new();
