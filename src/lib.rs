@@ -7,6 +7,11 @@
 
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+/// The repository's root (this library's package is `lib/` in it, its
+/// source `src/`): where the unit tests' fixtures and `bench replay`'s C
+/// project are.
+pub const REPO_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+
 #[macro_use]
 #[forbid(unsafe_code)]
 pub mod out;

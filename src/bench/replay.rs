@@ -33,7 +33,7 @@ const CONDITIONS: [(&str, &str, u64); 3] = [
 
 /// The C project `make -j2` builds.
 fn cproject() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/replay/cproject")
+    Path::new(crate::REPO_DIR).join("bench/replay/cproject")
 }
 
 /// (label, argv as TOML array text).

@@ -28,8 +28,6 @@ pub mod procfs;
 pub mod procstat;
 pub mod sched;
 pub mod scx;
-#[cfg(feature = "ext")]
-pub mod scx_wrr;
 pub mod topology;
 pub mod tracefs;
 pub mod uring;

@@ -190,18 +190,16 @@ pub fn bpf_permission(euid: u32, cap_eff: Option<u64>) -> Result<String, String>
     }
 }
 
-/// Whether this build has the sched_ext WRR scheduler.
+/// Whether this binary has the sched_ext WRR scheduler (the `ext`
+/// feature registers its loader: [`crate::wrr::ext_hook`]).
 fn built() -> Result<String, String> {
-    if cfg!(feature = "ext") {
-        Ok(option_env!("SCHEDLAB_BPF_CLANG_USED")
-            .map(|c| format!("built with {c}"))
-            .unwrap_or_else(|| "built in".to_string()))
-    } else {
-        Err(
+    match crate::wrr::ext_hook::loader() {
+        Some(loader) => Ok(loader.built_with.to_string()),
+        None => Err(
             "this schedlab was built without the `ext` feature (cargo build --release --features \
              ext; it needs clang 16+, libelf-dev, zlib1g-dev and pkg-config)"
                 .to_string(),
-        )
+        ),
     }
 }
 

@@ -95,7 +95,7 @@ mod tests {
     /// No module of `src/` imports a module its rule forbids.
     #[test]
     fn no_forbidden_import_in_src() {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let root = Path::new(crate::REPO_DIR).join("src");
         let mut bad = Vec::new();
         for (module, forbidden) in FORBIDDEN {
             let mut files = Vec::new();

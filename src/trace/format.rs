@@ -203,7 +203,7 @@ pub fn parse_header_event(text: &str) -> Result<RecordHeader> {
 mod tests {
     use super::*;
 
-    const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/trace");
+    const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/trace");
 
     fn fixture(name: &str) -> String {
         std::fs::read_to_string(format!("{FIX}/{name}")).unwrap()

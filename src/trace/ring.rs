@@ -388,7 +388,7 @@ mod tests {
     use super::*;
     use crate::trace::format::{parse_event_format, parse_header_event, parse_header_page};
 
-    const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/trace");
+    const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/trace");
     const EVENTS: [&str; 6] = [
         "sched_switch",
         "sched_waking",

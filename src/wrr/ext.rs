@@ -1,5 +1,6 @@
 //! Applying a [`WrrPolicy`] in the kernel ([`Mechanism::Ext`]): schedlab's
-//! sched_ext scheduler (`src/bpf/wrr.bpf.c`) is loaded for the run with
+//! sched_ext scheduler (`ext/src/bpf/wrr.bpf.c`, loaded by the `schedlab-ext`
+//! crate through [`super::ext_hook`]) is loaded for the run with
 //! each worker's slice, the workers are put under SCHED_EXT, and the turns
 //! the scheduler reports become the run's [`SliceRecord`]s, as the
 //! user-space dispatcher's slices do. A worker's turn covers its whole tree
@@ -19,100 +20,91 @@
 
 use std::collections::HashMap;
 
+use anyhow::{Context, Result, ensure};
+
 use super::dispatch::{DispatchReport, Mechanism, SliceEnd, SliceRecord};
-use super::ext_records::{TurnEnd, Unloaded};
+use super::ext_hook::{LoadedScheduler, loader};
+use super::ext_records::{TurnEnd, Unloaded, Worker};
+use super::policy::WrrPolicy;
+use crate::sys::proc::monotonic_ns;
+use crate::sys::sched::{self, SchedAttr};
+use crate::sys::scx::SCHED_EXT;
 
 /// Why the ext mechanism cannot run on this machine now; None when it can.
 pub fn unavailable() -> Option<String> {
     crate::sys::scx::status().unavailable()
 }
 
-#[cfg(feature = "ext")]
-pub use loaded::ExtDispatcher;
+/// The scheduler loaded over a run's workers.
+pub struct ExtDispatcher {
+    ext: Box<dyn LoadedScheduler>,
+    /// pid → task id.
+    tasks: HashMap<i32, usize>,
+    started_ns: u64,
+    cpus: Vec<usize>,
+}
 
-#[cfg(feature = "ext")]
-mod loaded {
-
-    use anyhow::{Context, Result, ensure};
-
-    use super::*;
-    use crate::sys::proc::monotonic_ns;
-    use crate::sys::sched::{self, SchedAttr};
-    use crate::sys::scx::SCHED_EXT;
-    use crate::sys::scx_wrr::{Worker, WrrExt};
-    use crate::wrr::dispatch::DispatchReport;
-    use crate::wrr::policy::WrrPolicy;
-
-    /// The scheduler loaded over a run's workers.
-    pub struct ExtDispatcher {
-        ext: WrrExt,
-        /// pid → task id.
-        tasks: HashMap<i32, usize>,
-        started_ns: u64,
-        cpus: Vec<usize>,
+impl ExtDispatcher {
+    /// Load the scheduler with the slice of every task (one pid per
+    /// task, in the order of `policy.tasks()`), pin each worker to its
+    /// task's CPU and put it under SCHED_EXT. On error the scheduler
+    /// is unloaded again (the workers, if already SCHED_EXT, fall back
+    /// to the fair class).
+    pub fn start(policy: &WrrPolicy, pids: &[i32]) -> Result<ExtDispatcher> {
+        ensure!(
+            pids.len() == policy.tasks().len(),
+            "{} worker pids for {} tasks",
+            pids.len(),
+            policy.tasks().len()
+        );
+        let mut workers = Vec::with_capacity(pids.len());
+        let mut tasks = HashMap::with_capacity(pids.len());
+        for (t, &pid) in policy.tasks().iter().zip(pids) {
+            workers.push(Worker {
+                pid,
+                slice_ns: policy.slice_of(t.id).unwrap_or(0),
+                cpu: u32::try_from(t.cpu)?,
+            });
+            tasks.insert(pid, t.id);
+        }
+        let loader = loader().context(
+            "this schedlab was built without the `ext` feature: no sched_ext loader is registered",
+        )?;
+        let ext = (loader.load)(workers)?;
+        for (t, &pid) in policy.tasks().iter().zip(pids) {
+            sched::set_affinity_raw(pid, &sched::cpu_set(&[t.cpu])).map_err(|errno| {
+                anyhow::anyhow!(
+                    "cannot pin worker pid {pid} (task {}) to CPU {}: {}",
+                    t.id,
+                    t.cpu,
+                    std::io::Error::from_raw_os_error(errno)
+                )
+            })?;
+            sched::set_attr(pid, &SchedAttr::new(SCHED_EXT)).with_context(|| {
+                format!(
+                    "cannot put worker pid {pid} (task {}) under SCHED_EXT",
+                    t.id
+                )
+            })?;
+        }
+        Ok(ExtDispatcher {
+            ext,
+            tasks,
+            started_ns: monotonic_ns(),
+            cpus: policy.cpus(),
+        })
     }
 
-    impl ExtDispatcher {
-        /// Load the scheduler with the slice of every task (one pid per
-        /// task, in the order of `policy.tasks()`), pin each worker to its
-        /// task's CPU and put it under SCHED_EXT. On error the scheduler
-        /// is unloaded again (the workers, if already SCHED_EXT, fall back
-        /// to the fair class).
-        pub fn start(policy: &WrrPolicy, pids: &[i32]) -> Result<ExtDispatcher> {
-            ensure!(
-                pids.len() == policy.tasks().len(),
-                "{} worker pids for {} tasks",
-                pids.len(),
-                policy.tasks().len()
-            );
-            let mut workers = Vec::with_capacity(pids.len());
-            let mut tasks = HashMap::with_capacity(pids.len());
-            for (t, &pid) in policy.tasks().iter().zip(pids) {
-                workers.push(Worker {
-                    pid,
-                    slice_ns: policy.slice_of(t.id).unwrap_or(0),
-                    cpu: u32::try_from(t.cpu)?,
-                });
-                tasks.insert(pid, t.id);
-            }
-            let ext = WrrExt::load(workers)?;
-            for (t, &pid) in policy.tasks().iter().zip(pids) {
-                sched::set_affinity_raw(pid, &sched::cpu_set(&[t.cpu])).map_err(|errno| {
-                    anyhow::anyhow!(
-                        "cannot pin worker pid {pid} (task {}) to CPU {}: {}",
-                        t.id,
-                        t.cpu,
-                        std::io::Error::from_raw_os_error(errno)
-                    )
-                })?;
-                sched::set_attr(pid, &SchedAttr::new(SCHED_EXT)).with_context(|| {
-                    format!(
-                        "cannot put worker pid {pid} (task {}) under SCHED_EXT",
-                        t.id
-                    )
-                })?;
-            }
-            Ok(ExtDispatcher {
-                ext,
-                tasks,
-                started_ns: monotonic_ns(),
-                cpus: policy.cpus(),
-            })
-        }
-
-        /// Unload the scheduler and return what it delivered.
-        pub fn stop(mut self) -> DispatchReport {
-            let unloaded = self.ext.unload();
-            let wall_ns = monotonic_ns().saturating_sub(self.started_ns);
-            super::report(&unloaded, &self.tasks, wall_ns, self.cpus.clone())
-        }
+    /// Unload the scheduler and return what it delivered.
+    pub fn stop(mut self) -> DispatchReport {
+        let unloaded = self.ext.unload();
+        let wall_ns = monotonic_ns().saturating_sub(self.started_ns);
+        report(&unloaded, &self.tasks, wall_ns, self.cpus.clone())
     }
 }
 
 /// The report of an unloaded scheduler: its turns of the run's tasks
-/// as slices, by start time. (Pure: tested in every build; only the
-/// `ext` feature calls it.)
-#[cfg_attr(not(feature = "ext"), allow(dead_code))]
+/// as slices, by start time. (Pure: tested without a loaded scheduler.)
 fn report(
     u: &Unloaded,
     tasks: &HashMap<i32, usize>,
@@ -181,7 +173,6 @@ fn report(
 }
 
 /// A turn's end as a slice's.
-#[cfg_attr(not(feature = "ext"), allow(dead_code))]
 fn slice_end(end: TurnEnd) -> SliceEnd {
     match end {
         TurnEnd::Expired => SliceEnd::Completed,

@@ -1,8 +1,8 @@
-//! The records schedlab's sched_ext WRR scheduler (`src/bpf/wrr.bpf.c`)
+//! The records schedlab's sched_ext WRR scheduler (`ext/src/bpf/wrr.bpf.c`)
 //! shares with user space: a turn as its ring buffer reports it, a group's
 //! map value, why sched_ext ended it, and all it reported once unloaded.
 //! Pure byte layouts, built with or without the `ext` feature, so their
-//! tests run in every build; loading the scheduler is `sys::scx_wrr`'s.
+//! tests run in every build; loading the scheduler is the ext crate's (`ext/src/sys/scx_wrr.rs`).
 
 /// Size of `struct wrr_turn` in wrr.bpf.c.
 pub const TURN_BYTES: usize = 56;

@@ -8,6 +8,7 @@
 
 pub mod dispatch;
 pub mod ext;
+pub mod ext_hook;
 pub mod ext_records;
 pub mod policy;
 pub mod start;

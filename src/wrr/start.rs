@@ -21,7 +21,6 @@ pub enum StartError {
 /// sched_ext scheduler in the kernel.
 pub enum WrrRun {
     User(Dispatcher),
-    #[cfg(feature = "ext")]
     Kernel(super::ext::ExtDispatcher),
 }
 
@@ -30,7 +29,6 @@ impl WrrRun {
     pub fn task_exited(&self, id: usize) {
         match self {
             WrrRun::User(d) => d.task_exited(id),
-            #[cfg(feature = "ext")]
             WrrRun::Kernel(_) => {}
         }
     }
@@ -39,7 +37,6 @@ impl WrrRun {
     pub fn stop(self) -> DispatchReport {
         match self {
             WrrRun::User(d) => d.stop(),
-            #[cfg(feature = "ext")]
             WrrRun::Kernel(k) => k.stop(),
         }
     }
@@ -80,7 +77,7 @@ pub fn start(
 
 /// The mechanism to use: the one asked for when the machine allows it,
 /// else (auto) ext, else FIFO, else signals. Every mechanism covers a
-/// `command` worker's whole tree (ext: `src/bpf/wrr.bpf.c` puts each task a
+/// `command` worker's whole tree (ext: `ext/src/bpf/wrr.bpf.c` puts each task a
 /// worker's tree forks in the worker's group), so trees choose as any run.
 fn mechanism(
     asked: Option<WrrMechanism>,
@@ -122,8 +119,8 @@ fn mechanism(
     })
 }
 
-/// Load the sched_ext scheduler over the workers.
-#[cfg(feature = "ext")]
+/// Load the sched_ext scheduler over the workers (the mechanism was
+/// checked available: [`super::ext::unavailable`]).
 fn start_ext(policy: &WrrPolicy, pids: &[i32]) -> Result<WrrRun, StartError> {
     super::ext::ExtDispatcher::start(policy, pids)
         .map(WrrRun::Kernel)
@@ -132,14 +129,6 @@ fn start_ext(policy: &WrrPolicy, pids: &[i32]) -> Result<WrrRun, StartError> {
                 "the sched_ext WRR scheduler could not start: {e:#}"
             ))
         })
-}
-
-/// Without the `ext` feature [`super::ext::unavailable`] says so first.
-#[cfg(not(feature = "ext"))]
-fn start_ext(_: &WrrPolicy, _: &[i32]) -> Result<WrrRun, StartError> {
-    Err(StartError::Skipped(
-        super::ext::unavailable().unwrap_or_else(|| "the ext mechanism is not built in".into()),
-    ))
 }
 
 #[cfg(test)]

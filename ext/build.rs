@@ -1,7 +1,8 @@
-//! Build script: with the `ext` feature, compiles the sched_ext WRR
-//! scheduler (`src/bpf/wrr.bpf.c`) with clang 16+ and generates its
-//! libbpf-rs skeleton into OUT_DIR. Without the feature it does nothing,
-//! so schedlab builds on a machine without clang or libelf.
+//! Build script of `schedlab-ext`: compiles the sched_ext WRR scheduler
+//! (`src/bpf/wrr.bpf.c`) with clang 16+ and generates its libbpf-rs
+//! skeleton into OUT_DIR. Only the `ext` feature of schedlab builds this
+//! crate, so schedlab without it builds on a machine without clang or
+//! libelf.
 //!
 //! The BPF program is built against `src/bpf/vmlinux.h`, the types of a
 //! Linux 6.12 kernel with sched_ext dumped from its BTF (`bpftool btf dump
@@ -14,11 +15,9 @@
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
-    #[cfg(feature = "ext")]
     ext::build();
 }
 
-#[cfg(feature = "ext")]
 mod ext {
     use std::env;
     use std::path::PathBuf;

@@ -1,5 +1,5 @@
 //! Loading schedlab's sched_ext WRR scheduler (`src/bpf/wrr.bpf.c`, built
-//! by build.rs with the `ext` feature) with libbpf-rs, feeding it the
+//! by this crate's build.rs) with libbpf-rs, feeding it the
 //! workers' slices, reading the turns it reports through its ring buffer,
 //! and unloading it.
 //!
@@ -28,11 +28,9 @@ use anyhow::{Result, bail};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags, RingBufferBuilder};
 
-use super::clock::thread_cpu_ns;
-pub use crate::wrr::ext_records::{
-    ExitInfo, GROUP_BYTES, SCX_EXIT_ERROR, TURN_BYTES, Turn, TurnEnd, Unloaded, Worker, c_text,
-    group_value, parse_turn,
-};
+use schedlab::sys::clock::thread_cpu_ns;
+use schedlab::wrr::ext_hook::LoadedScheduler;
+use schedlab::wrr::ext_records::{ExitInfo, Unloaded, Worker, c_text, group_value, parse_turn};
 
 /// The skeleton libbpf-cargo generated (its unsafe blocks are libbpf's FFI).
 mod skel {
@@ -106,6 +104,12 @@ impl WrrExt {
             },
             None => Unloaded::default(),
         }
+    }
+}
+
+impl LoadedScheduler for WrrExt {
+    fn unload(&mut self) -> Unloaded {
+        WrrExt::unload(self)
     }
 }
 

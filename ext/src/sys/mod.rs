@@ -1,0 +1,4 @@
+//! The kernel side of the ext crate: loading the BPF scheduler through
+//! libbpf-rs (its generated skeleton is the crate's only `unsafe`).
+
+pub mod scx_wrr;
