@@ -9,15 +9,17 @@
 //! Worker `i` of a run is root task `i`: a run has as many processes as the
 //! description has roots ([`Kind::group_size`]). The description reaches the
 //! workers through a memory file of the run's wiring (a command line holds
-//! at most 128 KiB; a build's description is more), with the doorbells the
-//! tasks wake each other with. Work unit: passes over the recording
+//! at most 128 KiB; a build's description is more), with the doorbells and
+//! pipes the tasks wake each other with (`channel`). Work unit: passes over the recording
 //! (`passes`, default 1). Figures: `tasks` (of the worker's tree),
 //! `work_units` (burnt by the worker's own process and threads),
 //! `passes`.
 
+pub mod channel;
 pub mod desc;
 pub mod run;
 
+use std::fs::File;
 use std::os::fd::AsFd;
 use std::os::unix::fs::FileExt;
 use std::time::Instant;
@@ -99,18 +101,35 @@ pub fn tree_size(tasks: &[ReplayTask], root: usize) -> u64 {
         .sum::<u64>()
 }
 
-fn read_description(ctx: &WorkContext) -> anyhow::Result<(Vec<ReplayTask>, Doorbells)> {
-    let fds = super::wiring::take(&ctx.fds)?;
-    anyhow::ensure!(fds.len() == 2, "a replay worker needs its two channels");
+fn read_description(ctx: &WorkContext) -> anyhow::Result<(Vec<ReplayTask>, Doorbells, Pipes)> {
+    let mut fds = super::wiring::take(&ctx.fds)?.into_iter();
+    let (Some(desc_fd), Some(bells_fd)) = (fds.next(), fds.next()) else {
+        anyhow::bail!("a replay worker needs its two channels");
+    };
+
     // Read at offsets: every worker shares the file's one position.
-    let f = std::fs::File::from(fds[0].try_clone()?);
+    let f = File::from(desc_fd);
     let mut bytes = vec![0u8; usize::try_from(f.metadata()?.len())?];
     f.read_exact_at(&mut bytes, 0)?;
     let tasks: Vec<ReplayTask> = postcard::from_bytes(&bytes)
         .map_err(|e| anyhow::anyhow!("the replay's description in its wiring: {e}"))?;
-    let bells = Doorbells::map(fds[1].as_fd(), tasks.len())?;
-    Ok((tasks, bells))
+    let bells = Doorbells::map(bells_fd.as_fd(), tasks.len())?;
+    let piped = channel::piped(&tasks);
+    let mut pipes: Pipes = Vec::with_capacity(tasks.len());
+    for &p in &piped {
+        pipes.push(match p {
+            true => match (fds.next(), fds.next()) {
+                (Some(r), Some(w)) => Some((File::from(r), File::from(w))),
+                _ => anyhow::bail!("a replay worker is missing a task's wake-up pipe"),
+            },
+            false => None,
+        });
+    }
+    Ok((tasks, bells, pipes))
 }
+
+/// Each task's wake-up pipe (read end, write end), if it has one.
+type Pipes = Vec<Option<(File, File)>>;
 
 impl Kind for ReplayParams {
     fn name(&self) -> &'static str {
@@ -139,9 +158,20 @@ impl Kind for ReplayParams {
         let text = postcard::to_allocvec(&self.tasks)?;
         let d = w.memory(&text)?;
         let b = w.memory(&vec![0u8; doorbell_bytes(self.tasks.len())])?;
+        let mut pipes = Vec::new();
+        for (t, piped) in channel::piped(&self.tasks).into_iter().enumerate() {
+            if piped {
+                let (r, wr) = w.pipe()?;
+                pipes.push((t, r, wr));
+            }
+        }
         for p in 0..processes {
             w.give(p, d);
             w.give(p, b);
+            for &(_, r, wr) in &pipes {
+                w.give(p, r);
+                w.give(p, wr);
+            }
         }
         Ok(w)
     }
@@ -155,7 +185,13 @@ impl Kind for ReplayParams {
         let Stop::Work(passes) = self.stop else {
             anyhow::bail!("a replay runs whole passes (`passes`), not for a duration");
         };
-        let (tasks, bells) = read_description(ctx)?;
+        let (tasks, doorbells, pipes) = read_description(ctx)?;
+        let bells = channel::Bells {
+            tasks: &tasks,
+            doorbells,
+            piped: channel::piped(&tasks),
+            pipes,
+        };
         let roots = desc::roots(&tasks);
         anyhow::ensure!(!roots.is_empty(), "a replay without a root task");
         let root = roots[ctx.index % roots.len()];

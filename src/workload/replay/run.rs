@@ -2,21 +2,22 @@
 //! description, forks the same tree (processes with `fork`, threads with
 //! threads of its process), and every task does its ops in order: CPU
 //! bursts of the calibrated loop, timer sleeps, and waits for and
-//! wake-ups of its partners through the run's shared doorbells
-//! ([`crate::sys::futex::Doorbells`], one per task, shared by every worker
-//! of the run). Each process reaps its children before it exits, so the
+//! wake-ups of its partners through the run's channels
+//! ([`super::channel::Bells`]: real pipes between processes, shared futex
+//! doorbells between threads of one process). Each process reaps its children before it exits, so the
 //! worker's rusage (from `wait4`) covers its whole tree.
 //!
 //! Wake-ups balance per task (checked when the spec is read), and each
-//! doorbell has one consumer, its task: whatever order the scheduler gives
+//! doorbell or pipe has one consumer, its task: whatever order the scheduler gives
 //! them, every wait is eventually matched, so a replay cannot hang on its
 //! own wake-ups.
 
 use anyhow::{Result, bail};
 
+use super::channel::Bells;
 use super::desc::{Body, Dist, Op, QUANTILES, ReplayTask, Waker};
 use crate::sys::clock::sleep_until_ns;
-use crate::sys::futex::{Doorbells, exit_now, fork, reap_children};
+use crate::sys::futex::{exit_now, fork, reap_children};
 use crate::sys::proc::monotonic_ns;
 use crate::workload::pi::leibniz;
 
@@ -32,7 +33,7 @@ pub struct Done {
 /// The tasks of a replay and the run's doorbells.
 pub struct Replayer<'a> {
     pub tasks: &'a [ReplayTask],
-    pub bells: &'a Doorbells,
+    pub bells: &'a Bells<'a>,
     /// Scale of bursts and sleeps (1 as recorded).
     pub scale: f64,
 }
@@ -107,9 +108,9 @@ impl Replayer<'_> {
                             by: Waker::Timer | Waker::External,
                         } => sleep_ns(self.scaled(ns))?,
                         Op::Sleep {
-                            by: Waker::Task(_), ..
-                        } => self.bells.wait(i),
-                        Op::Wake(t) => self.bells.post(t),
+                            by: Waker::Task(w), ..
+                        } => self.bells.wait(i, w)?,
+                        Op::Wake(t) => self.bells.post(i, t)?,
                         Op::Fork(c) => self.start(s, c, &mut threads)?,
                     }
                 }
