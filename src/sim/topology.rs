@@ -13,7 +13,7 @@
 //! span equals the level below are dropped as the kernel's
 //! `sd_degenerate` does. Balance intervals follow `sd_init`: min interval
 //! = span weight ms, max = 2 × that, busy factor 16, imbalance_pct 110
-//! (SMT), 117 (MC), 125 (PKG/NUMA), cache_nice_tries 1 for MC/PKG/NUMA.
+//! (SMT), else 117; cache_nice_tries 0 (SMT), 1 (MC, PKG), 2 (NUMA).
 
 use serde::{Deserialize, Serialize};
 
@@ -276,15 +276,31 @@ fn domains_of(places: &[Place], c: usize) -> Vec<Domain> {
             min_interval_ms: weight,
             max_interval_ms: 2 * weight,
             busy_factor: 16,
-            imbalance_pct: match level {
-                Level::Smt => 110,
-                Level::Mc => 117,
-                Level::Pkg | Level::Numa => 125,
-            },
-            cache_nice_tries: u32::from(level != Level::Smt),
+            imbalance_pct: sd_imbalance_pct(level),
+            cache_nice_tries: sd_cache_nice_tries(level),
         });
     }
     out
+}
+
+/// `sd_init` (kernel/sched/topology.c, 6.12): `imbalance_pct` is 117 by
+/// default and 110 on SMT (`SD_SHARE_CPUCAPACITY`); MC (`SD_SHARE_LLC`)
+/// sets 117 again, PKG and NUMA keep the default.
+fn sd_imbalance_pct(level: Level) -> u64 {
+    match level {
+        Level::Smt => 110,
+        Level::Mc | Level::Pkg | Level::Numa => 117,
+    }
+}
+
+/// `sd_init`: `cache_nice_tries` is 0 by default (SMT keeps it), 1 for
+/// MC (`SD_SHARE_LLC`) and the plain `else` branch (PKG), 2 for NUMA.
+fn sd_cache_nice_tries(level: Level) -> u32 {
+    match level {
+        Level::Smt => 0,
+        Level::Mc | Level::Pkg => 1,
+        Level::Numa => 2,
+    }
 }
 
 #[cfg(test)]
@@ -370,5 +386,21 @@ mod tests {
             SimTopology::flat(2)
         );
         assert_eq!(SimTopology::from_env(None, &[0, 1]), SimTopology::flat(2));
+    }
+}
+
+#[cfg(test)]
+mod sd_init_tests {
+    use super::*;
+
+    /// The values of 6.12's `sd_init` per level (topology.c: the default
+    /// 117/0, SMT 110, LLC 117/1, NUMA 2, else 1).
+    #[test]
+    fn sd_init_values_per_level() {
+        let got: Vec<(u64, u32)> = [Level::Smt, Level::Mc, Level::Pkg, Level::Numa]
+            .into_iter()
+            .map(|l| (sd_imbalance_pct(l), sd_cache_nice_tries(l)))
+            .collect();
+        assert_eq!(got, vec![(110, 0), (117, 1), (117, 1), (117, 2)]);
     }
 }

@@ -9,6 +9,7 @@ use super::{Engine, SchedSpec, State, rank};
 use crate::sim::balance::{self, CpuLoad, Decision, Imbalance, LbResult, MIGRATION_COST_NS};
 use crate::sim::eevdf::FairKind;
 use crate::sim::placement::{self, CpuState};
+use crate::sim::topology::Level;
 
 impl Engine<'_> {
     /// A waking task's CPU: WRR stays; a fair task by
@@ -121,7 +122,8 @@ impl Engine<'_> {
                         None => LbResult::Balanced,
                         Some(dec) => {
                             let failed = self.lb[c][level].failed;
-                            let hot_ok = failed > d.cache_nice_tries;
+                            // `task_hot`: SMT siblings share cache, never hot.
+                            let hot_ok = failed > d.cache_nice_tries || d.level == Level::Smt;
                             LbResult::Moved(self.detach_fair(dec, c, failed, hot_ok))
                         }
                     }
