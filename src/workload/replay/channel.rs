@@ -47,26 +47,49 @@ pub fn piped(tasks: &[ReplayTask]) -> Vec<bool> {
         .collect()
 }
 
-/// Whether a wake-up of `to` by `from` goes over `to`'s pipe.
-pub fn over_pipe(tasks: &[ReplayTask], piped: &[bool], from: usize, to: usize) -> bool {
-    piped.get(to).copied().unwrap_or(false) && process_of(tasks, from) != process_of(tasks, to)
+/// Whether a wake-up of `to` by `from` goes over `to`'s pipe, given the
+/// process of every task ([`process_of`]) and which tasks are [`piped`].
+pub fn over_pipe(process: &[usize], piped: &[bool], from: usize, to: usize) -> bool {
+    piped.get(to).copied().unwrap_or(false) && process[from] != process[to]
 }
+
+/// Each task's wake-up pipe (read end, write end), if it has one.
+pub type Pipes = Vec<Option<(File, File)>>;
 
 /// The run's wake-up channels: the doorbells, and a pipe (read end, write
 /// end) for each piped task.
-pub struct Bells<'a> {
-    pub tasks: &'a [ReplayTask],
-    pub doorbells: Doorbells,
-    pub piped: Vec<bool>,
-    pub pipes: Vec<Option<(File, File)>>,
+pub struct Bells {
+    doorbells: Doorbells,
+    /// The process each task runs in, found once (a wake-up asks it).
+    process: Vec<usize>,
+    piped: Vec<bool>,
+    pipes: Pipes,
 }
 
-impl Bells<'_> {
+impl Bells {
+    /// The channels of `tasks`: `pipes[t]` is task `t`'s pipe when
+    /// [`piped`] gives it one.
+    pub fn new(tasks: &[ReplayTask], doorbells: Doorbells, pipes: Pipes) -> Bells {
+        Bells {
+            doorbells,
+            process: (0..tasks.len()).map(|i| process_of(tasks, i)).collect(),
+            piped: pipes.iter().map(Option::is_some).collect(),
+            pipes,
+        }
+    }
+
+    /// `to`'s pipe, when a wake-up of `to` by `from` goes over it.
+    fn pipe(&self, from: usize, to: usize) -> Option<&(File, File)> {
+        self.pipes[to]
+            .as_ref()
+            .filter(|_| over_pipe(&self.process, &self.piped, from, to))
+    }
+
     /// `from` wakes `to`.
     pub fn post(&self, from: usize, to: usize) -> std::io::Result<()> {
-        match &self.pipes[to] {
-            Some((_, w)) if over_pipe(self.tasks, &self.piped, from, to) => (&*w).write_all(&[1]),
-            _ => {
+        match self.pipe(from, to) {
+            Some((_, w)) => (&*w).write_all(&[1]),
+            None => {
                 self.doorbells.post(to);
                 Ok(())
             }
@@ -75,12 +98,12 @@ impl Bells<'_> {
 
     /// `me` waits for its wake-up by `by`.
     pub fn wait(&self, me: usize, by: usize) -> std::io::Result<()> {
-        match &self.pipes[me] {
-            Some((r, _)) if over_pipe(self.tasks, &self.piped, by, me) => {
+        match self.pipe(by, me) {
+            Some((r, _)) => {
                 let mut b = [0u8; 1];
                 (&*r).read_exact(&mut b)
             }
-            _ => {
+            None => {
                 self.doorbells.wait(me);
                 Ok(())
             }
@@ -127,9 +150,10 @@ mod tests {
         );
         let p = piped(&tasks);
         assert_eq!(p, [true, true, false, false]);
-        assert!(!over_pipe(&tasks, &p, 1, 0));
-        assert!(over_pipe(&tasks, &p, 2, 0));
-        assert!(over_pipe(&tasks, &p, 3, 1));
-        assert!(!over_pipe(&tasks, &p, 0, 2));
+        let process: Vec<usize> = (0..4).map(|i| process_of(&tasks, i)).collect();
+        assert!(!over_pipe(&process, &p, 1, 0));
+        assert!(over_pipe(&process, &p, 2, 0));
+        assert!(over_pipe(&process, &p, 3, 1));
+        assert!(!over_pipe(&process, &p, 0, 2));
     }
 }

@@ -101,7 +101,9 @@ pub fn tree_size(tasks: &[ReplayTask], root: usize) -> u64 {
         .sum::<u64>()
 }
 
-fn read_description(ctx: &WorkContext) -> anyhow::Result<(Vec<ReplayTask>, Doorbells, Pipes)> {
+fn read_description(
+    ctx: &WorkContext,
+) -> anyhow::Result<(Vec<ReplayTask>, Doorbells, channel::Pipes)> {
     let mut fds = super::wiring::take(&ctx.fds)?.into_iter();
     let (Some(desc_fd), Some(bells_fd)) = (fds.next(), fds.next()) else {
         anyhow::bail!("a replay worker needs its two channels");
@@ -114,9 +116,8 @@ fn read_description(ctx: &WorkContext) -> anyhow::Result<(Vec<ReplayTask>, Doorb
     let tasks: Vec<ReplayTask> = postcard::from_bytes(&bytes)
         .map_err(|e| anyhow::anyhow!("the replay's description in its wiring: {e}"))?;
     let bells = Doorbells::map(bells_fd.as_fd(), tasks.len())?;
-    let piped = channel::piped(&tasks);
-    let mut pipes: Pipes = Vec::with_capacity(tasks.len());
-    for &p in &piped {
+    let mut pipes: channel::Pipes = Vec::with_capacity(tasks.len());
+    for p in channel::piped(&tasks) {
         pipes.push(match p {
             true => match (fds.next(), fds.next()) {
                 (Some(r), Some(w)) => Some((File::from(r), File::from(w))),
@@ -127,9 +128,6 @@ fn read_description(ctx: &WorkContext) -> anyhow::Result<(Vec<ReplayTask>, Doorb
     }
     Ok((tasks, bells, pipes))
 }
-
-/// Each task's wake-up pipe (read end, write end), if it has one.
-type Pipes = Vec<Option<(File, File)>>;
 
 impl Kind for ReplayParams {
     fn name(&self) -> &'static str {
@@ -159,16 +157,15 @@ impl Kind for ReplayParams {
         let d = w.memory(&text)?;
         let b = w.memory(&vec![0u8; doorbell_bytes(self.tasks.len())])?;
         let mut pipes = Vec::new();
-        for (t, piped) in channel::piped(&self.tasks).into_iter().enumerate() {
+        for piped in channel::piped(&self.tasks) {
             if piped {
-                let (r, wr) = w.pipe()?;
-                pipes.push((t, r, wr));
+                pipes.push(w.pipe()?);
             }
         }
         for p in 0..processes {
             w.give(p, d);
             w.give(p, b);
-            for &(_, r, wr) in &pipes {
+            for &(r, wr) in &pipes {
                 w.give(p, r);
                 w.give(p, wr);
             }
@@ -186,12 +183,7 @@ impl Kind for ReplayParams {
             anyhow::bail!("a replay runs whole passes (`passes`), not for a duration");
         };
         let (tasks, doorbells, pipes) = read_description(ctx)?;
-        let bells = channel::Bells {
-            tasks: &tasks,
-            doorbells,
-            piped: channel::piped(&tasks),
-            pipes,
-        };
+        let bells = channel::Bells::new(&tasks, doorbells, pipes);
         let roots = desc::roots(&tasks);
         anyhow::ensure!(!roots.is_empty(), "a replay without a root task");
         let root = roots[ctx.index % roots.len()];

@@ -33,7 +33,7 @@ pub struct Done {
 /// The tasks of a replay and the run's doorbells.
 pub struct Replayer<'a> {
     pub tasks: &'a [ReplayTask],
-    pub bells: &'a Bells<'a>,
+    pub bells: &'a Bells,
     /// Scale of bursts and sleeps (1 as recorded).
     pub scale: f64,
 }
