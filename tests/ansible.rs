@@ -513,7 +513,7 @@ fn the_playbook_runs_resumes_collects_and_refuses_a_host_without_rt() {
     // run.yml on beta alone: beta, whose sessions lack CAP_SYS_NICE, is
     // refused by name with the reason, and runs nothing. (Only beta: a
     // second campaign on alpha and another collect cost a quarter of the
-    // test and check nothing the merges above and tests/fleet.rs do not.)
+    // test and check nothing the merges above and tests/suite/fleet.rs do not.)
     let out = playbook(
         &dir,
         "run.yml",

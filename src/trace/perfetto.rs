@@ -35,7 +35,7 @@
 //! `ps/process_tree.proto`, `ftrace/ftrace_event_bundle.proto`,
 //! `ftrace/ftrace_event.proto` and `ftrace/sched.proto` (all proto2; checked
 //! against the perfetto 0.59.1 Python package's compiled descriptors by
-//! tests/trace_export.rs).
+//! tests/suite/trace_export.rs).
 
 use std::collections::{BTreeMap, HashMap};
 

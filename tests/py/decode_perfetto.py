@@ -1,6 +1,6 @@
 """Decode a Perfetto protobuf trace with Perfetto's own schema (the compiled
 perfetto_trace.proto shipped by the `perfetto` Python package) and print it
-as JSON for tests/trace_export.rs: every packet with every field set, by
+as JSON for tests/suite/trace_export.rs: every packet with every field set, by
 Perfetto's field names, and every field the schema does not know.
 
 Usage: python3 decode_perfetto.py TRACE_FILE

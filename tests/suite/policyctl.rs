@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use schedlab::sys::probe::{Privileges, probe};
 use serde_json::Value;
 
-mod common;
+use crate::common;
 use common::{bin, text};
 
 fn schedlab(args: &[&str]) -> Output {

@@ -3,7 +3,7 @@
 //! campaign of the model (never resuming a measured campaign of the same
 //! spec), with the schedule the documented policies give.
 
-mod common;
+use crate::common;
 use common::{schedlab, text};
 
 const SPEC: &str = r#"

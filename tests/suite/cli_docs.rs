@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::process::Command;
 
-mod common;
+use crate::common;
 use common::{require_tool, schedlab, text};
 
 /// Standard output of a successful schedlab command.

@@ -5,7 +5,7 @@
 //! fields; `schedlab trace export` writes it (and the Chrome JSON) from a
 //! stored trace and refuses bad input naming the flag or path.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use schedlab::store::Store;
 use schedlab::testing::planted::{self, Planted};
 
-mod common;
+use crate::common;
 use common::{chromium, headless, schedlab, text};
 
 /// One side of `cfg` as the only campaign of a new database `name`.

@@ -3,7 +3,7 @@
 //! written), the migration of a database written before host ids, `report
 //! --by host|kernel` on a merged store, and the Parquet export read back.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

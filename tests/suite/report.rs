@@ -8,7 +8,7 @@ use schedlab::report::{Format, Metric, Options, Report};
 use schedlab::store::Store;
 use schedlab::testing::synth::{self, SynthConfig};
 
-mod common;
+use crate::common;
 use common::{chromium, headless, schedlab, text};
 
 fn fixture(name: &str) -> PathBuf {
