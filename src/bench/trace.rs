@@ -15,7 +15,9 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 
 use crate::campaign::{self, Options};
-use crate::report::analyse::trace::{AGREEMENT_TOLERANCE, expected_switches, explain};
+use std::collections::HashMap;
+
+use crate::report::analyse::trace::{AGREEMENT_TOLERANCE, expected_switches, explain, run_totals};
 use crate::stats::summary::percentile;
 use crate::store::{ExportRow, ExportTrace, Store};
 use crate::trace::derive::Slice;
@@ -148,6 +150,12 @@ pub fn run(o: TraceBenchOptions) -> Result<()> {
     let mut sw_err = Vec::new();
     let mut lost = 0;
     let mut off: Vec<Disagreement> = Vec::new();
+    let totals = run_totals_by_run(&workers);
+    let mut run_err: Vec<f64> = totals
+        .values()
+        .filter(|(_, run)| *run > 0)
+        .map(|(trace, run)| *trace as f64 / *run as f64 - 1.0)
+        .collect();
     for r in &workers {
         let (Some(t), Some(run_ns), Some(u)) = (&r.trace, r.run_ns, &r.usage) else {
             continue;
@@ -169,7 +177,7 @@ pub fn run(o: TraceBenchOptions) -> Result<()> {
         {
             sw_err.push(switches as f64 / expected as f64 - 1.0);
         }
-        if let Some(d) = Disagreement::of(r, t, run_ns, rusage) {
+        if let Some(d) = Disagreement::of(r, t, run_ns, rusage, totals.get(&r.run).copied()) {
             off.push(d);
         }
     }
@@ -188,10 +196,30 @@ pub fn run(o: TraceBenchOptions) -> Result<()> {
         Ok(())
     };
     show("trace on-CPU time / schedstat run time − 1", &mut cpu_err)?;
+    show("the same over each run's workers together", &mut run_err)?;
     show("trace switches / rusage (nvcsw + nivcsw) − 1", &mut sw_err)?;
     outln!("  events lost over all traced runs: {lost}")?;
     print_disagreements(&off)?;
     wrr_boundaries(&db, o.cpu)
+}
+
+/// Each run's traced workers together: their trace on-CPU time and
+/// schedstat run time summed ([`run_totals`]).
+fn run_totals_by_run(workers: &[&ExportRow]) -> HashMap<i64, (u64, u64)> {
+    let mut by_run: HashMap<i64, Vec<(u64, Option<u64>)>> = HashMap::new();
+    for r in workers {
+        let u = |v: i64| u64::try_from(v).ok();
+        if let Some(on) = r.trace.as_ref().and_then(|t| t.work_oncpu_ns).and_then(u) {
+            by_run
+                .entry(r.run)
+                .or_default()
+                .push((on, r.run_ns.and_then(u)));
+        }
+    }
+    by_run
+        .into_iter()
+        .filter_map(|(run, pairs)| Some((run, run_totals(pairs)?)))
+        .collect()
 }
 
 /// A program's tree: its tasks (from their exit records), whose last
@@ -217,7 +245,13 @@ struct Disagreement {
 }
 
 impl Disagreement {
-    fn of(r: &ExportRow, t: &ExportTrace, run_ns: i64, rusage: u64) -> Option<Disagreement> {
+    fn of(
+        r: &ExportRow,
+        t: &ExportTrace,
+        run_ns: i64,
+        rusage: u64,
+        run_totals: Option<(u64, u64)>,
+    ) -> Option<Disagreement> {
         let (on, switches) = (t.work_oncpu_ns?, t.work_switches?);
         let u = |v: i64| u64::try_from(v).unwrap_or(0);
         let explanation = explain(
@@ -227,6 +261,7 @@ impl Disagreement {
             u(switches),
             (Some(rusage), tree_tasks(r)),
             u(t.work_missing_switches.unwrap_or(0)),
+            run_totals,
         );
         (!explanation.is_empty()).then(|| Disagreement {
             run: r.run,
@@ -256,8 +291,9 @@ fn print_disagreements(off: &[Disagreement]) -> Result<()> {
         .filter(|d| !d.explanation.contains("not explained"))
         .count();
     outln!(
-        "  {} off by more than 1 % ({} explained by switches the kernel never emitted; steal: the \
-         run's CPUs' steal time, which schedstat's run time leaves out and the trace's clock counts):",
+        "  {} off by more than 1 % ({} explained, by switches the kernel never emitted or by where \
+         the trace stamps a switch; steal: the run's CPUs' steal time, which schedstat's run \
+         time leaves out and the trace's clock counts):",
         off.len(),
         explained
     )?;
