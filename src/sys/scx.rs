@@ -195,11 +195,7 @@ pub fn bpf_permission(euid: u32, cap_eff: Option<u64>) -> Result<String, String>
 fn built() -> Result<String, String> {
     match crate::wrr::ext_hook::loader() {
         Some(loader) => Ok(loader.built_with.to_string()),
-        None => Err(
-            "this schedlab was built without the `ext` feature (cargo build --release --features \
-             ext; it needs clang 16+, libelf-dev, zlib1g-dev and pkg-config)"
-                .to_string(),
-        ),
+        None => Err(crate::wrr::ext_hook::NOT_BUILT.to_string()),
     }
 }
 

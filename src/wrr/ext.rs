@@ -67,9 +67,7 @@ impl ExtDispatcher {
             });
             tasks.insert(pid, t.id);
         }
-        let loader = loader().context(
-            "this schedlab was built without the `ext` feature: no sched_ext loader is registered",
-        )?;
+        let loader = loader().context(crate::wrr::ext_hook::NOT_BUILT)?;
         let ext = (loader.load)(workers)?;
         for (t, &pid) in policy.tasks().iter().zip(pids) {
             sched::set_affinity_raw(pid, &sched::cpu_set(&[t.cpu])).map_err(|errno| {

@@ -38,6 +38,10 @@ pub fn register(loader: Loader) {
     let _ = LOADER.set(loader);
 }
 
+/// Why there is no loader: what `schedlab env`, `plan` and a run say.
+pub const NOT_BUILT: &str = "this schedlab was built without the `ext` feature (cargo build \
+     --release --features ext; it needs clang 16+, libelf-dev, zlib1g-dev and pkg-config)";
+
 /// The registered loader, if this binary has one.
 pub fn loader() -> Option<Loader> {
     LOADER.get().copied()
