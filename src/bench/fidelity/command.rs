@@ -89,6 +89,68 @@ pub fn pipe_ours(ctx: &mut Ctx, trial: u32) -> Result<Side, Problem> {
     })
 }
 
+/// The pipe command row's reference: `taskset -c 0 perf bench sched pipe`
+/// bare (the pinned pingpong row's own side), and, as root, the same
+/// command once more inside cgroups made as a worker's (one per hierarchy
+/// a campaign uses, at a worker's depth): its note gives what group
+/// scheduling alone costs a round trip. The kernel's fair class keeps a
+/// scheduling entity per group level (`CONFIG_FAIR_GROUP_SCHED`), and each
+/// enqueue, dequeue and `update_curr()` walks them all, so a pipe round
+/// trip, two sleeps and two wake-ups, pays that walk four times in a
+/// worker's groups and not at the root.
+pub fn pipe_bare(ctx: &mut Ctx) -> Result<Side, Problem> {
+    let mut side = super::latency::pingpong_perf(ctx, true)?;
+    let bare = side.values[0];
+    side.note = Some(match pipe_in_groups(ctx) {
+        Ok((us, hierarchies)) => format!(
+            "the same command inside cgroups made as a worker's ({hierarchies}): {us:.2} µs, \
+             {:.2}× bare",
+            us / bare
+        ),
+        Err(e) => format!("not measured inside cgroups: {e}"),
+    });
+    Ok(side)
+}
+
+/// `taskset -c 0 perf bench sched pipe` moved into a worker's cgroups (a
+/// session of its own, removed after) by its own shell before it execs:
+/// its µs per round trip, and the hierarchies' names.
+fn pipe_in_groups(ctx: &Ctx) -> Result<(f64, String), String> {
+    use crate::sys::cgroup::TreeGroups;
+    let session = TreeGroups::open().map_err(|e| format!("{e:#}"))?;
+    let group = session
+        .create("fidelity-pipe-bare", 0)
+        .map_err(|e| format!("{e:#}"))?;
+    let join: Vec<String> = group
+        .dirs()
+        .iter()
+        .map(|d| format!("echo $$ > '{}/cgroup.procs' && ", d.display()))
+        .collect();
+    let loops = ctx.sizes.pingpong_loops;
+    let mut argv = vec![
+        "taskset".to_string(),
+        "-c".into(),
+        CPU.to_string(),
+        "perf".into(),
+    ];
+    argv.extend(reference::perf_pipe_args(loops));
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(format!("{}exec \"$@\"", join.concat()))
+        .arg("sh")
+        .args(&argv);
+    let ran = exec::run(&mut cmd, Duration::from_secs(60)).map_err(|e| format!("{e:#}"))?;
+    ran.check("perf bench sched pipe in cgroups")?;
+    let p = reference::parse_perf_pipe(&ran.stdout)?;
+    if p.loops != loops {
+        return Err(format!(
+            "perf ran {} round trips instead of {loops}",
+            p.loops
+        ));
+    }
+    Ok((p.usecs_per_op, session.hierarchies().join(", ")))
+}
+
 /// Iterations of each of the three children's shell loop (about 0.1 to
 /// 0.2 s of CPU each here).
 pub const TREE_LOOPS: u32 = 200_000;

@@ -433,7 +433,7 @@ fn measure_reference(w: Which, ctx: &mut Ctx, trial: u32) -> Result<Side, Proble
         Which::Matmul => cpu::matmul_c(ctx),
         Which::Launch => launch::reference(ctx),
         Which::CommandHackbench => latency::messaging_hackbench(ctx),
-        Which::CommandPipe => latency::pingpong_perf(ctx, true),
+        Which::CommandPipe => command::pipe_bare(ctx),
         Which::CommandTreeCpu => command::tree_cpu_perf(ctx),
     }
 }

@@ -158,6 +158,15 @@ impl TreeGroups {
         &self.inner.left_out
     }
 
+    /// The hierarchies used: "cgroup2", or a v1 controller's name.
+    pub fn hierarchies(&self) -> Vec<&str> {
+        self.inner
+            .parents
+            .iter()
+            .map(|(h, _)| h.name.as_str())
+            .collect()
+    }
+
     /// The parent groups, one per hierarchy used.
     pub fn parents(&self) -> Vec<&Path> {
         self.inner
