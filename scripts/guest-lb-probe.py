@@ -104,6 +104,7 @@ def main():
         if len(sys.argv) > 3 and sys.argv[2] == "--dump-trace":
             open(sys.argv[3], "w").write(trace)
         turns(trace, set(hogs))
+        passes(trace)
 
 
 def turns(trace, hogs):
@@ -129,6 +130,36 @@ def turns(trace, hogs):
               f"{statistics.median(vals)} ms; by ms: "
               + " ".join(f"{k}:{v}" for k, v in sorted(lens.items())))
     print(f"hogs' migrations in the trace: {migr}")
+
+
+def passes(trace):
+    """With scripts/guest-lb-probe.kprobes: each busy balancing pass that
+    weighed a task, by the domain's nr_balance_failed at its start, with
+    lb_env's imbalance and whether a hog moved."""
+    cur, rows = {}, []
+    for l in trace.split("\n"):
+        m = re.search(r"\[(\d+)\].*?([\d.]+): (lbfsg|lbcm|sched_migrate_task)(.*)", l)
+        if not m:
+            continue
+        cpu, kind, rest = int(m.group(1)), m.group(3), m.group(4)
+        if kind == "lbfsg":
+            if cur.get(cpu) and cur[cpu][1] is not None:
+                rows.append(tuple(cur[cpu]))
+            cur[cpu] = [int(re.search(r"failed=(\d+)", rest).group(1)), None, 0]
+        elif kind == "lbcm" and cpu in cur:
+            cur[cpu][1] = int(re.search(r"imb=(-?\d+)", rest).group(1))
+        elif kind == "sched_migrate_task" and "comm=sh" in rest and cpu in cur:
+            cur[cpu][2] += 1
+    rows += [tuple(v) for v in cur.values() if v[1] is not None]
+    if not rows:
+        return
+    print("\nbalancing passes that weighed a task (kprobes), by nr_balance_failed:")
+    for f in sorted({r[0] for r in rows}):
+        sel = [r for r in rows if r[0] == f]
+        moved = sorted(r[1] for r in sel if r[2])
+        refused = sorted(r[1] for r in sel if not r[2])
+        print(f"  failed={f}: {len(sel)} passes, {len(moved)} moved; imbalance when moved "
+              f"{moved}, when not {refused}")
 
 
 if __name__ == "__main__":
