@@ -17,8 +17,8 @@ use super::task::Program;
 
 /// What the model knowingly does not represent, stored with every run.
 pub const NOT_MODELLED: &[&str] = &[
-    "PELT load averages (balancing uses instant weights: 6 equal hogs on 4 CPUs give an imbalance of exactly 512 = 1024 >> 1, so the second pass always moves one; a 6.12 guest's PELT imbalances spread from 242 to 621 about 511, and below 511 its detach_tasks check shr(load, nr_balance_failed) > imbalance refused the move: a third of such passes, so the guest migrates about 30 % less), nohz idle-balance delays, utilisation and misfit balancing",
-    "timer interrupts an emulator loses (a 4-CPU tcg-icount guest, 4 busy CPUs, took 64-70 % of its HZ 1000 local timer interrupts, so two hogs on a CPU took turns of about 5-6 ms where the slice ends at the 3rd tick)",
+    "PELT load averages (balancing uses instant weights, so equal hogs meet detach_tasks' load check exactly and the pass after one failure always moves one; a 6.12 guest's PELT imbalances scatter about it and refuse a third of those moves), nohz idle-balance delays, utilisation and misfit balancing",
+    "timer interrupts an emulator loses (a tcg-icount guest with 4 busy vCPUs took 64-70 % of its ticks: longer turns, fewer switches)",
     "cache and memory-bandwidth contention between CPUs (a migration costs Machine::migration_ns, 0 unless set)",
     "storage devices: blocking I/O is a fixed service time per request, without queueing",
     "interrupts, kernel threads, other programs (timer slack only as a periodic task's wake-up)",
