@@ -37,7 +37,7 @@ pub fn measure() -> ScaleFigures {
             "6.12",
             cpus,
             Knobs::default(),
-            crate::sys::envinfo::default_base_slice_ns(cpus),
+            crate::sys::envinfo::default_base_slice_ns(cpus, "6.12"),
         )
     };
     let fair = SchedSpec::Fair {

@@ -222,6 +222,31 @@ fn find_src_rq(g: &[usize], cpus: &[CpuLoad], imbalance: Imbalance) -> Option<us
     }
 }
 
+/// The periodic passes of a run, counted as the kernel's schedstat counts
+/// them per domain for a busy CPU (`/proc/schedstat` version 16,
+/// `lb_count`, `lb_balanced`, `lb_failed`, `lb_gained` of
+/// `__CPU_NOT_IDLE`), summed over CPUs and domains: the figures to set
+/// beside a guest's own.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LbTally {
+    pub count: u64,
+    pub balanced: u64,
+    pub failed: u64,
+    pub gained: u64,
+}
+
+impl LbTally {
+    /// Count one pass's result.
+    pub fn add(&mut self, r: LbResult) {
+        self.count += 1;
+        match r {
+            LbResult::Balanced => self.balanced += 1,
+            LbResult::Moved(0) => self.failed += 1,
+            LbResult::Moved(n) => self.gained += n as u64,
+        }
+    }
+}
+
 /// One CPU's balancing state for one of its domains.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LbState {

@@ -17,7 +17,8 @@ use super::task::Program;
 
 /// What the model knowingly does not represent, stored with every run.
 pub const NOT_MODELLED: &[&str] = &[
-    "PELT load averages (balancing uses instant weights), nohz idle-balance delays, utilisation and misfit balancing",
+    "PELT load averages (balancing uses instant weights, so equal hogs meet detach_tasks' load check exactly and the pass after one failure always moves one; a 6.12 guest's PELT imbalances scatter about it and refuse a third of those moves), nohz idle-balance delays, utilisation and misfit balancing",
+    "timer interrupts an emulator loses (a tcg-icount guest with 4 busy vCPUs took 64-70 % of its ticks: longer turns, fewer switches)",
     "cache and memory-bandwidth contention between CPUs (a migration costs Machine::migration_ns, 0 unless set)",
     "storage devices: blocking I/O is a fixed service time per request, without queueing",
     "interrupts, kernel threads, other programs (timer slack only as a periodic task's wake-up)",

@@ -207,6 +207,9 @@ pub struct Outcome {
     /// [`TIMELINE_MAX`], was reached): both are complete before it only.
     /// None: kept whole.
     pub timeline_cut_ns: Option<u64>,
+    /// The periodic balancing passes of busy CPUs, as schedstat counts
+    /// them.
+    pub lb: crate::sim::balance::LbTally,
 }
 
 /// The most segments, and the most wake-ups, one run keeps for its
@@ -311,6 +314,7 @@ pub struct Engine<'m> {
     topo: SimTopology,
     /// Per CPU, the balancing state of each of its domains.
     lb: Vec<Vec<LbState>>,
+    lb_tally: crate::sim::balance::LbTally,
     cpu_busy_ns: Vec<u64>,
     events: u64,
 }
@@ -340,6 +344,7 @@ impl<'m> Engine<'m> {
             events: 0,
             topo,
             lb,
+            lb_tally: Default::default(),
             m,
             now: 0,
             tasks: Vec::with_capacity(specs.len()),
@@ -479,6 +484,7 @@ impl<'m> Engine<'m> {
             stalled,
             interrupted: false,
             timeline_cut_ns: self.timeline_cut_ns,
+            lb: self.lb_tally,
         }
     }
 

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::topology::{Place, SimTopology};
 use crate::record::RunRecord;
-use crate::sys::envinfo::EnvSnapshot;
+use crate::sys::envinfo::{self, EnvSnapshot};
 use crate::sys::topology::CpuTopology;
 use crate::workload::Rates;
 use crate::workload::latency::Latency;
@@ -135,9 +135,10 @@ impl Machine {
     /// ([`SimTopology::guest`]), its kernel's release and HZ when known
     /// (a recipe's; None keeps this machine's), the kernel's default
     /// knobs (a fresh boot: RT 950000/1000000 µs, RR 100 ms) and the
-    /// default base slice for its CPU count (`sched_update_scaling`:
-    /// 0.75 ms × (1 + log2 min(CPUs, 8))). The calibrated costs stay this
-    /// machine's.
+    /// default base slice for its CPU count (`sched_update_scaling`: the
+    /// release's normalized slice, 0.75 or 0.70 ms, × (1 + log2 min(CPUs,
+    /// 8)); without a release, this machine's slice rescaled to the
+    /// guest's CPUs). The calibrated costs stay this machine's.
     pub fn for_guest(
         &self,
         topology: (usize, usize, usize),
@@ -153,7 +154,13 @@ impl Machine {
         Machine {
             cpus,
             hz: hz.unwrap_or(self.hz).max(1),
-            base_slice_ns: crate::sys::envinfo::default_base_slice_ns(cpus),
+            base_slice_ns: match release {
+                Some(r) => crate::sys::envinfo::default_base_slice_ns(cpus, r),
+                None => {
+                    self.base_slice_ns / envinfo::base_slice_factor(self.cpus)
+                        * envinfo::base_slice_factor(cpus)
+                }
+            },
             rr_timeslice_ms: 100,
             rt_runtime_us: 950_000,
             rt_period_us: 1_000_000,

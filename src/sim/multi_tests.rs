@@ -97,6 +97,29 @@ fn three_hogs_on_two_cpus_rotate_by_balancing() {
     assert_eq!(first_move, 64 * MS, "{:?}", &out.timeline[..10]);
 }
 
+/// The balancing passes of that schedule as schedstat would count them
+/// for busy CPUs (`lb_count`, `lb_balanced`, `lb_failed`, `lb_gained`):
+/// at 32 ms CPU 0 (two tasks, nothing busier) is balanced and doubles its
+/// interval to 64 ms, CPU 1 fails (1024 > 512); at 64 ms CPU 1 gains one;
+/// CPU 0's next pass is at 96 ms, after the 70 ms limit.
+#[test]
+fn balancing_passes_are_counted_as_schedstat_counts_them() {
+    let m = host(2);
+    let tasks = (0..3)
+        .map(|_| free(fair(0), Program::Burn(Burn::until(200 * MS)), 2))
+        .collect();
+    let out = Engine::new(&m, tasks, None, 0).run(70 * MS);
+    assert_eq!(
+        out.lb,
+        crate::sim::balance::LbTally {
+            count: 3,
+            balanced: 1,
+            failed: 1,
+            gained: 1
+        }
+    );
+}
+
 /// A task that sleeps and wakes while its CPU is busy goes to the idle
 /// CPU (select_idle_sibling), not behind the hog.
 #[test]

@@ -729,11 +729,9 @@ pub fn render_json(env: &EnvSnapshot, privs: &Privileges) -> String {
 /// The fair class's base slice (EEVDF's `sysctl_sched_base_slice`): read
 /// from debugfs where it is open, else as the kernel reports it for a
 /// thread that asked for no slice of its own (`sched_getattr`, Linux
-/// 6.12+), else the kernel's default for this many CPUs, 0.75 ms ×
-/// (1 + log2(min(CPUs, 8))) (`sched_update_scaling`, the default
-/// logarithmic tunable scaling; later kernels lowered the 0.75 ms, which is
-/// why the kernel's own report comes first). The flag says whether the
-/// kernel reported it.
+/// 6.12+), else this kernel's default for this many CPUs
+/// ([`default_base_slice_ns`]). The flag says whether the kernel reported
+/// it.
 pub fn fair_base_slice_ns(cpus_online: usize) -> (u64, bool) {
     if let Some(ns) = std::fs::read_to_string("/sys/kernel/debug/sched/base_slice_ns")
         .ok()
@@ -744,13 +742,41 @@ pub fn fair_base_slice_ns(cpus_online: usize) -> (u64, bool) {
     if let Some(ns) = crate::sys::sched::default_fair_slice_ns() {
         return (ns, true);
     }
-    (default_base_slice_ns(cpus_online), false)
+    let release = uname().map_or_else(String::new, |u| u.release);
+    (default_base_slice_ns(cpus_online, &release), false)
 }
 
-/// The kernel's default base slice for `cpus` CPUs.
-pub fn default_base_slice_ns(cpus: usize) -> u64 {
-    let n = cpus.clamp(1, 8) as u64;
-    750_000 * (1 + u64::from(n.ilog2()))
+/// The kernel's default base slice for `cpus` CPUs on kernel `release`:
+/// [`normalized_base_slice_ns`] × [`base_slice_factor`].
+pub fn default_base_slice_ns(cpus: usize, release: &str) -> u64 {
+    normalized_base_slice_ns(release) * base_slice_factor(cpus)
+}
+
+/// `get_update_sysctl_factor` under the default logarithmic tunable
+/// scaling: 1 + log2(min(CPUs, 8)).
+pub fn base_slice_factor(cpus: usize) -> u64 {
+    1 + u64::from((cpus.clamp(1, 8) as u64).ilog2())
+}
+
+/// `normalized_sysctl_sched_base_slice` of kernel `release`: 0.70 ms from
+/// commit 2ae891b82695 ("sched: Reduce the default slice to avoid tasks
+/// getting an extra tick", mainline 6.15, backported to 6.12.31), 0.75 ms
+/// before. A bare "6.12" is a recipe's Debian linux-source-6.12, past
+/// 6.12.31 (the cached 6.12.117 guest reports base_slice_ns 2100000 on 4
+/// CPUs). 6.13 and 6.14 are taken as 0.75 ms.
+pub fn normalized_base_slice_ns(release: &str) -> u64 {
+    let mut parts = release
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse::<u32>().unwrap_or(0));
+    let (major, minor, sub) = (parts.next(), parts.next(), parts.next());
+    let lowered = match (major, minor, sub) {
+        (Some(a), Some(b), _) if (a, b) >= (6, 15) => true,
+        (Some(6), Some(12), None) => true,
+        (Some(6), Some(12), Some(s)) => s >= 31,
+        _ => false,
+    };
+    if lowered { 700_000 } else { 750_000 }
 }
 
 #[cfg(test)]
@@ -767,6 +793,21 @@ mod tests {
         # CONFIG_PREEMPT is not set\n# CONFIG_PREEMPT_LAZY is not set\nCONFIG_PREEMPT_COUNT=y\n\
         CONFIG_PREEMPTION=y\nCONFIG_PREEMPT_DYNAMIC=y\n# CONFIG_HZ_100 is not set\n\
         CONFIG_HZ_250=y\nCONFIG_HZ=250\nCONFIG_LOCALVERSION=\"-fc\"\n";
+
+    /// The slice the kernel itself reports: the cached debian-6.12 guest
+    /// (6.12.117) read `base_slice_ns` 2100000 with 4 CPUs
+    /// (scripts/guest-lb-probe): 0.70 ms × (1 + log2 4), the stable
+    /// backport of 2ae891b82695 in 6.12.31; 6.6 and 6.12.30 keep 0.75 ms.
+    #[test]
+    fn the_default_base_slice_follows_the_release() {
+        assert_eq!(default_base_slice_ns(4, "6.12.117"), 2_100_000);
+        assert_eq!(default_base_slice_ns(4, "6.12"), 2_100_000);
+        assert_eq!(default_base_slice_ns(4, "6.12.30"), 2_250_000);
+        assert_eq!(default_base_slice_ns(8, "6.18.0-fc"), 2_800_000);
+        assert_eq!(default_base_slice_ns(16, "6.15.2"), 2_800_000);
+        assert_eq!(default_base_slice_ns(2, "6.6.58"), 1_500_000);
+        assert_eq!(default_base_slice_ns(1, "6.14.1"), 750_000);
+    }
 
     #[test]
     fn cpuinfo_model_is_the_first() {
@@ -1054,10 +1095,10 @@ mod tests {
 
     #[test]
     fn default_base_slice_follows_the_kernel_scaling() {
-        assert_eq!(default_base_slice_ns(1), 750_000);
-        assert_eq!(default_base_slice_ns(2), 1_500_000);
-        assert_eq!(default_base_slice_ns(4), 2_250_000);
-        assert_eq!(default_base_slice_ns(8), 3_000_000);
-        assert_eq!(default_base_slice_ns(64), 3_000_000);
+        assert_eq!(default_base_slice_ns(1, "6.6"), 750_000);
+        assert_eq!(default_base_slice_ns(2, "6.6"), 1_500_000);
+        assert_eq!(default_base_slice_ns(4, "6.6"), 2_250_000);
+        assert_eq!(default_base_slice_ns(8, "6.6"), 3_000_000);
+        assert_eq!(default_base_slice_ns(64, "6.6"), 3_000_000);
     }
 }

@@ -97,10 +97,11 @@ pub fn machine_of(envs: &[ReportEnvironment]) -> Option<(Machine, String)> {
     let (base, base_source) = match e.fair_base_slice_ns {
         Some(ns) => (ns, "as the kernel reported it".to_string()),
         None => (
-            crate::sys::envinfo::default_base_slice_ns(cpus),
+            crate::sys::envinfo::default_base_slice_ns(cpus, &e.kernel_release),
             format!(
-                "the kernel's default for {cpus} CPUs (0.75 ms × (1 + log2 CPUs)): the kernel \
-                 reported none (debugfs sched/base_slice_ns)"
+                "the kernel's default for {cpus} CPUs ({} ms × (1 + log2 CPUs)): the kernel \
+                 reported none (debugfs sched/base_slice_ns)",
+                crate::sys::envinfo::normalized_base_slice_ns(&e.kernel_release) as f64 / 1e6
             ),
         ),
     };
@@ -485,8 +486,9 @@ mod tests {
             source.contains("base slice 3 ms, as the kernel reported it"),
             "{source}"
         );
+        // 6.18 on 2 CPUs: 0.70 ms × 2 (0.70 ms since 6.15).
         let (m, source) = machine_of(&[env(None)]).unwrap();
-        assert_eq!(m.base_slice_ns, 1_500_000);
+        assert_eq!(m.base_slice_ns, 1_400_000);
         assert!(source.contains("the kernel reported none"), "{source}");
     }
 

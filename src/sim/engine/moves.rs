@@ -128,6 +128,7 @@ impl Engine<'_> {
                         }
                     }
                 };
+                self.lb_tally.add(result);
                 if self.lb[c][level].after(&d, result, self.now) {
                     self.active_balance(&d, c);
                 }
