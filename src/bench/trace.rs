@@ -10,13 +10,12 @@
 //! last, a traced WRR campaign's dispatcher slice ends against the kernel's
 //! switch-outs in the trace.
 
+use std::collections::HashMap;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
 use crate::campaign::{self, Options};
-use std::collections::HashMap;
-
 use crate::report::analyse::trace::{AGREEMENT_TOLERANCE, expected_switches, explain, run_totals};
 use crate::stats::summary::percentile;
 use crate::store::{ExportRow, ExportTrace, Store};

@@ -92,12 +92,12 @@ pub fn pipe_ours(ctx: &mut Ctx, trial: u32) -> Result<Side, Problem> {
 /// The pipe command row's reference: `taskset -c 0 perf bench sched pipe`
 /// bare (the pinned pingpong row's own side), and, as root, the same
 /// command once more inside cgroups made as a worker's (one per hierarchy
-/// a campaign uses, at a worker's depth): its note gives what group
-/// scheduling alone costs a round trip. The kernel's fair class keeps a
-/// scheduling entity per group level (`CONFIG_FAIR_GROUP_SCHED`), and each
-/// enqueue, dequeue and `update_curr()` walks them all, so a pipe round
-/// trip, two sleeps and two wake-ups, pays that walk four times in a
-/// worker's groups and not at the root.
+/// a campaign uses, at a worker's depth): its note gives what the groups
+/// alone cost a round trip, named by hierarchy. Had they the v1 `cpu`
+/// controller, the fair class would keep a scheduling entity per group
+/// level (`CONFIG_FAIR_GROUP_SCHED`) and walk them on every enqueue,
+/// dequeue and `update_curr()`, four times a round trip; a worker's groups
+/// account and do not schedule (0.99× bare measured here).
 pub fn pipe_bare(ctx: &mut Ctx) -> Result<Side, Problem> {
     let mut side = super::latency::pingpong_perf(ctx, true)?;
     let bare = side.values[0];
