@@ -114,7 +114,7 @@ fn one(
     label: &str,
     argv: &str,
     cond: (&str, &str, u64),
-    (rate, step): (f64, synth::step::StepCost),
+    (rate, step_ns): (f64, u64),
 ) -> Result<String> {
     let text = spec_text(label, argv, cond);
     let what = format!("{label}, {}, cpus {}", cond.0.to_uppercase(), cond.1);
@@ -125,7 +125,7 @@ fn one(
             return Ok(format!("{what}: the original did not run"));
         }
     };
-    let tasks = synth::to_tasks_less(&orig.recording, rate, step);
+    let tasks = synth::to_tasks_less(&orig.recording, rate, step_ns);
     let replay_text = synth::spec_text(&orig.source, &tasks, &orig.recording, rate)?;
     outln!(
         "{what}: original run {}, {} tasks, {} external wake-ups",
@@ -159,11 +159,11 @@ pub fn run(o: ReplayBenchOptions) -> Result<()> {
         std::fs::copy(e.path(), build.join(e.file_name()))?;
     }
     let rate = synth::pi_rate()?;
-    let step = synth::step::calibrate()?;
+    let step_ns = synth::step_overhead_ns()?;
     outln!(
-        "pi loop {rate:.4e} iterations per CPU second; the replayer's own step of CPU {} \
+        "pi loop {rate:.4e} iterations per CPU second; the replayer's own step {:.1} µs of CPU \
          (taken off each burst that ends in a sleep)\n",
-        synth::step::describe(&step)
+        step_ns as f64 / 1e3
     )?;
     let mut summary = Vec::new();
     let chosen = cases(&build)?
@@ -177,7 +177,7 @@ pub fn run(o: ReplayBenchOptions) -> Result<()> {
             continue;
         }
         for cond in CONDITIONS {
-            summary.push(one(&db, label, &argv, cond, (rate, step))?);
+            summary.push(one(&db, label, &argv, cond, (rate, step_ns))?);
         }
     }
     outln!("summary:")?;

@@ -97,19 +97,19 @@ pub(super) fn run(a: SynthesizeArgs) -> Result<i32> {
         note!("caveat: {c}");
     }
     let rate = synth::pi_rate()?;
-    let step = synth::step::calibrate()?;
-    let tasks = synth::to_tasks_less(&read.recording, rate, step);
+    let step_ns = synth::step_overhead_ns()?;
+    let tasks = synth::to_tasks_less(&read.recording, rate, step_ns);
     let text = synth::spec_text(&read.source, &tasks, &read.recording, rate)?;
     // What is written must load: checked before anything is written.
     let origin = out::path(&a.output);
     spec::load(&text, &origin, &[]).context("the synthesized spec does not load (a bug)")?;
     write(&a.output, &text)?;
     note!(
-        "run {}: {}; each burst that ends in a sleep less the replayer's own step ({}); \
+        "run {}: {}; each burst that ends in a sleep less the replayer's own step ({:.1} µs); \
          wrote {origin}",
         a.run,
         summary(&read.recording, &tasks),
-        synth::step::describe(&step)
+        step_ns as f64 / 1e3
     );
     if let Some(p) = &a.rt_app {
         let policy = match read.source.run.policy.name() {

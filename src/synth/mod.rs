@@ -11,14 +11,12 @@ pub mod fidelity;
 pub mod order;
 pub mod record;
 pub mod rtapp;
-pub mod step;
 
 use anyhow::{Result, bail};
 
 use crate::store::{ReplaySource, Store};
-use crate::workload::replay::desc::{self, Body, Dist, Op, QUANTILES, ReplayTask, Waker};
+use crate::workload::replay::desc::{self, Body, Dist, Op, QUANTILES, ReplayTask};
 use record::{NsOp, Recorder, Recording, Reservoir};
-use step::StepCost;
 
 /// A run read for synthesis.
 pub struct Read {
@@ -106,6 +104,29 @@ pub fn pi_rate() -> Result<f64> {
     Ok(rate)
 }
 
+/// CPU ns the replayer itself spends on one step (a timer sleep of 20 µs
+/// and an empty burst: the system calls and the wake-up path charged to
+/// the task), the median of 5 rounds of 100 steps on this thread. A
+/// recorded burst already holds the program's own system calls, so the
+/// replay's burst is the recorded one less this (measured by `schedlab
+/// bench replay`: cyclictest's 8.5 µs bursts replayed as 17 µs without
+/// it).
+pub fn step_overhead_ns() -> Result<u64> {
+    use crate::sys::clock::{sleep_until_ns, thread_cpu_ns};
+    use crate::sys::proc::monotonic_ns;
+    let mut per_step = Vec::with_capacity(5);
+    for _ in 0..5 {
+        let before = thread_cpu_ns()?;
+        for _ in 0..100 {
+            crate::workload::replay::run::burn(0);
+            sleep_until_ns(monotonic_ns() + 20_000)?;
+        }
+        per_step.push(thread_cpu_ns()?.saturating_sub(before) / 100);
+    }
+    per_step.sort_unstable();
+    Ok(per_step[2])
+}
+
 /// Work units of `ns` of CPU at `pi_iter_per_s`.
 pub fn units(ns: u64, pi_iter_per_s: f64) -> u64 {
     (ns as f64 * pi_iter_per_s / 1e9).round() as u64
@@ -128,35 +149,15 @@ fn quantiles(r: &Reservoir, f: impl Fn(u64) -> u64) -> Vec<u64> {
 /// The replay's tasks: ops in work units (adjacent runs merged, empty
 /// ones dropped), or distributions for overflowed tasks.
 pub fn to_tasks(rec: &Recording, pi_iter_per_s: f64) -> Vec<ReplayTask> {
-    to_tasks_less(rec, pi_iter_per_s, StepCost::default())
+    to_tasks_less(rec, pi_iter_per_s, 0)
 }
 
-/// [`to_tasks`], each burst that ends in a sleep less the replayer's own
-/// cost of the step that ends it ([`step::calibrate`]: a timer sleep, a
-/// pipe round trip when the waker runs in another process, a futex one
-/// when it is a thread of the same process).
-pub fn to_tasks_less(rec: &Recording, pi_iter_per_s: f64, step: StepCost) -> Vec<ReplayTask> {
-    let process: Vec<usize> = (0..rec.tasks.len())
-        .map(|mut i| {
-            while let (true, Some(p)) = (rec.tasks[i].thread, rec.tasks[i].parent) {
-                i = p;
-            }
-            i
-        })
-        .collect();
+/// [`to_tasks`], each burst less `step_ns` (the replayer's own cost of a
+/// step, [`step_overhead_ns`]).
+pub fn to_tasks_less(rec: &Recording, pi_iter_per_s: f64, step_ns: u64) -> Vec<ReplayTask> {
     rec.tasks
         .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            let step_of = |op: &Op| match *op {
-                Op::Sleep { by, .. } => {
-                    let across =
-                        matches!(by, Waker::Task(w) if process.get(w) != Some(&process[i]));
-                    step.of(by, across)
-                }
-                _ => 0,
-            };
-            let step_ns = step.timer_ns;
+        .map(|t| {
             let body = if t.overflowed {
                 Body::Distribution(Dist {
                     bursts: t.bursts_ns.seen.max(1),
@@ -170,7 +171,7 @@ pub fn to_tasks_less(rec: &Recording, pi_iter_per_s: f64, step: StepCost) -> Vec
                     forks: t.forks.clone(),
                 })
             } else {
-                Body::Sequence(sequence(&t.ops, pi_iter_per_s, step_of))
+                Body::Sequence(sequence(&t.ops, pi_iter_per_s, step_ns))
             };
             ReplayTask {
                 name: t.name.clone(),
@@ -184,9 +185,9 @@ pub fn to_tasks_less(rec: &Recording, pi_iter_per_s: f64, step: StepCost) -> Vec
 }
 
 /// A task's ops in work units: adjacent runs merged (in ns, then
-/// converted), a burst that ends in a sleep less that sleep's `step_ns`
-/// ([`less_step`]), empty bursts dropped.
-fn sequence(ns_ops: &[NsOp], pi_iter_per_s: f64, step_ns: impl Fn(&Op) -> u64) -> Vec<Op> {
+/// converted), a burst that ends in a sleep less `step_ns` ([`less_step`]), empty bursts
+/// dropped.
+fn sequence(ns_ops: &[NsOp], pi_iter_per_s: f64, step_ns: u64) -> Vec<Op> {
     // Runs in ns first.
     let mut ops: Vec<Op> = Vec::with_capacity(ns_ops.len());
     for op in ns_ops {
@@ -210,19 +211,19 @@ fn sequence(ns_ops: &[NsOp], pi_iter_per_s: f64, step_ns: impl Fn(&Op) -> u64) -
         .collect()
 }
 
-/// Take the step of each sleep (`step_ns` of the sleep op) off the burst that ends in it (runs in ns): off the
+/// Take `step_ns` off each burst that ends in a sleep (runs in ns): off the
 /// whole burst, its last piece first, then the pieces before the wake-ups
 /// and forks it gave. The recorded pieces hold the program's own syscalls
 /// (a pipe write before its wake-up, the read that blocks after), which
 /// the replayer's own step stands in for; taking the step off the last
 /// piece alone left a short burst's first piece burnt on top of the
 /// replayer's own step (`perf bench sched pipe` under FIFO: +52 % CPU).
-fn less_step(ops: &mut [Op], step_ns: impl Fn(&Op) -> u64) {
+fn less_step(ops: &mut [Op], step_ns: u64) {
     for k in 0..ops.len() {
         if !matches!(ops[k], Op::Sleep { .. }) {
             continue;
         }
-        let mut left = step_ns(&ops[k]);
+        let mut left = step_ns;
         for op in ops[..k].iter_mut().rev() {
             match op {
                 Op::Sleep { .. } => break,
@@ -361,6 +362,7 @@ pub fn with_fidelity(text: &str, fidelity: &str) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workload::replay::desc::Waker;
 
     #[test]
     fn the_step_comes_off_the_whole_burst_last_piece_first() {
@@ -384,7 +386,7 @@ mod tests {
             sleep,
             Op::Run(5),
         ];
-        less_step(&mut ops, |_| 4);
+        less_step(&mut ops, 4);
         let runs: Vec<u64> = ops
             .iter()
             .filter_map(|o| match o {
@@ -405,7 +407,7 @@ mod tests {
             },
         ];
         assert_eq!(
-            sequence(&ns, 1e9, |_| 4),
+            sequence(&ns, 1e9, 4),
             [
                 Op::Run(1),
                 Op::Wake(1),
@@ -454,19 +456,9 @@ mod tests {
         assert!(matches!(&half[1].body, Body::Sequence(o) if o[0] == Op::Run(150)));
         // The replayer's step cost comes off the bursts that end in a
         // sleep (the last one ends the task).
-        let less = to_tasks_less(&rec, 1e9, StepCost::uniform(60));
+        let less = to_tasks_less(&rec, 1e9, 60);
         assert!(matches!(&less[1].body, Body::Sequence(o)
             if o[0] == Op::Run(240) && o[2] == Op::Run(40) && o[4] == Op::Run(100)));
-        // Each sleep's own mechanism: t0.1 is a process of its own, so its
-        // wait for t0 is a pipe's step; the external sleep a timer's.
-        let step = StepCost {
-            timer_ns: 10,
-            pipe_ns: 60,
-            futex_ns: 30,
-        };
-        let less = to_tasks_less(&rec, 1e9, step);
-        assert!(matches!(&less[1].body, Body::Sequence(o)
-            if o[0] == Op::Run(240) && o[2] == Op::Run(90) && o[4] == Op::Run(100)));
     }
 
     #[test]
