@@ -8,6 +8,7 @@
 
 pub mod check;
 pub mod fidelity;
+pub mod order;
 pub mod record;
 pub mod rtapp;
 

@@ -386,7 +386,8 @@ impl Recorder {
 
     /// The recording: tasks still running at the window's end have their
     /// last burst counted to it; wake-ups to or from a task kept as
-    /// distributions become timer sleeps.
+    /// distributions become timer sleeps; the order of wake-ups the trace
+    /// implies is kept ([`super::order`]).
     pub fn finish(mut self) -> Recording {
         let end = self.rec.to_ns;
         for i in 0..self.rec.tasks.len() {
@@ -405,6 +406,16 @@ impl Recorder {
                     *by = Waker::Timer;
                 }
             }
+        }
+        let mut ops: Vec<Vec<NsOp>> = self
+            .rec
+            .tasks
+            .iter_mut()
+            .map(|t| std::mem::take(&mut t.ops))
+            .collect();
+        super::order::keep_wake_order(&mut ops);
+        for (t, o) in self.rec.tasks.iter_mut().zip(ops) {
+            t.ops = o;
         }
         self.rec
     }

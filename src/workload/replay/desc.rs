@@ -12,7 +12,10 @@
 //! - `sleep Nns external`: a sleep ended by a task outside the tree,
 //!   replayed as a timer sleep of the same length;
 //! - `sleep Nns by T`: a sleep ended by task T of the tree (N is how long
-//!   it lasted when recorded; the replay waits for T's wake-up);
+//!   it lasted when recorded; the replay waits for T's wake-up); `sleep
+//!   0ns by T` is a wait the original found already satisfied (a read
+//!   that found data): it keeps the order of T's wake-up, and blocks only
+//!   if the replay gets there first (`crate::synth::order`);
 //! - `wake T`: wake task T (which then ends one `sleep … by` of its own);
 //! - `fork T`: start task T (a process, or a thread of this process).
 //!
