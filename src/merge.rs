@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use crate::locks;
 use crate::out;
 use crate::store::Store;
+use crate::units::count;
 
 /// What `schedlab merge` does.
 #[derive(Debug, Clone, PartialEq)]
@@ -159,15 +160,13 @@ fn merge_all(opts: &MergeOptions, dest: &mut Store, merged_sources: &mut usize) 
                 String::new()
             };
             note!(
-                "{}: {} campaign{} ({} new), {} runs added, {} already there{differing}, {} environment{} added",
+                "{}: {} ({} new), {} runs added, {} already there{differing}, {} added",
                 out::path(path),
-                counts.campaigns,
-                plural(counts.campaigns),
+                count(counts.campaigns, "campaign", "campaigns"),
                 counts.campaigns_added,
                 counts.runs_added,
                 counts.runs_present,
-                counts.environments_added,
-                plural(counts.environments_added),
+                count(counts.environments_added, "environment", "environments"),
             );
         }
     }
@@ -182,10 +181,6 @@ fn merge_all(opts: &MergeOptions, dest: &mut Store, merged_sources: &mut usize) 
 /// A source, read only.
 fn open_source(path: &Path) -> Result<Store> {
     Store::open_existing(path).with_context(|| format!("cannot merge {}", out::path(path)))
-}
-
-fn plural(n: u64) -> &'static str {
-    if n == 1 { "" } else { "s" }
 }
 
 /// A bar over the source's runs when it is big (drawn only on a terminal).

@@ -2,8 +2,16 @@
 //! schedlab): durations on the command line and in messages
 //! ([`parse_duration_ns`] reads "5ms", "1.5s", "250us" exactly into
 //! nanoseconds, [`format_ns`] writes nanoseconds for people: "2.8 ms"),
-//! estimates in seconds ([`human_duration`]: "3 min 20 s") and sizes
-//! ([`human_bytes`]: "1.5 GB").
+//! estimates in seconds ([`human_duration`]: "3 min 20 s"), sizes
+//! ([`human_bytes`]: "1.5 GB") and counts of things ([`count`]: "1 run",
+//! "3 runs").
+
+/// `n` things, singular or plural: `count(1, "run", "runs")` is "1 run",
+/// `count(3, "run", "runs")` "3 runs", `count(0, …)` "0 runs".
+pub fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{n} {}", if n == 1 { one } else { many })
+}
 
 /// Parses a duration with a unit into nanoseconds: "5ms", "500us" (or
 /// "500µs"), "1s", "2000000ns", "1.5s", "0.25 ms". Exact (no floating
@@ -111,6 +119,13 @@ pub fn human_bytes(b: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_are_singular_only_for_one() {
+        assert_eq!(count(1u32, "run", "runs"), "1 run");
+        assert_eq!(count(0u64, "run", "runs"), "0 runs");
+        assert_eq!(count(3u32, "switch", "switches"), "3 switches");
+    }
 
     #[test]
     fn durations_parse_exactly() {

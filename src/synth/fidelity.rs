@@ -8,6 +8,7 @@
 
 use super::record::Recording;
 use crate::stats::ks::ks_distance;
+use crate::units::count;
 
 /// One figure of the comparison.
 #[derive(Debug, Clone, PartialEq)]
@@ -121,10 +122,10 @@ pub fn compare(
         let d = ks_distance(&o.values, &r.values);
         rows.push(Row {
             figure: name.into(),
-            original: format!("{} samples", o.seen),
+            original: count(o.seen, "sample", "samples"),
             replay: match d {
-                Some(d) => format!("D = {d:.3} ({} samples)", r.seen),
-                None => format!("n/a ({} samples)", r.seen),
+                Some(d) => format!("D = {d:.3} ({})", count(r.seen, "sample", "samples")),
+                None => format!("n/a ({})", count(r.seen, "sample", "samples")),
             },
             rule: "D ≤ 0.1".into(),
             pass: Some(match d {

@@ -39,19 +39,15 @@ pub struct CpuTopology {
 impl CpuTopology {
     /// "2 sockets × 2 cores × 2 threads, 2 LLCs, 2 nodes".
     pub fn summary(&self) -> String {
+        use crate::units::count;
         format!(
-            "{} socket{} × {} core{} × {} thread{} ({} CPUs), {} LLC{}, {} node{}",
-            self.sockets,
-            plural(self.sockets),
-            self.cores / self.sockets.max(1),
-            plural(self.cores / self.sockets.max(1)),
-            self.threads_per_core,
-            plural(self.threads_per_core),
+            "{} × {} × {} ({} CPUs), {}, {}",
+            count(self.sockets, "socket", "sockets"),
+            count(self.cores / self.sockets.max(1), "core", "cores"),
+            count(self.threads_per_core, "thread", "threads"),
             self.cpus.len(),
-            self.llcs,
-            plural(self.llcs),
-            self.nodes,
-            plural(self.nodes)
+            count(self.llcs, "LLC", "LLCs"),
+            count(self.nodes, "node", "nodes")
         )
     }
 
@@ -84,10 +80,6 @@ impl CpuTopology {
             cpus,
         }
     }
-}
-
-fn plural(n: u32) -> &'static str {
-    if n == 1 { "" } else { "s" }
 }
 
 /// The topology of this machine's online CPUs; None when sysfs tells

@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use super::derive::Derived;
 use super::event::Capture;
+use crate::units::count;
 
 /// Most unattributed CPU time a usable trace may hold, as a share of the
 /// run's on-CPU time in it: the tolerance the report holds the trace to
@@ -66,28 +67,28 @@ impl Verdict {
         if self.lost_events > 0 {
             why.push(format!(
                 "the kernel dropped {} (ring-buffer overrun), so slices may be missing anywhere",
-                plural(self.lost_events, "event")
+                count(self.lost_events, "event", "events")
             ));
         }
         if self.refused > 0 {
             why.push(format!(
                 "{} missing from the trace cannot be repaired: the task switched out had already \
                  run on that CPU before the other's last event there",
-                plural(self.refused, "switch")
+                count(self.refused, "switch", "switches")
             ));
         }
         if self.unsettled > 0 {
             why.push(format!(
                 "{} contradicted the trace (stored before schedlab repaired missing switches; \
                  their slices were dropped)",
-                plural(self.unsettled, "switch")
+                count(self.unsettled, "switch", "switches")
             ));
         }
         if self.unattributed_share() > UNATTRIBUTED_MAX_SHARE {
             why.push(format!(
                 "{} the kernel never emitted {} {} of CPU time unattributed, {} % of the \
                  run's {} on CPU (more than {} %)",
-                plural(self.repaired, "sched_switch"),
+                count(self.repaired, "sched_switch", "sched_switches"),
                 if self.repaired == 1 {
                     "leaves"
                 } else {
@@ -108,7 +109,7 @@ impl Verdict {
             format!(
                 "{} the kernel never emitted (none lost) repaired from the events around them: \
                  {} of CPU time unattributed, {} % of the run's {} on CPU",
-                plural(self.repaired, "sched_switch"),
+                count(self.repaired, "sched_switch", "sched_switches"),
                 ms(self.unattributed_ns),
                 pct(self.unattributed_share()),
                 ms(self.oncpu_ns)
@@ -126,15 +127,6 @@ impl Verdict {
             (None, Some(note)) => Some(format!("Run {run}'s trace: {note}.")),
             (None, None) => None,
         }
-    }
-}
-
-fn plural(n: u64, what: &str) -> String {
-    let s = if what.ends_with("ch") { "es" } else { "s" };
-    if n == 1 {
-        format!("1 {what}")
-    } else {
-        format!("{n} {what}{s}")
     }
 }
 

@@ -140,9 +140,9 @@ pub fn sections_for(opts: &Options) -> Vec<Box<dyn Section>> {
 /// the JSON always has all of them.
 pub const MAX_LISTED: usize = 200;
 
-/// "1 run", "3 runs".
+/// "1 run", "3 runs" ([`crate::units::count`]).
 pub(crate) fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
+    crate::units::count(n as u64, one, many)
 }
 
 /// The line under a listing cut at [`MAX_LISTED`] rows.
