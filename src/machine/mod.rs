@@ -40,8 +40,7 @@ pub struct KernelRef {
 /// the spec for a recipe, and again for a user's bzImage once its release
 /// is read.
 pub fn icount_smp_hangs(release: &str, accel: crate::spec::machines::Accel, cpus: u32) -> bool {
-    let mut parts = release.split(['.', '-']).map(|p| p.parse::<u32>().ok());
-    let (Some(Some(major)), Some(Some(minor))) = (parts.next(), parts.next()) else {
+    let Some((major, minor, _)) = crate::sys::envinfo::release_version(release) else {
         return false;
     };
     accel == crate::spec::machines::Accel::TcgIcount && cpus > 1 && (major, minor) < (6, 5)

@@ -362,8 +362,7 @@ fn server_bandwidth(cpus: &[usize]) -> Option<(f64, String)> {
         return Some((total, format!("{}", dir.display())));
     }
     let release = procfs::read_trimmed(Path::new("/proc/sys/kernel/osrelease"))?;
-    let mut parts = release.split(['.', '-']).map(|p| p.parse::<u32>().ok());
-    let (major, minor) = (parts.next()??, parts.next()??);
+    let (major, minor, _) = crate::sys::envinfo::release_version(&release)?;
     ((major, minor) >= (6, 12)).then(|| {
         (
             0.05 * cpus.len() as f64,

@@ -765,18 +765,22 @@ pub fn base_slice_factor(cpus: usize) -> u64 {
 /// 6.12.31 (the cached 6.12.117 guest reports base_slice_ns 2100000 on 4
 /// CPUs). 6.13 and 6.14 are taken as 0.75 ms.
 pub fn normalized_base_slice_ns(release: &str) -> u64 {
-    let mut parts = release
-        .split(|c: char| !c.is_ascii_digit())
-        .filter(|s| !s.is_empty())
-        .map(|s| s.parse::<u32>().unwrap_or(0));
-    let (major, minor, sub) = (parts.next(), parts.next(), parts.next());
-    let lowered = match (major, minor, sub) {
-        (Some(a), Some(b), _) if (a, b) >= (6, 15) => true,
-        (Some(6), Some(12), None) => true,
-        (Some(6), Some(12), Some(s)) => s >= 31,
+    let lowered = match release_version(release) {
+        Some((a, b, _)) if (a, b) >= (6, 15) => true,
+        Some((6, 12, None)) => true,
+        Some((6, 12, Some(s))) => s >= 31,
         _ => false,
     };
     if lowered { 700_000 } else { 750_000 }
+}
+
+/// A kernel release's version: "6.12.117-amd64" is (6, 12, Some(117)),
+/// "6.12" (6, 12, None); None when its major and minor are not numbers.
+pub fn release_version(release: &str) -> Option<(u32, u32, Option<u32>)> {
+    let mut parts = release.split(['-', '+', '_']).next()?.split('.');
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next()?.parse().ok()?;
+    Some((major, minor, parts.next().and_then(|p| p.parse().ok())))
 }
 
 #[cfg(test)]
@@ -807,6 +811,10 @@ mod tests {
         assert_eq!(default_base_slice_ns(16, "6.15.2"), 2_800_000);
         assert_eq!(default_base_slice_ns(2, "6.6.58"), 1_500_000);
         assert_eq!(default_base_slice_ns(1, "6.14.1"), 750_000);
+        assert_eq!(release_version("6.18.0-fc"), Some((6, 18, Some(0))));
+        assert_eq!(release_version("5.15.0-rc1"), Some((5, 15, Some(0))));
+        assert_eq!(release_version("6.12"), Some((6, 12, None)));
+        assert_eq!(release_version("linux"), None);
     }
 
     #[test]

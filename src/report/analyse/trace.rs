@@ -244,13 +244,14 @@ pub fn explain(
         let (_, off) = ratio(trace_oncpu_ns, run);
         if off {
             let covered = run >= trace_oncpu_ns && run - trace_oncpu_ns <= unattributed_ns;
-            let stamp = || stamp_explains(trace_oncpu_ns, run, trace_switches, run_totals);
             parts.push(if covered {
                 format!(
                     "on-CPU: explained by switches never emitted ({:.3} ms unattributed)",
                     unattributed_ns as f64 / 1e6
                 )
-            } else if let Some(why) = stamp() {
+            } else if let Some(why) =
+                stamp_explains(trace_oncpu_ns, run, trace_switches, run_totals)
+            {
                 why
             } else if unattributed_ns > 0 {
                 format!(
@@ -536,10 +537,7 @@ pub fn run_totals(pairs: impl IntoIterator<Item = (u64, Option<u64>)>) -> Option
     pairs
         .into_iter()
         .filter_map(|(trace, run)| Some((trace, run?)))
-        .fold(None, |acc, (t, r)| {
-            let (ts, rs) = acc.unwrap_or((0, 0));
-            Some((ts + t, rs + r))
-        })
+        .reduce(|(ts, rs), (t, r)| (ts + t, rs + r))
 }
 
 /// Each flagged agreement of one run (`run`) gets its explanation, judged
