@@ -339,71 +339,100 @@ pub fn check(input: &ModelInput, settings: &Settings) -> ModelCheck {
         findings: Vec::new(),
         not_modelled: sim::describe::NOT_MODELLED.to_vec(),
     };
-    for c in &input.conditions {
-        let shortfall = |reason: String| Shortfall {
-            condition: c.condition,
-            label: c.label.clone(),
-            policy: c.policy.clone(),
-            reason,
-        };
-        let Some(run) = &c.run else {
-            out.shortfalls.push(shortfall(
-                "no resolved plan entry stored for its runs".into(),
-            ));
-            continue;
-        };
-        let Some((p, cal_condition)) = params.get(&c.workload) else {
-            let why = out
-                .calibrations
-                .iter()
-                .find(|k| k.workload == c.workload)
-                .map_or("no measured run to calibrate on".to_string(), |k| {
-                    k.parameter.clone()
-                });
-            out.shortfalls
-                .push(shortfall(format!("not calibrated: {why}")));
-            continue;
-        };
-        let on_level;
-        let p = match &c.machine {
-            Some(m) => {
-                on_level = ModelParams {
-                    machine: Machine {
-                        context_switch_ns: p.machine.context_switch_ns,
-                        timer_slack_ns: p.machine.timer_slack_ns,
-                        migration_ns: p.machine.migration_ns,
-                        ..m.clone()
-                    },
-                    ..p.clone()
-                };
-                &on_level
-            }
-            None => p,
-        };
-        let sim = sim::simulate(run, &input.spec, p);
-        if sim.record.status != RunStatus::Ok {
-            out.shortfalls
-                .push(shortfall(format!("the model: {}", sim.record.reason)));
-            continue;
-        }
-        let calibration = *cal_condition == c.condition;
-        compare_condition(
-            c,
-            &sim.record.processes,
-            sim.record.makespan_ns,
-            calibration,
-            sim.record.cpu_list.len() > 1 || run.policy == Policy::Deadline,
-            settings,
-            &mut out,
-        );
-        if matches!(run.policy, Policy::Fifo | Policy::Rr)
-            && matches!(run.workload.workload.stop(), Stop::Work(_))
-        {
-            out.orders.push(order_check(c, &sim.record.processes));
-        }
+    // Each condition is simulated and compared on its own, on every CPU
+    // (a campaign of 40 conditions of 250 runs spent most of its report
+    // here), and the results are put together in condition order.
+    let checked = super::par_map(&input.conditions, |c| {
+        check_condition(c, input, &params, &out.calibrations, settings)
+    });
+    for one in checked {
+        out.rows.extend(one.rows);
+        out.orders.extend(one.orders);
+        out.shortfalls.extend(one.shortfalls);
     }
     out.findings = findings(&out.rows);
     out
+}
+
+/// What one condition adds to the check.
+#[derive(Default)]
+struct ConditionCheck {
+    rows: Vec<ModelRow>,
+    orders: Vec<OrderCheck>,
+    shortfalls: Vec<Shortfall>,
+}
+
+/// Simulate condition `c` with its workload's calibrated parameters and
+/// compare the prediction with its runs.
+fn check_condition(
+    c: &ConditionRuns,
+    input: &ModelInput,
+    params: &BTreeMap<String, (ModelParams, usize)>,
+    calibrations: &[Calibration],
+    settings: &Settings,
+) -> ConditionCheck {
+    let mut one = ConditionCheck::default();
+    let shortfall = |reason: String| Shortfall {
+        condition: c.condition,
+        label: c.label.clone(),
+        policy: c.policy.clone(),
+        reason,
+    };
+    let Some(run) = &c.run else {
+        one.shortfalls.push(shortfall(
+            "no resolved plan entry stored for its runs".into(),
+        ));
+        return one;
+    };
+    let Some((p, cal_condition)) = params.get(&c.workload) else {
+        let why = calibrations
+            .iter()
+            .find(|k| k.workload == c.workload)
+            .map_or("no measured run to calibrate on".to_string(), |k| {
+                k.parameter.clone()
+            });
+        one.shortfalls
+            .push(shortfall(format!("not calibrated: {why}")));
+        return one;
+    };
+    let on_level;
+    let p = match &c.machine {
+        Some(m) => {
+            on_level = ModelParams {
+                machine: Machine {
+                    context_switch_ns: p.machine.context_switch_ns,
+                    timer_slack_ns: p.machine.timer_slack_ns,
+                    migration_ns: p.machine.migration_ns,
+                    ..m.clone()
+                },
+                ..p.clone()
+            };
+            &on_level
+        }
+        None => p,
+    };
+    let sim = sim::simulate(run, &input.spec, p);
+    if sim.record.status != RunStatus::Ok {
+        one.shortfalls
+            .push(shortfall(format!("the model: {}", sim.record.reason)));
+        return one;
+    }
+    let calibration = *cal_condition == c.condition;
+    compare_condition(
+        c,
+        &sim.record.processes,
+        sim.record.makespan_ns,
+        calibration,
+        sim.record.cpu_list.len() > 1 || run.policy == Policy::Deadline,
+        settings,
+        &mut one.rows,
+    );
+    if matches!(run.policy, Policy::Fifo | Policy::Rr)
+        && matches!(run.workload.workload.stop(), Stop::Work(_))
+    {
+        one.orders.push(order_check(c, &sim.record.processes));
+    }
+    one
 }
 
 /// Each workload's parameters from its first condition with measured runs:
@@ -570,15 +599,39 @@ fn calibrate_workload(
     Ok((p, format!("{what} (Σ work / Σ CPU time of its workers)")))
 }
 
-/// "nice 5", "prio 50", "weight 4" (or the policy).
-pub fn class_of(s: &ProcSched) -> String {
+/// The class of a process in the model's rows: its weight, RT priority,
+/// nice value or policy. Compared without text: the report classes every
+/// measured process of every condition, a million of them at the bench's
+/// size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    Weight(u32),
+    Prio(i32),
+    Nice(i32),
+    Policy(Policy),
+}
+
+impl std::fmt::Display for Class {
+    /// "nice 5", "prio 50", "weight 4" (or the policy).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Class::Weight(w) => write!(f, "weight {w}"),
+            Class::Prio(p) => write!(f, "prio {p}"),
+            Class::Nice(n) => write!(f, "nice {n}"),
+            Class::Policy(p) => f.write_str(p.name()),
+        }
+    }
+}
+
+/// The class of a process of this scheduling.
+pub fn class_of(s: &ProcSched) -> Class {
     if let Some(w) = s.weight {
-        return format!("weight {w}");
+        return Class::Weight(w);
     }
     match (s.nice, s.rt_priority) {
-        (_, Some(p)) if s.policy.class() == crate::policy::Class::Realtime => format!("prio {p}"),
-        (Some(n), _) => format!("nice {n}"),
-        _ => s.policy.name().to_string(),
+        (_, Some(p)) if s.policy.class() == crate::policy::Class::Realtime => Class::Prio(p),
+        (Some(n), _) => Class::Nice(n),
+        _ => Class::Policy(s.policy),
     }
 }
 
@@ -587,8 +640,8 @@ fn workers(procs: &[ProcessRecord]) -> impl Iterator<Item = &ProcessRecord> {
 }
 
 /// The classes of a run's workers in process order; "all" when they share one.
-fn classes(procs: &[ProcessRecord]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
+fn classes(procs: &[ProcessRecord]) -> Vec<Class> {
+    let mut out: Vec<Class> = Vec::new();
     for p in workers(procs) {
         let c = class_of(&p.sched);
         if !out.contains(&c) {
@@ -599,7 +652,7 @@ fn classes(procs: &[ProcessRecord]) -> Vec<String> {
 }
 
 /// The mean of a metric over the workers of one class (None: no value).
-fn class_mean(procs: &[ProcessRecord], class: Option<&str>, m: ModelMetric) -> Option<f64> {
+fn class_mean(procs: &[ProcessRecord], class: Option<Class>, m: ModelMetric) -> Option<f64> {
     let v: Vec<f64> = workers(procs)
         .filter(|p| class.is_none_or(|c| class_of(&p.sched) == c))
         .filter_map(|p| m.of_process(p))
@@ -609,7 +662,7 @@ fn class_mean(procs: &[ProcessRecord], class: Option<&str>, m: ModelMetric) -> O
 
 /// The mean share of the workers of one class in all workers' CPU time,
 /// % (None with fewer than two workers).
-fn worker_share(procs: &[ProcessRecord], class: Option<&str>) -> Option<f64> {
+fn worker_share(procs: &[ProcessRecord], class: Option<Class>) -> Option<f64> {
     let total: u64 = workers(procs).filter_map(|p| p.run_ns).sum();
     if workers(procs).count() < 2 || total == 0 {
         return None;
@@ -637,16 +690,16 @@ fn compare_condition(
     calibration: bool,
     multi_cpu: bool,
     settings: &Settings,
-    out: &mut ModelCheck,
+    rows: &mut Vec<ModelRow>,
 ) {
     let Some(run) = &c.run else { return };
     let cls = classes(predicted);
     let metrics = ModelMetric::of(&run.workload.workload).iter();
     for &metric in metrics.filter(|&&m| multi_cpu || m != ModelMetric::Migrations) {
-        let targets: Vec<Option<&str>> = if metric == ModelMetric::Makespan || cls.len() <= 1 {
+        let targets: Vec<Option<Class>> = if metric == ModelMetric::Makespan || cls.len() <= 1 {
             vec![None]
         } else {
-            cls.iter().map(|c| Some(c.as_str())).collect()
+            cls.iter().copied().map(Some).collect()
         };
         for class in targets {
             let value = |procs: &[ProcessRecord]| match metric {
@@ -665,7 +718,7 @@ fn compare_condition(
                 continue;
             };
             let rel_error = (measured.mean != 0.0).then(|| (pred - measured.mean) / measured.mean);
-            out.rows.push(ModelRow {
+            rows.push(ModelRow {
                 condition: c.condition,
                 label: c.label.clone(),
                 policy: c.policy.clone(),

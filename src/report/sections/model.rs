@@ -145,7 +145,7 @@ impl ModelSection {
         }
     }
 
-    fn input(a: &Analysis, details: &RunDetails) -> Result<ModelInput, String> {
+    fn input(a: &Analysis, mut details: RunDetails) -> Result<ModelInput, String> {
         let spec: crate::spec::Spec = serde_json::from_str(&a.campaign.spec_json).map_err(|e| {
             format!("the campaign's stored spec cannot be read by this schedlab: {e}")
         })?;
@@ -191,9 +191,10 @@ impl ModelSection {
                     runs: ids
                         .iter()
                         .filter_map(|id| {
-                            details.processes.get(id).map(|p| MeasuredRun {
+                            // Taken, not copied: every process of every run.
+                            details.processes.remove(id).map(|processes| MeasuredRun {
                                 run_id: *id,
-                                processes: p.clone(),
+                                processes,
                                 others: others.get(id).copied().unwrap_or_default(),
                             })
                         })
@@ -427,7 +428,7 @@ impl Section for ModelSection {
     fn prepare(&mut self, a: &Analysis, details: RunDetails) -> Result<()> {
         self.state = match skip_reason(a) {
             Some(why) => State::Skipped(why),
-            None => match Self::input(a, &details) {
+            None => match Self::input(a, details) {
                 Ok(input) => State::Checked(Box::new(model::check(&input, &a.settings))),
                 Err(why) => State::Skipped(format!("No model check: {why}.")),
             },
