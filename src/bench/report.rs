@@ -13,10 +13,10 @@ use crate::report::{Format, Options, Report};
 use crate::store::Store;
 use crate::testing::synth::{self, SynthConfig};
 
-/// Report time target: the analysis and three renderings take at most this
-/// many times what SQLite alone takes to step through the same rows
-/// ([`Store::read_floor`]), measured in the same run.
-pub const TARGET_RATIO: f64 = 4.0;
+/// Report time target (issue 34's): the analysis and three renderings take
+/// at most this many times what SQLite alone takes to step through the same
+/// rows ([`Store::read_floor`]), measured in the same run.
+pub const TARGET_RATIO: f64 = 1.5;
 /// Peak resident memory target, bytes.
 pub const TARGET_RSS: u64 = 1 << 30;
 

@@ -136,7 +136,7 @@ impl RunDetails {
                 .collect();
         }
         if !needs.processes.is_empty() {
-            for (id, p) in store.report_process_records(&needs.processes)? {
+            for (id, p) in process_records_on_every_cpu(store, &needs.processes)? {
                 d.processes.entry(id).or_default().push(p);
             }
         }
@@ -314,6 +314,42 @@ fn model_twin(
 }
 
 /// The slices, repairs and tasks of a traced run in `window`.
+/// [`Store::report_process_records`] of `ids`, in their order, the ids
+/// split among up to `available_parallelism` threads with a read-only
+/// connection each (the model section asks for every process of every
+/// run); on `store` alone when there is no second connection.
+fn process_records_on_every_cpu(
+    store: &Store,
+    ids: &[i64],
+) -> Result<Vec<(i64, crate::record::ProcessRecord)>> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    let readers: Vec<Store> = if ids.len() >= 64 {
+        (1..threads).map_while(|_| store.open_reader()).collect()
+    } else {
+        Vec::new()
+    };
+    if readers.is_empty() {
+        return store.report_process_records(ids);
+    }
+    let chunk = ids.len().div_ceil(readers.len() + 1);
+    let mut parts = ids.chunks(chunk);
+    let first = parts.next().unwrap_or_default();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = parts
+            .zip(readers)
+            .map(|(part, reader)| s.spawn(move || reader.report_process_records(part)))
+            .collect();
+        let mut out = store.report_process_records(first)?;
+        for h in handles {
+            let part = h
+                .join()
+                .map_err(|_| anyhow::anyhow!("a process reader thread panicked"))??;
+            out.extend(part);
+        }
+        Ok(out)
+    })
+}
+
 fn load_window(
     store: &Store,
     info: TraceInfo,
