@@ -79,6 +79,7 @@ pub mod eevdf;
 pub mod engine;
 pub mod machine;
 pub mod mapping;
+pub mod pelt;
 pub mod placement;
 pub mod replay;
 pub mod rt;
