@@ -21,14 +21,15 @@
 //!   higher class; an overloaded local group whose load is within
 //!   `imbalance_pct` of the busiest's; a busy CPU facing a group that is
 //!   not overloaded; a busiest group with one task.
-//! - `calculate_imbalance`: a local group with spare CPUs takes tasks
-//!   (`migrate_task`: half the difference in tasks when the groups are
-//!   single CPUs or SMT siblings are preferred, else half the difference
-//!   in idle CPUs; on NUMA domains none while the busiest group runs at
-//!   most `imb_numa_nr` = a quarter of its CPUs, `adjust_numa_imbalance`);
-//!   facing an overloaded group (not on SMT) it takes utilisation
-//!   (`migrate_util`: its spare capacity, a task's `util_avg` against
-//!   it); otherwise load (`migrate_load`): min((busiest − average) × its
+//! - `calculate_imbalance`: a local group with spare capacity facing an
+//!   overloaded group (not on SMT) takes utilisation (`migrate_util`: its
+//!   spare capacity, each task's `util_avg` weighed against it; an idle
+//!   CPU facing none takes one task); facing one not overloaded it takes
+//!   tasks (`migrate_task`: half the difference in tasks when the groups
+//!   are single CPUs or SMT siblings are preferred, else half the
+//!   difference in idle CPUs; on NUMA domains none while the busiest group
+//!   runs at most `imb_numa_nr` = a quarter of its CPUs,
+//!   `adjust_numa_imbalance`); otherwise load (`migrate_load`): min((busiest − average) × its
 //!   capacity, (average − local) × its capacity), the average being the
 //!   whole domain's load over its capacity (`sds->avg_load`).
 //! - The source CPU in the busiest group (`sched_balance_find_src_rq`):
