@@ -29,20 +29,21 @@
 //!   are single CPUs or SMT siblings are preferred, else half the
 //!   difference in idle CPUs; on NUMA domains none while the busiest group
 //!   runs at most `imb_numa_nr` = a quarter of its CPUs,
-//!   `adjust_numa_imbalance`); otherwise load (`migrate_load`): min((busiest − average) × its
-//!   capacity, (average − local) × its capacity), the average being the
-//!   whole domain's load over its capacity (`sds->avg_load`).
+//!   `adjust_numa_imbalance`); otherwise load (`migrate_load`):
+//!   min((busiest − average) × its capacity, (average − local) × its
+//!   capacity), the average being the whole domain's load over its
+//!   capacity (`sds->avg_load`).
 //! - The source CPU in the busiest group (`sched_balance_find_src_rq`):
 //!   the most tasks for `migrate_task`, the highest load for
 //!   `migrate_load` (a CPU with one task heavier than the imbalance is
-//!   skipped).
+//!   skipped), the highest utilisation (raised to runnable) among CPUs
+//!   with two fair tasks or more for `migrate_util`.
 //!
 //! The engine then detaches tasks (`detach_tasks`, see
 //! [`super::engine`]) and updates the domain's state with
 //! [`LbState::after`].
 //!
-//! Left out: util_est, misfit migration, capacity
-//! lost to RT/IRQ, asymmetric CPU capacities, nohz idle balancing (idle
+//! Left out: util_est, misfit migration, capacity lost to RT/IRQ, asymmetric CPU capacities, nohz idle balancing (idle
 //! CPUs pull at once in the engine instead), NUMA balancing of memory.
 
 use super::topology::{Domain, Level};
