@@ -105,6 +105,7 @@ def main():
             open(sys.argv[3], "w").write(trace)
         turns(trace, set(hogs))
         passes(trace)
+        pelt(trace, set(hogs))
 
 
 def turns(trace, hogs):
@@ -160,6 +161,32 @@ def passes(trace):
         refused = sorted(r[1] for r in sel if not r[2])
         print(f"  failed={f}: {len(sel)} passes, {len(moved)} moved; imbalance when moved "
               f"{moved}, when not {refused}")
+
+
+def pelt(trace, hogs):
+    """With the kprobes' lbpelt line: the PELT loads the balancer weighed.
+    Each hog's load_avg, and each CPU's beyond its whole hogs (the load of
+    other tasks: the probe's shell, kernel threads), which moves the
+    imbalance off the multiple of half a hog that the hogs alone give."""
+    rows = []
+    for l in trace.split("\n"):
+        m = re.search(r": lbpelt: .*pid=(\d+) tload=(\d+) tutil=\d+ env_imbalance=(-?\d+) "
+                      r"mtype=(\d+) srcload=(\d+) dstload=(\d+)", l)
+        if m:
+            rows.append(tuple(int(x) for x in m.groups()))
+    if not rows:
+        return
+    hog = collections.Counter(r[1] for r in rows if r[0] in hogs)
+    other = collections.Counter((r[0], r[1]) for r in rows if r[0] not in hogs)
+    print("\nPELT as the balancer weighed it (kprobes, lbpelt):")
+    print(f"  hogs' load_avg: {dict(hog)}; other tasks weighed (pid, load_avg): {dict(other)}")
+    print(f"  migration types (0 load, 1 util, 2 task, 3 misfit): "
+          f"{dict(collections.Counter(r[3] for r in rows))}")
+    extra = [(r[4] % 1024 if r[4] % 1024 < 512 else r[4] % 1024 - 1024,
+              r[5] % 1024 if r[5] % 1024 < 512 else r[5] % 1024 - 1024) for r in rows]
+    whole = sum(1 for e in extra if abs(e[0]) <= 1 and abs(e[1]) <= 1)
+    print(f"  {len(rows)} tasks weighed; source and destination within 1 of whole "
+          f"hogs in {whole}; off by (src, dst): {sorted(set(extra))}")
 
 
 if __name__ == "__main__":

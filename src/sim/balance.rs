@@ -8,36 +8,42 @@
 //!   busy, in jiffies, at least 1 and at most HZ × CPUs / 10
 //!   (`max_load_balance_interval`). Only the first idle CPU of the local
 //!   group, else its first CPU, balances for it (`should_we_balance`).
-//! - Groups are classified (`group_classify`): has spare (fewer tasks
-//!   than CPUs), fully busy, overloaded (more tasks than CPUs). The
-//!   busiest group is the other group of the highest class, then the
-//!   highest average load, or for spare groups the fewest idle CPUs
-//!   (`update_sd_pick_busiest`). Load is the sum of the queued fair
-//!   tasks' weights (the kernel averages it with PELT; the model uses the
-//!   instant value).
+//! - Groups are classified (`group_classify`) from their tasks and PELT
+//!   averages ([`super::pelt`]): overloaded when more tasks than CPUs and
+//!   the utilisation or the runnable average exceeds the capacity by
+//!   `imbalance_pct` (`group_is_overloaded`); has spare when fewer tasks
+//!   than CPUs, or when neither is over it and utilisation leaves room
+//!   (`group_has_capacity`); else fully busy. The busiest group is the
+//!   other group of the highest class, then the highest average load, or
+//!   for spare groups the fewest idle CPUs (`update_sd_pick_busiest`).
+//!   A CPU's load is its fair run queue's `load_avg` (`cpu_load`).
 //! - `sched_balance_find_src_group`'s early exits: a local group of a
 //!   higher class; an overloaded local group whose load is within
 //!   `imbalance_pct` of the busiest's; a busy CPU facing a group that is
 //!   not overloaded; a busiest group with one task.
-//! - `calculate_imbalance`: a local group with spare CPUs takes tasks
-//!   (`migrate_task`: half the difference in tasks when the groups are
-//!   single CPUs or SMT siblings are preferred, else half the difference
-//!   in idle CPUs; on NUMA domains none while the busiest group runs at
-//!   most `imb_numa_nr` = a quarter of its CPUs, `adjust_numa_imbalance`);
-//!   otherwise load (`migrate_load`): min((busiest − average) × its
-//!   capacity, (average − local) × its capacity), the average being the
-//!   whole domain's load over its capacity (`sds->avg_load`).
+//! - `calculate_imbalance`: a local group with spare capacity facing an
+//!   overloaded group (not on SMT) takes utilisation (`migrate_util`: its
+//!   spare capacity, each task's `util_avg` weighed against it; an idle
+//!   CPU facing none takes one task); facing one not overloaded it takes
+//!   tasks (`migrate_task`: half the difference in tasks when the groups
+//!   are single CPUs or SMT siblings are preferred, else half the
+//!   difference in idle CPUs; on NUMA domains none while the busiest group
+//!   runs at most `imb_numa_nr` = a quarter of its CPUs,
+//!   `adjust_numa_imbalance`); otherwise load (`migrate_load`):
+//!   min((busiest − average) × its capacity, (average − local) × its
+//!   capacity), the average being the whole domain's load over its
+//!   capacity (`sds->avg_load`).
 //! - The source CPU in the busiest group (`sched_balance_find_src_rq`):
 //!   the most tasks for `migrate_task`, the highest load for
 //!   `migrate_load` (a CPU with one task heavier than the imbalance is
-//!   skipped).
+//!   skipped), the highest utilisation (raised to runnable) among CPUs
+//!   with two fair tasks or more for `migrate_util`.
 //!
 //! The engine then detaches tasks (`detach_tasks`, see
 //! [`super::engine`]) and updates the domain's state with
 //! [`LbState::after`].
 //!
-//! Left out: PELT averaging, utilisation and misfit migration, capacity
-//! lost to RT/IRQ, asymmetric CPU capacities, nohz idle balancing (idle
+//! Left out: util_est, misfit migration, capacity lost to RT/IRQ, asymmetric CPU capacities, nohz idle balancing (idle
 //! CPUs pull at once in the engine instead), NUMA balancing of memory.
 
 use super::topology::{Domain, Level};
@@ -57,8 +63,12 @@ pub struct CpuLoad {
     pub nr_running: usize,
     /// Fair tasks queued, the running one included (`h_nr_running`).
     pub nr_fair: usize,
-    /// Σ weights of the queued fair tasks.
+    /// The fair run queue's PELT `load_avg` (`cpu_load`).
     pub load: u64,
+    /// Its `runnable_avg` (`cpu_runnable`).
+    pub runnable: u64,
+    /// Its `util_avg`, at most the capacity (`cpu_util_cfs`).
+    pub util: u64,
 }
 
 impl CpuLoad {
@@ -80,28 +90,43 @@ struct GroupStats {
     nr_fair: usize,
     idle_cpus: usize,
     load: u64,
+    util: u64,
     cap: u64,
     weight: usize,
     kind: GroupType,
     avg_load: u64,
 }
 
-fn group_stats(g: &[usize], cpus: &[CpuLoad]) -> GroupStats {
+/// `group_classify` for a group of `weight` CPUs with `nr` tasks: by
+/// `group_is_overloaded` and `group_has_capacity`.
+fn classify(nr: usize, weight: usize, cap: u64, util: u64, runnable: u64, pct: u64) -> GroupType {
+    let over_runnable = cap * pct < runnable * 100;
+    if nr > weight && (cap * 100 < util * pct || over_runnable) {
+        return GroupType::Overloaded;
+    }
+    let has_capacity = nr < weight || !over_runnable && cap * 100 > util * pct;
+    if has_capacity {
+        GroupType::HasSpare
+    } else {
+        GroupType::FullyBusy
+    }
+}
+
+fn group_stats(g: &[usize], cpus: &[CpuLoad], pct: u64) -> GroupStats {
     let nr: usize = g.iter().map(|&c| cpus[c].nr_running).sum();
     let load: u64 = g.iter().map(|&c| cpus[c].load).sum();
+    let util: u64 = g.iter().map(|&c| cpus[c].util).sum();
+    let runnable: u64 = g.iter().map(|&c| cpus[c].runnable).sum();
     let cap = g.len() as u64 * CAPACITY;
     GroupStats {
         nr,
         nr_fair: g.iter().map(|&c| cpus[c].nr_fair).sum(),
         idle_cpus: g.iter().filter(|&&c| cpus[c].idle()).count(),
         load,
+        util,
         cap,
         weight: g.len(),
-        kind: match nr.cmp(&g.len()) {
-            std::cmp::Ordering::Less => GroupType::HasSpare,
-            std::cmp::Ordering::Equal => GroupType::FullyBusy,
-            std::cmp::Ordering::Greater => GroupType::Overloaded,
-        },
+        kind: classify(nr, g.len(), cap, util, runnable, pct),
         avg_load: load * CAPACITY / cap.max(1),
     }
 }
@@ -113,6 +138,8 @@ pub enum Imbalance {
     Tasks(usize),
     /// This much load (`migrate_load`).
     Load(u64),
+    /// This much utilisation (`migrate_util`).
+    Util(u64),
 }
 
 /// The decision of one balancing pass: take from `src`.
@@ -135,13 +162,14 @@ pub fn should_we_balance(d: &Domain, cpus: &[CpuLoad], this: usize) -> bool {
 /// `sched_balance_find_src_rq` for `this` on domain `d`; None: balanced.
 pub fn find_imbalance(d: &Domain, cpus: &[CpuLoad], this: usize) -> Option<Decision> {
     let this_idle = cpus[this].idle();
-    let local = group_stats(&d.groups[0], cpus);
+    let pct = d.imbalance_pct;
+    let local = group_stats(&d.groups[0], cpus, pct);
     let (bi, busiest) = d
         .groups
         .iter()
         .enumerate()
         .skip(1)
-        .map(|(i, g)| (i, group_stats(g, cpus)))
+        .map(|(i, g)| (i, group_stats(g, cpus, pct)))
         .filter(|(_, s)| s.nr_fair > 0)
         .max_by(|(ia, a), (ib, b)| {
             let key = |s: &GroupStats| match s.kind {
@@ -156,7 +184,7 @@ pub fn find_imbalance(d: &Domain, cpus: &[CpuLoad], this: usize) -> Option<Decis
     // `sds->avg_load`: over every group of the domain, not only the two
     // compared (`update_sd_lb_stats` sums `total_load` and
     // `total_capacity` over all of them).
-    let all = d.groups.iter().map(|g| group_stats(g, cpus));
+    let all = d.groups.iter().map(|g| group_stats(g, cpus, pct));
     let (total_load, total_cap) = all.fold((0, 0), |(l, c), s| (l + s.load, c + s.cap));
     let avg = total_load * CAPACITY / total_cap.max(1);
     if busiest.kind == GroupType::Overloaded && local.kind >= GroupType::FullyBusy {
@@ -180,7 +208,18 @@ pub fn find_imbalance(d: &Domain, cpus: &[CpuLoad], this: usize) -> Option<Decis
     if local.kind == GroupType::FullyBusy && busiest.kind == GroupType::FullyBusy {
         return None;
     }
-    let imbalance = if local.kind == GroupType::HasSpare {
+    let imbalance = if local.kind == GroupType::HasSpare
+        && busiest.kind == GroupType::Overloaded
+        && d.level != Level::Smt
+    {
+        // `migrate_util`: fill the local group's spare capacity; an idle
+        // CPU facing none (utilisation at capacity) takes one task.
+        match local.cap.max(local.util) - local.util {
+            0 if this_idle => Imbalance::Tasks(1),
+            0 => return None,
+            u => Imbalance::Util(u),
+        }
+    } else if local.kind == GroupType::HasSpare {
         let n = if busiest.weight == 1 || d.level != Level::Numa && d.groups[0].len() > 1 {
             busiest.nr.saturating_sub(local.nr) / 2
         } else {
@@ -198,7 +237,8 @@ pub fn find_imbalance(d: &Domain, cpus: &[CpuLoad], this: usize) -> Option<Decis
         }
         Imbalance::Tasks(n)
     } else {
-        let imb = ((busiest.avg_load - avg) * busiest.cap).min((avg - local.avg_load) * local.cap)
+        let imb = (busiest.avg_load.saturating_sub(avg) * busiest.cap)
+            .min(avg.saturating_sub(local.avg_load) * local.cap)
             / CAPACITY;
         if imb == 0 {
             return None;
@@ -219,6 +259,13 @@ fn find_src_rq(g: &[usize], cpus: &[CpuLoad], imbalance: Imbalance) -> Option<us
         Imbalance::Load(imb) => candidates
             .filter(|&c| !(cpus[c].nr_running == 1 && cpus[c].load > imb))
             .max_by_key(|&c| (cpus[c].load, std::cmp::Reverse(c))),
+        // `cpu_util_cfs_boost`: util raised to runnable, at most capacity.
+        Imbalance::Util(_) => candidates
+            .filter(|&c| cpus[c].nr_fair > 1)
+            .max_by_key(|&c| {
+                let u = cpus[c].util.max(cpus[c].runnable).min(CAPACITY);
+                (u, std::cmp::Reverse(c))
+            }),
     }
 }
 
@@ -334,11 +381,14 @@ mod tests {
     use super::*;
     use crate::sim::topology::SimTopology;
 
+    /// `nr` hogs long on a CPU: load and runnable 1024 each, util full.
     fn load(nr: usize) -> CpuLoad {
         CpuLoad {
             nr_running: nr,
             nr_fair: nr,
             load: 1024 * nr as u64,
+            runnable: 1024 * nr as u64,
+            util: if nr > 0 { CAPACITY } else { 0 },
         }
     }
 
@@ -348,12 +398,13 @@ mod tests {
         let cpus = [load(0), load(3)];
         let d = &t.domains[0][0];
         assert!(should_we_balance(d, &cpus, 0));
-        // Spare local, overloaded busiest of one CPU: half of 3 − 0 = 1.
+        // Spare local, overloaded busiest: `migrate_util`, the idle CPU's
+        // whole capacity.
         assert_eq!(
             find_imbalance(d, &cpus, 0),
             Some(Decision {
                 src: 1,
-                imbalance: Imbalance::Tasks(1)
+                imbalance: Imbalance::Util(1024)
             })
         );
         // The busy CPU sees nothing to take.
@@ -403,6 +454,61 @@ mod tests {
             find_imbalance(d, &cpus, 0).map(|d| d.imbalance),
             Some(Imbalance::Load(512))
         );
+    }
+
+    #[test]
+    fn groups_are_classified_by_their_averages() {
+        // Two CPUs (MC, imbalance_pct 117): CPU 1 holds two tasks that
+        // mostly sleep (runnable 600, util 500): not overloaded, and with
+        // util × 1.17 below capacity it has spare; CPU 0 has one task of
+        // util 300: spare too, and a busy CPU facing spare takes nothing.
+        let t = SimTopology::flat(2);
+        let d = &t.domains[0][0];
+        let light = |nr: usize, util: u64| CpuLoad {
+            nr_running: nr,
+            nr_fair: nr,
+            load: util,
+            runnable: util + 100,
+            util,
+        };
+        assert_eq!(find_imbalance(d, &[light(1, 300), light(2, 500)], 0), None);
+        // The same two tasks always runnable (runnable 2048 > 1024 × 1.17):
+        // overloaded; CPU 0 with spare capacity takes its utilisation.
+        let busy = CpuLoad {
+            runnable: 2048,
+            ..light(2, 1024)
+        };
+        assert_eq!(
+            find_imbalance(d, &[light(1, 300), busy], 0),
+            Some(Decision {
+                src: 1,
+                imbalance: Imbalance::Util(724)
+            })
+        );
+        // One task at full util leaves CPU 0 fully busy: load against the
+        // domain's average, min(2048 − 1536, 1536 − 1024) = 512.
+        let full = CpuLoad {
+            load: 1024,
+            runnable: 1024,
+            ..light(1, 1024)
+        };
+        let busy = CpuLoad { load: 2048, ..busy };
+        assert_eq!(
+            find_imbalance(d, &[full, busy], 0).map(|d| d.imbalance),
+            Some(Imbalance::Load(512))
+        );
+        // PELT loads off whole tasks move the imbalance with them: 1000
+        // against 2048 and 2048, 1024 on 4 CPUs: average 6120 / 4 = 1530,
+        // min(2048 − 1530, 1530 − 1000) = 518; a task's 1023 halved once
+        // (511) fits, as it would not against 510.
+        let t = SimTopology::flat(4);
+        let d = &t.domains[0][0];
+        let cpus = [CpuLoad { load: 1000, ..full }, busy, busy, full];
+        assert_eq!(
+            find_imbalance(d, &cpus, 0).map(|d| d.imbalance),
+            Some(Imbalance::Load(518))
+        );
+        assert!(fits_load(1023, 1, 518) && !fits_load(1023, 1, 510));
     }
 
     #[test]

@@ -17,7 +17,7 @@ use super::task::Program;
 
 /// What the model knowingly does not represent, stored with every run.
 pub const NOT_MODELLED: &[&str] = &[
-    "PELT load averages (balancing uses instant weights, so equal hogs meet detach_tasks' load check exactly and the pass after one failure always moves one; a 6.12 guest's PELT imbalances scatter about it and refuse a third of those moves), nohz idle-balance delays, utilisation and misfit balancing",
+    "PELT's util_est, frequency and capacity invariance and group hierarchies (load averages are the kernel's for tasks in the root group; equal hogs keep whole-task loads in them, so detach_tasks' check after one failure still meets an imbalance of 512 with a task's 511 and moves one, where a 6.12 guest's imbalances scatter 242-804 and refuse a third of those moves: the scatter's cause is not in the model), nohz idle-balance delays, misfit balancing",
     "timer interrupts an emulator loses (a tcg-icount guest with 4 busy vCPUs took 64-70 % of its ticks: longer turns, fewer switches)",
     "cache and memory-bandwidth contention between CPUs (a migration costs Machine::migration_ns, 0 unless set)",
     "storage devices: blocking I/O is a fixed service time per request, without queueing",

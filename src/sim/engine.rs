@@ -27,6 +27,7 @@ use super::task::{Action, Ctx, Program};
 use super::topology::SimTopology;
 use super::wrr::WrrSim;
 
+mod load;
 mod moves;
 
 /// How a task is scheduled in the model.
@@ -317,6 +318,8 @@ pub struct Engine<'m> {
     lb_tally: crate::sim::balance::LbTally,
     cpu_busy_ns: Vec<u64>,
     events: u64,
+    /// The fair class's load averages (`load`).
+    pelt: load::Pelt,
 }
 
 impl<'m> Engine<'m> {
@@ -340,6 +343,7 @@ impl<'m> Engine<'m> {
             .map(|ds| ds.iter().map(LbState::new).collect())
             .collect();
         let mut e = Engine {
+            pelt: load::Pelt::new(specs.len(), cpus.len()),
             cpu_busy_ns: vec![0; cpus.len()],
             events: 0,
             topo,
@@ -618,6 +622,7 @@ impl<'m> Engine<'m> {
             for c in 0..self.cpus.len() {
                 self.tick(c);
             }
+            self.pelt_tick();
             self.periodic_balance();
         }
         let period = self.m.rt_period_ns();
@@ -863,6 +868,7 @@ impl<'m> Engine<'m> {
     fn leave(&mut self, c: usize, i: usize, end: SegmentEnd) {
         self.close_segment(c, Some(end));
         self.tasks[i].last_ran_ns = self.now;
+        self.pelt_switch(c, None);
         self.cpus[c].curr = None;
         self.cpus[c].switch_left = 0;
         self.cpus[c].resched = true;
@@ -885,6 +891,9 @@ impl<'m> Engine<'m> {
 
     fn exit(&mut self, c: usize, i: usize) {
         self.leave(c, i, SegmentEnd::Exited);
+        if self.is_fair(i) {
+            self.pelt_exit(i);
+        }
         self.tasks[i].state = State::Exited;
         self.tasks[i].stats.exit_ns = Some(self.now);
         self.workers_left = self
@@ -946,7 +955,10 @@ impl<'m> Engine<'m> {
 
     fn enqueue(&mut self, c: usize, i: usize, initial: bool) {
         match self.tasks[i].sched {
-            SchedSpec::Fair { .. } => self.cpus[c].fair.enqueue(&mut self.fair, i, c, initial),
+            SchedSpec::Fair { .. } => {
+                self.pelt_enqueue(c, i);
+                self.cpus[c].fair.enqueue(&mut self.fair, i, c, initial);
+            }
             SchedSpec::Rt { .. } => self.cpus[c].rt.enqueue(i, &self.rt[i]),
             SchedSpec::Deadline { .. } => self.cpus[c].dl.queued.push(i),
             SchedSpec::Wrr => {}
@@ -956,6 +968,7 @@ impl<'m> Engine<'m> {
     fn dequeue(&mut self, c: usize, i: usize, sleep: bool) {
         match self.tasks[i].sched {
             SchedSpec::Fair { .. } => {
+                self.pelt_dequeue(c, i);
                 let delay = sleep && self.m.delay_dequeue;
                 let tick = self.tick_ns();
                 self.cpus[c].fair.dequeue(&mut self.fair, i, c, tick, delay);
@@ -1036,6 +1049,7 @@ impl<'m> Engine<'m> {
         if next == prev {
             return;
         }
+        self.pelt_switch(c, next);
         if let Some(p) = prev {
             let end = self.preempted_end(c, p);
             self.close_segment(c, Some(end));

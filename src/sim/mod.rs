@@ -12,8 +12,8 @@
 //! event loop), [`mapping`] (run → tasks → record), [`describe`] (the
 //! model's environment, parameters and each workload's figures) and
 //! [`timeline`] (the predicted per-CPU timeline as the store keeps a
-//! trace's slices), and for several CPUs [`topology`], [`placement`] and
-//! [`balance`].
+//! trace's slices), and for several CPUs [`topology`], [`placement`],
+//! [`balance`] and [`pelt`] (load averages).
 //!
 //! # What is modelled
 //!
@@ -43,8 +43,11 @@
 //!   ticks with the kernel's group classes and imbalance
 //!   (`sched_balance_rq`, `calculate_imbalance`, `detach_tasks` with
 //!   `task_hot` and `nr_balance_failed`, active balancing after repeated
-//!   failures); idle CPUs pull at once (newidle); EEVDF lag travels with a
-//!   migrating task; a migration may cost CPU (`Machine::migration_ns`).
+//!   failures) on PELT load, runnable and utilisation averages kept per
+//!   task and per run queue ([`pelt`], the engine's `load`; wake-affine
+//!   weighs the same loads); idle CPUs pull at once (newidle); EEVDF lag
+//!   travels with a migrating task; a migration may cost CPU
+//!   (`Machine::migration_ns`).
 //!   Pinned tasks and a run's `cpus` are respected. RT tasks are pushed
 //!   and pulled so the most important run (`find_lowest_rq`,
 //!   `push_rt_task`, `pull_rt_task`); DEADLINE is global EDF by the same
@@ -64,8 +67,8 @@
 //!
 //! # What is not
 //!
-//! PELT averaging of load (balancing uses the instant weights), nohz
-//! idle balancing's delay, utilisation/misfit and capacity lost to RT or
+//! PELT's util_est, frequency/capacity invariance and task groups, nohz
+//! idle balancing's delay, misfit balancing and capacity lost to RT or
 //! interrupts, cache and memory-bandwidth
 //! contention, device queueing, interrupts and other programs, the WRR
 //! dispatcher's own cost, sched_ext schedulers, and the request, aio and
@@ -79,6 +82,7 @@ pub mod eevdf;
 pub mod engine;
 pub mod machine;
 pub mod mapping;
+pub mod pelt;
 pub mod placement;
 pub mod replay;
 pub mod rt;

@@ -339,3 +339,80 @@ fn global_edf_admits_per_root_domain_and_schedules_across_cpus() {
         ]
     );
 }
+
+/// One PELT period (1024 µs) in ns.
+const PERIOD_NS: u64 = 1024 * 1024;
+
+/// The engine's PELT signals against hand-computed values: a new hog
+/// starts at its full weight of load and half the idle CPU's capacity of
+/// utilisation (`post_init_entity_util_avg`), so after n periods always
+/// running its util is 1024 − 512·y^n (y^32 = 1/2: 896 after 64) and its
+/// load stays 1024; the CPU's run queue, holding only it, says the same.
+#[test]
+fn a_new_hog_keeps_its_load_and_grows_its_util() {
+    let m = machine(1);
+    let tasks = vec![free(fair(0), Program::Burn(Burn::until(500 * MS)), 1)];
+    let mut e = Engine::new(&m, tasks, None, 0);
+    e.run_to(64 * PERIOD_NS);
+    let (se, rq) = (e.task_avg(0), e.rq_avg(0));
+    assert!(se.load_avg >= 1020, "{se:?}");
+    assert!(se.util_avg.abs_diff(896) <= 4, "{se:?}");
+    assert!(rq.load_avg.abs_diff(se.load_avg) <= 2, "{rq:?}");
+    assert!(rq.util_avg.abs_diff(se.util_avg) <= 2, "{rq:?}");
+}
+
+/// A task asleep keeps its load on the CPU it slept on, decaying by half
+/// every 32 periods (the run queue's with it); and the loads move with
+/// tasks that migrate: each run queue holds the sum of its tasks'.
+#[test]
+fn load_decays_in_sleep_and_moves_with_a_migrating_task() {
+    let m = machine(1);
+    let sleeper = Program::Cycle(Cycle::new(
+        vec![Step::Cpu(200 * MS), Step::Io(1000 * MS)],
+        Some(1),
+        None,
+    ));
+    let mut e = Engine::new(&m, vec![free(fair(0), sleeper, 1)], None, 0);
+    e.run_to(200 * MS);
+    let at_sleep = e.task_avg(0).load_avg;
+    e.run_to(200 * MS + 32 * PERIOD_NS);
+    // The run queue is updated at each tick; the sleeper's own averages
+    // when it is next touched (here by hand, blocked since).
+    let rq = e.rq_avg(0);
+    let mut se = e.task_avg(0);
+    se.update(rq.last_update_ns, 0, 0, false, 1024);
+    let periods = (rq.last_update_ns - 200 * MS) as f64 / PERIOD_NS as f64;
+    let want = at_sleep as f64 * 0.5f64.powf(periods / 32.0);
+    assert!(
+        (rq.load_avg as f64 - want).abs() <= 4.0,
+        "{rq:?}: {want:.1}"
+    );
+    assert!(rq.load_avg.abs_diff(se.load_avg) <= 2, "{rq:?} {se:?}");
+    // 3 hogs on 2 CPUs, after the first balancing move (64 ms): each run
+    // queue's load is the sum of its tasks'.
+    let m = Machine {
+        hz: 250,
+        ..machine(2)
+    };
+    let tasks = (0..3)
+        .map(|_| free(fair(0), Program::Burn(Burn::until(500 * MS)), 2))
+        .collect();
+    let mut e = Engine::new(&m, tasks, None, 0);
+    e.run_to(100 * MS);
+    let on: Vec<u64> = (0..2)
+        .map(|c| {
+            (0..3)
+                .filter(|&i| e.task_cpu(i) == c)
+                .map(|i| e.task_avg(i).load_avg)
+                .sum()
+        })
+        .collect();
+    assert_eq!(on.iter().filter(|&&l| l > 1500).count(), 1, "{on:?}");
+    for c in 0..2 {
+        assert!(
+            e.rq_avg(c).load_avg.abs_diff(on[c]) <= 6,
+            "CPU {c}: {:?} vs {on:?}",
+            e.rq_avg(c)
+        );
+    }
+}

@@ -7,8 +7,9 @@
 //!   CPU if it is idle and shares the LLC with the previous one; the
 //!   waker's CPU on a sync wake-up where the waker is alone; the previous
 //!   CPU if idle), else `wake_affine_weight` (the waker's CPU when its
-//!   load plus the wakee's, scaled by half the domain's imbalance_pct, is
-//!   below the previous CPU's load);
+//!   PELT load, less the waker's own on a sync wake-up, plus the wakee's
+//!   is below the previous CPU's load less the wakee's, scaled by half
+//!   the domain's imbalance_pct; a tie on a sync wake-up keeps prev);
 //! - then `select_idle_sibling` around that target: the target if idle,
 //!   the previous CPU if idle and sharing its LLC, with SMT an idle
 //!   sibling of the previous CPU when no core is wholly idle
@@ -26,7 +27,8 @@ pub trait CpuState {
     /// Nothing runs or waits there (`available_idle_cpu`), or only
     /// SCHED_IDLE tasks do (`sched_idle_cpu`).
     fn idle(&self, c: usize) -> bool;
-    /// Σ fair weights queued there (the model's `cpu_load`).
+    /// The fair run queue's PELT `load_avg` (`cpu_load`): a sleeping
+    /// task's load stays on the CPU it last ran on.
     fn load(&self, c: usize) -> u64;
     /// Tasks queued there, the running one included (`nr_running`).
     fn nr_running(&self, c: usize) -> usize;
@@ -42,7 +44,10 @@ pub struct Wakee<'a> {
     pub waker_cpu: usize,
     /// The waker goes to sleep right after (WF_SYNC: a pipe write).
     pub sync: bool,
-    pub weight: u64,
+    /// The wakee's `task_h_load` (its PELT load, still on prev).
+    pub load: u64,
+    /// The waker's `task_h_load` (a sync wake-up takes it off its CPU's).
+    pub waker_load: u64,
 }
 
 /// `select_task_rq_fair` for a wake-up.
@@ -77,15 +82,23 @@ fn wake_affine(t: &SimTopology, s: &dyn CpuState, w: &Wakee, imbalance_pct: u64)
     if s.idle(prev) {
         return prev;
     }
-    // wake_affine_weight: the waker's load (less its own on a sync
-    // wake-up) plus the wakee's, against prev's scaled by half the
-    // domain's imbalance_pct.
+    wake_affine_weight(s, w, imbalance_pct)
+}
+
+/// `wake_affine_weight` (WA_BIAS on, equal capacities): the waker's CPU
+/// or the previous one.
+fn wake_affine_weight(s: &dyn CpuState, w: &Wakee, imbalance_pct: u64) -> usize {
+    let (this, prev) = (w.waker_cpu, w.prev);
     let mut this_load = s.load(this);
     if w.sync {
-        this_load = this_load.saturating_sub(1024);
+        if w.waker_load > this_load {
+            return this;
+        }
+        this_load -= w.waker_load;
     }
-    let this_eff = (this_load + w.weight) * 100;
-    let prev_eff = s.load(prev) * (100 + (imbalance_pct - 100) / 2);
+    let this_eff = (this_load + w.load) * 100;
+    let prev_eff =
+        s.load(prev).saturating_sub(w.load) * (100 + (imbalance_pct - 100) / 2) + u64::from(w.sync);
     if this_eff < prev_eff { this } else { prev }
 }
 
@@ -159,8 +172,48 @@ mod tests {
             prev,
             waker_cpu: prev,
             sync: false,
-            weight: 1024,
+            load: 1024,
+            waker_load: 1024,
         }
+    }
+
+    struct Loads(Vec<u64>);
+
+    impl CpuState for Loads {
+        fn idle(&self, _: usize) -> bool {
+            false
+        }
+        fn load(&self, c: usize) -> u64 {
+            self.0[c]
+        }
+        fn nr_running(&self, _: usize) -> usize {
+            2
+        }
+    }
+
+    #[test]
+    fn wake_affine_weighs_pelt_loads_with_the_wakee_taken_off_prev() {
+        // Waker's CPU 0 at 1500, prev 1 at 2000 with the wakee's 600 still
+        // there: this 1500 + 600 = 2100 × 100 = 210,000 against
+        // (2000 − 600) × 108 (MC's 117: 100 + 17 / 2) = 151,200: prev.
+        let w = Wakee {
+            waker_cpu: 0,
+            load: 600,
+            ..wakee(&[0, 1], 1)
+        };
+        assert_eq!(wake_affine_weight(&Loads(vec![1500, 2000]), &w, 117), 1);
+        // Prev at 3000: (3000 − 600) × 108 = 259,200 > 210,000: the waker's.
+        assert_eq!(wake_affine_weight(&Loads(vec![1500, 3000]), &w, 117), 0);
+        // Sync: the waker's own 1024 off its CPU: (476 + 600) × 100 =
+        // 107,600 < 151,201.
+        let w = Wakee { sync: true, ..w };
+        assert_eq!(wake_affine_weight(&Loads(vec![1500, 2000]), &w, 117), 0);
+        // A waker heavier than its CPU's load: its CPU at once.
+        let w = Wakee {
+            waker_load: 2000,
+            ..w
+        };
+        assert_eq!(wake_affine_weight(&Loads(vec![1500, 9000]), &w, 117), 0);
     }
 
     #[test]

@@ -29,7 +29,8 @@ impl Engine<'_> {
                 prev: t.cpu,
                 waker_cpu: waker.map_or(t.cpu, |j| self.tasks[j].cpu),
                 sync: waker.is_some(),
-                weight: self.fair[i].weight,
+                load: self.task_h_load(t.cpu, i),
+                waker_load: waker.map_or(0, |j| self.task_h_load(self.tasks[j].cpu, j)),
             };
             return placement::select_fair(&self.topo, self, &w);
         }
@@ -77,21 +78,20 @@ impl Engine<'_> {
                 .count()
     }
 
-    fn fair_load(&self, c: usize) -> u64 {
-        self.cpus[c]
-            .fair
-            .queued
-            .iter()
-            .map(|&i| self.fair[i].weight)
-            .sum()
-    }
-
+    /// Each CPU as balancing reads it: its fair run queue's PELT
+    /// averages as last updated (`cpu_load`, `cpu_runnable`,
+    /// `cpu_util_cfs` without util_est, at most the capacity).
     fn cpu_loads(&self) -> Vec<CpuLoad> {
         (0..self.cpus.len())
-            .map(|c| CpuLoad {
-                nr_running: self.nr_running(c),
-                nr_fair: self.cpus[c].fair.len(),
-                load: self.fair_load(c),
+            .map(|c| {
+                let avg = &self.pelt.rq[c];
+                CpuLoad {
+                    nr_running: self.nr_running(c),
+                    nr_fair: self.cpus[c].fair.len(),
+                    load: avg.load_avg,
+                    runnable: avg.runnable_avg,
+                    util: avg.util_avg.min(balance::CAPACITY),
+                }
             })
             .collect()
     }
@@ -137,10 +137,12 @@ impl Engine<'_> {
     }
 
     /// `detach_tasks` + `attach_tasks`: move waiting fair tasks from
-    /// `dec.src` to `to` (the one with the most CPU first, see below), skipping those pinned
-    /// elsewhere, cache hot (ran within [`balance::MIGRATION_COST_NS`],
-    /// unless `hot_ok`) or, for a load imbalance, heavier than what is
-    /// left of it after `failed` halvings. Returns how many moved.
+    /// `dec.src` to `to` (the one with the most CPU first, see below),
+    /// skipping those pinned elsewhere, cache hot (ran within
+    /// [`balance::MIGRATION_COST_NS`], unless `hot_ok`) or, for a load or
+    /// utilisation imbalance, whose PELT load (`task_h_load`) or
+    /// utilisation (`util_avg`) halved `failed` times exceeds what is left
+    /// of it. Returns how many moved.
     fn detach_fair(&mut self, dec: Decision, to: usize, failed: u32, hot_ok: bool) -> usize {
         let from = dec.src;
         let curr = self.cpus[from].curr;
@@ -175,20 +177,26 @@ impl Engine<'_> {
             )
         });
         let mut moved = 0;
-        let (mut tasks_left, mut load_left) = match dec.imbalance {
+        let (mut tasks_left, mut left) = match dec.imbalance {
             Imbalance::Tasks(n) => (n, u64::MAX),
-            Imbalance::Load(l) => (usize::MAX, l),
+            Imbalance::Load(l) | Imbalance::Util(l) => (usize::MAX, l),
         };
         for i in cands {
-            if tasks_left == 0 || load_left == 0 {
+            if tasks_left == 0 || left == 0 {
                 break;
             }
-            let w = self.fair[i].weight;
-            if let Imbalance::Load(_) = dec.imbalance {
-                if !balance::fits_load(w, failed, load_left) {
+            let amount = match dec.imbalance {
+                Imbalance::Tasks(_) => None,
+                // `max(task_h_load(p), 1)`.
+                Imbalance::Load(_) => Some(self.task_h_load(from, i).max(1)),
+                // `task_util_est` without util_est.
+                Imbalance::Util(_) => Some(self.task_util(i)),
+            };
+            if let Some(a) = amount {
+                if !balance::fits_load(a, failed, left) {
                     continue;
                 }
-                load_left = load_left.saturating_sub(w);
+                left = left.saturating_sub(a);
             }
             tasks_left -= 1;
             if Some(i) == curr {
@@ -230,6 +238,7 @@ impl Engine<'_> {
     /// preempting it for an active balance).
     fn preempt_running(&mut self, c: usize, i: usize) {
         self.close_segment(c, Some(super::SegmentEnd::Preempted));
+        self.pelt_switch(c, None);
         self.cpus[c].curr = None;
         self.cpus[c].switch_left = 0;
         self.cpus[c].resched = true;
@@ -368,7 +377,7 @@ impl CpuState for Engine<'_> {
     }
 
     fn load(&self, c: usize) -> u64 {
-        self.fair_load(c)
+        self.pelt.rq[c].load_avg
     }
 
     fn nr_running(&self, c: usize) -> usize {
