@@ -367,10 +367,10 @@ fn check_topologies(db: &Path) {
 }
 
 /// Nice 0 beside nice 5 on one CPU: in each guest its weight's share of
-/// their CPU time within 5 % (measured, pooled over 5 runs: 0.7441 in the
-/// TCG guest, 0.7525 in the deterministic one, against 0.7535). Under TCG
-/// it held only once every worker waited at the barrier before release:
-/// nice 5 had loaded with a quarter of the CPU beside nice 0's work and
+/// their CPU time within 5 % (the table: 0.7535; measured here 0.7611 in
+/// the TCG guest, 0.7520 in the deterministic one; 0.714–0.761 per run
+/// under TCG). Under TCG it held only once every worker waited at the
+/// barrier before release: nice 5 had loaded beside nice 0's work and
 /// reached its own past the window (0.93–0.99; launch::ready).
 fn check_shares(db: &Path) {
     let want = WEIGHT_NICE0 / (WEIGHT_NICE0 + WEIGHT_NICE5);
