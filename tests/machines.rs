@@ -2,8 +2,7 @@
 //! machine, a Debian 6.1 guest (CFS) and a Debian 6.12 guest (EEVDF) in
 //! deterministic mode (`tcg-icount`), both of 2 sockets × 2 cores. Checked:
 //! the topology each guest reports, the CPU shares of nice 0 and nice 5
-//! against the kernel's weight table in the deterministic guest (and their
-//! order in the emulated one), a lone pi worker's
+//! against the kernel's weight table in each guest, a lone pi worker's
 //! wall time nearly constant in the deterministic guest, and a `kill -9`
 //! of schedlab during a guest's run: no QEMU is left, and the campaign
 //! resumes to its end with nothing stored twice.
@@ -367,12 +366,12 @@ fn check_topologies(db: &Path) {
     }
 }
 
-/// Nice 0 beside nice 5 on one CPU: in the deterministic guest its
-/// weight's share of their CPU time within 5 % (measured: 0.7525 against
-/// 0.7535); in the TCG guest only more than nice 5, since its clock runs in
-/// host time while its vCPUs wait for the host, and the guest charges what
-/// it lost to whichever task it thinks ran (shares of 0.87 to 0.96 were
-/// measured there at a host load of 10; README, "Machines").
+/// Nice 0 beside nice 5 on one CPU: in each guest its weight's share of
+/// their CPU time within 5 % (the table: 0.7535; measured here 0.7611 in
+/// the TCG guest, 0.7520 in the deterministic one; 0.714–0.761 per run
+/// under TCG). Under TCG it held only once every worker waited at the
+/// barrier before release: nice 5 had loaded beside nice 0's work and
+/// reached its own past the window (0.93–0.99; launch::ready).
 fn check_shares(db: &Path) {
     let want = WEIGHT_NICE0 / (WEIGHT_NICE0 + WEIGHT_NICE5);
     let c = rusqlite::Connection::open(db).unwrap();
@@ -387,16 +386,10 @@ fn check_shares(db: &Path) {
             )
             .unwrap();
         eprintln!("{machine}: nice 0's share {share:.4}, the weight table's {want:.4}");
-        match machine {
-            "eevdf" => assert!(
-                (share / want - 1.0).abs() < 0.05,
-                "{machine}: nice 0's share {share:.4} against the weight table's {want:.4}"
-            ),
-            _ => assert!(
-                share > 0.5,
-                "{machine}: nice 0's share {share:.4} is not above nice 5's"
-            ),
-        }
+        assert!(
+            (share / want - 1.0).abs() < 0.05,
+            "{machine}: nice 0's share {share:.4} against the weight table's {want:.4}"
+        );
     }
 }
 

@@ -113,7 +113,15 @@ impl Spawned {
             }
             false => (None, None),
         };
+        // Every worker's start-up (exec, loading, setup: a few ms here,
+        // hundreds of ms in a TCG guest) is over before a hog starts
+        // spinning beside it and before release (see `ready`).
+        let mut workers_ready = false;
         for (index, m) in cast.members.iter().enumerate() {
+            if m.role == Role::Hog && !workers_ready {
+                wait_for_workers(l, cast, &workers.pids)?;
+                workers_ready = true;
+            }
             let args = WorkerArgs {
                 fds: match m.role {
                     Role::Worker => prepared.wiring.fds_of(index).to_vec(),
@@ -154,18 +162,10 @@ impl Spawned {
                 false => None,
             });
         }
-        // A program is measured from release, and a group's processes wait
-        // for one another: their start-up must be over by then (before the
-        // hand-over, which may stop workers).
-        let waited: Vec<(usize, i32)> = cast
-            .members
-            .iter()
-            .zip(&workers.pids)
-            .enumerate()
-            .filter(|(_, (m, _))| super::ready::waited_for(m.role, &m.workload))
-            .map(|(index, (_, &pid))| (index, pid))
-            .collect();
-        super::ready::wait_at_barrier(&waited, &l.signals)?;
+        // Before the hand-over, which may stop workers.
+        if !workers_ready {
+            wait_for_workers(l, cast, &workers.pids)?;
+        }
         // The granted slice is read while they wait (what the kernel
         // reports back, clamped to its range).
         let granted = cast
@@ -276,6 +276,20 @@ impl Spawned {
         }
         Ok(())
     }
+}
+
+/// Waits until every worker among the first `pids` of `cast` waits at the
+/// barrier (`ready::wait_at_barrier`).
+fn wait_for_workers(l: &Launcher, cast: &Cast, pids: &[i32]) -> Result<(), Early> {
+    let waited: Vec<(usize, i32)> = cast
+        .members
+        .iter()
+        .zip(pids)
+        .enumerate()
+        .filter(|(_, (m, _))| super::ready::waited_for(m.role))
+        .map(|(index, (_, &pid))| (index, pid))
+        .collect();
+    super::ready::wait_at_barrier(&waited, &l.signals)
 }
 
 /// Worker `index`'s cgroup, with its process `pid` in it.

@@ -84,8 +84,8 @@ fn env_table(a: &Analysis) -> (Vec<String>, Vec<Vec<String>>) {
 fn machine_cell(e: &crate::store::ReportEnvironment) -> String {
     match (&e.guest_machine, e.guest_accel.as_deref()) {
         (Some(m), Some("tcg")) => format!(
-            "{m}, a guest under TCG: times, latencies and CPU shares are emulation timings (its clock \
-             runs while its vCPUs wait for the host); orders, counts and placements are its kernel's"
+            "{m}, a guest under TCG: times, latencies and CPU times are emulation timings (its clock \
+             runs while its vCPUs wait for the host); shares, orders, counts and placements are its kernel's"
         ),
         (Some(m), Some("tcg-icount")) => format!(
             "{m}, a guest under TCG with icount: time is virtual (counted in instructions), \
