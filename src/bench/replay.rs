@@ -7,7 +7,9 @@
 //! under the same condition (traced), and every figure of
 //! [`crate::synth::fidelity`] printed with its rule and verdict, then a
 //! summary line per case. Nothing is asserted: the verdicts are figures.
-//! A program missing from PATH is said so and skipped. Needs root.
+//! The replayer's own CPU per step is measured once per condition by a
+//! traced calibration replay ([`calibrate`]) and taken off the bursts. A
+//! program missing from PATH is named as not measured. Needs root.
 
 use std::path::{Path, PathBuf};
 
@@ -15,6 +17,7 @@ use anyhow::{Context, Result, bail};
 
 use crate::campaign::{self, Options};
 use crate::store::Store;
+use crate::synth::calibrate::{self, StepCost};
 use crate::synth::{self, check, fidelity};
 
 pub struct ReplayBenchOptions {
@@ -108,13 +111,41 @@ fn on_path(program: &str) -> bool {
     })
 }
 
+/// The replayer's step costs measured under each condition (by its first
+/// original's run), as (policy, cpus) → costs.
+type Costs = std::collections::HashMap<(String, String), StepCost>;
+
+/// The step costs under `cond`: measured once (a traced calibration replay
+/// under `orig`'s condition), then reused by every case.
+fn step_cost(
+    db: &Path,
+    orig: &synth::Read,
+    cond: (&str, &str, u64),
+    known: &mut Costs,
+) -> Result<StepCost> {
+    let key = (cond.0.to_string(), cond.1.to_string());
+    if let Some(c) = known.get(&key) {
+        return Ok(*c);
+    }
+    let (c, id) = calibrate::measure(orig, db)?;
+    outln!(
+        "the replayer's own CPU per step under {}, cpus {} (traced calibration replay, run {id}): {}",
+        cond.0.to_uppercase(),
+        cond.1,
+        c.describe()
+    )?;
+    known.insert(key, c);
+    Ok(c)
+}
+
 /// One case under one condition: its figures printed; the summary line.
 fn one(
     db: &Path,
     label: &str,
     argv: &str,
     cond: (&str, &str, u64),
-    (rate, step_ns): (f64, u64),
+    rate: f64,
+    costs: &mut Costs,
 ) -> Result<String> {
     let text = spec_text(label, argv, cond);
     let what = format!("{label}, {}, cpus {}", cond.0.to_uppercase(), cond.1);
@@ -125,7 +156,14 @@ fn one(
             return Ok(format!("{what}: the original did not run"));
         }
     };
-    let tasks = synth::to_tasks_less(&orig.recording, rate, step_ns);
+    let cost = match step_cost(db, &orig, cond, costs) {
+        Ok(c) => c,
+        Err(e) => {
+            outln!("{what}: the step calibration did not run: {e:#}\n")?;
+            return Ok(format!("{what}: the step calibration did not run"));
+        }
+    };
+    let tasks = synth::to_tasks_less(&orig.recording, rate, &cost);
     let replay_text = synth::spec_text(&orig.source, &tasks, &orig.recording, rate)?;
     outln!(
         "{what}: original run {}, {} tasks, {} external wake-ups",
@@ -159,25 +197,29 @@ pub fn run(o: ReplayBenchOptions) -> Result<()> {
         std::fs::copy(e.path(), build.join(e.file_name()))?;
     }
     let rate = synth::pi_rate()?;
-    let step_ns = synth::step_overhead_ns()?;
     outln!(
-        "pi loop {rate:.4e} iterations per CPU second; the replayer's own step {:.1} µs of CPU \
-         (taken off each burst that ends in a sleep)\n",
-        step_ns as f64 / 1e3
+        "pi loop {rate:.4e} iterations per CPU second; the replayer's own CPU per step is \
+         measured under each condition (a traced calibration replay) and taken off the bursts\n"
     )?;
+    let mut costs = Costs::new();
     let mut summary = Vec::new();
     let chosen = cases(&build)?
         .into_iter()
         .filter(|(l, _)| o.cases.is_empty() || o.cases.iter().any(|c| l.contains(c.as_str())));
     for (label, argv) in chosen {
+        // The programs a case needs: its own, and a build's compiler.
         let program = label.split(' ').next().unwrap_or(label);
-        if !on_path(program) {
-            outln!("{label}: {program} is not on PATH: not run\n")?;
-            summary.push(format!("{label}: not run ({program} is not on PATH)"));
+        let needs: &[&str] = match program {
+            "make" => &["make", "cc"],
+            _ => &[program],
+        };
+        if let Some(missing) = needs.iter().find(|p| !on_path(p)) {
+            outln!("{label}: {missing} is not on PATH: not measured\n")?;
+            summary.push(format!("{label}: not measured ({missing} is not on PATH)"));
             continue;
         }
         for cond in CONDITIONS {
-            summary.push(one(&db, label, &argv, cond, (rate, step_ns))?);
+            summary.push(one(&db, label, &argv, cond, rate, &mut costs)?);
         }
     }
     outln!("summary:")?;

@@ -183,6 +183,10 @@ impl Kind for ReplayParams {
             anyhow::bail!("a replay runs whole passes (`passes`), not for a duration");
         };
         let (tasks, doorbells, pipes) = read_description(ctx)?;
+        // A recorded sleep already holds the original's timer slack: the
+        // replay sleeps it with none of its own (1 ns, the least the
+        // kernel takes; 0 would restore the default 50 µs).
+        crate::sys::proc::set_timer_slack_ns(1)?;
         let bells = channel::Bells::new(&tasks, doorbells, pipes);
         let roots = desc::roots(&tasks);
         anyhow::ensure!(!roots.is_empty(), "a replay without a root task");
