@@ -6,8 +6,13 @@
 //! stays as it is) and OTHER free on every CPU, synthesized, replayed
 //! under the same condition (traced), and every figure of
 //! [`crate::synth::fidelity`] printed with its rule and verdict, then a
-//! summary line per case. Nothing is asserted: the verdicts are figures.
-//! A program missing from PATH is said so and skipped. Needs root.
+//! summary line per case. A second run of the original is held to the
+//! same rules against the first: how far the program itself strays
+//! between runs on this machine (a figure outside its rule there is
+//! outside it for any replay). Nothing is asserted: the verdicts are figures.
+//! The replayer's own CPU per step is measured once per condition by a
+//! traced calibration replay ([`calibrate`]) and taken off the bursts. A
+//! program missing from PATH is named as not measured. Needs root.
 
 use std::path::{Path, PathBuf};
 
@@ -15,6 +20,7 @@ use anyhow::{Context, Result, bail};
 
 use crate::campaign::{self, Options};
 use crate::store::Store;
+use crate::synth::calibrate::{self, StepCost};
 use crate::synth::{self, check, fidelity};
 
 pub struct ReplayBenchOptions {
@@ -36,8 +42,18 @@ fn cproject() -> PathBuf {
     Path::new(crate::REPO_DIR).join("bench/replay/cproject")
 }
 
-/// (label, argv as TOML array text).
-fn cases(build_dir: &Path) -> Result<Vec<(&'static str, String)>> {
+/// (label, argv as TOML array text). `rt`: the RT policy and priority of
+/// the condition, if it is one: cyclictest sets its measuring thread's
+/// policy itself (to OTHER without `-p`, whatever it inherited), so it is
+/// told the condition's.
+fn cases(build_dir: &Path, rt: Option<(&str, i32)>) -> Result<Vec<(&'static str, String)>> {
+    let mut cyclictest = vec!["cyclictest", "-m", "-q", "-t1", "-i", "1000", "-l", "500"]
+        .into_iter()
+        .map(String::from)
+        .collect::<Vec<_>>();
+    if let Some((policy, prio)) = rt {
+        cyclictest.extend(["-p".into(), prio.to_string(), format!("--policy={policy}")]);
+    }
     Ok(vec![
         (
             "hackbench",
@@ -51,10 +67,7 @@ fn cases(build_dir: &Path) -> Result<Vec<(&'static str, String)>> {
             "perf bench sched pipe",
             r#"["perf", "bench", "sched", "pipe", "-l", "20000"]"#.into(),
         ),
-        (
-            "cyclictest",
-            r#"["cyclictest", "-t1", "-i", "1000", "-l", "300", "-q"]"#.into(),
-        ),
+        ("cyclictest", serde_json::to_string(&cyclictest)?),
         (
             "make -j2",
             format!(
@@ -65,6 +78,25 @@ fn cases(build_dir: &Path) -> Result<Vec<(&'static str, String)>> {
     ])
 }
 
+/// The RT policy and priority a condition's campaign gives its worker
+/// (read from the bench's own spec), None for a fair policy.
+fn rt_of<'a>(cond: (&'a str, &str, u64)) -> Result<Option<(&'a str, i32)>> {
+    if !matches!(cond.0, "fifo" | "rr") {
+        return Ok(None);
+    }
+    let spec = crate::spec::load(
+        &spec_text("probe", r#"["true"]"#, cond),
+        "bench replay",
+        &[],
+    )?;
+    let prio = spec
+        .priorities
+        .first()
+        .and_then(|p| p.assignment.value(crate::policy::Class::Realtime, 0, 1))
+        .context("the bench's spec gives its RT worker no priority")?;
+    Ok(Some((cond.0, prio)))
+}
+
 fn spec_text(label: &str, argv: &str, (policy, cpus, timeout_s): (&str, &str, u64)) -> String {
     format!(
         "name = \"bench-replay {label} {policy} cpus {cpus}\"\nrepetitions = 1\ncooldown_s = 0\n\
@@ -73,6 +105,12 @@ fn spec_text(label: &str, argv: &str, (policy, cpus, timeout_s): (&str, &str, u6
          workload = [\"prog\"]\nprocesses = [1]\n[workloads.prog]\nkind = \"command\"\n\
          argv = {argv}\n"
     )
+}
+
+/// The original's spec under another name: a campaign of its own (the
+/// same spec is the same campaign, already done).
+fn again_spec(text: &str) -> String {
+    text.replacen("name = \"bench-replay ", "name = \"bench-replay again ", 1)
 }
 
 fn original(db: &Path, text: &str) -> Result<synth::Read> {
@@ -108,13 +146,41 @@ fn on_path(program: &str) -> bool {
     })
 }
 
+/// The replayer's step costs measured under each condition (by its first
+/// original's run), as (policy, cpus) → costs.
+type Costs = std::collections::HashMap<(String, String), StepCost>;
+
+/// The step costs under `cond`: measured once (a traced calibration replay
+/// under `orig`'s condition), then reused by every case.
+fn step_cost(
+    db: &Path,
+    orig: &synth::Read,
+    cond: (&str, &str, u64),
+    known: &mut Costs,
+) -> Result<StepCost> {
+    let key = (cond.0.to_string(), cond.1.to_string());
+    if let Some(c) = known.get(&key) {
+        return Ok(*c);
+    }
+    let (c, id) = calibrate::measure(orig, db)?;
+    outln!(
+        "the replayer's own CPU per step under {}, cpus {} (traced calibration replay, run {id}): {}",
+        cond.0.to_uppercase(),
+        cond.1,
+        c.describe()
+    )?;
+    known.insert(key, c);
+    Ok(c)
+}
+
 /// One case under one condition: its figures printed; the summary line.
 fn one(
     db: &Path,
     label: &str,
     argv: &str,
     cond: (&str, &str, u64),
-    (rate, step_ns): (f64, u64),
+    rate: f64,
+    costs: &mut Costs,
 ) -> Result<String> {
     let text = spec_text(label, argv, cond);
     let what = format!("{label}, {}, cpus {}", cond.0.to_uppercase(), cond.1);
@@ -125,7 +191,14 @@ fn one(
             return Ok(format!("{what}: the original did not run"));
         }
     };
-    let tasks = synth::to_tasks_less(&orig.recording, rate, step_ns);
+    let cost = match step_cost(db, &orig, cond, costs) {
+        Ok(c) => c,
+        Err(e) => {
+            outln!("{what}: the step calibration did not run: {e:#}\n")?;
+            return Ok(format!("{what}: the step calibration did not run"));
+        }
+    };
+    let tasks = synth::to_tasks_less(&orig.recording, rate, &cost);
     let replay_text = synth::spec_text(&orig.source, &tasks, &orig.recording, rate)?;
     outln!(
         "{what}: original run {}, {} tasks, {} external wake-ups",
@@ -133,19 +206,41 @@ fn one(
         tasks.len(),
         orig.recording.external_wakeups
     )?;
-    Ok(
-        match check::run_and_compare(&orig, &replay_text, "bench replay", db, false) {
-            Ok(c) => {
-                outln!("replay run {}:", c.run_id)?;
-                outln!("{}", fidelity::render(&c.rows))?;
-                format!("{what}: {}", fidelity::summary(&c.rows))
-            }
-            Err(e) => {
-                outln!("the replay did not run: {e:#}\n")?;
-                format!("{what}: the replay did not run")
-            }
-        },
-    )
+    let replayed = match check::run_and_compare(&orig, &replay_text, "bench replay", db, false) {
+        Ok(c) => {
+            outln!("replay run {}:", c.run_id)?;
+            outln!("{}", fidelity::render(&c.rows))?;
+            fidelity::summary(&c.rows)
+        }
+        Err(e) => {
+            outln!("the replay did not run: {e:#}\n")?;
+            return Ok(format!("{what}: the replay did not run"));
+        }
+    };
+    // The same figures for the program against itself: a second run of
+    // the original, held to the same rules (how far the program strays
+    // between two runs here, which no replay can be asked to beat).
+    let again = match original(db, &again_spec(&text)) {
+        Ok(again) => {
+            let rows = fidelity::compare(
+                &orig.recording,
+                orig.source.makespan_ns,
+                &again.recording,
+                again.source.makespan_ns,
+            );
+            outln!(
+                "the original again (run {}) against its first run, the same rules:",
+                again.source.run_id
+            )?;
+            outln!("{}", fidelity::render(&rows))?;
+            fidelity::summary(&rows)
+        }
+        Err(e) => {
+            outln!("the original's second run did not run: {e:#}\n")?;
+            "did not run".into()
+        }
+    };
+    Ok(format!("{what}: replay {replayed}; original again {again}"))
 }
 
 pub fn run(o: ReplayBenchOptions) -> Result<()> {
@@ -159,25 +254,34 @@ pub fn run(o: ReplayBenchOptions) -> Result<()> {
         std::fs::copy(e.path(), build.join(e.file_name()))?;
     }
     let rate = synth::pi_rate()?;
-    let step_ns = synth::step_overhead_ns()?;
     outln!(
-        "pi loop {rate:.4e} iterations per CPU second; the replayer's own step {:.1} µs of CPU \
-         (taken off each burst that ends in a sleep)\n",
-        step_ns as f64 / 1e3
+        "pi loop {rate:.4e} iterations per CPU second; the replayer's own CPU per step is \
+         measured under each condition (a traced calibration replay) and taken off the bursts\n"
     )?;
+    let mut costs = Costs::new();
     let mut summary = Vec::new();
-    let chosen = cases(&build)?
+    let chosen = cases(&build, None)?
         .into_iter()
         .filter(|(l, _)| o.cases.is_empty() || o.cases.iter().any(|c| l.contains(c.as_str())));
-    for (label, argv) in chosen {
+    for (label, _) in chosen {
+        // The programs a case needs: its own, and a build's compiler.
         let program = label.split(' ').next().unwrap_or(label);
-        if !on_path(program) {
-            outln!("{label}: {program} is not on PATH: not run\n")?;
-            summary.push(format!("{label}: not run ({program} is not on PATH)"));
+        let needs: &[&str] = match program {
+            "make" => &["make", "cc"],
+            _ => &[program],
+        };
+        if let Some(missing) = needs.iter().find(|p| !on_path(p)) {
+            outln!("{label}: {missing} is not on PATH: not measured\n")?;
+            summary.push(format!("{label}: not measured ({missing} is not on PATH)"));
             continue;
         }
         for cond in CONDITIONS {
-            summary.push(one(&db, label, &argv, cond, (rate, step_ns))?);
+            let argv = cases(&build, rt_of(cond)?)?
+                .into_iter()
+                .find(|(l, _)| *l == label)
+                .map(|(_, a)| a)
+                .context("a case without its argv")?;
+            summary.push(one(&db, label, &argv, cond, rate, &mut costs)?);
         }
     }
     outln!("summary:")?;
@@ -186,4 +290,35 @@ pub fn run(o: ReplayBenchOptions) -> Result<()> {
     }
     outln!("campaigns kept in {}", crate::out::path(&db))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cyclictest_measures_under_the_conditions_policy() {
+        let dir = Path::new("/tmp/b");
+        let argv = |cond| {
+            let c = cases(dir, rt_of(cond).unwrap()).unwrap();
+            let a = &c.iter().find(|(l, _)| *l == "cyclictest").unwrap().1;
+            serde_json::from_str::<Vec<String>>(a).unwrap()
+        };
+        let fifo = argv(CONDITIONS[1]);
+        let at = fifo.iter().position(|a| a == "-p").unwrap();
+        // The uniform priority mode's RT priority, the worker's.
+        assert_eq!(fifo[at + 1], "50");
+        assert!(fifo.contains(&"--policy=fifo".to_string()), "{fifo:?}");
+        for cond in [CONDITIONS[0], CONDITIONS[2]] {
+            assert!(!argv(cond).contains(&"-p".to_string()));
+        }
+        // Every argv is a TOML array the bench's spec loads, and the
+        // second run of an original is a campaign of another name.
+        for (label, a) in cases(dir, None).unwrap() {
+            let text = spec_text(label, &a, CONDITIONS[0]);
+            let first = crate::spec::load(&text, "t", &[]).unwrap();
+            let again = crate::spec::load(&again_spec(&text), "t", &[]).unwrap();
+            assert_ne!(first.name, again.name);
+        }
+    }
 }

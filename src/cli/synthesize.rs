@@ -11,7 +11,7 @@ use clap::Args;
 use super::source::DbArg;
 use crate::output::Target;
 use crate::store::Store;
-use crate::synth::{self, fidelity, record::Recording, rtapp};
+use crate::synth::{self, calibrate::StepCost, fidelity, record::Recording, rtapp};
 use crate::workload::replay::desc::Body;
 use crate::{out, spec};
 
@@ -97,19 +97,23 @@ pub(super) fn run(a: SynthesizeArgs) -> Result<i32> {
         note!("caveat: {c}");
     }
     let rate = synth::pi_rate()?;
-    let step_ns = synth::step_overhead_ns()?;
-    let tasks = synth::to_tasks_less(&read.recording, rate, step_ns);
-    let text = synth::spec_text(&read.source, &tasks, &read.recording, rate)?;
+    let (cost, how) = step_cost(&read)?;
+    let tasks = synth::to_tasks_less(&read.recording, rate, &cost);
+    let text = format!(
+        "# Each burst is the recorded one less the replayer's own CPU for its steps ({how}): {}.\n{}",
+        cost.describe(),
+        synth::spec_text(&read.source, &tasks, &read.recording, rate)?
+    );
     // What is written must load: checked before anything is written.
     let origin = out::path(&a.output);
     spec::load(&text, &origin, &[]).context("the synthesized spec does not load (a bug)")?;
     write(&a.output, &text)?;
     note!(
-        "run {}: {}; each burst that ends in a sleep less the replayer's own step ({:.1} µs); \
-         wrote {origin}",
+        "run {}: {}; each burst less the replayer's own CPU for its steps ({how}: {}); wrote \
+         {origin}",
         a.run,
         summary(&read.recording, &tasks),
-        step_ns as f64 / 1e3
+        cost.describe()
     );
     if let Some(p) = &a.rt_app {
         let policy = match read.source.run.policy.name() {
@@ -131,6 +135,28 @@ pub(super) fn run(a: SynthesizeArgs) -> Result<i32> {
         return Ok(0);
     }
     check(&a, &text, &origin, &read)
+}
+
+/// The replayer's own CPU per step: measured by a traced calibration
+/// replay under the run's condition when this process may trace, else the
+/// untraced timer step for every wait; and how it was measured.
+fn step_cost(read: &synth::Read) -> Result<(StepCost, String)> {
+    if let Err(why) = crate::sys::probe::trace_permission() {
+        let ns = synth::step_overhead_ns()?;
+        return Ok((
+            StepCost::waits_only(ns),
+            format!("an untraced timer step for every wait, since no trace can be taken: {why}"),
+        ));
+    }
+    note!(
+        "measuring the replayer's own steps (a traced calibration replay under the run's condition)"
+    );
+    let dir = tempfile::tempdir().context("a temporary directory for the step calibration")?;
+    let (cost, _) = synth::calibrate::measure(read, &dir.path().join("calibration.db"))?;
+    Ok((
+        cost,
+        "a traced calibration replay under the run's condition".into(),
+    ))
 }
 
 /// Run the replay and compare it with the original.

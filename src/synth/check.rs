@@ -28,6 +28,23 @@ pub fn run_and_compare(
     db: &Path,
     allow_lost: bool,
 ) -> Result<Checked> {
+    let (id, replay) = run_replay(text, origin, db, allow_lost)?;
+    let rows = compare(
+        &original.recording,
+        original.source.makespan_ns,
+        &replay.recording,
+        replay.source.makespan_ns,
+    );
+    Ok(Checked {
+        run_id: id,
+        replay,
+        rows,
+    })
+}
+
+/// Run the replay spec `text` (from `origin`) into `db`: its one run, read
+/// and recorded.
+pub fn run_replay(text: &str, origin: &str, db: &Path, allow_lost: bool) -> Result<(i64, Read)> {
     let mut spec = spec::load(text, origin, &[])?;
     spec.resolve_workdir(&std::env::temp_dir());
     let opts = campaign::Options {
@@ -48,15 +65,5 @@ pub fn run_and_compare(
         .context("the replay's campaign has no run")?;
     let replay = read_run(&store, id, allow_lost)
         .with_context(|| format!("the replay's run {id} in {}", db.display()))?;
-    let rows = compare(
-        &original.recording,
-        original.source.makespan_ns,
-        &replay.recording,
-        replay.source.makespan_ns,
-    );
-    Ok(Checked {
-        run_id: id,
-        replay,
-        rows,
-    })
+    Ok((id, replay))
 }

@@ -6,6 +6,7 @@
 //! the run's condition ([`spec_text`]), the rt-app form ([`rtapp`]) and the
 //! replay-against-original figures ([`fidelity`]).
 
+pub mod calibrate;
 pub mod check;
 pub mod fidelity;
 pub mod order;
@@ -15,8 +16,10 @@ pub mod rtapp;
 use anyhow::{Result, bail};
 
 use crate::store::{ReplaySource, Store};
+use crate::workload::replay::desc::Waker;
 use crate::workload::replay::desc::{self, Body, Dist, Op, QUANTILES, ReplayTask};
-use record::{NsOp, Recorder, Recording, Reservoir};
+use calibrate::StepCost;
+use record::{NsOp, Recorder, Recording, Reservoir, TaskRec};
 
 /// A run read for synthesis.
 pub struct Read {
@@ -104,13 +107,11 @@ pub fn pi_rate() -> Result<f64> {
     Ok(rate)
 }
 
-/// CPU ns the replayer itself spends on one step (a timer sleep of 20 µs
-/// and an empty burst: the system calls and the wake-up path charged to
-/// the task), the median of 5 rounds of 100 steps on this thread. A
-/// recorded burst already holds the program's own system calls, so the
-/// replay's burst is the recorded one less this (measured by `schedlab
-/// bench replay`: cyclictest's 8.5 µs bursts replayed as 17 µs without
-/// it).
+/// CPU ns the replayer itself spends on one step, untraced (a timer
+/// sleep of 20 µs and an empty burst), the median of 5 rounds of 100 steps
+/// on this thread: the fallback of `schedlab synthesize` when it cannot
+/// trace a calibration replay ([`calibrate`]), which measures each kind of
+/// step traced.
 pub fn step_overhead_ns() -> Result<u64> {
     use crate::sys::clock::{sleep_until_ns, thread_cpu_ns};
     use crate::sys::proc::monotonic_ns;
@@ -149,20 +150,36 @@ fn quantiles(r: &Reservoir, f: impl Fn(u64) -> u64) -> Vec<u64> {
 /// The replay's tasks: ops in work units (adjacent runs merged, empty
 /// ones dropped), or distributions for overflowed tasks.
 pub fn to_tasks(rec: &Recording, pi_iter_per_s: f64) -> Vec<ReplayTask> {
-    to_tasks_less(rec, pi_iter_per_s, 0)
+    to_tasks_less(rec, pi_iter_per_s, &StepCost::default())
 }
 
-/// [`to_tasks`], each burst less `step_ns` (the replayer's own cost of a
-/// step, [`step_overhead_ns`]).
-pub fn to_tasks_less(rec: &Recording, pi_iter_per_s: f64, step_ns: u64) -> Vec<ReplayTask> {
+/// The process task `i` of a recording runs in (itself, or its nearest
+/// ancestor that is not a thread).
+fn process_of(tasks: &[TaskRec], mut i: usize) -> usize {
+    while tasks[i].thread {
+        match tasks[i].parent {
+            Some(p) => i = p,
+            None => break,
+        }
+    }
+    i
+}
+
+/// [`to_tasks`], each burst less the replayer's own cost of what it does
+/// ([`less_step`] with `cost`, measured by [`calibrate`]).
+pub fn to_tasks_less(rec: &Recording, pi_iter_per_s: f64, cost: &StepCost) -> Vec<ReplayTask> {
+    let process: Vec<usize> = (0..rec.tasks.len())
+        .map(|i| process_of(&rec.tasks, i))
+        .collect();
     rec.tasks
         .iter()
-        .map(|t| {
+        .enumerate()
+        .map(|(i, t)| {
             let body = if t.overflowed {
                 Body::Distribution(Dist {
                     bursts: t.bursts_ns.seen.max(1),
                     burst_work: match quantiles(&t.bursts_ns, |ns| {
-                        units(ns.saturating_sub(step_ns), pi_iter_per_s)
+                        units(ns.saturating_sub(cost.timer_ns), pi_iter_per_s)
                     }) {
                         q if q.is_empty() => vec![0; QUANTILES],
                         q => q,
@@ -171,7 +188,23 @@ pub fn to_tasks_less(rec: &Recording, pi_iter_per_s: f64, step_ns: u64) -> Vec<R
                     forks: t.forks.clone(),
                 })
             } else {
-                Body::Sequence(sequence(&t.ops, pi_iter_per_s, step_ns))
+                let wait = |by: &Waker| match *by {
+                    Waker::Task(w) if process.get(w) == Some(&process[i]) => cost.futex_ns,
+                    Waker::Task(_) => cost.pipe_ns,
+                    Waker::Timer | Waker::External => cost.timer_ns,
+                };
+                let fork = |c: usize| match rec.tasks.get(c).is_some_and(|c| c.thread) {
+                    true => cost.fork_thread_ns,
+                    false => cost.fork_process_ns,
+                };
+                let start = match (t.parent, t.thread) {
+                    (None, _) => 0,
+                    (Some(_), true) => cost.start_thread_ns,
+                    (Some(_), false) => cost.start_process_ns,
+                };
+                let mut ops = merged(&t.ops);
+                less_step(&mut ops, wait, fork, start);
+                Body::Sequence(in_units(ops, pi_iter_per_s))
             };
             ReplayTask {
                 name: t.name.clone(),
@@ -184,11 +217,8 @@ pub fn to_tasks_less(rec: &Recording, pi_iter_per_s: f64, step_ns: u64) -> Vec<R
         .collect()
 }
 
-/// A task's ops in work units: adjacent runs merged (in ns, then
-/// converted), a burst that ends in a sleep less `step_ns` ([`less_step`]), empty bursts
-/// dropped.
-fn sequence(ns_ops: &[NsOp], pi_iter_per_s: f64, step_ns: u64) -> Vec<Op> {
-    // Runs in ns first.
+/// A task's ops with adjacent runs merged (runs still in ns).
+fn merged(ns_ops: &[NsOp]) -> Vec<Op> {
     let mut ops: Vec<Op> = Vec::with_capacity(ns_ops.len());
     for op in ns_ops {
         let op = match *op {
@@ -202,7 +232,11 @@ fn sequence(ns_ops: &[NsOp], pi_iter_per_s: f64, step_ns: u64) -> Vec<Op> {
             _ => ops.push(op),
         }
     }
-    less_step(&mut ops, step_ns);
+    ops
+}
+
+/// Runs in ns to work units, empty runs dropped.
+fn in_units(ops: Vec<Op>, pi_iter_per_s: f64) -> Vec<Op> {
     ops.into_iter()
         .filter_map(|op| match op {
             Op::Run(ns) => Some(Op::Run(units(ns, pi_iter_per_s))).filter(|o| *o != Op::Run(0)),
@@ -211,32 +245,63 @@ fn sequence(ns_ops: &[NsOp], pi_iter_per_s: f64, step_ns: u64) -> Vec<Op> {
         .collect()
 }
 
-/// Take `step_ns` off each burst that ends in a sleep (runs in ns): off the
-/// whole burst, its last piece first, then the pieces before the wake-ups
-/// and forks it gave. The recorded pieces hold the program's own syscalls
-/// (a pipe write before its wake-up, the read that blocks after), which
-/// the replayer's own step stands in for; taking the step off the last
-/// piece alone left a short burst's first piece burnt on top of the
-/// replayer's own step (`perf bench sched pipe` under FIFO: +52 % CPU).
-fn less_step(ops: &mut [Op], step_ns: u64) {
-    for k in 0..ops.len() {
-        if !matches!(ops[k], Op::Sleep { .. }) {
-            continue;
+/// Take `ns` off the runs of `ops[..k]` back to the sleep before (runs in
+/// ns), the last piece first.
+fn take_before(ops: &mut [Op], k: usize, ns: u64) {
+    let mut left = ns;
+    for op in ops[..k].iter_mut().rev() {
+        match op {
+            Op::Sleep { .. } => break,
+            Op::Run(r) => {
+                let take = left.min(*r);
+                *r -= take;
+                left -= take;
+            }
+            _ => {}
         }
-        let mut left = step_ns;
-        for op in ops[..k].iter_mut().rev() {
-            match op {
-                Op::Sleep { .. } => break,
-                Op::Run(ns) => {
-                    let take = left.min(*ns);
-                    *ns -= take;
-                    left -= take;
-                }
-                _ => {}
+        if left == 0 {
+            break;
+        }
+    }
+}
+
+/// Take off the bursts (runs in ns) the replayer's own cost of each step:
+/// `wait(by)` off each burst that ends in a sleep (off the whole burst, its
+/// last piece first, then the pieces before the wake-ups and forks it
+/// gave), `fork(c)` off the burst that starts task `c`, and `start` off
+/// the task's first burst (its own start, first piece first). The recorded
+/// pieces hold the program's own system calls (a pipe write before its
+/// wake-up, the read that blocks after, a fork), which the replayer's own
+/// step stands in for; a burst shorter than the step is left empty, and
+/// the replay's step alone is its burst (taking the step off the last
+/// piece alone left a short burst's first piece burnt on top of the
+/// replayer's own step: `perf bench sched pipe` under FIFO, +52 % CPU).
+fn less_step(
+    ops: &mut [Op],
+    wait: impl Fn(&Waker) -> u64,
+    fork: impl Fn(usize) -> u64,
+    start: u64,
+) {
+    let mut left = start;
+    for op in ops.iter_mut() {
+        match op {
+            Op::Sleep { .. } => break,
+            Op::Run(r) => {
+                let take = left.min(*r);
+                *r -= take;
+                left -= take;
             }
-            if left == 0 {
-                break;
-            }
+            _ => {}
+        }
+        if left == 0 {
+            break;
+        }
+    }
+    for k in 0..ops.len() {
+        match ops[k] {
+            Op::Sleep { by, .. } => take_before(ops, k, wait(&by)),
+            Op::Fork(c) => take_before(ops, k, fork(c)),
+            _ => {}
         }
     }
 }
@@ -386,16 +451,23 @@ mod tests {
             sleep,
             Op::Run(5),
         ];
-        less_step(&mut ops, 4);
-        let runs: Vec<u64> = ops
-            .iter()
-            .filter_map(|o| match o {
-                Op::Run(n) => Some(*n),
-                _ => None,
-            })
-            .collect();
+        let runs = |ops: &[Op]| -> Vec<u64> {
+            ops.iter()
+                .filter_map(|o| match o {
+                    Op::Run(n) => Some(*n),
+                    _ => None,
+                })
+                .collect()
+        };
+        let mut plain = ops.clone();
+        less_step(&mut plain, |_| 4, |_| 0, 0);
         // The last burst ends the task, not in a sleep: kept whole.
-        assert_eq!(runs, [1, 0, 6, 1, 3, 5]);
+        assert_eq!(runs(&plain), [1, 0, 6, 1, 3, 5]);
+        // A fork costing 2 comes off the piece before it (after the
+        // sleep's 4, which took the 7 to 3: the 1 goes); a start of 2 off
+        // the first burst, first piece first.
+        less_step(&mut ops, |_| 4, |_| 2, 2);
+        assert_eq!(runs(&ops), [0, 0, 6, 0, 3, 5]);
         // In work units, empty runs dropped.
         let ns = [
             NsOp::Run(3),
@@ -406,8 +478,10 @@ mod tests {
                 by: Waker::Task(1),
             },
         ];
+        let mut o = merged(&ns);
+        less_step(&mut o, |_| 4, |_| 0, 0);
         assert_eq!(
-            sequence(&ns, 1e9, 4),
+            in_units(o, 1e9),
             [
                 Op::Run(1),
                 Op::Wake(1),
@@ -456,9 +530,26 @@ mod tests {
         assert!(matches!(&half[1].body, Body::Sequence(o) if o[0] == Op::Run(150)));
         // The replayer's step cost comes off the bursts that end in a
         // sleep (the last one ends the task).
-        let less = to_tasks_less(&rec, 1e9, 60);
+        let cost = StepCost::waits_only(60);
+        let less = to_tasks_less(&rec, 1e9, &cost);
         assert!(matches!(&less[1].body, Body::Sequence(o)
             if o[0] == Op::Run(240) && o[2] == Op::Run(40) && o[4] == Op::Run(100)));
+        // Each kind of step its own cost: t0.1 (a process) was woken by
+        // t0 over a pipe, then from outside (a timer's cost); its start
+        // comes off its first burst.
+        let cost = StepCost {
+            pipe_ns: 50,
+            timer_ns: 30,
+            start_process_ns: 100,
+            ..StepCost::default()
+        };
+        let less = to_tasks_less(&rec, 1e9, &cost);
+        assert!(
+            matches!(&less[1].body, Body::Sequence(o)
+            if o[0] == Op::Run(150) && o[2] == Op::Run(70) && o[4] == Op::Run(100)),
+            "{:?}",
+            less[1].body
+        );
     }
 
     #[test]

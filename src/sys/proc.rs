@@ -520,6 +520,18 @@ pub fn child_exited(pid: i32) -> io::Result<bool> {
     Ok(unsafe { info.si_pid() } != 0)
 }
 
+/// Set the calling thread's timer slack (`PR_SET_TIMERSLACK`; threads and
+/// processes it starts inherit it). The kernel gives RT and DEADLINE tasks
+/// none whatever this says.
+pub fn set_timer_slack_ns(ns: u64) -> io::Result<()> {
+    // SAFETY: prctl with integer arguments only.
+    let rc = unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Ask the kernel to SIGKILL the calling process when its parent dies, so no
 /// worker outlives a schedlab that was killed. Async-signal-safe.
 pub fn die_with_parent_raw() -> Result<(), i32> {

@@ -308,12 +308,14 @@ pub fn parse_op(s: &str, find: impl Fn(&str) -> Result<usize, KeyError>) -> Resu
 }
 
 /// Every task but the roots is started exactly once, by its parent, and
-/// wake-ups balance: each task waits for as many wake-ups as it is given
-/// (so the replay can neither hang nor leave one unused).
+/// wake-ups balance per pair: each task waits for as many wake-ups by each
+/// partner as that partner gives it (so the replay, which matches them
+/// pair by pair in order, can neither hang on a missing one nor leave one
+/// unused).
 pub fn check_tree(tasks: &[ReplayTask]) -> Result<(), String> {
     let mut started = vec![0u32; tasks.len()];
-    let mut given = vec![0u64; tasks.len()];
-    let mut waited = vec![0u64; tasks.len()];
+    // (waker, wakee) → wake-ups given less wake-ups waited for.
+    let mut balance: std::collections::BTreeMap<(usize, usize), i64> = Default::default();
     for (i, t) in tasks.iter().enumerate() {
         for c in t.forks() {
             started[c] += 1;
@@ -327,10 +329,10 @@ pub fn check_tree(tasks: &[ReplayTask]) -> Result<(), String> {
         if let Body::Sequence(ops) = &t.body {
             for op in ops {
                 match *op {
-                    Op::Wake(x) => given[x] += 1,
+                    Op::Wake(x) => *balance.entry((i, x)).or_default() += 1,
                     Op::Sleep {
-                        by: Waker::Task(_), ..
-                    } => waited[i] += 1,
+                        by: Waker::Task(w), ..
+                    } => *balance.entry((w, i)).or_default() -= 1,
                     _ => {}
                 }
             }
@@ -342,17 +344,34 @@ pub fn check_tree(tasks: &[ReplayTask]) -> Result<(), String> {
             (None, _) => return Err(format!("{} is a worker's task but is started", t.name)),
             (Some(_), n) => return Err(format!("{} is started {n} times (once needed)", t.name)),
         }
-        if given[i] != waited[i] {
-            return Err(format!(
-                "{} is woken {} times by the tree but waits for {} wake-ups",
-                t.name, given[i], waited[i]
-            ));
-        }
         if t.thread && t.parent.is_none() {
             return Err(format!("{} is a thread without a parent", t.name));
         }
     }
+    if let Some((&(w, x), &d)) = balance.iter().find(|(_, d)| **d != 0) {
+        let waits = tasks[x].ops_waiting_for(w).unwrap_or(0);
+        return Err(format!(
+            "{} is woken {} times by {} but waits for {waits} wake-ups by it",
+            tasks[x].name,
+            waits as i64 + d,
+            tasks[w].name
+        ));
+    }
     Ok(())
+}
+
+impl ReplayTask {
+    /// How many of its sleeps wait for task `w` (None for a distribution).
+    fn ops_waiting_for(&self, w: usize) -> Option<u64> {
+        match &self.body {
+            Body::Sequence(ops) => Some(
+                ops.iter()
+                    .filter(|o| matches!(o, Op::Sleep { by: Waker::Task(x), .. } if *x == w))
+                    .count() as u64,
+            ),
+            Body::Distribution(_) => None,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -455,5 +474,34 @@ tasks = [
         ))
         .unwrap_err();
         assert_eq!(e.key, "workloads.r.tasks[0].burst_work");
+    }
+
+    #[test]
+    fn wake_ups_must_balance_pair_by_pair() {
+        let by = |w| Op::Sleep {
+            ns: 1,
+            by: Waker::Task(w),
+        };
+        let task = |name: &str, parent, ops| ReplayTask {
+            name: name.into(),
+            comm: String::new(),
+            parent,
+            thread: false,
+            body: Body::Sequence(ops),
+        };
+        // t0 waits twice for t0.1, but t0.1 wakes it once and t0.2 once:
+        // as many wake-ups in all, not from the partner it waits for.
+        let mut tasks = vec![
+            task("t0", None, vec![Op::Fork(1), Op::Fork(2), by(1), by(1)]),
+            task("t0.1", Some(0), vec![Op::Wake(0)]),
+            task("t0.2", Some(0), vec![Op::Wake(0)]),
+        ];
+        let e = check_tree(&tasks).unwrap_err();
+        assert!(
+            e.contains("t0 is woken 1 times by t0.1 but waits for 2"),
+            "{e}"
+        );
+        tasks[0].body = Body::Sequence(vec![Op::Fork(1), Op::Fork(2), by(2), by(1)]);
+        check_tree(&tasks).unwrap();
     }
 }

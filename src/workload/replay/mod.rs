@@ -101,6 +101,12 @@ pub fn tree_size(tasks: &[ReplayTask], root: usize) -> u64 {
         .sum::<u64>()
 }
 
+/// Doorbells a replay's run maps: one a pair of threads that wake each
+/// other ([`channel::futex_pairs`]), at least one.
+fn doorbells_of(tasks: &[ReplayTask]) -> usize {
+    channel::futex_pairs(tasks).len().max(1)
+}
+
 fn read_description(
     ctx: &WorkContext,
 ) -> anyhow::Result<(Vec<ReplayTask>, Doorbells, channel::Pipes)> {
@@ -115,7 +121,7 @@ fn read_description(
     f.read_exact_at(&mut bytes, 0)?;
     let tasks: Vec<ReplayTask> = postcard::from_bytes(&bytes)
         .map_err(|e| anyhow::anyhow!("the replay's description in its wiring: {e}"))?;
-    let bells = Doorbells::map(bells_fd.as_fd(), tasks.len())?;
+    let bells = Doorbells::map(bells_fd.as_fd(), doorbells_of(&tasks))?;
     let mut pipes: channel::Pipes = Vec::with_capacity(tasks.len());
     for p in channel::piped(&tasks) {
         pipes.push(match p {
@@ -155,7 +161,7 @@ impl Kind for ReplayParams {
         let mut w = Wiring::default();
         let text = postcard::to_allocvec(&self.tasks)?;
         let d = w.memory(&text)?;
-        let b = w.memory(&vec![0u8; doorbell_bytes(self.tasks.len())])?;
+        let b = w.memory(&vec![0u8; doorbell_bytes(doorbells_of(&self.tasks))])?;
         let mut pipes = Vec::new();
         for piped in channel::piped(&self.tasks) {
             if piped {
@@ -183,6 +189,10 @@ impl Kind for ReplayParams {
             anyhow::bail!("a replay runs whole passes (`passes`), not for a duration");
         };
         let (tasks, doorbells, pipes) = read_description(ctx)?;
+        // A recorded sleep already holds the original's timer slack: the
+        // replay sleeps it with none of its own (1 ns, the least the
+        // kernel takes; 0 would restore the default 50 µs).
+        crate::sys::proc::set_timer_slack_ns(1)?;
         let bells = channel::Bells::new(&tasks, doorbells, pipes);
         let roots = desc::roots(&tasks);
         anyhow::ensure!(!roots.is_empty(), "a replay without a root task");

@@ -7,14 +7,16 @@
 //! doorbells between threads of one process). Each process reaps its children before it exits, so the
 //! worker's rusage (from `wait4`) covers its whole tree.
 //!
-//! Wake-ups balance per task (checked when the spec is read), and each
-//! doorbell or pipe has one consumer, its task: whatever order the scheduler gives
-//! them, every wait is eventually matched, so a replay cannot hang on its
-//! own wake-ups.
+//! Wake-ups balance per (waker, wakee) pair (checked when the spec is
+//! read) and are matched pair by pair in order; each doorbell or pipe has
+//! one consumer, its task. A recorded task's ops follow the original's
+//! timeline, and each wait's wake-up came before the wait ended there, so
+//! the original's own order satisfies every wait: a synthesized replay
+//! cannot hang on its own wake-ups.
 
 use anyhow::{Result, bail};
 
-use super::channel::Bells;
+use super::channel::{Bells, Pending};
 use super::desc::{Body, Dist, Op, QUANTILES, ReplayTask, Waker};
 use crate::sys::clock::sleep_until_ns;
 use crate::sys::futex::{exit_now, fork, reap_children};
@@ -94,6 +96,7 @@ impl Replayer<'_> {
             tasks: 1,
         };
         let task = &self.tasks[i];
+        let mut pending = Pending::new();
         match &task.body {
             Body::Sequence(ops) => {
                 for op in ops {
@@ -109,7 +112,7 @@ impl Replayer<'_> {
                         } => sleep_ns(self.scaled(ns))?,
                         Op::Sleep {
                             by: Waker::Task(w), ..
-                        } => self.bells.wait(i, w)?,
+                        } => self.bells.wait(i, w, &mut pending)?,
                         Op::Wake(t) => self.bells.post(i, t)?,
                         Op::Fork(c) => self.start(s, c, &mut threads)?,
                     }
