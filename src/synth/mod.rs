@@ -248,8 +248,16 @@ fn in_units(ops: Vec<Op>, pi_iter_per_s: f64) -> Vec<Op> {
 /// Take `ns` off the runs of `ops[..k]` back to the sleep before (runs in
 /// ns), the last piece first.
 fn take_before(ops: &mut [Op], k: usize, ns: u64) {
+    take_off(ops[..k].iter_mut().rev(), ns);
+}
+
+/// Take `ns` off the runs `ops` gives, in its order, up to the first sleep.
+fn take_off<'a>(ops: impl Iterator<Item = &'a mut Op>, ns: u64) {
     let mut left = ns;
-    for op in ops[..k].iter_mut().rev() {
+    for op in ops {
+        if left == 0 {
+            break;
+        }
         match op {
             Op::Sleep { .. } => break,
             Op::Run(r) => {
@@ -258,9 +266,6 @@ fn take_before(ops: &mut [Op], k: usize, ns: u64) {
                 left -= take;
             }
             _ => {}
-        }
-        if left == 0 {
-            break;
         }
     }
 }
@@ -282,21 +287,7 @@ fn less_step(
     fork: impl Fn(usize) -> u64,
     start: u64,
 ) {
-    let mut left = start;
-    for op in ops.iter_mut() {
-        match op {
-            Op::Sleep { .. } => break,
-            Op::Run(r) => {
-                let take = left.min(*r);
-                *r -= take;
-                left -= take;
-            }
-            _ => {}
-        }
-        if left == 0 {
-            break;
-        }
-    }
+    take_off(ops.iter_mut(), start);
     for k in 0..ops.len() {
         match ops[k] {
             Op::Sleep { by, .. } => take_before(ops, k, wait(&by)),
