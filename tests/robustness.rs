@@ -368,14 +368,14 @@ fn a_spec_too_large_to_be_one_is_refused() {
     let o = schedlab(&["plan", "/dev/zero"], dir.path());
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("/dev/zero") && err.contains("1 MiB"), "{err}");
+    assert!(err.contains("/dev/zero") && err.contains("64 MiB"), "{err}");
     assert!(start.elapsed() < Duration::from_secs(20));
-    let big = format!("# {}\n", "x".repeat(2 << 20));
+    let big = format!("# {}\n", "x".repeat(64 << 20));
     std::fs::write(dir.path().join("big.toml"), big).unwrap();
     let o = schedlab(&["plan", "big.toml"], dir.path());
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("big.toml") && err.contains("1 MiB"), "{err}");
+    assert!(err.contains("big.toml") && err.contains("64 MiB"), "{err}");
 }
 
 // ------------------------------------------------------- 11g: early signals

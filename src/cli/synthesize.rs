@@ -107,6 +107,14 @@ pub(super) fn run(a: SynthesizeArgs) -> Result<i32> {
     // What is written must load: checked before anything is written.
     let origin = out::path(&a.output);
     spec::load(&text, &origin, &[]).context("the synthesized spec does not load (a bug)")?;
+    anyhow::ensure!(
+        text.len() as u64 <= spec::MAX_SPEC_BYTES,
+        "the replay of run {} is {} MiB, more than the {} MiB a spec file may be: synthesize a \
+         shorter run of the program",
+        a.run,
+        text.len() >> 20,
+        spec::MAX_SPEC_BYTES >> 20
+    );
     write(&a.output, &text)?;
     note!(
         "run {}: {}; each burst less the replayer's own CPU for its steps ({how}: {}); wrote \

@@ -324,9 +324,11 @@ fn is_one(v: &u32) -> bool {
     *v == 1
 }
 
-/// The largest spec file read (1 MiB): the presets are a few KiB, and a
-/// mistaken `schedlab plan /dev/zero` must not read until memory runs out.
-pub const MAX_SPEC_BYTES: u64 = 1 << 20;
+/// The largest spec file read (64 MiB): the presets are a few KiB, but a
+/// replay `schedlab synthesize` writes of a busy program is MiBs (`perf
+/// bench sched pipe`'s 20,000 round trips: 1.4 MB), and a mistaken
+/// `schedlab plan /dev/zero` must not read until memory runs out.
+pub const MAX_SPEC_BYTES: u64 = 64 << 20;
 
 /// Read a spec file: at most [`MAX_SPEC_BYTES`] (from any kind of file, so a
 /// device or pipe cannot make it read forever), and UTF-8 text. A file that
@@ -675,7 +677,7 @@ mod tests {
         let big = dir.path().join("big.toml");
         std::fs::write(&big, vec![b'#'; (MAX_SPEC_BYTES + 1) as usize]).unwrap();
         let m = spec_error(read_file(&big));
-        assert!(m.contains("big.toml") && m.contains("1 MiB"), "{m}");
+        assert!(m.contains("big.toml") && m.contains("64 MiB"), "{m}");
         // A device that never ends is read up to the limit, no further.
         let m = spec_error(read_file(Path::new("/dev/zero")));
         assert!(m.contains("/dev/zero") && m.contains("1 MiB"), "{m}");
