@@ -313,7 +313,6 @@ fn model_twin(
     load_window(&twin, info, window, true)
 }
 
-/// The slices, repairs and tasks of a traced run in `window`.
 /// [`Store::report_process_records`] of `ids`, in their order, the ids
 /// split among up to `available_parallelism` threads with a read-only
 /// connection each (the model section asks for every process of every
@@ -350,6 +349,7 @@ fn process_records_on_every_cpu(
     })
 }
 
+/// The slices, repairs and tasks of a traced run in `window`.
 fn load_window(
     store: &Store,
     info: TraceInfo,
