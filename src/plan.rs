@@ -1,6 +1,7 @@
 //! Expand a spec into the runs of a campaign: the cartesian product of its
-//! factors × repetitions, in a seeded shuffled (or sequential) order, each
-//! with a stable key so a campaign can resume where it stopped.
+//! factors (less the combinations `[[matrix.exclude]]` names) ×
+//! repetitions, in a seeded shuffled (or sequential) order, each with a
+//! stable key so a campaign can resume where it stopped.
 
 use serde::{Deserialize, Serialize};
 
@@ -145,6 +146,10 @@ impl Plan {
         #[cfg(test)]
         PLANS_MADE.with(|n| n.set(n.get() + 1));
         let mut runs = matrix(spec);
+        runs.retain(|r| {
+            let key = r.factor_key();
+            !spec.exclude.iter().any(|e| e.matches(&key))
+        });
         for (i, r) in runs.iter_mut().enumerate() {
             r.seq = i;
             r.key = r.factor_key();

@@ -23,13 +23,16 @@ use std::time::{Duration, Instant};
 const WEIGHT_NICE0: f64 = 1024.0;
 const WEIGHT_NICE5: f64 = 335.0;
 
-/// Repetitions of each condition (3: CI time; the icount guest runs at
-/// about 12 s of host time per guest second).
-const REPS: usize = 3;
+/// Repetitions of each condition: the issue's 5 for the deterministic
+/// guest's CV. The matrix leaves out the two conditions no check reads
+/// (`matrix.exclude`), so 5 repetitions cost fewer runs than 3 of the
+/// whole product did (the icount guest runs at about 12 s of host time per
+/// guest second).
+const REPS: usize = 5;
 
 const SPEC: &str = r#"
 name = "machines"
-repetitions = 3
+repetitions = 5
 cooldown_s = 0
 timeout_s = 60
 [matrix]
@@ -39,6 +42,12 @@ processes = [1, 2]
 cpus = ["0"]
 priorities = ["nices"]
 machine = ["host", "cfs", "eevdf"]
+[[matrix.exclude]]
+workload = "solo"
+processes = 2
+[[matrix.exclude]]
+workload = "share"
+processes = 1
 [priorities.nices]
 mode = "list"
 nice = [0, 5]
@@ -182,7 +191,7 @@ fn guests_boot_measure_and_resume_after_kill() {
     let keys = stored(&db, "SELECT count(DISTINCT run_key) FROM runs");
     assert_eq!(
         runs,
-        3 * 2 * 2 * REPS as i64,
+        3 * 2 * REPS as i64,
         "every run stored: {}",
         text(&out)
     );
@@ -258,7 +267,7 @@ fn check_host_times(db: &Path, last_id: i64, resume_s: f64) {
         .unwrap()
         .map(Result::unwrap)
         .collect();
-    assert_eq!(rows.len(), 2 * 2 * 2 * REPS);
+    assert_eq!(rows.len(), 2 * 2 * REPS);
     let mut resumed_s = 0.0;
     for (id, machine, makespan, host_ms, boot_ms) in &rows {
         let host_ms = host_ms.unwrap_or_else(|| panic!("run {id} ({machine}): no guest_host_ms"));
@@ -414,6 +423,11 @@ fn check_deterministic_wall(db: &Path) {
     let n = REPS as f64;
     let mean = walls.iter().sum::<f64>() / n;
     let sd = (walls.iter().map(|w| (w - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+    eprintln!(
+        "eevdf (tcg-icount): a lone pi worker's wall {:.2} ms, CV {:.4} % over {REPS} runs",
+        mean / 1e6,
+        100.0 * sd / mean
+    );
     assert!(
         sd / mean < 0.005,
         "the deterministic guest's pi wall times {walls:?}: CV {:.3} %",

@@ -130,6 +130,18 @@ fn print_spec(l: &Loaded) -> Result<()> {
             joined(machine_levels(s))
         )?;
     }
+    for (i, e) in s.exclude.iter().enumerate() {
+        let levels: Vec<String> = e.levels.iter().map(|(f, l)| format!("{f} {l}")).collect();
+        let label = if i == 0 {
+            "excluded    "
+        } else {
+            "            "
+        };
+        outln!(
+            "{label} {} (matrix.exclude[{i}])",
+            out::esc(&levels.join(", "))
+        )?;
+    }
     if let Some(hogs) = hogs(s) {
         outln!("hogs         {hogs}")?;
     }
@@ -349,6 +361,12 @@ fn json(l: &Loaded, p: &Preview, db: &Path, list: bool) -> Value {
         "rt_runtime_us": s.rt_runtime_us,
         "slice_us": s.slice_us,
         "sched_ext": ext_levels(s),
+        "exclude": s.exclude.iter().map(|e| {
+            e.levels
+                .iter()
+                .map(|(f, l)| (f.clone(), Value::String(l.clone())))
+                .collect::<serde_json::Map<_, _>>()
+        }).collect::<Vec<_>>(),
         "hogs": hogs(s),
         "trace": s.trace,
         "trace_note": l.trace_note,

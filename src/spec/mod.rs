@@ -2,6 +2,7 @@
 //! ([`overrides`]), and validate into a typed, checked [`Spec`]. Every error
 //! names the key at fault and what is allowed there.
 
+pub mod exclude;
 pub mod machines;
 pub mod overrides;
 pub mod presets;
@@ -220,6 +221,10 @@ pub struct Spec {
     /// (every run on this machine).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub machines: Vec<machines::MachineLevel>,
+    /// `[[matrix.exclude]]`: combinations of levels not run (empty: the
+    /// whole product).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exclude: Vec<exclude::Exclusion>,
     pub deadline: Deadline,
     pub hog: Option<Hog>,
     pub wrr: WrrSettings,

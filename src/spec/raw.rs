@@ -53,6 +53,10 @@ pub struct RawMatrix {
     pub slice_us: Option<Vec<i64>>,
     pub ext_scheduler: Option<Vec<String>>,
     pub machine: Option<Vec<String>>,
+    /// `[[matrix.exclude]]`: combinations of levels left out
+    /// ([`super::exclude`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exclude: Option<Vec<toml::Table>>,
 }
 
 /// One `[workloads.NAME]` table as written: `kind` (defaults to NAME) and

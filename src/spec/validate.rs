@@ -150,7 +150,7 @@ pub fn validate(raw: RawSpec, origin: &str) -> Result<Spec, SpecError> {
     let hog = hog(&cx, &raw)?;
     let wrr = wrr(&cx, &raw)?;
 
-    Ok(Spec {
+    let mut spec = Spec {
         name,
         description: raw.description.clone().unwrap_or_default(),
         repetitions,
@@ -173,10 +173,15 @@ pub fn validate(raw: RawSpec, origin: &str) -> Result<Spec, SpecError> {
         slice_us,
         ext_schedulers,
         machines,
+        exclude: Vec::new(),
         deadline,
         hog,
         wrr,
-    })
+    };
+    if let Some(entries) = &matrix.exclude {
+        spec.exclude = super::exclude::validate(cx.origin, entries, &spec)?;
+    }
+    Ok(spec)
 }
 
 /// `matrix.policy`: the scheduling policies compared (OTHER by default).
