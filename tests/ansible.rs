@@ -477,11 +477,19 @@ fn the_playbook_runs_resumes_collects_and_refuses_a_host_without_rt() {
     assert_eq!(alpha_after[0].campaign.uuid, alpha_before[0].campaign.uuid);
     stored_once(&alpha_db, &alpha_after[0]);
 
-    let merged = campaigns(&fleet);
+    check_merged_and_reported(&dir, &fleet);
+    check_beta_refused_fifo(&dir, &beta_db, &beta_bytes);
+    drop(s);
+}
+
+/// Both hosts' campaigns merged into the fleet's database, each stored
+/// once under its host, and reported and exported by host.
+fn check_merged_and_reported(dir: &Path, fleet: &Path) {
+    let merged = campaigns(fleet);
     let mut hosts: Vec<_> = merged
         .iter()
         .map(|c| {
-            stored_once(&fleet, c);
+            stored_once(fleet, c);
             (
                 c.campaign.hostname.clone().unwrap_or_default(),
                 c.campaign.host_id.clone().unwrap_or_default(),
@@ -508,14 +516,16 @@ fn the_playbook_runs_resumes_collects_and_refuses_a_host_without_rt() {
     ] {
         assert!(dir.join("results").join(f).is_file(), "{f} not written");
     }
+}
 
-    // 4. The spec with SCHED_FIFO (a --set override of the inventory's),
-    // run.yml on beta alone: beta, whose sessions lack CAP_SYS_NICE, is
-    // refused by name with the reason, and runs nothing. (Only beta: a
-    // second campaign on alpha and another collect cost a quarter of the
-    // test and check nothing the merges above and tests/suite/fleet.rs do not.)
+/// Step 4: the spec with SCHED_FIFO (a --set override of the inventory's),
+/// run.yml on beta alone: beta, whose sessions lack CAP_SYS_NICE, is
+/// refused by name with the reason, and runs nothing. (Only beta: a
+/// second campaign on alpha and another collect cost a quarter of the
+/// test and check nothing the merges above and tests/suite/fleet.rs do not.)
+fn check_beta_refused_fifo(dir: &Path, beta_db: &Path, beta_bytes: &[u8]) {
     let out = playbook(
-        &dir,
+        dir,
         "run.yml",
         &[
             "--limit",
@@ -532,9 +542,8 @@ fn the_playbook_runs_resumes_collects_and_refuses_a_host_without_rt() {
         log.contains("beta refused: the spec needs fifo, not permitted here: EPERM"),
         "{log}"
     );
-    assert_eq!(campaigns(&beta_db).len(), 1, "beta ran nothing");
-    assert_eq!(std::fs::read(&beta_db).unwrap(), beta_bytes);
-    drop(s);
+    assert_eq!(campaigns(beta_db).len(), 1, "beta ran nothing");
+    assert_eq!(std::fs::read(beta_db).unwrap(), beta_bytes);
 }
 
 #[test]

@@ -262,6 +262,35 @@ fn the_report_sets_a_replay_beside_its_original_under_each_policy() {
     );
     let md = text(&o);
     assert!(o.status.success(), "{md}");
+    check_md_replay_section(&md);
+    check_json_and_html(d);
+    // The replay's database alone has no original: said, no figure.
+    let o = run(
+        d,
+        &[
+            "run",
+            "replay.toml",
+            "--db",
+            "alone.db",
+            "--trace",
+            "--quiet",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let o = run(
+        d,
+        &["report", "--db", "alone.db", "--format", "md", "-o", "-"],
+    );
+    let md = text(&o);
+    assert!(
+        md.contains("cannot compare: no ok run of the original (pipe)"),
+        "{md}"
+    );
+}
+
+/// The Markdown report's replay section: both policies' pairs, every
+/// figure a row of each table with its rule.
+fn check_md_replay_section(md: &str) {
     let at = md
         .find("Replay against original")
         .expect("the replay section");
@@ -299,6 +328,11 @@ fn the_report_sets_a_replay_beside_its_original_under_each_policy() {
     for rule in ["| within 10 %", "| D ≤ 0.1", "| within 15 %"] {
         assert!(section.contains(rule), "{rule}: {section}");
     }
+}
+
+/// The JSON report holds the same figures for two conditions, and the HTML
+/// report a replay section.
+fn check_json_and_html(d: &Path) {
     // The JSON holds the same figures, two conditions.
     let o = run(
         d,
@@ -332,26 +366,4 @@ fn the_report_sets_a_replay_beside_its_original_under_each_policy() {
         "no replay section"
     );
     assert!(html.contains("KS distance, CPU bursts"));
-    // The replay's database alone has no original: said, no figure.
-    let o = run(
-        d,
-        &[
-            "run",
-            "replay.toml",
-            "--db",
-            "alone.db",
-            "--trace",
-            "--quiet",
-        ],
-    );
-    assert!(o.status.success(), "{}", text(&o));
-    let o = run(
-        d,
-        &["report", "--db", "alone.db", "--format", "md", "-o", "-"],
-    );
-    let md = text(&o);
-    assert!(
-        md.contains("cannot compare: no ok run of the original (pipe)"),
-        "{md}"
-    );
 }

@@ -327,6 +327,44 @@ fn run_scenario(p: Plan) -> Row {
         p.delay_ms.1,
         scene.dir.display()
     );
+    kill_until_done(&p, &mut scene, &mut row, &mut rng);
+    let Finished {
+        status,
+        secs,
+        log: finish_log,
+        integrity,
+    } = finish(&p, &mut scene, &mut row);
+    let (planned, ok) = progress(&scene.db_path());
+    match status {
+        Some(s) if s.success() && planned > 0 && ok == planned => {
+            row.completed = Some((p.largest_processes, secs));
+        }
+        _ => {
+            row.incomplete += 1;
+            eprintln!(
+                "  the completing start did not complete the campaign ({status:?}, {ok}/{planned} ok): {finish_log}"
+            );
+        }
+    }
+    check_rt_restored(&mut row, rt_before);
+    eprintln!(
+        "  completing start: {:.1} s, runs {ok}/{planned} ok, {} leftover dirs, integrity {integrity}{}",
+        secs,
+        row.leftovers,
+        if finish_log.contains("left by a schedlab that was killed") {
+            ", removed the killed runs' directories"
+        } else {
+            ""
+        }
+    );
+    ROWS.lock().unwrap().push(row.clone());
+    print_summary();
+    row
+}
+
+/// Start schedlab on the scenario's campaign and kill -9 it at a random
+/// delay, `p.kills` times, checking after each kill what it left.
+fn kill_until_done(p: &Plan, scene: &mut Scene, row: &mut Row, rng: &mut SplitMix64) {
     let mut attempts = 0;
     // Kills land within a campaign's length: a start that ends by itself
     // before its kill shortens the range of the delays that follow.
@@ -374,7 +412,7 @@ fn run_scenario(p: Plan) -> Row {
         child.wait().unwrap();
         row.kills += 1;
         row.max_alive_at_kill = row.max_alive_at_kill.max(alive);
-        let survivors = reap_survivors(&scene);
+        let survivors = reap_survivors(scene);
         row.survivors += survivors;
         let (integrity, dups) = db_health(&scene.db_path());
         if integrity != "ok" {
@@ -394,7 +432,21 @@ fn run_scenario(p: Plan) -> Row {
             rt_runtime_us()
         );
     }
-    // The next start finishes the campaign and clears what the kills left.
+}
+
+/// How the completing start ended.
+struct Finished {
+    /// None: killed at the plan's `finish_within`.
+    status: Option<std::process::ExitStatus>,
+    secs: f64,
+    log: String,
+    /// The database's integrity check after it.
+    integrity: String,
+}
+
+/// The next start finishes the campaign and clears what the kills left;
+/// leftovers and unmarked directories are counted in `row`.
+fn finish(p: &Plan, scene: &mut Scene, row: &mut Row) -> Finished {
     let t0 = Instant::now();
     let mut child = scene.command("finish.log").spawn().unwrap();
     let status = loop {
@@ -410,7 +462,7 @@ fn run_scenario(p: Plan) -> Row {
     };
     let secs = t0.elapsed().as_secs_f64();
     let finish_log = std::fs::read_to_string(scene.dir.join("finish.log")).unwrap_or_default();
-    row.survivors += reap_survivors(&scene);
+    row.survivors += reap_survivors(scene);
     let (integrity, dups) = db_health(&scene.db_path());
     if integrity != "ok" {
         row.integrity_failures += 1;
@@ -456,18 +508,17 @@ fn run_scenario(p: Plan) -> Row {
         );
     }
     row.unmarked = unmarked.len();
-    let (planned, ok) = progress(&scene.db_path());
-    match status {
-        Some(s) if s.success() && planned > 0 && ok == planned => {
-            row.completed = Some((p.largest_processes, secs));
-        }
-        _ => {
-            row.incomplete += 1;
-            eprintln!(
-                "  the completing start did not complete the campaign ({status:?}, {ok}/{planned} ok): {finish_log}"
-            );
-        }
+    Finished {
+        status,
+        secs,
+        log: finish_log,
+        integrity,
     }
+}
+
+/// sched_rt_runtime_us is back to `rt_before` after the completing start
+/// (counted in the row when the scenario sweeps it).
+fn check_rt_restored(row: &mut Row, rt_before: String) {
     if let Some((checked, restored)) = row.rt_restored.as_mut() {
         *checked += 1;
         // Another schedlab on the machine may be sweeping right now: wait
@@ -485,19 +536,6 @@ fn run_scenario(p: Plan) -> Row {
             );
         }
     }
-    eprintln!(
-        "  completing start: {:.1} s, runs {ok}/{planned} ok, {} leftover dirs, integrity {integrity}{}",
-        secs,
-        row.leftovers,
-        if finish_log.contains("left by a schedlab that was killed") {
-            ", removed the killed runs' directories"
-        } else {
-            ""
-        }
-    );
-    ROWS.lock().unwrap().push(row.clone());
-    print_summary();
-    row
 }
 
 fn fnv(s: &str) -> u64 {
