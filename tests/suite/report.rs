@@ -806,183 +806,9 @@ fn cli_formats_errors_and_defaults() {
     assert!(text(&e).contains("does not exist"), "{}", text(&e));
 }
 
-/// Minimal PNG decoding: width, height and the filtered scanlines
-/// (zlib-inflated), enough to tell a blank page from a drawn one.
+/// What a screenshot shows, enough to tell a blank page from a drawn one
+/// (decoded by the `png` crate).
 mod png {
-    /// Inflate a zlib stream (RFC 1950/1951).
-    pub fn inflate_zlib(data: &[u8]) -> Vec<u8> {
-        let mut r = Bits {
-            data: &data[2..],
-            pos: 0,
-            bit: 0,
-        };
-        let mut out = Vec::new();
-        loop {
-            let last = r.bits(1);
-            let kind = r.bits(2);
-            match kind {
-                0 => {
-                    if r.bit != 0 {
-                        r.bit = 0;
-                        r.pos += 1;
-                    }
-                    let len = u16::from_le_bytes([r.data[r.pos], r.data[r.pos + 1]]) as usize;
-                    r.pos += 4;
-                    out.extend_from_slice(&r.data[r.pos..r.pos + len]);
-                    r.pos += len;
-                }
-                1 => {
-                    let mut lit = [0u8; 288];
-                    lit[..144].fill(8);
-                    lit[144..256].fill(9);
-                    lit[256..280].fill(7);
-                    lit[280..].fill(8);
-                    let dist = [5u8; 30];
-                    block(&mut r, &mut out, &Huffman::new(&lit), &Huffman::new(&dist));
-                }
-                2 => {
-                    let hlit = r.bits(5) as usize + 257;
-                    let hdist = r.bits(5) as usize + 1;
-                    let hclen = r.bits(4) as usize + 4;
-                    const ORDER: [usize; 19] = [
-                        16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15,
-                    ];
-                    let mut cl = [0u8; 19];
-                    for &o in ORDER.iter().take(hclen) {
-                        cl[o] = r.bits(3) as u8;
-                    }
-                    let clh = Huffman::new(&cl);
-                    let mut lens = Vec::new();
-                    while lens.len() < hlit + hdist {
-                        let sym = clh.decode(&mut r);
-                        match sym {
-                            0..=15 => lens.push(sym as u8),
-                            16 => {
-                                let prev = *lens.last().unwrap();
-                                for _ in 0..3 + r.bits(2) {
-                                    lens.push(prev);
-                                }
-                            }
-                            17 => lens.extend(std::iter::repeat_n(0, 3 + r.bits(3) as usize)),
-                            _ => lens.extend(std::iter::repeat_n(0, 11 + r.bits(7) as usize)),
-                        }
-                    }
-                    block(
-                        &mut r,
-                        &mut out,
-                        &Huffman::new(&lens[..hlit]),
-                        &Huffman::new(&lens[hlit..]),
-                    );
-                }
-                _ => panic!("invalid deflate block"),
-            }
-            if last == 1 {
-                return out;
-            }
-        }
-    }
-
-    struct Bits<'a> {
-        data: &'a [u8],
-        pos: usize,
-        bit: u32,
-    }
-
-    impl Bits<'_> {
-        fn bits(&mut self, n: u32) -> u32 {
-            let mut v = 0;
-            for i in 0..n {
-                let b = (self.data[self.pos] >> self.bit) & 1;
-                v |= u32::from(b) << i;
-                self.bit += 1;
-                if self.bit == 8 {
-                    self.bit = 0;
-                    self.pos += 1;
-                }
-            }
-            v
-        }
-    }
-
-    struct Huffman {
-        counts: [u16; 16],
-        symbols: Vec<u16>,
-    }
-
-    impl Huffman {
-        fn new(lengths: &[u8]) -> Huffman {
-            let mut counts = [0u16; 16];
-            for &l in lengths {
-                counts[l as usize] += 1;
-            }
-            counts[0] = 0;
-            let mut offs = [0u16; 16];
-            for i in 1..16 {
-                offs[i] = offs[i - 1] + counts[i - 1];
-            }
-            let mut symbols = vec![0u16; lengths.len()];
-            for (s, &l) in lengths.iter().enumerate() {
-                if l != 0 {
-                    symbols[offs[l as usize] as usize] = s as u16;
-                    offs[l as usize] += 1;
-                }
-            }
-            Huffman { counts, symbols }
-        }
-
-        fn decode(&self, r: &mut Bits) -> u16 {
-            let (mut code, mut first, mut index) = (0i32, 0i32, 0i32);
-            for len in 1..16 {
-                code |= r.bits(1) as i32;
-                let count = i32::from(self.counts[len]);
-                if code - count < first {
-                    return self.symbols[(index + (code - first)) as usize];
-                }
-                index += count;
-                first += count;
-                first <<= 1;
-                code <<= 1;
-            }
-            panic!("invalid Huffman code");
-        }
-    }
-
-    const LBASE: [u16; 29] = [
-        3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83, 99, 115,
-        131, 163, 195, 227, 258,
-    ];
-    const LEXT: [u8; 29] = [
-        0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0,
-    ];
-    const DBASE: [u16; 30] = [
-        1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193, 257, 385, 513, 769, 1025, 1537,
-        2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577,
-    ];
-    const DEXT: [u8; 30] = [
-        0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12,
-        13, 13,
-    ];
-
-    fn block(r: &mut Bits, out: &mut Vec<u8>, lit: &Huffman, dist: &Huffman) {
-        loop {
-            let sym = lit.decode(r) as usize;
-            if sym < 256 {
-                out.push(sym as u8);
-            } else if sym == 256 {
-                return;
-            } else {
-                let s = sym - 257;
-                let len = LBASE[s] as usize + r.bits(u32::from(LEXT[s])) as usize;
-                let d = dist.decode(r) as usize;
-                let back = DBASE[d] as usize + r.bits(u32::from(DEXT[d])) as usize;
-                let start = out.len() - back;
-                for k in 0..len {
-                    out.push(out[start + k]);
-                }
-            }
-        }
-    }
-
     /// (width, height, distinct colours seen in a sample of pixels) of an
     /// 8-bit RGB or RGBA PNG.
     pub fn summary(png: &[u8]) -> (u32, u32, usize) {
@@ -1009,72 +835,23 @@ mod png {
     }
 
     /// Width, height and the RGB pixels by row of an 8-bit RGB or RGBA PNG.
-    fn decode(png: &[u8]) -> (u32, u32, Vec<Vec<[u8; 3]>>) {
-        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "not a PNG");
-        let mut pos = 8;
-        let (mut w, mut h, mut ctype) = (0u32, 0u32, 0u8);
-        let mut idat = Vec::new();
-        while pos + 8 <= png.len() {
-            let len = u32::from_be_bytes(png[pos..pos + 4].try_into().unwrap()) as usize;
-            let kind = &png[pos + 4..pos + 8];
-            let body = &png[pos + 8..pos + 8 + len];
-            match kind {
-                b"IHDR" => {
-                    w = u32::from_be_bytes(body[0..4].try_into().unwrap());
-                    h = u32::from_be_bytes(body[4..8].try_into().unwrap());
-                    assert_eq!(body[8], 8, "8-bit PNG expected");
-                    ctype = body[9];
-                }
-                b"IDAT" => idat.extend_from_slice(body),
-                _ => {}
-            }
-            pos += 12 + len;
-        }
-        let bpp = match ctype {
-            2 => 3,
-            6 => 4,
-            t => panic!("PNG colour type {t} not handled"),
+    fn decode(bytes: &[u8]) -> (u32, u32, Vec<Vec<[u8; 3]>>) {
+        let mut reader = ::png::Decoder::new(std::io::Cursor::new(bytes))
+            .read_info()
+            .expect("a PNG");
+        let mut buf = vec![0; reader.output_buffer_size().expect("a PNG's size")];
+        let info = reader.next_frame(&mut buf).expect("a PNG's frame");
+        assert_eq!(info.bit_depth, ::png::BitDepth::Eight, "8-bit PNG expected");
+        let bpp = match info.color_type {
+            ::png::ColorType::Rgb => 3,
+            ::png::ColorType::Rgba => 4,
+            t => panic!("PNG colour type {t:?} not handled"),
         };
-        let raw = inflate_zlib(&idat);
-        let stride = w as usize * bpp;
-        let mut prev = vec![0u8; stride];
-        let mut rows = Vec::with_capacity(h as usize);
-        for y in 0..h as usize {
-            let line = &raw[y * (stride + 1)..(y + 1) * (stride + 1)];
-            let filter = line[0];
-            let mut cur = line[1..].to_vec();
-            for i in 0..stride {
-                let a = if i >= bpp { cur[i - bpp] } else { 0 };
-                let b = prev[i];
-                let c = if i >= bpp { prev[i - bpp] } else { 0 };
-                let add = match filter {
-                    0 => 0,
-                    1 => a,
-                    2 => b,
-                    3 => ((u16::from(a) + u16::from(b)) / 2) as u8,
-                    4 => {
-                        let p = i16::from(a) + i16::from(b) - i16::from(c);
-                        let (pa, pb, pc) = (
-                            (p - i16::from(a)).abs(),
-                            (p - i16::from(b)).abs(),
-                            (p - i16::from(c)).abs(),
-                        );
-                        if pa <= pb && pa <= pc {
-                            a
-                        } else if pb <= pc {
-                            b
-                        } else {
-                            c
-                        }
-                    }
-                    f => panic!("PNG filter {f}"),
-                };
-                cur[i] = cur[i].wrapping_add(add);
-            }
-            rows.push(cur.chunks(bpp).map(|px| [px[0], px[1], px[2]]).collect());
-            prev = cur;
-        }
-        (w, h, rows)
+        let rows = buf[..info.buffer_size()]
+            .chunks(info.line_size)
+            .map(|line| line.chunks(bpp).map(|px| [px[0], px[1], px[2]]).collect())
+            .collect();
+        (info.width, info.height, rows)
     }
 }
 
