@@ -60,10 +60,6 @@ pub struct ProcessRecord {
     /// keeps `utime_us`, `stime_us`, … at this level).
     #[serde(flatten)]
     pub usage: ProcessUsage,
-    /// From /proc/PID/schedstat, read after exit and before reaping.
-    pub run_ns: Option<u64>,
-    pub wait_ns: Option<u64>,
-    pub timeslices: Option<u64>,
     pub work: Option<u64>,
     pub work_unit: String,
     pub figures: BTreeMap<String, f64>,
@@ -71,10 +67,16 @@ pub struct ProcessRecord {
     /// `workload::latency`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub latency: BTreeMap<String, Vec<u8>>,
-    /// Kernel counters of the process over its measured window, each None
-    /// where not measured (flattened: `nr_migrations`, `cpus_used`, … at this
-    /// level, the measured ones only).
-    #[serde(flatten, default)]
+    /// The per-process fields of the registry over its measured window
+    /// (schedstat's `run_ns`, `wait_ns`, `timeslices`, read after exit and
+    /// before reaping; `nr_migrations`, …), each None where not measured
+    /// (flattened: at this level, the measured ones and the schedstat
+    /// trio, null when not measured, as before the registry).
+    #[serde(
+        flatten,
+        default,
+        serialize_with = "crate::fields::serialize_in_record"
+    )]
     pub kernel: KernelCounts,
     /// The EEVDF slice the kernel reported for the process (OTHER, BATCH,
     /// IDLE; Linux 6.12+), read back after it was set, in ns.
