@@ -255,4 +255,23 @@ mod tests {
         let back: ProcessRecord = serde_json::from_value(v).unwrap();
         assert_eq!(back.usage.nvcsw, None);
     }
+
+    /// The schedstat trio, fields of the registry, keep their keys at the
+    /// record's level, null when not measured (as before the registry);
+    /// the other fields are left out then.
+    #[test]
+    fn process_json_keeps_the_schedstat_keys() {
+        use crate::fields::Field;
+        let sched = crate::policy::ProcSched::fair(crate::policy::Policy::Other, 0);
+        let mut p = crate::testing::synth::synthetic_process(0, sched, 9, 3);
+        p.kernel = KernelCounts::default().with(Field::RunNs, Some(7));
+        let v = serde_json::to_value(&p).unwrap();
+        assert_eq!(v["run_ns"], 7);
+        assert!(v["wait_ns"].is_null() && v["timeslices"].is_null(), "{v}");
+        let o = v.as_object().unwrap();
+        assert!(o.contains_key("wait_ns") && o.contains_key("timeslices"));
+        assert!(!o.contains_key("nr_migrations") && !o.contains_key("kernel"));
+        let back: ProcessRecord = serde_json::from_value(v).unwrap();
+        assert_eq!(back, p);
+    }
 }

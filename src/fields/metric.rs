@@ -615,6 +615,31 @@ mod tests {
         assert!(Metric::names().starts_with("wall, utime"));
     }
 
+    /// The schedstat trio's metrics, now the registry's, keep their names,
+    /// units and places (after `nivcsw`, as before the registry), and the
+    /// other fields' follow `work`.
+    #[test]
+    fn the_fields_metrics_keep_their_names_units_and_places() {
+        let names: Vec<&str> = METRICS.iter().map(|d| d.name).collect();
+        assert_eq!(
+            names.join(","),
+            "wall,utime,stime,cpu_pct,nvcsw,nivcsw,wait,run,timeslices,work,nr_migrations,\
+             cpus_used,llc_migrations,node_migrations,makespan,latency_p50,latency_p99"
+        );
+        let units: Vec<&str> = [Metric::Wait, Metric::Run, Metric::Timeslices]
+            .map(Metric::unit)
+            .to_vec();
+        assert_eq!(units, ["ms", "s", ""]);
+        assert_eq!(Metric::parse("wait"), Some(Metric::Field(Field::WaitNs)));
+        assert_eq!(Metric::parse("run_ns"), None, "the metric keeps its name");
+        assert_eq!(Metric::Run.label(), "on-CPU time");
+        assert!(Metric::Timeslices.plural() && !Metric::Wait.plural());
+        assert_eq!(
+            Metric::ALL[6..9],
+            [Metric::Wait, Metric::Run, Metric::Timeslices]
+        );
+    }
+
     #[test]
     fn times_and_counts_are_better_lower_rates_higher() {
         use Direction::*;
@@ -689,6 +714,7 @@ mod tests {
         assert_eq!(v[0], 2.0);
         assert_eq!(v[3], 100.0);
         assert_eq!(v[6], 5.0);
+        assert_eq!(v[7], 2.0);
         assert!(v[8].is_nan());
         assert_eq!(v[9], 1000.0);
         assert_eq!(
