@@ -11,7 +11,8 @@ use super::{FIELD_COUNT, FIELDS, Field, FieldDef};
 
 /// A measured quantity. Per-process metrics are averaged over the processes
 /// of a run to give the run's value; `makespan` is a property of the run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// Ordered as [`METRICS`] (by [`Metric::index`]), the order of a report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Metric {
     /// Wall time of a process, s.
     Wall,
@@ -51,6 +52,18 @@ impl Metric {
     pub const Run: Metric = Metric::Field(Field::RunNs);
     /// Time slices (schedstat).
     pub const Timeslices: Metric = Metric::Field(Field::Timeslices);
+}
+
+impl Ord for Metric {
+    fn cmp(&self, other: &Metric) -> std::cmp::Ordering {
+        self.index().cmp(&other.index())
+    }
+}
+
+impl PartialOrd for Metric {
+    fn partial_cmp(&self, other: &Metric) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
 }
 
 impl Serialize for Metric {
