@@ -60,10 +60,6 @@ pub struct ProcessRecord {
     /// keeps `utime_us`, `stime_us`, … at this level).
     #[serde(flatten)]
     pub usage: ProcessUsage,
-    /// From /proc/PID/schedstat, read after exit and before reaping.
-    pub run_ns: Option<u64>,
-    pub wait_ns: Option<u64>,
-    pub timeslices: Option<u64>,
     pub work: Option<u64>,
     pub work_unit: String,
     pub figures: BTreeMap<String, f64>,
@@ -71,10 +67,16 @@ pub struct ProcessRecord {
     /// `workload::latency`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub latency: BTreeMap<String, Vec<u8>>,
-    /// Kernel counters of the process over its measured window, each None
-    /// where not measured (flattened: `nr_migrations`, `cpus_used`, … at this
-    /// level, the measured ones only).
-    #[serde(flatten, default)]
+    /// The per-process fields of the registry over its measured window
+    /// (schedstat's `run_ns`, `wait_ns`, `timeslices`, read after exit and
+    /// before reaping; `nr_migrations`, …), each None where not measured
+    /// (flattened: at this level, the measured ones and the schedstat
+    /// trio, null when not measured, as before the registry).
+    #[serde(
+        flatten,
+        default,
+        serialize_with = "crate::fields::serialize_in_record"
+    )]
     pub kernel: KernelCounts,
     /// The EEVDF slice the kernel reported for the process (OTHER, BATCH,
     /// IDLE; Linux 6.12+), read back after it was set, in ns.
@@ -252,5 +254,24 @@ mod tests {
         assert!(v["nvcsw"].is_null(), "{v}");
         let back: ProcessRecord = serde_json::from_value(v).unwrap();
         assert_eq!(back.usage.nvcsw, None);
+    }
+
+    /// The schedstat trio, fields of the registry, keep their keys at the
+    /// record's level, null when not measured (as before the registry);
+    /// the other fields are left out then.
+    #[test]
+    fn process_json_keeps_the_schedstat_keys() {
+        use crate::fields::Field;
+        let sched = crate::policy::ProcSched::fair(crate::policy::Policy::Other, 0);
+        let mut p = crate::testing::synth::synthetic_process(0, sched, 9, 3);
+        p.kernel = KernelCounts::default().with(Field::RunNs, Some(7));
+        let v = serde_json::to_value(&p).unwrap();
+        assert_eq!(v["run_ns"], 7);
+        assert!(v["wait_ns"].is_null() && v["timeslices"].is_null(), "{v}");
+        let o = v.as_object().unwrap();
+        assert!(o.contains_key("wait_ns") && o.contains_key("timeslices"));
+        assert!(!o.contains_key("nr_migrations") && !o.contains_key("kernel"));
+        let back: ProcessRecord = serde_json::from_value(v).unwrap();
+        assert_eq!(back, p);
     }
 }

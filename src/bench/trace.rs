@@ -16,6 +16,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 
 use crate::campaign::{self, Options};
+use crate::fields::Field;
 use crate::report::analyse::trace::{AGREEMENT_TOLERANCE, expected_switches, explain, run_totals};
 use crate::stats::summary::percentile;
 use crate::store::{ExportRow, ExportTrace, Store};
@@ -160,7 +161,8 @@ pub fn run(o: TraceBenchOptions) -> Result<()> {
         .map(|(trace, run)| *trace as f64 / *run as f64 - 1.0)
         .collect();
     for r in &workers {
-        let (Some(t), Some(run_ns), Some(u)) = (&r.trace, r.run_ns, &r.usage) else {
+        let run_ns = r.kernel.get(Field::RunNs).map(|v| v as i64);
+        let (Some(t), Some(run_ns), Some(u)) = (&r.trace, run_ns, &r.usage) else {
             continue;
         };
         lost += t.lost_events;
@@ -244,7 +246,7 @@ fn run_totals_by_run(workers: &[&ExportRow]) -> HashMap<i64, (u64, u64)> {
             by_run
                 .entry(r.run)
                 .or_default()
-                .push((on, r.run_ns.and_then(u)));
+                .push((on, r.kernel.get(Field::RunNs)));
         }
     }
     by_run

@@ -183,7 +183,7 @@ pub fn run(o: WrrBenchOptions) -> Result<()> {
             .collect();
         let cpu: Vec<f64> = workers
             .iter()
-            .map(|r| r.run_ns.unwrap_or(0) as f64)
+            .map(|r| r.kernel.get(crate::fields::Field::RunNs).unwrap_or(0) as f64)
             .collect();
         let total: f64 = cpu.iter().sum();
         let ratios: Vec<f64> = cpu.iter().zip(&ideal).map(|(c, i)| c / total / i).collect();

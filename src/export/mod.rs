@@ -101,33 +101,39 @@ fn field_column(d: &FieldDef) -> Column {
 }
 
 /// Every column of an export before its `fig_*` ones, in order: the fixed
-/// ones ([`FIXED`]), with the registry's fields at their place
-/// ([`ExportPlace`]): the first field between `machine` and `interrupts`
-/// as before the registry, every later one at the end.
+/// ones ([`FIXED`]), each followed by the registry's fields placed after it
+/// ([`ExportPlace::After`], each followed in turn by those placed after
+/// it: where their columns were before the registry), then the fields
+/// placed at the end.
 pub static COLUMNS: LazyLock<Vec<Column>> = LazyLock::new(|| {
-    let fields = |place: ExportPlace| {
-        FIELDS
+    fn with_followers(out: &mut Vec<Column>, c: Column) {
+        out.push(c);
+        for d in FIELDS
             .iter()
-            .filter(move |d| d.export == place)
-            .map(field_column)
-    };
-    let split = FIXED
-        .iter()
-        .position(|c| c.name == "machine")
-        .expect("machine")
-        + 1;
-    FIXED[..split]
-        .iter()
-        .copied()
-        .chain(fields(ExportPlace::AfterMachine))
-        .chain(FIXED[split..].iter().copied())
-        .chain(fields(ExportPlace::End))
-        .collect()
+            .filter(|d| d.export == ExportPlace::After(c.name))
+        {
+            with_followers(out, field_column(d));
+        }
+    }
+    let mut out = Vec::with_capacity(FIXED.len() + FIELDS.len());
+    for &c in FIXED {
+        with_followers(&mut out, c);
+    }
+    for d in FIELDS.iter().filter(|d| d.export == ExportPlace::End) {
+        with_followers(&mut out, field_column(d));
+    }
+    assert_eq!(
+        out.len(),
+        FIXED.len() + FIELDS.len(),
+        "each field's export column follows a column"
+    );
+    out
 });
 
 /// The fixed columns, in order; the fields' columns join them
 /// ([`COLUMNS`]) and `fig_*` columns (all `Real`, nullable) follow them.
-/// The first 21 are the original ones; never reorder, only append.
+/// The first 21 columns of [`COLUMNS`] (these and the schedstat fields'
+/// after `nivcsw`) are the original ones; never reorder, only append.
 /// README's "Using the data" documents this schema.
 const FIXED: &[Column] = &[
     col("campaign", Kind::Int, REQUIRED, |r| Value::from(r.campaign)),
@@ -162,9 +168,6 @@ const FIXED: &[Column] = &[
     }),
     col("nvcsw", Kind::Int, NULLABLE, |r| given(r, |u| u.nvcsw)),
     col("nivcsw", Kind::Int, NULLABLE, |r| given(r, |u| u.nivcsw)),
-    col("run_ns", Kind::Int, NULLABLE, |r| int(r.run_ns)),
-    col("wait_ns", Kind::Int, NULLABLE, |r| int(r.wait_ns)),
-    col("timeslices", Kind::Int, NULLABLE, |r| int(r.timeslices)),
     col("work", Kind::Int, NULLABLE, |r| int(r.work)),
     col("status", Kind::Text, REQUIRED, |r| {
         Value::from(r.status.as_str())
@@ -255,7 +258,11 @@ const FIXED: &[Column] = &[
         lat_us(r, |l| l.max_ns)
     }),
     col("rq_wait_per_slice_us", Kind::Real, NULLABLE, |r| {
-        real(rq_wait_per_slice_us(r.wait_ns, r.timeslices))
+        let field = |f: Field| r.kernel.get(f).map(|v| v as i64);
+        real(rq_wait_per_slice_us(
+            field(Field::WaitNs),
+            field(Field::Timeslices),
+        ))
     }),
     col("slice_us", Kind::Int, NULLABLE, |r| int(r.slice_us)),
     col("slice_ns", Kind::Int, NULLABLE, |r| int(r.slice_ns)),
@@ -453,6 +460,7 @@ pub fn values(r: &ExportRow, figure_names: &[String]) -> Vec<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::record::KernelCounts;
 
     pub(super) fn row() -> ExportRow {
         ExportRow {
@@ -508,9 +516,6 @@ mod tests {
                 majflt: Some(0),
                 maxrss_kb: Some(100),
             }),
-            run_ns: Some(3000),
-            wait_ns: Some(10),
-            timeslices: Some(1),
             work: Some(1000),
             work_unit: Some("iterations".into()),
             figures: [("pi_error".to_string(), 1e-9)].into_iter().collect(),
@@ -527,8 +532,36 @@ mod tests {
             hostname: Some("host-a".into()),
             host_id: None,
             kernel_release: "6.18.0".into(),
-            kernel: Default::default(),
+            kernel: KernelCounts::default()
+                .with(Field::RunNs, Some(3000))
+                .with(Field::WaitNs, Some(10))
+                .with(Field::Timeslices, Some(1)),
         }
+    }
+
+    /// The registry's fields' columns sit where the columns of the same
+    /// names were before it: the schedstat trio among the original 21,
+    /// `nr_migrations` after `machine`, the later fields at the end.
+    #[test]
+    fn the_fields_columns_keep_their_places() {
+        let names: Vec<&str> = COLUMNS.iter().map(|c| c.name).collect();
+        assert_eq!(
+            names[..21].join(","),
+            "campaign,run,policy,workload,processes,priority_mode,cpus,rep,process_index,nice,\
+             rt_priority,wall_ns,utime_us,stime_us,nvcsw,nivcsw,run_ns,wait_ns,timeslices,work,status"
+        );
+        let at = |n: &str| names.iter().position(|&c| c == n).unwrap();
+        assert_eq!(at("nr_migrations"), at("machine") + 1);
+        assert_eq!(at("interrupts"), at("nr_migrations") + 1);
+        assert_eq!(
+            names[names.len() - 3..],
+            ["cpus_used", "llc_migrations", "node_migrations"]
+        );
+        let text = export(Format::Csv, &[row()], &[]);
+        let cells: Vec<&str> = text.lines().nth(1).unwrap().split(',').collect();
+        assert_eq!(cells[16..19], ["3000", "10", "1"]);
+        let rq = cells[at("rq_wait_per_slice_us")].parse::<f64>().unwrap();
+        assert!((rq - 0.01).abs() < 1e-12, "{rq}");
     }
 
     fn export(format: Format, rows: &[ExportRow], figures: &[&str]) -> String {

@@ -11,7 +11,8 @@ use super::{FIELD_COUNT, FIELDS, Field, FieldDef};
 
 /// A measured quantity. Per-process metrics are averaged over the processes
 /// of a run to give the run's value; `makespan` is a property of the run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// Ordered as [`METRICS`] (by [`Metric::index`]), the order of a report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Metric {
     /// Wall time of a process, s.
     Wall,
@@ -25,15 +26,11 @@ pub enum Metric {
     Nvcsw,
     /// Involuntary context switches (preemptions).
     Nivcsw,
-    /// Run-queue wait (schedstat), ms.
-    Wait,
-    /// On-CPU time (schedstat), s.
-    Run,
-    /// Time slices (schedstat).
-    Timeslices,
     /// Work done, in the workload's unit.
     Work,
-    /// A per-process field of the registry ([`super::FIELDS`]).
+    /// A per-process field of the registry ([`super::FIELDS`]): among them
+    /// schedstat's run-queue wait ([`Metric::Wait`]), on-CPU time
+    /// ([`Metric::Run`]) and time slices ([`Metric::Timeslices`]).
     Field(Field),
     /// Run makespan: barrier release to the last worker's end, s.
     Makespan,
@@ -43,6 +40,30 @@ pub enum Metric {
     LatencyP50,
     /// 99th-percentile latency of a run, µs (as [`Metric::LatencyP50`]).
     LatencyP99,
+}
+
+// The schedstat trio's metrics, named as the variants they were before
+// they joined the registry (matched on like variants).
+#[allow(non_upper_case_globals)]
+impl Metric {
+    /// Run-queue wait (schedstat), ms.
+    pub const Wait: Metric = Metric::Field(Field::WaitNs);
+    /// On-CPU time (schedstat), s.
+    pub const Run: Metric = Metric::Field(Field::RunNs);
+    /// Time slices (schedstat).
+    pub const Timeslices: Metric = Metric::Field(Field::Timeslices);
+}
+
+impl Ord for Metric {
+    fn cmp(&self, other: &Metric) -> std::cmp::Ordering {
+        self.index().cmp(&other.index())
+    }
+}
+
+impl PartialOrd for Metric {
+    fn partial_cmp(&self, other: &Metric) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
 }
 
 impl Serialize for Metric {
@@ -86,9 +107,10 @@ impl Direction {
 
 /// One metric, defined once: every property of a [`Metric`] is read from
 /// its row of [`METRICS`]. A new per-process field is a row of the field
-/// registry ([`super::FIELDS`]), which gives its metric; a metric computed
-/// from the fixed columns is a variant of [`Metric`] (before `Field`: the
-/// per-process metrics come first) and a row of [`FIXED`].
+/// registry ([`super::FIELDS`]), which gives its metric and its place; a
+/// metric computed from the fixed columns is a variant of [`Metric`]
+/// (before `Field`: the per-process metrics come first) and a row of
+/// [`FIXED`].
 #[derive(Clone, Copy)]
 pub struct MetricDef {
     pub metric: Metric,
@@ -105,9 +127,11 @@ pub struct MetricDef {
     /// Whether the label is a plural noun ("context switches are").
     pub plural: bool,
     /// A per-process metric's value in a process row (NaN where the row has
-    /// none); None for a run's own metric.
+    /// none); None for a run's own metric and a field's.
     pub of_process: Option<fn(&ReportProcess) -> f64>,
-    /// A field's metric: its value is the field's ([`ReportProcess::kernel`]).
+    /// A field's metric: its value is the field's
+    /// ([`ReportProcess::kernel`]), scaled into the metric's unit
+    /// ([`Field::metric_value`]).
     pub field: Option<Field>,
     /// Whether a report analyses it when no `--metric` is given (the
     /// metrics of [`Metric::ALL`]); the others are chosen by name.
@@ -140,10 +164,10 @@ const fn def(
 const fn field_def(d: &FieldDef) -> MetricDef {
     MetricDef {
         metric: Metric::Field(d.field),
-        name: d.name,
+        name: d.metric_name(),
         description: d.description,
         label: d.label,
-        unit: d.unit,
+        unit: d.metric_unit(),
         direction: d.direction,
         plural: d.plural,
         of_process: None,
@@ -171,20 +195,21 @@ impl MetricDef {
     }
 }
 
-/// An optional count or time of a process row, scaled; NaN when absent.
-fn opt(v: Option<i64>, scale: f64) -> f64 {
-    v.map_or(f64::NAN, |x| x as f64 * scale)
+/// An optional count of a process row; NaN when absent.
+fn opt(v: Option<i64>) -> f64 {
+    v.map_or(f64::NAN, |x| x as f64)
 }
 
 use Direction::{HigherIsBetter as Higher, LowerIsBetter as Lower};
 
 /// The metrics not of a field, in the order of [`Metric`]'s variants (the
-/// fields' come between `Work` and `Makespan`, see [`METRICS`]). Times (wall, CPU,
-/// on-CPU, makespan), run-queue wait and the counts of switches, slices and
-/// migrations (each one a scheduling event that costs the process time) are
-/// better lower; work done (in a fixed duration: a throughput) and CPU %
-/// (the share of its lifetime a process spent running rather than waiting)
-/// are better higher.
+/// fields' come among the per-process ones, each where its row places it,
+/// see [`METRICS`]). Times (wall, CPU, makespan) and switch counts (each
+/// one a scheduling event that costs the process time), like the fields'
+/// (on-CPU time, run-queue wait, slices, migrations), are better lower;
+/// work done (in a fixed duration: a throughput) and CPU % (the share of
+/// its lifetime a process spent running rather than waiting) are better
+/// higher.
 const FIXED: &[MetricDef] = &[
     def(
         Metric::Wall,
@@ -250,34 +275,6 @@ const FIXED: &[MetricDef] = &[
     .per_process(|p| p.usage.nivcsw.map_or(f64::NAN, |v| v as f64))
     .plural(),
     def(
-        Metric::Wait,
-        "wait",
-        "run-queue wait",
-        "ms",
-        Lower,
-        "Run-queue wait (schedstat), ms",
-    )
-    .per_process(|p| opt(p.wait_ns, 1e-6)),
-    def(
-        Metric::Run,
-        "run",
-        "on-CPU time",
-        "s",
-        Lower,
-        "On-CPU time (schedstat), s",
-    )
-    .per_process(|p| opt(p.run_ns, 1e-9)),
-    def(
-        Metric::Timeslices,
-        "timeslices",
-        "time slices",
-        "",
-        Lower,
-        "Time slices (schedstat)",
-    )
-    .per_process(|p| opt(p.timeslices, 1.0))
-    .plural(),
-    def(
         Metric::Work,
         "work",
         "work done",
@@ -285,7 +282,7 @@ const FIXED: &[MetricDef] = &[
         Higher,
         "Work done, in the workload's unit",
     )
-    .per_process(|p| opt(p.work, 1.0)),
+    .per_process(|p| opt(p.work)),
     def(
         Metric::Makespan,
         "makespan",
@@ -323,26 +320,104 @@ const FIXED_PER_PROCESS: usize = {
     n
 };
 
-/// Every metric, indexed by [`Metric::index`]: the fixed per-process ones,
-/// then one per field of the registry, then the run's own.
-pub const METRICS: &[MetricDef] = &{
-    let mut out = [FIXED[0]; FIXED.len() + FIELD_COUNT];
+/// Where each metric sits in [`METRICS`].
+struct Layout {
+    defs: [MetricDef; FIXED.len() + FIELD_COUNT],
+    /// The index of each metric of [`FIXED`], by its row there.
+    fixed: [usize; FIXED.len()],
+    /// The index of each field's metric, by field.
+    fields: [usize; FIELD_COUNT],
+}
+
+const fn same(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
     let mut i = 0;
-    while i < FIXED_PER_PROCESS {
-        out[i] = FIXED[i];
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
         i += 1;
     }
-    let mut f = 0;
-    while f < FIELD_COUNT {
-        out[FIXED_PER_PROCESS + f] = field_def(&FIELDS[f]);
-        f += 1;
+    true
+}
+
+impl Layout {
+    /// The metric of field row `f` next, then the fields' placed after it.
+    const fn push_field(&mut self, n: &mut usize, f: usize) {
+        self.defs[*n] = field_def(&FIELDS[f]);
+        self.fields[f] = *n;
+        *n += 1;
+        self.push_after(n, FIELDS[f].metric_name());
     }
-    while i < FIXED.len() {
-        out[i + FIELD_COUNT] = FIXED[i];
-        i += 1;
+
+    /// The metrics of the fields placed after metric `name` next (each
+    /// followed by its own followers), in registry order.
+    const fn push_after(&mut self, n: &mut usize, name: &str) {
+        let mut f = 0;
+        while f < FIELD_COUNT {
+            if let Some(after) = FIELDS[f].metric.after
+                && same(after, name)
+            {
+                self.push_field(n, f);
+            }
+            f += 1;
+        }
     }
-    out
-};
+
+    /// The row of [`FIXED`] `i` next.
+    const fn push_fixed(&mut self, n: &mut usize, i: usize) {
+        self.defs[*n] = FIXED[i];
+        self.fixed[i] = *n;
+        *n += 1;
+    }
+
+    /// The fixed per-process metrics, each followed by the fields' placed
+    /// after it; the fields' placed nowhere; then the run's own.
+    const fn of_metrics() -> Layout {
+        let mut l = Layout {
+            defs: [FIXED[0]; FIXED.len() + FIELD_COUNT],
+            fixed: [usize::MAX; FIXED.len()],
+            fields: [usize::MAX; FIELD_COUNT],
+        };
+        let mut n = 0;
+        let mut i = 0;
+        while i < FIXED_PER_PROCESS {
+            l.push_fixed(&mut n, i);
+            l.push_after(&mut n, FIXED[i].name);
+            i += 1;
+        }
+        let mut f = 0;
+        while f < FIELD_COUNT {
+            if FIELDS[f].metric.after.is_none() {
+                l.push_field(&mut n, f);
+            }
+            f += 1;
+        }
+        while i < FIXED.len() {
+            l.push_fixed(&mut n, i);
+            i += 1;
+        }
+        assert!(
+            n == l.defs.len(),
+            "each field's metric follows a per-process metric"
+        );
+        l
+    }
+}
+
+const LAYOUT: Layout = Layout::of_metrics();
+const FIXED_INDEX: [usize; FIXED.len()] = LAYOUT.fixed;
+const FIELD_INDEX: [usize; FIELD_COUNT] = LAYOUT.fields;
+
+/// Every metric, indexed by [`Metric::index`]: the per-process ones not
+/// of a field, each followed by the fields' placed after it
+/// ([`super::FieldMetric::after`]: the schedstat trio's after `nivcsw`,
+/// where they were before the registry), then the other fields', then the
+/// run's own.
+pub const METRICS: &[MetricDef] = &LAYOUT.defs;
 
 /// How many metrics are read per process.
 const fn count_per_process() -> usize {
@@ -417,22 +492,21 @@ impl Metric {
     /// This metric's row of [`METRICS`] (and its slot in arrays of every
     /// metric's value).
     pub const fn index(self) -> usize {
-        match self {
+        // The rows of FIXED.
+        let row = match self {
+            Metric::Field(f) => return FIELD_INDEX[f as usize],
             Metric::Wall => 0,
             Metric::Utime => 1,
             Metric::Stime => 2,
             Metric::CpuPct => 3,
             Metric::Nvcsw => 4,
             Metric::Nivcsw => 5,
-            Metric::Wait => 6,
-            Metric::Run => 7,
-            Metric::Timeslices => 8,
-            Metric::Work => 9,
-            Metric::Field(f) => FIXED_PER_PROCESS + f as usize,
-            Metric::Makespan => FIXED_PER_PROCESS + FIELD_COUNT,
-            Metric::LatencyP50 => FIXED_PER_PROCESS + FIELD_COUNT + 1,
-            Metric::LatencyP99 => FIXED_PER_PROCESS + FIELD_COUNT + 2,
-        }
+            Metric::Work => 6,
+            Metric::Makespan => 7,
+            Metric::LatencyP50 => 8,
+            Metric::LatencyP99 => 9,
+        };
+        FIXED_INDEX[row]
     }
 
     /// The metrics a report analyses when none is chosen.
@@ -521,7 +595,7 @@ pub fn process_values(p: &ReportProcess) -> [f64; PER_PROCESS] {
         if let Some(f) = d.of_process {
             v[slot] = f(p);
         } else if let Some(f) = d.field {
-            v[slot] = p.kernel.get(f).map_or(f64::NAN, |x| x as f64);
+            v[slot] = f.metric_value(&p.kernel);
         }
     }
     v
@@ -552,6 +626,31 @@ mod tests {
         assert!(m.per_process() && Metric::CHOOSABLE.contains(&m) && !Metric::ALL.contains(&m));
         assert_eq!(m.direction(), Direction::LowerIsBetter);
         assert!(Metric::names().starts_with("wall, utime"));
+    }
+
+    /// The schedstat trio's metrics, now the registry's, keep their names,
+    /// units and places (after `nivcsw`, as before the registry), and the
+    /// other fields' follow `work`.
+    #[test]
+    fn the_fields_metrics_keep_their_names_units_and_places() {
+        let names: Vec<&str> = METRICS.iter().map(|d| d.name).collect();
+        assert_eq!(
+            names.join(","),
+            "wall,utime,stime,cpu_pct,nvcsw,nivcsw,wait,run,timeslices,work,nr_migrations,\
+             cpus_used,llc_migrations,node_migrations,makespan,latency_p50,latency_p99"
+        );
+        let units: Vec<&str> = [Metric::Wait, Metric::Run, Metric::Timeslices]
+            .map(Metric::unit)
+            .to_vec();
+        assert_eq!(units, ["ms", "s", ""]);
+        assert_eq!(Metric::parse("wait"), Some(Metric::Field(Field::WaitNs)));
+        assert_eq!(Metric::parse("run_ns"), None, "the metric keeps its name");
+        assert_eq!(Metric::Run.label(), "on-CPU time");
+        assert!(Metric::Timeslices.plural() && !Metric::Wait.plural());
+        assert_eq!(
+            Metric::ALL[6..9],
+            [Metric::Wait, Metric::Run, Metric::Timeslices]
+        );
     }
 
     #[test]
@@ -617,17 +716,18 @@ mod tests {
                 nvcsw: Some(3),
                 nivcsw: Some(40),
             },
-            run_ns: Some(2_000_000_000),
-            wait_ns: Some(5_000_000),
-            timeslices: None,
             work: Some(1000),
             end_ns: Some(2_000_000_000),
-            kernel: crate::fields::ProcessFields::default().with(Field::NrMigrations, Some(4)),
+            kernel: crate::fields::ProcessFields::default()
+                .with(Field::NrMigrations, Some(4))
+                .with(Field::RunNs, Some(2_000_000_000))
+                .with(Field::WaitNs, Some(5_000_000)),
         };
         let v = process_values(&p);
         assert_eq!(v[0], 2.0);
         assert_eq!(v[3], 100.0);
         assert_eq!(v[6], 5.0);
+        assert_eq!(v[7], 2.0);
         assert!(v[8].is_nan());
         assert_eq!(v[9], 1000.0);
         assert_eq!(

@@ -28,6 +28,9 @@ pub enum Field {
     CpusUsed,
     LlcMigrations,
     NodeMigrations,
+    RunNs,
+    WaitNs,
+    Timeslices,
 }
 
 /// Who fills a field.
@@ -51,11 +54,42 @@ pub enum Reader {
 /// Where a field's export column sits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExportPlace {
-    /// Between `machine` and `interrupts`: where the first field's column
-    /// was put before the registry (existing exports keep their order).
-    AfterMachine,
+    /// Right after the named column (a fixed one or another field's):
+    /// where a column put there before the registry stays, so existing
+    /// exports keep their order.
+    After(&'static str),
     /// After every fixed column, before the figures: every new field.
     End,
+}
+
+/// A field's report metric, as `compare`, the report and `--metric` name
+/// and show it: its name and unit (the field's unless given), the factor
+/// from the field's unit to the metric's, and where it sits among the
+/// metrics.
+#[derive(Debug, Clone, Copy)]
+pub struct FieldMetric {
+    /// The metric's name; None: the field's. The schedstat trio keep the
+    /// names their metrics had before the registry ("run", "wait").
+    pub name: Option<&'static str>,
+    /// The metric's unit; None: the field's.
+    pub unit: Option<&'static str>,
+    /// Multiplies a stored value into the metric's unit (1e-6: ns to ms).
+    pub scale: f64,
+    /// The metric it follows in [`metric::METRICS`] (and so in a report),
+    /// by name; None: after the per-process metrics not of a field, in
+    /// registry order.
+    pub after: Option<&'static str>,
+}
+
+impl FieldMetric {
+    /// A metric named as its field and in its unit, after the per-process
+    /// metrics not of a field.
+    pub const AS_STORED: FieldMetric = FieldMetric {
+        name: None,
+        unit: None,
+        scale: 1.0,
+        after: None,
+    };
 }
 
 /// One field, defined once.
@@ -73,15 +107,24 @@ pub struct FieldDef {
     /// Who fills it, in order of preference.
     pub readers: &'static [Reader],
     pub export: ExportPlace,
-    /// The report's metric: words for sentences and titles, whether they
-    /// are a plural noun, what it is (for `--metric`'s help) and whether a
-    /// report analyses it when no `--metric` is given.
+    /// Whether a process record's JSON has its key (null) when it was not
+    /// measured: the schedstat trio's did before the registry. Every other
+    /// field's key is left out then.
+    pub json_null: bool,
+    /// The report's metric: its name, unit and place; words for sentences
+    /// and titles, whether they are a plural noun, what it is (for
+    /// `--metric`'s help) and whether a report analyses it when no
+    /// `--metric` is given.
+    pub metric: FieldMetric,
     pub label: &'static str,
     pub plural: bool,
     pub description: &'static str,
     pub by_default: bool,
-    /// Why a process can lack it (a report's "not given" note).
+    /// Why a process can lack it (a report's "not given" note), and the
+    /// key of a program tree's `extra.command[].missing` (a run's record
+    /// of why its tree lacks a figure) that says why a tree lacks it.
     pub absent: &'static str,
+    pub tree_missing: &'static str,
 }
 
 use Direction::LowerIsBetter as Lower;
@@ -96,13 +139,16 @@ pub const FIELDS: &[FieldDef] = &[
         unit: "",
         direction: Lower,
         readers: &[Reader::Schedstat],
-        export: ExportPlace::AfterMachine,
+        export: ExportPlace::After("machine"),
+        json_null: false,
+        metric: FieldMetric::AS_STORED,
         label: "migrations between CPUs",
         plural: true,
         description: "Migrations between CPUs (/proc/PID/sched se.nr_migrations)",
         by_default: false,
         absent: "not read for a program's tree, an RT hog, or a kernel without \
                  CONFIG_SCHED_DEBUG's /proc/PID/sched",
+        tree_missing: "nr_migrations",
     },
     FieldDef {
         field: Field::CpusUsed,
@@ -112,11 +158,14 @@ pub const FIELDS: &[FieldDef] = &[
         direction: Lower,
         readers: &[Reader::Trace, Reader::Model],
         export: ExportPlace::End,
+        json_null: false,
+        metric: FieldMetric::AS_STORED,
         label: "CPUs used",
         plural: true,
         description: "Distinct CPUs the process's tasks ran on over its work (trace, model)",
         by_default: false,
         absent: "only a traced or simulated run gives it (no kernel counter says which CPUs a task ran on)",
+        tree_missing: "cpus_used",
     },
     FieldDef {
         field: Field::LlcMigrations,
@@ -126,11 +175,14 @@ pub const FIELDS: &[FieldDef] = &[
         direction: Lower,
         readers: &[Reader::Trace],
         export: ExportPlace::End,
+        json_null: false,
+        metric: FieldMetric::AS_STORED,
         label: "migrations across an LLC",
         plural: true,
         description: "Migrations between CPUs of different last-level caches over its work (trace)",
         by_default: false,
         absent: "only a traced run of a machine whose CPU topology was recorded gives it",
+        tree_missing: "llc_migrations",
     },
     FieldDef {
         field: Field::NodeMigrations,
@@ -140,13 +192,85 @@ pub const FIELDS: &[FieldDef] = &[
         direction: Lower,
         readers: &[Reader::Trace],
         export: ExportPlace::End,
+        json_null: false,
+        metric: FieldMetric::AS_STORED,
         label: "migrations across a NUMA node",
         plural: true,
         description: "Migrations between CPUs of different NUMA nodes over its work (trace)",
         by_default: false,
         absent: "only a traced run of a machine whose CPU topology was recorded gives it",
+        tree_missing: "node_migrations",
+    },
+    FieldDef {
+        field: Field::RunNs,
+        name: "run_ns",
+        sql_type: "INTEGER",
+        unit: "ns",
+        direction: Lower,
+        readers: &[Reader::Schedstat, Reader::Cgroup, Reader::Model],
+        export: ExportPlace::After("nivcsw"),
+        json_null: true,
+        metric: FieldMetric {
+            name: Some("run"),
+            unit: Some("s"),
+            scale: 1e-9,
+            after: Some("wait"),
+        },
+        label: "on-CPU time",
+        plural: false,
+        description: "On-CPU time (schedstat), s",
+        by_default: true,
+        absent: SCHEDSTAT_ABSENT,
+        tree_missing: "cpu_usage_ns",
+    },
+    FieldDef {
+        field: Field::WaitNs,
+        name: "wait_ns",
+        sql_type: "INTEGER",
+        unit: "ns",
+        direction: Lower,
+        readers: &[Reader::Schedstat, Reader::Taskstats, Reader::Model],
+        export: ExportPlace::After("run_ns"),
+        json_null: true,
+        metric: FieldMetric {
+            name: Some("wait"),
+            unit: Some("ms"),
+            scale: 1e-6,
+            after: Some("nivcsw"),
+        },
+        label: "run-queue wait",
+        plural: false,
+        description: "Run-queue wait (schedstat), ms",
+        by_default: true,
+        absent: SCHEDSTAT_ABSENT,
+        tree_missing: "run_queue_wait_ns",
+    },
+    FieldDef {
+        field: Field::Timeslices,
+        name: "timeslices",
+        sql_type: "INTEGER",
+        unit: "",
+        direction: Lower,
+        readers: &[Reader::Schedstat, Reader::Taskstats, Reader::Model],
+        export: ExportPlace::After("wait_ns"),
+        json_null: true,
+        metric: FieldMetric {
+            after: Some("run"),
+            ..FieldMetric::AS_STORED
+        },
+        label: "time slices",
+        plural: true,
+        description: "Time slices (schedstat)",
+        by_default: true,
+        absent: SCHEDSTAT_ABSENT,
+        tree_missing: "timeslices",
     },
 ];
+
+/// Why a process lacks a figure of `/proc/PID/schedstat` (a program's
+/// tree says why in its own record: [`FieldDef::tree_missing`]).
+const SCHEDSTAT_ABSENT: &str = "not recorded for this run (no /proc/PID/schedstat: a kernel \
+                                without CONFIG_SCHED_INFO, or a database of an older schedlab)";
 
 /// How many fields there are.
 pub const FIELD_COUNT: usize = FIELDS.len();
@@ -163,6 +287,24 @@ const _: () = {
     }
 };
 
+impl FieldDef {
+    /// Its metric's name: [`FieldMetric::name`], else the field's.
+    pub const fn metric_name(&self) -> &'static str {
+        match self.metric.name {
+            Some(n) => n,
+            None => self.name,
+        }
+    }
+
+    /// Its metric's unit: [`FieldMetric::unit`], else the field's.
+    pub const fn metric_unit(&self) -> &'static str {
+        match self.metric.unit {
+            Some(u) => u,
+            None => self.unit,
+        }
+    }
+}
+
 impl Field {
     /// This field's row of [`FIELDS`].
     pub const fn def(self) -> &'static FieldDef {
@@ -171,6 +313,14 @@ impl Field {
 
     pub fn name(self) -> &'static str {
         self.def().name
+    }
+
+    /// Its value in a process's fields as its metric shows it (in the
+    /// metric's unit), NaN where it was not measured.
+    #[inline]
+    pub fn metric_value(self, v: &ProcessFields) -> f64 {
+        v.get(self)
+            .map_or(f64::NAN, |x| x as f64 * self.def().metric.scale)
     }
 
     /// Every field, in registry order.
@@ -213,17 +363,31 @@ impl ProcessFields {
     }
 }
 
-impl Serialize for ProcessFields {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let present = self.values.iter().filter(|v| v.is_some()).count();
-        let mut map = s.serialize_map(Some(present))?;
-        for d in FIELDS {
-            if let Some(v) = self.get(d.field) {
-                map.serialize_entry(d.name, &v)?;
-            }
+impl ProcessFields {
+    /// A map of the measured fields by name and, with `nulls`, of the
+    /// unmeasured ones whose [`FieldDef::json_null`] says so, as null.
+    fn serialize_map<S: Serializer>(&self, s: S, nulls: bool) -> Result<S::Ok, S::Error> {
+        let keyed = |d: &FieldDef| self.get(d.field).is_some() || (nulls && d.json_null);
+        let mut map = s.serialize_map(Some(FIELDS.iter().filter(|d| keyed(d)).count()))?;
+        for d in FIELDS.iter().filter(|d| keyed(d)) {
+            map.serialize_entry(d.name, &self.get(d.field))?;
         }
         map.end()
     }
+}
+
+impl Serialize for ProcessFields {
+    /// The measured fields only.
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.serialize_map(s, false)
+    }
+}
+
+/// A process record's fields (flattened into it, `serialize_with`): the
+/// measured ones, and a null for each unmeasured one whose key a record
+/// always has ([`FieldDef::json_null`]).
+pub fn serialize_in_record<S: Serializer>(v: &ProcessFields, s: S) -> Result<S::Ok, S::Error> {
+    v.serialize_map(s, true)
 }
 
 impl<'de> Deserialize<'de> for ProcessFields {

@@ -64,7 +64,8 @@ pub fn processes_cpu_ns(processes: &[ProcessRecord]) -> u64 {
     processes
         .iter()
         .map(|p| {
-            p.run_ns
+            p.kernel
+                .get(crate::fields::Field::RunNs)
                 .unwrap_or((p.usage.utime_us + p.usage.stime_us) * 1000)
         })
         .sum()

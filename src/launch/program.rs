@@ -10,8 +10,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use crate::fields::Field;
 use crate::policy::Policy;
-use crate::record::{ProcessRecord, ProcessUsage};
+use crate::record::{KernelCounts, ProcessRecord, ProcessUsage};
 use crate::sys::cgroup::{Escaped, TreeStats};
 use crate::sys::proc::Exit;
 use crate::workload::command::CommandParams;
@@ -108,12 +109,14 @@ pub fn record(o: &Observed, outputs: &Outputs) -> (ProcessRecord, Option<String>
         end_ns: o.end_ns,
         wall_ns: o.end_ns.unwrap_or(0),
         usage: tree_usage(stats),
-        run_ns: stats.cpu_usage_ns,
-        wait_ns: stats.run_queue_wait_ns,
-        timeslices: stats.timeslices,
-        // /proc/PID/sched counts migrations per task, and a task's exit
-        // record (taskstats) carries none: not counted over a tree.
-        kernel: Default::default(),
+        // The tree's CPU time from its cgroup, its waits and slices from
+        // its tasks' exit records. /proc/PID/sched counts migrations per
+        // task, and a task's exit record (taskstats) carries none: not
+        // counted over a tree.
+        kernel: KernelCounts::default()
+            .with(Field::RunNs, stats.cpu_usage_ns)
+            .with(Field::WaitNs, stats.run_queue_wait_ns)
+            .with(Field::Timeslices, stats.timeslices),
         work: Some(u64::from(failure.is_none())),
         work_unit: o.member.workload.work_unit().to_string(),
         figures: figs,

@@ -414,15 +414,16 @@ impl RecordContext<'_> {
             end_ns,
             wall_ns: end_ns.unwrap_or_else(|| self.since(seen_ns)),
             usage: usage.into(),
-            run_ns: stat.map(|s| s.run_ns),
-            wait_ns: stat.map(|s| s.wait_ns),
-            timeslices: stat.map(|s| s.timeslices),
-            kernel: KernelCounts::default().with(
-                Field::NrMigrations,
-                result.as_ref().and_then(|r| {
-                    Some(r.nr_migrations_end?.saturating_sub(r.nr_migrations_start?))
-                }),
-            ),
+            kernel: KernelCounts::default()
+                .with(Field::RunNs, stat.map(|s| s.run_ns))
+                .with(Field::WaitNs, stat.map(|s| s.wait_ns))
+                .with(Field::Timeslices, stat.map(|s| s.timeslices))
+                .with(
+                    Field::NrMigrations,
+                    result.as_ref().and_then(|r| {
+                        Some(r.nr_migrations_end?.saturating_sub(r.nr_migrations_start?))
+                    }),
+                ),
             work: result.as_ref().map(|r| r.output.work),
             work_unit: m.workload.work_unit().to_string(),
             figures: result
@@ -478,10 +479,10 @@ impl RecordContext<'_> {
             end_ns: window.map(|w| w.1),
             wall_ns: window.map(|w| w.1).unwrap_or_else(|| self.since(seen_ns)),
             usage: usage.into(),
-            run_ns: window.map(|w| w.0.run_ns),
-            wait_ns: window.map(|w| w.0.wait_ns),
-            timeslices: window.map(|w| w.0.timeslices),
-            kernel: KernelCounts::default(),
+            kernel: KernelCounts::default()
+                .with(Field::RunNs, window.map(|w| w.0.run_ns))
+                .with(Field::WaitNs, window.map(|w| w.0.wait_ns))
+                .with(Field::Timeslices, window.map(|w| w.0.timeslices)),
             work: None,
             work_unit: "ns".to_string(),
             figures,

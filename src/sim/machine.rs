@@ -406,7 +406,10 @@ impl ModelParams {
         let key = source.to_string();
         let workers = processes.iter().filter(|p| p.role == "worker" && p.ok);
         let (work, run_ns) = workers.fold((0u64, 0u64), |(w, r), p| {
-            (w + p.work.unwrap_or(0), r + p.run_ns.unwrap_or(0))
+            (
+                w + p.work.unwrap_or(0),
+                r + p.kernel.get(crate::fields::Field::RunNs).unwrap_or(0),
+            )
         });
         if work == 0 || run_ns == 0 {
             return Err(CalibrationError::Bad {
@@ -449,7 +452,7 @@ mod tests {
         ];
         for p in &mut procs {
             p.work = Some(300_000_000);
-            p.run_ns = Some(400_000_000);
+            p.kernel.set(crate::fields::Field::RunNs, Some(400_000_000));
         }
         let env = crate::testing::synth::synthetic_env(2);
         let record =

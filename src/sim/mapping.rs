@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::fields::Field;
 use crate::plan::Run;
 use crate::policy::{self, Class, Policy, ProcSched};
 use crate::record::{ProcessRecord, RunRecord, RunStatus, Usage};
@@ -607,9 +608,6 @@ fn base_process(i: usize, mem: &Member, role: &str) -> ProcessRecord {
         end_ns: None,
         wall_ns: 0,
         usage: Usage::default().into(),
-        run_ns: None,
-        wait_ns: None,
-        timeslices: None,
         kernel: Default::default(),
         work: None,
         work_unit: String::new(),
@@ -647,13 +645,15 @@ fn worker_record(
         ..Usage::default()
     }
     .into();
-    p.run_ns = Some(run_ns);
-    p.wait_ns = Some(s.wait_ns - wait0);
-    p.timeslices = Some(s.timeslices - slices0);
-    p.kernel.set(
-        crate::fields::Field::NrMigrations,
-        Some(s.migrations - s.migrations_at_start),
-    );
+    p.kernel = p
+        .kernel
+        .with(Field::RunNs, Some(run_ns))
+        .with(Field::WaitNs, Some(s.wait_ns - wait0))
+        .with(Field::Timeslices, Some(s.timeslices - slices0))
+        .with(
+            Field::NrMigrations,
+            Some(s.migrations - s.migrations_at_start),
+        );
     p.work_unit = w.work_unit().into();
     p.ok = s.exit_ns.is_some();
     if !p.ok {
@@ -691,9 +691,11 @@ fn hog_record(i: usize, mem: &Member, out: &Outcome, release_ns: u64, end: u64) 
         ..Usage::default()
     }
     .into();
-    p.run_ns = Some(run);
-    p.wait_ns = Some(s.wait_ns);
-    p.timeslices = Some(s.timeslices);
+    p.kernel = p
+        .kernel
+        .with(Field::RunNs, Some(run))
+        .with(Field::WaitNs, Some(s.wait_ns))
+        .with(Field::Timeslices, Some(s.timeslices));
     p.work_unit = "ns".into();
     p.exit = "killed by signal 9 (SIGKILL)".into();
     if let Some((t, r)) = s.run_at_period

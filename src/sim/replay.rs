@@ -12,6 +12,7 @@
 
 use super::engine::TaskStats;
 use super::task::{Action, Program, Script};
+use crate::fields::Field;
 use crate::record::ProcessRecord;
 use crate::workload::replay::ReplayParams;
 use crate::workload::replay::desc::{self, Body, Dist, Op, Waker};
@@ -208,9 +209,13 @@ pub fn fold(p: &mut ProcessRecord, s: &TaskStats, release_ns: u64) {
     p.usage.utime_us += s.run_ns / 1000;
     p.usage.nvcsw = Some(p.usage.nvcsw.unwrap_or(0) + s.nvcsw);
     p.usage.nivcsw = Some(p.usage.nivcsw.unwrap_or(0) + s.nivcsw);
-    p.run_ns = Some(p.run_ns.unwrap_or(0) + s.run_ns);
-    p.wait_ns = Some(p.wait_ns.unwrap_or(0) + s.wait_ns);
-    p.timeslices = Some(p.timeslices.unwrap_or(0) + s.timeslices);
+    for (f, v) in [
+        (Field::RunNs, s.run_ns),
+        (Field::WaitNs, s.wait_ns),
+        (Field::Timeslices, s.timeslices),
+    ] {
+        p.kernel.set(f, Some(p.kernel.get(f).unwrap_or(0) + v));
+    }
     match s.exit_ns {
         Some(end) => {
             let end = end.saturating_sub(release_ns);
@@ -342,7 +347,7 @@ tasks = [
             assert_eq!(r.processes.len(), 1, "{text}");
             let w = &r.processes[0];
             // At the replay's own 1e8/s, not the model's 1e9/s.
-            assert_eq!(w.run_ns, Some(3_600_000), "{text}");
+            assert_eq!(w.kernel.get(Field::RunNs), Some(3_600_000), "{text}");
             assert_eq!(r.makespan_ns, Some(3_600_000), "{text}");
             assert!(w.ok);
         }

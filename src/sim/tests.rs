@@ -6,6 +6,7 @@ use super::engine::{Engine, Outcome, SchedSpec, Segment, SegmentEnd, TaskSpec};
 use super::machine::{Machine, ModelParams};
 use super::task::{Burn, Program};
 use super::{eevdf::FairKind, simulate};
+use crate::fields::Field;
 use crate::record::RunStatus;
 use crate::workload::Rates;
 
@@ -314,7 +315,11 @@ fn hog_share_through_the_mapping() {
         let share = hog.figures["cpu_share"];
         assert!((share - 0.95).abs() < 1e-9, "{throttle_us}: {share}");
         let worker = &r.processes[0];
-        assert_eq!(worker.run_ns, Some(150 * MS), "{throttle_us}");
+        assert_eq!(
+            worker.kernel.get(Field::RunNs),
+            Some(150 * MS),
+            "{throttle_us}"
+        );
         assert_eq!(worker.wall_ns, 3000 * MS);
         assert_eq!(r.env.kernel_release, super::MODEL_RELEASE);
     }
@@ -383,7 +388,11 @@ fn wrr_delivers_its_weights() {
     let planned = crate::plan::expand(&spec, 1);
     let r = simulate(&planned[0], &spec, &params(machine(2))).record;
     assert_eq!(r.status, RunStatus::Ok, "{}", r.reason);
-    let runs: Vec<u64> = r.processes.iter().map(|p| p.run_ns.unwrap()).collect();
+    let runs: Vec<u64> = r
+        .processes
+        .iter()
+        .map(|p| p.kernel.get(Field::RunNs).unwrap())
+        .collect();
     assert_eq!(runs, [200 * MS, 800 * MS]);
     assert_eq!(r.slices.len(), 40);
     assert_eq!(r.slices[1].process_index, 1);
@@ -558,7 +567,7 @@ fn a_starved_run_times_out() {
     let r = simulate(&run, &spec, &params(machine(1))).record;
     assert_eq!(r.status, RunStatus::TimedOut, "{}", r.reason);
     assert!(!r.processes[0].ok);
-    assert_eq!(r.processes[0].run_ns, Some(0));
+    assert_eq!(r.processes[0].kernel.get(Field::RunNs), Some(0));
 }
 
 /// SCHED_IDLE weighs 3 (WEIGHT_IDLEPRIO): against nice 0 for 1 s the

@@ -640,7 +640,7 @@ impl Store {
             .conn
             .prepare(&format!(
                 "SELECT p.run_id, p.process_index, p.nice, p.rt_priority, p.wall_ns, p.utime_us, p.stime_us, p.nvcsw,
-                    p.nivcsw, p.run_ns, p.wait_ns, p.timeslices, p.work, p.end_ns{}
+                    p.nivcsw, p.work, p.end_ns{}
              FROM runs r JOIN processes p ON p.run_id = r.id
              WHERE r.campaign_id IN ({}) AND r.status = 'ok' AND p.role = 'worker'
              ORDER BY r.id, p.process_index",
@@ -682,7 +682,7 @@ impl Store {
             .conn
             .prepare(&format!(
                 "SELECT run_id, process_index, nice, rt_priority, wall_ns, utime_us, stime_us, nvcsw, nivcsw,
-                    run_ns, wait_ns, timeslices, work, end_ns{}
+                    work, end_ns{}
              FROM processes WHERE run_id IN ({}) AND role = 'worker' ORDER BY run_id, process_index",
                 counts::select_list(""),
                 id_list(&ids)
@@ -744,8 +744,7 @@ impl Store {
         let mut stmt = self.conn.prepare(&format!(
             "SELECT process_index, role, pid, policy, nice, rt_priority, dl_runtime_ns, dl_deadline_ns,
                     dl_period_ns, start_ns, end_ns, wall_ns, utime_us, stime_us, nvcsw, nivcsw, minflt, majflt,
-                    maxrss_kb, run_ns, wait_ns, timeslices, work, work_unit, figures_json, exit, ok, stderr_tail,
-                    weight{}
+                    maxrss_kb, work, work_unit, figures_json, exit, ok, stderr_tail, weight{}
              FROM processes WHERE run_id = ?1 ORDER BY process_index",
             counts::select_list("")
         ))?;
@@ -833,9 +832,6 @@ struct ProcessColumns {
     stime_us: usize,
     nvcsw: usize,
     nivcsw: usize,
-    run_ns: usize,
-    wait_ns: usize,
-    timeslices: usize,
     work: usize,
     end_ns: usize,
     counts: Vec<usize>,
@@ -855,9 +851,6 @@ impl ProcessColumns {
             stime_us: at("stime_us")?,
             nvcsw: at("nvcsw")?,
             nivcsw: at("nivcsw")?,
-            run_ns: at("run_ns")?,
-            wait_ns: at("wait_ns")?,
-            timeslices: at("timeslices")?,
             work: at("work")?,
             end_ns: at("end_ns")?,
             counts: counts::positions(&cols)?,
@@ -884,9 +877,6 @@ impl ProcessColumns {
                 nvcsw: opt_count(self.nvcsw)?,
                 nivcsw: opt_count(self.nivcsw)?,
             },
-            run_ns: r.get(self.run_ns)?,
-            wait_ns: r.get(self.wait_ns)?,
-            timeslices: r.get(self.timeslices)?,
             work: r.get(self.work)?,
             end_ns: r.get(self.end_ns)?,
             kernel: counts::read_at(r, &self.counts)?,
@@ -924,9 +914,6 @@ fn process_record(id: i64, n: &Named<'_, '_, '_>) -> Result<ProcessRecord> {
             majflt: n.opt_u64("majflt")?,
             maxrss_kb: n.opt_u64("maxrss_kb")?,
         },
-        run_ns: n.opt_u64("run_ns")?,
-        wait_ns: n.opt_u64("wait_ns")?,
-        timeslices: n.opt_u64("timeslices")?,
         kernel: counts::read(n)?,
         work: n.opt_u64("work")?,
         work_unit: n.get("work_unit")?,
@@ -996,12 +983,10 @@ mod tests {
                     assert_eq!(p.usage.stime_us, w.usage.stime_us);
                     assert_eq!(p.usage.nvcsw, w.usage.nvcsw);
                     assert_eq!(p.usage.nivcsw, w.usage.nivcsw);
-                    assert_eq!(p.run_ns.map(|v| v as u64), w.run_ns);
-                    assert_eq!(p.wait_ns.map(|v| v as u64), w.wait_ns);
-                    assert_eq!(p.timeslices.map(|v| v as u64), w.timeslices);
                     assert_eq!(p.work.map(|v| v as u64), w.work);
                     assert_eq!(p.end_ns.map(|v| v as u64), w.end_ns);
                     assert_eq!(p.kernel, w.kernel);
+                    assert!(p.kernel.get(crate::fields::Field::RunNs).is_some());
                     seen += 1;
                 }
             })

@@ -65,9 +65,6 @@ pub struct ExportRow {
     pub wall_ns: Option<i64>,
     /// The process's resource usage; None in a row without a process.
     pub usage: Option<ProcessUsage>,
-    pub run_ns: Option<i64>,
-    pub wait_ns: Option<i64>,
-    pub timeslices: Option<i64>,
     pub work: Option<i64>,
     pub work_unit: Option<String>,
     /// The workload's own figures (`processes.figures_json`); a figure
@@ -95,7 +92,8 @@ pub struct ExportRow {
     pub ext_scheduler: Option<String>,
     /// The run's machine level, when swept.
     pub machine: Option<String>,
-    /// The process's kernel counters (all None in a row without a process).
+    /// The process's fields of the registry (schedstat's, the
+    /// migrations, …; all None in a row without a process).
     pub kernel: KernelCounts,
 }
 
@@ -144,7 +142,7 @@ pub struct ExportLatency {
 /// from indexes (`runs_by_campaign_seq`, the processes' primary key), so
 /// SQLite streams the rows without sorting them first. Each result column
 /// is named as the [`ExportRow`] field it fills and read by that name, in
-/// this order; the kernel counters follow ([`export_sql`]).
+/// this order; the registry's fields follow ([`export_sql`]).
 const EXPORT_SQL: &str = "SELECT c.id AS campaign, c.name AS campaign_name, r.id AS run, r.run_key, r.seq, r.policy,
         r.workload, r.workload_kind, r.processes, r.priority_mode, r.cpus, r.cpu_list, r.rep, c.scale,
         r.rt_runtime_us, r.status, r.reason, r.makespan_ns, r.cpu_util, r.started_unix_ms, r.load_avg_1m,
@@ -152,8 +150,7 @@ const EXPORT_SQL: &str = "SELECT c.id AS campaign, c.name AS campaign_name, r.id
         r.softirqs, r.cpu_freq_khz, r.throttle_count, p.process_index, p.role, p.pid,
         p.policy AS process_policy, p.nice, p.rt_priority, p.weight, p.dl_runtime_ns, p.dl_deadline_ns,
         p.dl_period_ns, p.start_ns, p.end_ns, p.wall_ns, p.utime_us, p.stime_us, p.nvcsw, p.nivcsw, p.minflt,
-        p.majflt, p.maxrss_kb, p.run_ns, p.wait_ns, p.timeslices, p.work, p.work_unit, p.figures_json, p.exit,
-        p.ok, p.stderr_tail, l.count AS latency_count, l.p50_ns, l.p90_ns, l.p99_ns, l.p999_ns, l.max_ns,
+        p.majflt, p.maxrss_kb, p.work, p.work_unit, p.figures_json, p.exit, p.ok, p.stderr_tail, l.count AS latency_count, l.p50_ns, l.p90_ns, l.p99_ns, l.p999_ns, l.max_ns,
         r.slice_us, p.slice_ns, c.uuid AS campaign_uuid, e.hostname, e.host_id, e.kernel_release,
         tc.lost_events, tc.unusable, tp.slices, tp.slice_p50_ns, tp.slice_p99_ns, tp.slice_max_ns,
         tp.oncpu_ns, tp.preempted, tp.yielded, tp.voluntary, tp.migrations, tp.wake_p50_ns, tp.wake_p99_ns,
@@ -221,9 +218,6 @@ fn export_row(n: &Named<'_, '_, '_>) -> rusqlite::Result<ExportRow> {
         end_ns: n.get("end_ns")?,
         wall_ns: n.get("wall_ns")?,
         usage: export_usage(n)?,
-        run_ns: n.get("run_ns")?,
-        wait_ns: n.get("wait_ns")?,
-        timeslices: n.get("timeslices")?,
         work: n.get("work")?,
         work_unit: n.get("work_unit")?,
         figures: n

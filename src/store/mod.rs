@@ -594,15 +594,15 @@ impl Store {
         .with_context(|| format!("storing run {}", run.key))?;
         let run_id = tx.last_insert_rowid();
         {
-            // The kernel counters follow the fixed columns.
-            let (count_names, count_marks) = counts::insert_list(32);
+            // The registry's fields follow the fixed columns.
+            let (count_names, count_marks) = counts::insert_list(29);
             let mut stmt = tx.prepare_cached(&format!(
                 "INSERT INTO processes (run_id, process_index, role, pid, policy, nice, rt_priority, dl_runtime_ns,
                      dl_deadline_ns, dl_period_ns, start_ns, end_ns, wall_ns, utime_us, stime_us, nvcsw, nivcsw,
-                     minflt, majflt, maxrss_kb, run_ns, wait_ns, timeslices, work, work_unit, figures_json, exit,
-                     ok, stderr_tail, weight, slice_ns{count_names})
+                     minflt, majflt, maxrss_kb, work, work_unit, figures_json, exit, ok, stderr_tail, weight,
+                     slice_ns{count_names})
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,
-                     ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31{count_marks})",
+                     ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28{count_marks})",
             ))?;
             for p in &rec.processes {
                 let count_values = counts::values(&p.kernel);
@@ -627,9 +627,6 @@ impl Store {
                     p.usage.minflt.map(i),
                     p.usage.majflt.map(i),
                     p.usage.maxrss_kb.map(i),
-                    p.run_ns.map(i),
-                    p.wait_ns.map(i),
-                    p.timeslices.map(i),
                     p.work.map(i),
                     p.work_unit,
                     serde_json::to_string(&p.figures)?,

@@ -261,9 +261,6 @@ pub fn report_data(cfg: &Planted, candidate: bool, id: i64) -> Result<ReportData
                         nvcsw: p.usage.nvcsw,
                         nivcsw: p.usage.nivcsw,
                     },
-                    run_ns: p.run_ns.map(|v| v as i64),
-                    wait_ns: p.wait_ns.map(|v| v as i64),
-                    timeslices: p.timeslices.map(|v| v as i64),
                     work: p.work.map(|v| v as i64),
                     end_ns: p.end_ns.map(|v| v as i64),
                 })

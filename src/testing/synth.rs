@@ -6,9 +6,10 @@
 
 use anyhow::{Context, Result};
 
+use crate::fields::Field;
 use crate::plan::Run;
 use crate::policy::{Class, Policy, ProcSched};
-use crate::record::{ProcessRecord, ProcessUsage, RunRecord, RunStatus, Usage};
+use crate::record::{KernelCounts, ProcessRecord, ProcessUsage, RunRecord, RunStatus, Usage};
 use crate::rng::SplitMix64;
 use crate::stats::fairness::nice_weight;
 use crate::store::Store;
@@ -254,9 +255,6 @@ pub fn synthetic_process(
             ..Usage::default()
         }
         .into(),
-        run_ns: None,
-        wait_ns: None,
-        timeslices: None,
         kernel: Default::default(),
         work: None,
         work_unit: String::new(),
@@ -445,9 +443,10 @@ fn measure(cfg: &SynthConfig, run: &Run, env: &EnvSnapshot, cpus: usize) -> RunR
                     nivcsw: Some(nivcsw as u64),
                     ..base.usage
                 },
-                run_ns: Some((cpu * 1e9) as u64),
-                wait_ns: Some((wait * 1e9) as u64),
-                timeslices: Some((nvcsw + nivcsw + 1.0) as u64),
+                kernel: KernelCounts::default()
+                    .with(Field::RunNs, Some((cpu * 1e9) as u64))
+                    .with(Field::WaitNs, Some((wait * 1e9) as u64))
+                    .with(Field::Timeslices, Some((nvcsw + nivcsw + 1.0) as u64)),
                 work: Some(match kind {
                     "pi" => 10_000_000,
                     "copy" => 1_024_000,

@@ -284,9 +284,10 @@ fn metric_selection_and_json_summary() {
 
 // ------------------------------------------- WRR, RT sweep, matmul ---
 
+use schedlab::fields::Field;
 use schedlab::plan::Run;
 use schedlab::policy::{Policy, ProcSched};
-use schedlab::record::{ProcessRecord, RunRecord, RunStatus, SliceRow, Usage};
+use schedlab::record::{KernelCounts, ProcessRecord, RunRecord, RunStatus, SliceRow, Usage};
 use schedlab::sys::envinfo::EnvSnapshot;
 
 fn snapshot(rt_runtime_us: i64) -> EnvSnapshot {
@@ -345,10 +346,10 @@ fn process(
             maxrss_kb: 1000,
         }
         .into(),
-        run_ns: Some((cpu_ms * 1e6) as u64),
-        wait_ns: Some(0),
-        timeslices: Some(10),
-        kernel: Default::default(),
+        kernel: KernelCounts::default()
+            .with(Field::RunNs, Some((cpu_ms * 1e6) as u64))
+            .with(Field::WaitNs, Some(0))
+            .with(Field::Timeslices, Some(10)),
         work,
         work_unit: "hashes".into(),
         slice_ns: None,

@@ -51,10 +51,7 @@ fn tree_figure(metric: Metric) -> Option<&'static str> {
     match metric {
         Metric::Nvcsw => Some("voluntary_switches"),
         Metric::Nivcsw => Some("involuntary_switches"),
-        Metric::Wait => Some("run_queue_wait_ns"),
-        Metric::Run => Some("cpu_usage_ns"),
-        Metric::Timeslices => Some("timeslices"),
-        Metric::Field(f) => Some(f.name()),
+        Metric::Field(f) => Some(f.def().tree_missing),
         _ => None,
     }
 }

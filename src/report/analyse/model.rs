@@ -21,6 +21,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 use super::{OTHER_CPU_NOTE_PCT, OTHERS_RUNNABLE_NOTE, Settings, mean_interval};
+use crate::fields::Field;
 use crate::plan::Run;
 use crate::policy::{Policy, ProcSched};
 use crate::record::{ProcessRecord, RunStatus};
@@ -201,13 +202,13 @@ impl ModelMetric {
     fn of_process(self, p: &ProcessRecord) -> Option<f64> {
         match self {
             ModelMetric::Share => {
-                let run = p.run_ns? as f64;
+                let run = p.kernel.get(Field::RunNs)? as f64;
                 (p.wall_ns > 0).then(|| 100.0 * run / p.wall_ns as f64)
             }
             ModelMetric::Completion => p.end_ns.map(|ns| ns as f64 / 1e9),
             ModelMetric::Makespan | ModelMetric::WorkerShare => None,
             ModelMetric::InvolSwitches => p.usage.nivcsw.map(|v| v as f64),
-            ModelMetric::Slices => p.timeslices.map(|n| n as f64),
+            ModelMetric::Slices => p.kernel.get(Field::Timeslices).map(|n| n as f64),
             ModelMetric::WakeupP50 => p.figures.get("wakeup_p50_us").copied(),
             ModelMetric::RoundTrips => p.figures.get("round_trips_per_s").copied(),
             ModelMetric::Migrations => p
@@ -663,13 +664,15 @@ fn class_mean(procs: &[ProcessRecord], class: Option<Class>, m: ModelMetric) -> 
 /// The mean share of the workers of one class in all workers' CPU time,
 /// % (None with fewer than two workers).
 fn worker_share(procs: &[ProcessRecord], class: Option<Class>) -> Option<f64> {
-    let total: u64 = workers(procs).filter_map(|p| p.run_ns).sum();
+    let total: u64 = workers(procs)
+        .filter_map(|p| p.kernel.get(Field::RunNs))
+        .sum();
     if workers(procs).count() < 2 || total == 0 {
         return None;
     }
     let v: Vec<f64> = workers(procs)
         .filter(|p| class.is_none_or(|c| class_of(&p.sched) == c))
-        .filter_map(|p| p.run_ns)
+        .filter_map(|p| p.kernel.get(Field::RunNs))
         .map(|ns| 100.0 * ns as f64 / total as f64)
         .collect();
     (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)

@@ -3,8 +3,9 @@
 use super::comparisons::min_exact_p;
 use super::conditions::{cell, resamples_for};
 use super::*;
+use crate::fields::Field;
 use crate::policy::ProcSched;
-use crate::record::{ProcessRecord, RunStatus};
+use crate::record::{KernelCounts, ProcessRecord, RunStatus};
 use crate::report::sections::Section;
 use crate::testing::synth::{synthetic_env, synthetic_process, synthetic_record};
 
@@ -52,9 +53,10 @@ fn analysed(samples: &[(&str, Vec<f64>)]) -> Analysis {
                         nivcsw: Some(2),
                         ..base.usage
                     },
-                    run_ns: Some(100_000_000),
-                    wait_ns: Some(0),
-                    timeslices: Some(3),
+                    kernel: KernelCounts::default()
+                        .with(Field::RunNs, Some(100_000_000))
+                        .with(Field::WaitNs, Some(0))
+                        .with(Field::Timeslices, Some(3)),
                     work: Some(1000),
                     work_unit: "iterations".into(),
                     ..base
@@ -377,7 +379,10 @@ pub(super) fn mem_run(id: i64, policy: &str, rep: i64, status: &str, makespan_s:
 fn mem_process(run_id: i64, index: i64, wall_s: f64) -> ReportProcess {
     let ns = (wall_s * 1e9) as i64;
     ReportProcess {
-        kernel: Default::default(),
+        kernel: KernelCounts::default()
+            .with(Field::RunNs, Some(ns as u64))
+            .with(Field::WaitNs, Some(0))
+            .with(Field::Timeslices, Some(5)),
         run_id,
         process_index: index,
         nice: Some(0),
@@ -389,9 +394,6 @@ fn mem_process(run_id: i64, index: i64, wall_s: f64) -> ReportProcess {
             nvcsw: Some(1),
             nivcsw: Some(10 * (index as u64 + 1)),
         },
-        run_ns: Some(ns),
-        wait_ns: Some(0),
-        timeslices: Some(5),
         work: Some(1000),
         end_ns: Some(ns),
     }

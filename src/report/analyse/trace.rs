@@ -501,7 +501,8 @@ fn agreement_of(run_id: i64, ci: usize, p: &ProcessTrace, rec: &ProcessRecord) -
     };
     let rusage_switches = rec.usage.nvcsw.zip(rec.usage.nivcsw).map(|(v, i)| v + i);
     let tree_tasks = rec.figures.get("tree_tasks").map(|&t| t as u64);
-    let (oncpu_ratio, oncpu_off) = match rec.run_ns {
+    let schedstat_run_ns = rec.kernel.get(crate::fields::Field::RunNs);
+    let (oncpu_ratio, oncpu_off) = match schedstat_run_ns {
         Some(run) => ratio(trace_oncpu_ns, run),
         None => (None, false),
     };
@@ -518,7 +519,7 @@ fn agreement_of(run_id: i64, ci: usize, p: &ProcessTrace, rec: &ProcessRecord) -
         process_index: rec.index,
         pid: p.tgid,
         trace_oncpu_ns,
-        schedstat_run_ns: rec.run_ns,
+        schedstat_run_ns,
         oncpu_ratio,
         trace_switches,
         rusage_switches,

@@ -115,7 +115,8 @@ pub fn run_hog_share(hogs: &[&crate::record::ProcessRecord]) -> Option<f64> {
     hogs.iter()
         .map(|p| {
             p.figures.get("cpu_share").copied().or_else(|| {
-                p.run_ns
+                p.kernel
+                    .get(crate::fields::Field::RunNs)
                     .filter(|_| p.wall_ns > 0)
                     .map(|r| r as f64 / p.wall_ns as f64)
             })
@@ -653,10 +654,8 @@ mod tests {
             end_ns: Some(2_000_000_000),
             wall_ns: 2_000_000_000,
             usage: crate::record::ProcessUsage::default(),
-            run_ns: Some(1_000_000_000),
-            wait_ns: None,
-            timeslices: None,
-            kernel: Default::default(),
+            kernel: crate::record::KernelCounts::default()
+                .with(crate::fields::Field::RunNs, Some(1_000_000_000)),
             work: Some(4_000),
             work_unit: "hashes".into(),
             slice_ns: None,

@@ -118,7 +118,9 @@ fn calibrates_on_the_first_condition_and_predicts_the_model_s_own_runs() {
 fn a_class_short_of_its_share_in_every_run_is_a_finding() {
     let (input, _) = input(|p| {
         if p.index == 1 {
-            p.run_ns = p.run_ns.map(|ns| (ns as f64 * 0.88) as u64);
+            let run = p.kernel.get(Field::RunNs);
+            p.kernel
+                .set(Field::RunNs, run.map(|ns| (ns as f64 * 0.88) as u64));
         }
     });
     let c = check(&input, &tests_settings());
@@ -148,7 +150,9 @@ fn a_class_short_of_its_share_in_every_run_is_a_finding() {
 fn a_miss_beside_busy_other_programs_shows_them_as_its_cause() {
     let short = |p: &mut ProcessRecord| {
         if p.index == 1 {
-            p.run_ns = p.run_ns.map(|ns| (ns as f64 * 0.88) as u64);
+            let run = p.kernel.get(Field::RunNs);
+            p.kernel
+                .set(Field::RunNs, run.map(|ns| (ns as f64 * 0.88) as u64));
         }
     };
     let (mut input, _) = input(short);
@@ -202,7 +206,9 @@ fn a_miss_beside_busy_other_programs_shows_them_as_its_cause() {
 fn quiet_other_programs_are_no_cause() {
     let (mut input, _) = input(|p| {
         if p.index == 1 {
-            p.run_ns = p.run_ns.map(|ns| (ns as f64 * 0.88) as u64);
+            let run = p.kernel.get(Field::RunNs);
+            p.kernel
+                .set(Field::RunNs, run.map(|ns| (ns as f64 * 0.88) as u64));
         }
     });
     for r in &mut input.conditions[1].runs {
@@ -395,7 +401,10 @@ fn periodic_wakeup_is_calibrated_on_the_rt_condition() {
 
 #[test]
 fn several_classes_of_one_figure_make_one_finding() {
-    let (input, _) = input(|p| p.run_ns = p.run_ns.map(|ns| ns / 2));
+    let (input, _) = input(|p| {
+        let run = p.kernel.get(Field::RunNs);
+        p.kernel.set(Field::RunNs, run.map(|ns| ns / 2))
+    });
     let c = check(&input, &tests_settings());
     let f: Vec<&String> = c
         .findings

@@ -91,7 +91,8 @@ pub fn weighted_runs(a: &Analysis, mut details: RunDetails) -> Vec<WeightedRun> 
             .map(|p| ProcFacts {
                 index: p.index as usize,
                 cpu_ns: p
-                    .run_ns
+                    .kernel
+                    .get(crate::fields::Field::RunNs)
                     .map_or((p.usage.utime_us + p.usage.stime_us) as f64 * 1e3, |ns| {
                         ns as f64
                     }),
