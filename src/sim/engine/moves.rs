@@ -111,11 +111,12 @@ impl Engine<'_> {
     /// 1x4x1 debian-6.12 tcg-icount guest (scripts/guest-lb-probe) made
     /// 3.50: its first busy passes were 7 ms apart and its intervals run
     /// 63-72 ms where 63 are due (the ticks it loses), so that pass comes
-    /// anywhere in 12-126 ms and is often balanced. With the CPUs' passes
-    /// offset by 4 ms or more the model gives 3.33-3.67 (count 82-86,
-    /// balanced 40-42; the guest's schedstat: 82 and 37). Which offset a
-    /// machine has is its history (its idle passes before the work), not
-    /// in the model.
+    /// anywhere in 12-126 ms and is often balanced. With CPU c's first
+    /// pass c × 4 ms (or 8, 16) later the model gives 3.33 (passes 83-84,
+    /// balanced 42, failed 21-22, gained 20; the guest's schedstat: 82,
+    /// 37, 26, 19), with c × 2 ms 4.00; before the LLC rule it gave 5.00
+    /// at any offset. Which offset a machine has is its history (its idle
+    /// passes before the work), not in the model.
     pub(super) fn periodic_balance(&mut self) {
         if self.topo.cpus() < 2 {
             return;
