@@ -22,12 +22,13 @@
 //!   `imbalance_pct` of the busiest's; a busy CPU facing a group that is
 //!   not overloaded; a busiest group with one task.
 //! - `calculate_imbalance`: a local group with spare capacity facing an
-//!   overloaded group (not on SMT) takes utilisation (`migrate_util`: its
-//!   spare capacity, each task's `util_avg` weighed against it; an idle
-//!   CPU facing none takes one task); facing one not overloaded it takes
-//!   tasks (`migrate_task`: half the difference in tasks when the groups
-//!   are single CPUs or SMT siblings are preferred, else half the
-//!   difference in idle CPUs; on NUMA domains none while the busiest group
+//!   overloaded group above the LLC (PKG, NUMA: no SD_SHARE_LLC) takes
+//!   utilisation (`migrate_util`: its spare capacity, each task's
+//!   `util_avg` weighed against it; an idle CPU facing none takes one
+//!   task); otherwise it takes tasks (`migrate_task`: half the difference
+//!   in tasks when the groups are single CPUs or SMT siblings are
+//!   preferred, `sibling_imbalance`, which is none for a busy CPU, else
+//!   half the difference in idle CPUs; on NUMA domains none while the busiest group
 //!   runs at most `imb_numa_nr` = a quarter of its CPUs,
 //!   `adjust_numa_imbalance`); otherwise load (`migrate_load`):
 //!   min((busiest − average) × its capacity, (average − local) × its
@@ -208,9 +209,12 @@ pub fn find_imbalance(d: &Domain, cpus: &[CpuLoad], this: usize) -> Option<Decis
     if local.kind == GroupType::FullyBusy && busiest.kind == GroupType::FullyBusy {
         return None;
     }
+    // SD_SHARE_LLC: SMT and MC domains (`cpu_smt_flags`,
+    // `cpu_core_flags`).
+    let shares_llc = matches!(d.level, Level::Smt | Level::Mc);
     let imbalance = if local.kind == GroupType::HasSpare
         && busiest.kind == GroupType::Overloaded
-        && d.level != Level::Smt
+        && !shares_llc
     {
         // `migrate_util`: fill the local group's spare capacity; an idle
         // CPU facing none (utilisation at capacity) takes one task.
@@ -221,6 +225,11 @@ pub fn find_imbalance(d: &Domain, cpus: &[CpuLoad], this: usize) -> Option<Decis
         }
     } else if local.kind == GroupType::HasSpare {
         let n = if busiest.weight == 1 || d.level != Level::Numa && d.groups[0].len() > 1 {
+            // `sibling_imbalance`: none for a busy CPU (`!env->idle`),
+            // so a busy CPU with spare capacity in an LLC takes nothing.
+            if !this_idle {
+                return None;
+            }
             busiest.nr.saturating_sub(local.nr) / 2
         } else {
             local.idle_cpus.saturating_sub(busiest.idle_cpus) / 2
@@ -324,11 +333,15 @@ impl LbState {
         }
     }
 
-    /// `get_sd_balance_interval` in ns for a machine of `hz` and `cpus`.
+    /// `get_sd_balance_interval` in ns for a machine of `hz` and `cpus`:
+    /// a busy CPU's is one jiffy short of `balance_interval` ×
+    /// `busy_factor` ("preventing their balancing periods from being
+    /// multiples of each other": 63 and 127 jiffies at HZ 1000 on 4 CPUs,
+    /// as a 6.12 guest's passes come).
     pub fn interval_ns(&self, d: &Domain, busy: bool, hz: u32, cpus: usize) -> u64 {
         let ms = self.interval_ms * if busy { d.busy_factor } else { 1 };
         let hz = u64::from(hz.max(1));
-        let jiffies = (ms * hz).div_ceil(1000);
+        let jiffies = (ms * hz).div_ceil(1000).saturating_sub(u64::from(busy));
         let max = (hz * cpus as u64 / 10).max(1);
         jiffies.clamp(1, max) * (1_000_000_000 / hz)
     }
@@ -337,11 +350,23 @@ impl LbState {
         now >= self.last_ns + self.interval_ns(d, busy, hz, cpus)
     }
 
+    /// `active_load_balance_cpu_stop` moved a task: "Active balancing
+    /// done, reset the failure counter" (6.12; before 5.13 the kicking
+    /// CPU set it to cache_nice_tries + 1 instead).
+    pub fn pushed(&mut self) {
+        self.failed = 0;
+    }
+
     /// The end of `sched_balance_rq`: failures counted, the interval
     /// reset when unbalanced, doubled (to the max) when balanced.
-    /// `active`: whether the caller should move a running task now
-    /// (`need_active_balance`: failed more than cache_nice_tries + 2).
-    pub fn after(&mut self, d: &Domain, r: LbResult, now: u64) -> bool {
+    /// Returns whether the caller should kick an active balance now
+    /// (`need_active_balance`, of which the model has
+    /// `imbalanced_active_balance`: a `migrate_task` imbalance, `tasks`,
+    /// that failed more than cache_nice_tries + 2 times; a load or
+    /// utilisation imbalance never does, its halving in `detach_tasks`
+    /// lets a waiting task go instead). The counter stays: the stopper
+    /// resets it when it moves a task ([`LbState::pushed`]).
+    pub fn after(&mut self, d: &Domain, r: LbResult, tasks: bool, now: u64) -> bool {
         self.last_ns = now;
         match r {
             LbResult::Balanced => {
@@ -354,11 +379,7 @@ impl LbState {
             LbResult::Moved(0) => {
                 self.failed += 1;
                 self.interval_ms = d.min_interval_ms;
-                if self.failed > d.cache_nice_tries + 2 {
-                    self.failed = d.cache_nice_tries + 1;
-                    return true;
-                }
-                false
+                tasks && self.failed > d.cache_nice_tries + 2
             }
             LbResult::Moved(_) => {
                 self.failed = 0;
@@ -392,14 +413,28 @@ mod tests {
         }
     }
 
+    /// Two CPUs of one package, each its own LLC: a PKG domain (no
+    /// SD_SHARE_LLC).
+    fn two_llcs() -> SimTopology {
+        use crate::sim::topology::Place;
+        let place = |c: usize| Place {
+            core: c,
+            llc: c,
+            package: 0,
+            node: 0,
+        };
+        SimTopology::from_places(vec![place(0), place(1)])
+    }
+
     #[test]
     fn an_idle_cpu_takes_a_task_off_an_overloaded_one() {
-        let t = SimTopology::flat(2);
         let cpus = [load(0), load(3)];
+        // Across LLCs, spare local, overloaded busiest: `migrate_util`,
+        // the idle CPU's whole capacity.
+        let t = two_llcs();
         let d = &t.domains[0][0];
+        assert_eq!(d.level, Level::Pkg);
         assert!(should_we_balance(d, &cpus, 0));
-        // Spare local, overloaded busiest: `migrate_util`, the idle CPU's
-        // whole capacity.
         assert_eq!(
             find_imbalance(d, &cpus, 0),
             Some(Decision {
@@ -407,8 +442,50 @@ mod tests {
                 imbalance: Imbalance::Util(1024)
             })
         );
+        // Within an LLC (MC): `migrate_task`, `sibling_imbalance` (3 − 0)
+        // halved: one task.
+        let t = SimTopology::flat(2);
+        let d = &t.domains[0][0];
+        assert_eq!(d.level, Level::Mc);
+        assert_eq!(
+            find_imbalance(d, &cpus, 0),
+            Some(Decision {
+                src: 1,
+                imbalance: Imbalance::Tasks(1)
+            })
+        );
         // The busy CPU sees nothing to take.
         assert_eq!(find_imbalance(&t.domains[1][0], &cpus, 1), None);
+    }
+
+    #[test]
+    fn a_busy_cpu_with_spare_capacity_in_an_llc_takes_nothing() {
+        // A hog that shared its CPU until its partner left has util about
+        // 512: its CPU has spare capacity (512 × 1.17 < 1024) but is busy,
+        // and `sibling_imbalance` is 0 when `!env->idle`: balanced, where
+        // across LLCs it takes utilisation (`migrate_util`).
+        let lone = CpuLoad {
+            util: 512,
+            ..load(1)
+        };
+        let cpus = [lone, load(2)];
+        let t = SimTopology::flat(2);
+        assert_eq!(find_imbalance(&t.domains[0][0], &cpus, 0), None);
+        let t = two_llcs();
+        assert_eq!(
+            find_imbalance(&t.domains[0][0], &cpus, 0),
+            Some(Decision {
+                src: 1,
+                imbalance: Imbalance::Util(512)
+            })
+        );
+        // Once its util passes 1024 / 1.17 it is fully busy and takes load.
+        let cpus = [CpuLoad { util: 880, ..lone }, load(2)];
+        let t = SimTopology::flat(2);
+        assert_eq!(
+            find_imbalance(&t.domains[0][0], &cpus, 0).map(|d| d.imbalance),
+            Some(Imbalance::Load(512))
+        );
     }
 
     #[test]
@@ -473,18 +550,21 @@ mod tests {
         };
         assert_eq!(find_imbalance(d, &[light(1, 300), light(2, 500)], 0), None);
         // The same two tasks always runnable (runnable 2048 > 1024 × 1.17):
-        // overloaded; CPU 0 with spare capacity takes its utilisation.
+        // overloaded; CPU 0 with spare capacity takes its utilisation
+        // across LLCs, and nothing within one (busy: `sibling_imbalance`
+        // is 0).
         let busy = CpuLoad {
             runnable: 2048,
             ..light(2, 1024)
         };
         assert_eq!(
-            find_imbalance(d, &[light(1, 300), busy], 0),
+            find_imbalance(&two_llcs().domains[0][0], &[light(1, 300), busy], 0),
             Some(Decision {
                 src: 1,
                 imbalance: Imbalance::Util(724)
             })
         );
+        assert_eq!(find_imbalance(d, &[light(1, 300), busy], 0), None);
         // One task at full util leaves CPU 0 fully busy: load against the
         // domain's average, min(2048 − 1536, 1536 − 1024) = 512.
         let full = CpuLoad {
@@ -516,20 +596,36 @@ mod tests {
         let t = SimTopology::flat(2);
         let d = &t.domains[0][0];
         let mut s = LbState::new(d);
-        // 2 ms × busy factor 16 = 32 ms = 8 ticks at HZ 250.
-        assert_eq!(s.interval_ns(d, true, 250, 2), 32_000_000);
+        // 2 ms × busy factor 16 = 32 ms = 8 ticks at HZ 250, one short
+        // when busy: 7 ticks.
+        assert_eq!(s.interval_ns(d, true, 250, 2), 28_000_000);
         // Idle: 2 ms → 1 jiffy (4 ms).
         assert_eq!(s.interval_ns(d, false, 250, 2), 4_000_000);
-        assert!(!s.after(d, LbResult::Balanced, 0));
+        assert!(!s.after(d, LbResult::Balanced, false, 0));
         assert_eq!(s.interval_ms, 4);
-        assert!(!s.after(d, LbResult::Balanced, 0));
+        assert!(!s.after(d, LbResult::Balanced, false, 0));
         assert_eq!(s.interval_ms, 4, "at most max_interval");
-        s.after(d, LbResult::Moved(1), 0);
+        // 4 ms × 16 = 64 ms = 16 ticks at HZ 250, 15 busy.
+        assert_eq!(s.interval_ns(d, true, 250, 2), 60_000_000);
+        s.after(d, LbResult::Moved(1), false, 0);
         assert_eq!((s.interval_ms, s.failed), (2, 0));
-        // cache_nice_tries 1: the 4th failure asks for active balancing.
-        let active: Vec<bool> = (0..4).map(|_| s.after(d, LbResult::Moved(0), 0)).collect();
-        assert_eq!(active, vec![false, false, false, true]);
-        assert_eq!(s.failed, 2);
+        // cache_nice_tries 1: a migrate_task imbalance's 4th failure asks
+        // for active balancing, and so does each after it until the
+        // stopper moves a task.
+        let active: Vec<bool> = (0..5)
+            .map(|_| s.after(d, LbResult::Moved(0), true, 0))
+            .collect();
+        assert_eq!(active, vec![false, false, false, true, true]);
+        assert_eq!(s.failed, 5);
+        s.pushed();
+        assert_eq!(s.failed, 0);
+        // A load imbalance never does: its failures halve the tasks'
+        // loads in `detach_tasks` instead.
+        let active: Vec<bool> = (0..6)
+            .map(|_| s.after(d, LbResult::Moved(0), false, 0))
+            .collect();
+        assert!(active.iter().all(|&a| !a));
+        assert_eq!(s.failed, 6);
     }
 
     #[test]

@@ -262,8 +262,14 @@ struct Task {
     worker: bool,
     /// Its wake in [`Engine::wakes`] not yet followed by a switch-in.
     pending_wake: Option<usize>,
-    /// When it last left a CPU (for `task_hot` and `detach_tasks`'s order).
+    /// When it last left a CPU (for `task_hot`).
     last_ran_ns: u64,
+    /// Its place in its CPU's `cfs_tasks`, most recently used first: the
+    /// [`Engine::listed`] count when it was last enqueued (`list_add` at
+    /// the head, `account_entity_enqueue`) or picked to run (`list_move`
+    /// to the head, `__set_next_task_fair`). Balancing detaches from the
+    /// tail: the lowest first.
+    listed: u64,
     /// Moved since it last ran: its next run pays the migration cost.
     moved: bool,
 }
@@ -320,6 +326,8 @@ pub struct Engine<'m> {
     events: u64,
     /// The fair class's load averages (`load`).
     pelt: load::Pelt,
+    /// Moves to the head of a `cfs_tasks` list so far (see `Task::listed`).
+    listed: u64,
 }
 
 impl<'m> Engine<'m> {
@@ -349,6 +357,7 @@ impl<'m> Engine<'m> {
             topo,
             lb,
             lb_tally: Default::default(),
+            listed: 0,
             m,
             now: 0,
             tasks: Vec::with_capacity(specs.len()),
@@ -415,6 +424,7 @@ impl<'m> Engine<'m> {
                 worker: s.worker,
                 pending_wake: None,
                 last_ran_ns: 0,
+                listed: 0,
                 moved: false,
             });
         }
@@ -956,6 +966,7 @@ impl<'m> Engine<'m> {
     fn enqueue(&mut self, c: usize, i: usize, initial: bool) {
         match self.tasks[i].sched {
             SchedSpec::Fair { .. } => {
+                self.list_at_head(i);
                 self.pelt_enqueue(c, i);
                 self.cpus[c].fair.enqueue(&mut self.fair, i, c, initial);
             }
@@ -963,6 +974,12 @@ impl<'m> Engine<'m> {
             SchedSpec::Deadline { .. } => self.cpus[c].dl.queued.push(i),
             SchedSpec::Wrr => {}
         }
+    }
+
+    /// Fair task `i` goes to the head of its CPU's `cfs_tasks`.
+    fn list_at_head(&mut self, i: usize) {
+        self.listed += 1;
+        self.tasks[i].listed = self.listed;
     }
 
     fn dequeue(&mut self, c: usize, i: usize, sleep: bool) {
@@ -1045,6 +1062,7 @@ impl<'m> Engine<'m> {
         {
             // set_next_entity: RUN_TO_PARITY protects its slice.
             self.fair[n].protected = true;
+            self.list_at_head(n);
         }
         if next == prev {
             return;

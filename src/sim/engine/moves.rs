@@ -99,6 +99,24 @@ impl Engine<'_> {
     /// At the tick: each busy CPU balances each domain whose interval has
     /// passed, lowest level first (`rebalance_domains`); idle CPUs pull at
     /// once in [`Engine::balance`] instead (newidle and nohz balancing).
+    ///
+    /// Every CPU's first pass falls on the same tick, so the passes stay
+    /// in lock step. That decides how many moves N hogs on M CPUs make: a
+    /// CPU left with one hog of two has that hog's util near 512 and spare
+    /// capacity until it passes 1024 / 1.17 (about 57 ms), and a busy CPU
+    /// with spare capacity in an LLC takes nothing (balanced, its interval
+    /// doubled). In lock step its next pass comes 63 ms after it lost the
+    /// task, just past that, and every move takes two passes: 6 hogs on a
+    /// 4-CPU HZ 1000 machine for 2 s, 5.00 migrations per process. A
+    /// 1x4x1 debian-6.12 tcg-icount guest (scripts/guest-lb-probe) made
+    /// 3.50: its first busy passes were 7 ms apart and its intervals run
+    /// 63-72 ms where 63 are due (the ticks it loses), so that pass comes
+    /// anywhere in 12-126 ms and is often balanced. With CPU c's first
+    /// pass c × 4 ms (or 8, 16) later the model gives 3.33 (passes 83-84,
+    /// balanced 42, failed 21-22, gained 20; the guest's schedstat: 82,
+    /// 37, 26, 19), with c × 2 ms 4.00; before the LLC rule it gave 5.00
+    /// at any offset. Which offset a machine has is its history (its idle
+    /// passes before the work), not in the model.
     pub(super) fn periodic_balance(&mut self) {
         if self.topo.cpus() < 2 {
             return;
@@ -115,30 +133,51 @@ impl Engine<'_> {
                 }
                 let loads = self.cpu_loads();
                 let d = d.clone();
-                let result = if !balance::should_we_balance(&d, &loads, c) {
-                    LbResult::Balanced
+                let dec = if balance::should_we_balance(&d, &loads, c) {
+                    balance::find_imbalance(&d, &loads, c)
                 } else {
-                    match balance::find_imbalance(&d, &loads, c) {
-                        None => LbResult::Balanced,
-                        Some(dec) => {
-                            let failed = self.lb[c][level].failed;
-                            // `task_hot`: SMT siblings share cache, never hot.
-                            let hot_ok = failed > d.cache_nice_tries || d.level == Level::Smt;
-                            LbResult::Moved(self.detach_fair(dec, c, failed, hot_ok))
-                        }
+                    None
+                };
+                let result = match dec {
+                    None => LbResult::Balanced,
+                    Some(dec) => {
+                        let failed = self.lb[c][level].failed;
+                        // `task_hot`: SMT siblings share cache, never hot.
+                        let hot_ok = failed > d.cache_nice_tries || d.level == Level::Smt;
+                        LbResult::Moved(self.detach_fair(dec, c, failed, hot_ok))
                     }
                 };
                 self.lb_tally.add(result);
-                if self.lb[c][level].after(&d, result, self.now) {
-                    self.active_balance(&d, c);
+                let tasks = dec.is_some_and(|d| matches!(d.imbalance, Imbalance::Tasks(_)));
+                if self.lb[c][level].after(&d, result, tasks, self.now)
+                    && let Some(dec) = dec
+                    && self.active_balance(dec.src, c)
+                {
+                    self.lb[c][level].pushed();
                 }
             }
         }
     }
 
-    /// `detach_tasks` + `attach_tasks`: move waiting fair tasks from
-    /// `dec.src` to `to` (the one with the most CPU first, see below),
-    /// skipping those pinned elsewhere, cache hot (ran within
+    /// Fair tasks on CPU `c` that may go to `to`, least recently used
+    /// first (from the tail of `cfs_tasks`, as `detach_tasks` and
+    /// `detach_one_task` walk it).
+    fn movable_lru(&self, c: usize, to: usize) -> Vec<usize> {
+        let mut cands: Vec<usize> = self.cpus[c]
+            .fair
+            .queued
+            .iter()
+            .copied()
+            .filter(|&i| matches!(self.tasks[i].state, State::Runnable | State::Running))
+            .filter(|&i| self.tasks[i].cpus.contains(&to))
+            .collect();
+        cands.sort_by_key(|&i| self.tasks[i].listed);
+        cands
+    }
+
+    /// `detach_tasks` + `attach_tasks`: move fair tasks from `dec.src` to
+    /// `to` (the one with the most CPU first, see below), skipping those
+    /// pinned elsewhere, cache hot (ran within
     /// [`balance::MIGRATION_COST_NS`], unless `hot_ok`) or, for a load or
     /// utilisation imbalance, whose PELT load (`task_h_load`) or
     /// utilisation (`util_avg`) halved `failed` times exceeds what is left
@@ -146,29 +185,28 @@ impl Engine<'_> {
     fn detach_fair(&mut self, dec: Decision, to: usize, failed: u32, hot_ok: bool) -> usize {
         let from = dec.src;
         let curr = self.cpus[from].curr;
-        let mut cands: Vec<usize> = self.cpus[from]
-            .fair
-            .queued
-            .iter()
-            .copied()
-            .filter(|&i| Some(i) == curr || self.tasks[i].state == State::Runnable)
-            .filter(|&i| self.tasks[i].cpus.contains(&to))
+        let mut cands: Vec<usize> = self
+            .movable_lru(from, to)
+            .into_iter()
             .filter(|&i| {
                 Some(i) == curr
                     || hot_ok
                     || self.now.saturating_sub(self.tasks[i].last_ran_ns) >= MIGRATION_COST_NS
             })
             .collect();
-        // The kernel takes the least recently run first (the tail of
-        // `cfs_tasks`); which task that is at a balance instant depends on
-        // timing jitter the model lacks (its slices and balance intervals
-        // fall on ticks in lock step, so one task would bounce forever).
-        // The model moves the task that has had the most CPU first, least
-        // recently run among equals: over many passes, as the jitter does,
-        // every task takes its turn on the less loaded CPU. For that the
-        // running task counts too (moved as the stopper of an active
-        // balance would move it): otherwise the one waiting at the
-        // instant, always the same in lock step, would be the only choice.
+        // The kernel walks `cfs_tasks` from its tail, least recently used
+        // first, and never takes the running task (`can_migrate_task`
+        // refuses `task_on_cpu`; a 6.12 guest's hogs counted 27
+        // `nr_failed_migrations_running` over 2 s). Which task waits at a
+        // balance instant depends on the phase of slices against passes;
+        // the model's ticks, slices and passes fall in lock step, so taking
+        // the waiting task as the kernel does moves the same one each time
+        // (3 hogs on 2 CPUs for 4 s: one never moves and gets 0.746 of a
+        // CPU). The model moves the task that has had the most CPU first,
+        // least recently run among equals, the running one included (as
+        // the stopper of an active balance would move it): over many
+        // passes, as the jitter does, every task takes its turn on the less
+        // loaded CPU. How many move, and when, is the kernel's either way.
         cands.sort_by_key(|&i| {
             (
                 Reverse(self.tasks[i].stats.run_ns),
@@ -208,30 +246,27 @@ impl Engine<'_> {
         moved
     }
 
-    /// `active_load_balance_cpu_stop`: after repeated failures, the
-    /// busiest CPU's running fair task moves to `to` if it may and it is
-    /// not alone there.
-    fn active_balance(&mut self, d: &crate::sim::topology::Domain, to: usize) {
-        let loads = self.cpu_loads();
-        let Some(from) = d
-            .groups
-            .iter()
-            .skip(1)
-            .flatten()
-            .copied()
-            .filter(|&c| loads[c].nr_running > loads[to].nr_running + 1)
-            .max_by_key(|&c| (loads[c].load, Reverse(c)))
-        else {
-            return;
+    /// `active_load_balance_cpu_stop` kicked by `to` on `from` (the pass's
+    /// busiest CPU), if `from`'s running task may run on `to`: the
+    /// stopper preempts that task and, if more than it is there,
+    /// `detach_one_task` moves the least recently used fair task that may
+    /// go (hot or not): the one that waited longest, or the preempted one
+    /// if alone. True: a task moved.
+    fn active_balance(&mut self, from: usize, to: usize) -> bool {
+        let Some(curr) = self.cpus[from].curr else {
+            return false;
         };
-        let Some(i) = self.cpus[from].curr.filter(|&i| self.is_fair(i)) else {
-            return;
-        };
-        if !self.tasks[i].cpus.contains(&to) {
-            return;
+        if !self.tasks[curr].cpus.contains(&to) {
+            return false;
         }
-        self.preempt_running(from, i);
+        if self.is_fair(curr) {
+            self.preempt_running(from, curr);
+        }
+        let Some(&i) = self.movable_lru(from, to).first() else {
+            return false;
+        };
         self.migrate(i, from, to);
+        true
     }
 
     /// Take running task `i` off CPU `c`, still runnable (the stopper
