@@ -146,13 +146,12 @@ impl Plan {
         #[cfg(test)]
         PLANS_MADE.with(|n| n.set(n.get() + 1));
         let mut runs = matrix(spec);
-        runs.retain(|r| {
-            let key = r.factor_key();
-            !spec.exclude.iter().any(|e| e.matches(&key))
-        });
+        for r in &mut runs {
+            r.key = r.factor_key();
+        }
+        runs.retain(|r| !spec.exclude.iter().any(|e| e.matches(&r.key)));
         for (i, r) in runs.iter_mut().enumerate() {
             r.seq = i;
-            r.key = r.factor_key();
         }
         Plan {
             round: spec

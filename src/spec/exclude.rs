@@ -79,41 +79,22 @@ fn any_condition_left(factors: &[(&str, Vec<String>)], entries: &[Exclusion]) ->
 /// as run keys write them ([`crate::plan::Run::factor_key`]); factors the
 /// campaign does not sweep have no levels.
 fn levels(spec: &Spec) -> Vec<(&'static str, Vec<String>)> {
-    let names = |v: &mut dyn Iterator<Item = String>| v.collect::<Vec<_>>();
+    fn labels<T>(levels: &[T], label: impl Fn(&T) -> String) -> Vec<String> {
+        levels.iter().map(label).collect()
+    }
     vec![
-        (
-            "policy",
-            names(&mut spec.policies.iter().map(|p| p.name().to_string())),
-        ),
-        (
-            "workload",
-            names(&mut spec.workloads.iter().map(|w| w.name.clone())),
-        ),
-        (
-            "processes",
-            names(&mut spec.processes.iter().map(u32::to_string)),
-        ),
-        (
-            "priorities",
-            names(&mut spec.priorities.iter().map(|p| p.name.clone())),
-        ),
-        ("cpus", names(&mut spec.cpus.iter().map(Cpus::label))),
-        (
-            "rt_runtime_us",
-            names(&mut spec.rt_runtime_us.iter().map(i64::to_string)),
-        ),
-        (
-            "slice_us",
-            names(&mut spec.slice_us.iter().map(u32::to_string)),
-        ),
+        ("policy", labels(&spec.policies, |p| p.name().to_string())),
+        ("workload", labels(&spec.workloads, |w| w.name.clone())),
+        ("processes", labels(&spec.processes, u32::to_string)),
+        ("priorities", labels(&spec.priorities, |p| p.name.clone())),
+        ("cpus", labels(&spec.cpus, Cpus::label)),
+        ("rt_runtime_us", labels(&spec.rt_runtime_us, i64::to_string)),
+        ("slice_us", labels(&spec.slice_us, u32::to_string)),
         (
             "ext_scheduler",
-            names(&mut spec.ext_schedulers.iter().map(|x| x.name.clone())),
+            labels(&spec.ext_schedulers, |x| x.name.clone()),
         ),
-        (
-            "machine",
-            names(&mut spec.machines.iter().map(|m| m.name.clone())),
-        ),
+        ("machine", labels(&spec.machines, |m| m.name.clone())),
     ]
 }
 

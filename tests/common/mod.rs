@@ -154,6 +154,30 @@ pub fn chromium() -> Option<std::path::PathBuf> {
     .then_some(p)
 }
 
+/// A headless screenshot of `url` in a window of `size` ("1280,2000"),
+/// written to `png_path` and returned (Chromium must succeed).
+pub fn screenshot(chrome: &Path, url: &str, size: &str, png_path: &Path) -> Vec<u8> {
+    let profile = tempfile::tempdir().unwrap();
+    let shot = headless(chrome, profile.path())
+        .arg(format!("--screenshot={}", png_path.display()))
+        .arg(format!("--window-size={size}"))
+        .arg(url)
+        .output()
+        .expect("run chromium");
+    assert!(shot.status.success(), "{}", text(&shot));
+    std::fs::read(png_path).unwrap()
+}
+
+/// No line of Chromium's log (its stderr) reports a console error or an
+/// uncaught exception of the page.
+pub fn assert_no_console_errors(stderr: &[u8]) {
+    let log = String::from_utf8_lossy(stderr);
+    for bad in ["CONSOLE", "Uncaught", "ERROR:CONSOLE"] {
+        let lines: Vec<&str> = log.lines().filter(|l| l.contains(bad)).collect();
+        assert!(lines.is_empty(), "console errors: {lines:?}");
+    }
+}
+
 /// Base Chromium command line: headless, no network, no profile reuse.
 pub fn headless(chrome: &Path, profile: &Path) -> Command {
     let mut c = Command::new(chrome);

@@ -10,7 +10,7 @@ use schedlab::store::Store;
 use schedlab::testing::planted::{self, Planted};
 
 use crate::common;
-use common::{chromium, headless, schedlab, text};
+use common::{assert_no_console_errors, chromium, headless, schedlab, screenshot, text};
 
 /// One side of `cfg` as the only campaign of a new database `name`.
 fn database(dir: &Path, name: &str, cfg: &Planted, candidate: bool) -> PathBuf {
@@ -413,21 +413,9 @@ fn end_to_end_two_real_campaigns_compared_in_every_format() {
         "every chart survives parsing"
     );
     assert!(dom_html.contains("<section id=\"differences\">"));
-    let log = String::from_utf8_lossy(&dom.stderr);
-    for bad in ["CONSOLE", "Uncaught", "ERROR:CONSOLE"] {
-        let lines: Vec<&str> = log.lines().filter(|l| l.contains(bad)).collect();
-        assert!(lines.is_empty(), "console errors: {lines:?}");
-    }
+    assert_no_console_errors(&dom.stderr);
     let png_path = d.join("shot.png");
-    let profile = tempfile::tempdir().unwrap();
-    let shot = headless(&chrome, profile.path())
-        .arg(format!("--screenshot={}", png_path.display()))
-        .arg("--window-size=1280,2000")
-        .arg(&url)
-        .output()
-        .expect("run chromium");
-    assert!(shot.status.success(), "{}", text(&shot));
-    let png = std::fs::read(&png_path).unwrap();
+    let png = screenshot(&chrome, &url, "1280,2000", &png_path);
     assert!(png.starts_with(b"\x89PNG"), "not a PNG");
     // A blank 1280×2000 page compresses to a few kB; text, tables and
     // charts do not.

@@ -8,7 +8,7 @@ use schedlab::report::{Format, Metric, Options, Report};
 
 use crate::common;
 use crate::report::{charts, small_campaign};
-use common::{chromium, headless, schedlab, text};
+use common::{assert_no_console_errors, chromium, headless, schedlab, screenshot, text};
 
 /// What a screenshot shows, enough to tell a blank page from a drawn one
 /// (decoded by the `png` crate).
@@ -126,23 +126,11 @@ bytes = 65_536
         "every chart survives parsing"
     );
     assert!(dom_html.contains("<section id=\"summary\">"));
-    let log = String::from_utf8_lossy(&dom.stderr);
-    for bad in ["CONSOLE", "Uncaught", "ERROR:CONSOLE"] {
-        let lines: Vec<&str> = log.lines().filter(|l| l.contains(bad)).collect();
-        assert!(lines.is_empty(), "console errors: {lines:?}");
-    }
+    assert_no_console_errors(&dom.stderr);
 
     // A screenshot that is not blank.
     let png_path = d.join("shot.png");
-    let profile = tempfile::tempdir().unwrap();
-    let shot = headless(&chrome, profile.path())
-        .arg(format!("--screenshot={}", png_path.display()))
-        .arg("--window-size=1280,2000")
-        .arg(&url)
-        .output()
-        .expect("run chromium");
-    assert!(shot.status.success(), "{}", text(&shot));
-    let png = std::fs::read(&png_path).unwrap();
+    let png = screenshot(&chrome, &url, "1280,2000", &png_path);
     assert!(png.len() > 20_000, "screenshot is only {} bytes", png.len());
     let (w, h, colours) = png::summary(&png);
     assert_eq!((w, h), (1280, 2000));
@@ -227,15 +215,12 @@ fn check_first_screen(chrome: &Path, html: &Path, below: &str) -> serde_json::Va
     );
 
     let png_path = html.with_extension("png");
-    let profile = tempfile::tempdir().unwrap();
-    let shot = headless(chrome, profile.path())
-        .arg(format!("--screenshot={}", png_path.display()))
-        .arg("--window-size=1280,900")
-        .arg(format!("file://{}", html.display()))
-        .output()
-        .expect("run chromium");
-    assert!(shot.status.success(), "{}", text(&shot));
-    let png = std::fs::read(&png_path).unwrap();
+    let png = screenshot(
+        chrome,
+        &format!("file://{}", html.display()),
+        "1280,900",
+        &png_path,
+    );
     let (sw, sh, _) = png::summary(&png);
     assert_eq!((sw, sh), (1280, 900));
     // The visible part of the picture holds a chart (marks in several
