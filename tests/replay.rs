@@ -84,6 +84,23 @@ fn a_run_without_a_trace_is_refused() {
         &["synthesize", "--db", "t.db", "--run", "9", "-o", "r.toml"],
     );
     assert!(text(&o).contains("no run 9"), "{}", text(&o));
+    // An output that cannot be written is refused first (before the
+    // database is even opened), naming its path.
+    for extra in [
+        ["-o", "no/such/dir/r.toml", "--rt-app", "r.json"],
+        ["-o", "r.toml", "--rt-app", "no/such/dir/r.json"],
+    ] {
+        let mut args = vec!["synthesize", "--db", "missing.db", "--run", "1"];
+        args.extend(extra);
+        let o = run(dir.path(), &args);
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+        assert!(
+            text(&o).contains("directory no/such/dir does not exist"),
+            "{}",
+            text(&o)
+        );
+        assert!(!text(&o).contains("missing.db"), "{}", text(&o));
+    }
 }
 
 #[test]

@@ -91,6 +91,12 @@ fn write(path: &std::path::Path, text: &str) -> Result<()> {
 }
 
 pub(super) fn run(a: SynthesizeArgs) -> Result<i32> {
+    // An output that cannot be written is refused before the work (a
+    // calibration replay and the synthesis), not after it.
+    Target::parse(&a.output)?;
+    if let Some(p) = &a.rt_app {
+        Target::parse(p)?;
+    }
     let store = Store::open_existing(&a.db.db)?;
     let read = synth::read_run(&store, a.run, a.allow_lost)?;
     for c in &read.caveats {
