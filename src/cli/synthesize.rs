@@ -19,7 +19,7 @@ use crate::{out, spec};
 pub(super) struct SynthesizeArgs {
     #[command(flatten)]
     db: DbArg,
-    /// The traced run (`schedlab trace list` shows them).
+    /// The traced run (`schedlab trace list` lists them).
     #[arg(long)]
     run: i64,
     /// Where the replay spec goes (`-` for standard output).

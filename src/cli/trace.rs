@@ -1,4 +1,5 @@
-//! `schedlab trace export`: its arguments, and the command itself: one
+//! `schedlab trace list`: the traced runs of a database; `schedlab trace
+//! export`: its arguments, and the command itself: one
 //! stored run's kernel trace read from the store, encoded by
 //! [`crate::trace::export`] and written through [`crate::output`] (a file
 //! appears whole or not at all, a device or FIFO is written through, `-`
@@ -8,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
+use super::source::DbArg;
 use crate::out;
 use crate::output::{self, Target};
 use crate::store::Store;
@@ -27,6 +29,24 @@ pub(super) enum TraceCommand {
                             schedlab trace export --db traced.db --run 1 -o run1.json"
     )]
     Export(ExportArgs),
+    /// List the traced runs: run id, campaign, condition, events, CPUs, window, and
+    /// whether the trace is usable (else why not).
+    #[command(after_help = "Examples:\n  \
+                            schedlab trace list --db traced.db\n  \
+                            schedlab trace list --db traced.db --campaign 2 --json")]
+    List(ListArgs),
+}
+
+#[derive(clap::Args)]
+pub(super) struct ListArgs {
+    #[command(flatten)]
+    db: DbArg,
+    /// Only this campaign's runs (`schedlab campaigns` lists them).
+    #[arg(long)]
+    campaign: Option<i64>,
+    /// Print JSON instead of a table: one object per traced run.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(clap::Args)]
@@ -49,7 +69,66 @@ pub(super) struct ExportArgs {
 pub(super) fn run(command: TraceCommand) -> Result<i32> {
     match command {
         TraceCommand::Export(a) => export(&a),
+        TraceCommand::List(a) => list(&a),
     }
+}
+
+/// The traced runs, as a table or JSON.
+fn list(a: &ListArgs) -> Result<i32> {
+    let store = Store::open_existing(&a.db.db)?;
+    if let Some(c) = a.campaign
+        && !store.campaigns()?.iter().any(|s| s.campaign.id == c)
+    {
+        bail!(
+            "--campaign {c}: no such campaign in {} (`schedlab campaigns` lists them)",
+            out::path(&a.db.db)
+        );
+    }
+    let runs = store.traced_runs(a.campaign)?;
+    if a.json {
+        outln!("{}", serde_json::to_string_pretty(&runs)?)?;
+        return Ok(0);
+    }
+    if runs.is_empty() {
+        note!(
+            "no traced run in {} (runs are traced with `schedlab run --trace`, as root)",
+            out::path(&a.db.db)
+        );
+        return Ok(0);
+    }
+    outln!(
+        "{:>5} {:>8}  {:<7} {:>9} {:>6} {:<8} {:>10}  {}",
+        "run",
+        "campaign",
+        "status",
+        "events",
+        "lost",
+        "CPUs",
+        "window ms",
+        "condition / trace"
+    )?;
+    for r in &runs {
+        let i = &r.info;
+        let cpus: Vec<String> = i.cpus.iter().map(u32::to_string).collect();
+        let usable = match (i.predicted, i.caveat()) {
+            (true, _) => "the model's predicted timeline".to_string(),
+            (false, Some(c)) => c,
+            (false, None) => "usable".to_string(),
+        };
+        outln!(
+            "{:>5} {:>8}  {:<7} {:>9} {:>6} {:<8} {:>10.1}  {}: {}",
+            i.run_id,
+            r.campaign_id,
+            r.status,
+            i.event_count,
+            i.lost_events,
+            cpus.join(","),
+            i.end_ns.saturating_sub(i.start_ns) as f64 / 1e6,
+            out::esc(&r.run_key),
+            out::esc(&usable)
+        )?;
+    }
+    Ok(0)
 }
 
 /// Load the run's trace, write it, say what was written.

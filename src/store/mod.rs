@@ -15,7 +15,7 @@ mod replay;
 mod schema;
 mod trace;
 pub use replay::{EncodedTrace, ReplaySource};
-pub use trace::{RunTrace, TraceInfo};
+pub use trace::{RunTrace, TraceInfo, TracedRun};
 
 use anyhow::{Context, Result, bail};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};

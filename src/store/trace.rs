@@ -53,6 +53,19 @@ impl TraceInfo {
     }
 }
 
+/// A traced run as `schedlab trace list` shows it: its trace's facts and
+/// where the run belongs.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct TracedRun {
+    pub campaign_id: i64,
+    /// The run's condition and repetition.
+    pub run_key: String,
+    /// ok, failed, timeout.
+    pub status: String,
+    #[serde(flatten)]
+    pub info: TraceInfo,
+}
+
 /// A traced run's derived figures, for the report.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunTrace {
@@ -392,6 +405,29 @@ impl Store {
             .trace_infos("t.run_id = ?1", run_id)?
             .into_iter()
             .next())
+    }
+
+    /// Every traced run (of campaign `campaign` only, when given), in run
+    /// order.
+    pub fn traced_runs(&self, campaign: Option<i64>) -> Result<Vec<TracedRun>> {
+        let infos = self.trace_infos("(?1 < 0 OR r.campaign_id = ?1)", campaign.unwrap_or(-1))?;
+        let mut stmt = self
+            .conn
+            .prepare("SELECT campaign_id, run_key, status FROM runs WHERE id = ?1")?;
+        infos
+            .into_iter()
+            .map(|info| {
+                let (campaign_id, run_key, status) = stmt
+                    .query_row([info.run_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                    .with_context(|| format!("reading run {}", info.run_id))?;
+                Ok(TracedRun {
+                    campaign_id,
+                    run_key,
+                    status,
+                    info,
+                })
+            })
+            .collect()
     }
 
     /// A run's slices, wake-ups and repaired gaps as stored in its

@@ -582,3 +582,44 @@ fn trace_export_refuses_bad_input_naming_the_flag_or_path() {
     assert!(!out.exists());
     assert!(err.starts_with("error: "), "{err}");
 }
+
+#[test]
+fn trace_list_names_every_traced_run_and_what_is_wrong_with_its_trace() {
+    let (_dir, db, runs) = traced_db();
+    let list = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_schedlab"))
+            .args(["trace", "list", "--db"])
+            .arg(&db)
+            .args(extra)
+            .env_remove("SCHEDLAB_DB")
+            .output()
+            .expect("run schedlab trace list")
+    };
+    let o = list(&["--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let listed: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ids: Vec<i64> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["run_id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ids, [runs[0], runs[2]], "{listed}");
+    assert_eq!(listed[1]["lost_events"], 42, "{listed}");
+    let o = list(&[]);
+    let table = String::from_utf8_lossy(&o.stdout);
+    let line = |run: i64| {
+        table
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(&run.to_string()))
+            .unwrap_or_else(|| panic!("run {run} is not listed:\n{table}"))
+            .to_string()
+    };
+    assert!(line(runs[0]).ends_with(": usable"), "{table}");
+    assert!(line(runs[2]).contains("dropped 42 events"), "{table}");
+    assert!(!table.contains(&format!("\n{:>5} ", runs[1])), "{table}");
+    let o = list(&["--campaign", "999"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("--campaign 999: no such campaign"), "{err}");
+}
