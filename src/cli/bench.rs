@@ -157,7 +157,7 @@ pub(super) struct BenchReportArgs {
     db: Option<PathBuf>,
     /// Repetitions per condition; 40 conditions, half with 50 and half with
     /// 150 processes (default 250: 10,000 runs, 1,000,000 process rows).
-    #[arg(long, default_value_t = 250)]
+    #[arg(long, default_value_t = 250, value_parser = clap::value_parser!(u32).range(1..))]
     repetitions: u32,
     /// Write the three reports into this directory (default: discard them).
     #[arg(long)]

@@ -194,3 +194,25 @@ fn the_man_pages_render() {
     assert!(shown.contains("schedlab-export"), "{shown}");
     assert!(shown.contains("parquet"), "{shown}");
 }
+
+/// A count that must be positive is refused at 0 naming its flag, before
+/// any work, rather than quietly taken as 1.
+#[test]
+fn bench_counts_of_zero_are_refused_naming_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, flag) in [
+        (
+            &["bench", "report", "--repetitions", "0"][..],
+            "--repetitions",
+        ),
+        (&["bench", "trace", "--trials", "0"][..], "--trials"),
+        (
+            &["bench", "model", "--repetitions", "1"][..],
+            "--repetitions",
+        ),
+    ] {
+        let o = schedlab(args, dir.path());
+        assert!(!o.status.success(), "{args:?}: {}", text(&o));
+        assert!(text(&o).contains(flag), "{args:?}: {}", text(&o));
+    }
+}
