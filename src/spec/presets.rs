@@ -58,7 +58,7 @@ const HOMEWORK: &str = concat!(
 pub const PRESETS: &[Preset] = &[
     Preset {
         name: "quick",
-        summary: "a first look in about a minute and a half: 2 and 4 CPU-bound processes on CPU 0 under OTHER, FIFO, RR",
+        summary: "a first look in about a minute: 2 and 4 CPU-bound processes on CPU 0 under OTHER, FIFO, RR",
         toml: include_str!("../../presets/quick.toml"),
         traced_where_permitted: true,
     },

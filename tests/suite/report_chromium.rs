@@ -277,7 +277,7 @@ fn quick_traces_as_root_and_its_report_opens_with_timelines_in_chromium() {
             "--preset",
             "quick",
             "--scale",
-            "0.05",
+            "0.1",
             "--set",
             "repetitions=4",
             "--set",
