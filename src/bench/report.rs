@@ -166,6 +166,12 @@ pub fn run(args: BenchReportOptions) -> Result<i32> {
         "SQLite floor         {floor_s:.2} s (every column of every run and process row, stepped by SQLite alone; lesser of before and after)"
     )?;
     outln!("report / floor       {ratio:.2}×")?;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    if threads > 1 {
+        outln!(
+            "threads              the report reads and computes on up to {threads} threads (one per CPU, at most 8), the floor on 1"
+        )?;
+    }
     match (rss, reset) {
         (Some(r), true) => outln!(
             "peak RSS             {} during the report (VmHWM, reset after generation, which peaked at {})",

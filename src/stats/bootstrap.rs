@@ -11,7 +11,7 @@
 //! algorithm is unchanged. Quantiles of the bootstrap distribution are type-7
 //! [`percentile`]s (numpy's default).
 
-use crate::rng::SplitMix64;
+use crate::rng::{Below, SplitMix64};
 
 use super::summary::percentile;
 
@@ -21,12 +21,25 @@ fn valid_level(level: f64) -> bool {
 }
 
 /// Mean of `xs[i]` over `n` indices drawn with replacement.
+///
+/// The indices are `rng.below(n)`'s and the sum is taken in draw order, so
+/// the mean is the same bit for bit; the draws run on a copy of the
+/// generator with the bound's threshold worked out once, and read with
+/// `get` (an index is the high word of a 64-bit value times n, so below
+/// n): an indexing panic path kept the generator in memory, a quarter
+/// slower per draw.
 fn resample_mean(xs: &[f64], rng: &mut SplitMix64) -> f64 {
     let n = xs.len();
+    let below = Below::new(n as u64);
+    let mut local = rng.clone();
     let mut sum = 0.0;
     for _ in 0..n {
-        sum += xs[rng.below(n as u64) as usize];
+        sum += xs
+            .get(below.draw(&mut local) as usize)
+            .copied()
+            .unwrap_or(f64::NAN);
     }
+    *rng = local;
     sum / n as f64
 }
 
