@@ -40,14 +40,7 @@ impl SplitMix64 {
     /// Uniform integer in `0..bound` (Lemire's multiply-shift with rejection,
     /// so there is no modulo bias). `bound` must be positive.
     pub fn below(&mut self, bound: u64) -> u64 {
-        assert!(bound > 0, "below(0)");
-        let threshold = bound.wrapping_neg() % bound;
-        loop {
-            let m = (self.next_u64() as u128) * (bound as u128);
-            if (m as u64) >= threshold {
-                return (m >> 64) as u64;
-            }
-        }
+        Below::new(bound).draw(self)
     }
 
     /// Uniform float in [0, 1) with 53 random bits.
@@ -60,6 +53,37 @@ impl SplitMix64 {
         for i in (1..items.len()).rev() {
             let j = self.below(i as u64 + 1) as usize;
             items.swap(i, j);
+        }
+    }
+}
+
+/// A bound of [`SplitMix64::below`] with its rejection threshold worked
+/// out once, for many draws under one bound (a bootstrap draws millions):
+/// each [`Below::draw`] is exactly `below(bound)`.
+#[derive(Debug, Clone, Copy)]
+pub struct Below {
+    bound: u64,
+    threshold: u64,
+}
+
+impl Below {
+    /// `bound` must be positive.
+    pub fn new(bound: u64) -> Below {
+        assert!(bound > 0, "below(0)");
+        Below {
+            bound,
+            threshold: bound.wrapping_neg() % bound,
+        }
+    }
+
+    /// A uniform integer in `0..bound` from `rng`.
+    #[inline]
+    pub fn draw(&self, rng: &mut SplitMix64) -> u64 {
+        loop {
+            let m = (rng.next_u64() as u128) * (self.bound as u128);
+            if (m as u64) >= self.threshold {
+                return (m >> 64) as u64;
+            }
         }
     }
 }
@@ -99,6 +123,20 @@ mod tests {
         let mut sorted = a.clone();
         sorted.sort();
         assert_eq!(sorted, (0..50).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_below_draws_what_below_draws() {
+        // Bounds near 2^63 reject about half of the raw values: the
+        // rejections must consume the same values in both.
+        for bound in [1, 2, 3, 6, 50, 250, 1 << 40, (1 << 63) + 1, u64::MAX] {
+            let (mut a, mut b) = (SplitMix64::new(bound), SplitMix64::new(bound));
+            let below = Below::new(bound);
+            for _ in 0..500 {
+                assert_eq!(below.draw(&mut a), b.below(bound), "bound {bound}");
+            }
+            assert_eq!(a.next_u64(), b.next_u64(), "bound {bound}");
+        }
     }
 
     #[test]

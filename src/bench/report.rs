@@ -63,15 +63,21 @@ fn mib(b: u64) -> String {
     }
 }
 
+/// CPU time of this process so far (user and system, every thread), s.
+fn cpu_s() -> f64 {
+    let u = crate::sys::proc::self_usage();
+    (u.utime_us + u.stime_us) as f64 / 1e6
+}
+
 /// Seconds SQLite takes to step through campaign `campaign`'s rows in the
-/// database at `path`, opened afresh.
-fn time_floor(path: &std::path::Path, campaign: i64) -> Result<f64> {
-    let t = Instant::now();
+/// database at `path`, opened afresh: wall time and CPU time.
+fn time_floor(path: &std::path::Path, campaign: i64) -> Result<(f64, f64)> {
+    let (t, cpu) = (Instant::now(), cpu_s());
     let store = Store::open_existing(path)?;
     let read = store.read_floor(campaign)?;
     let s = t.elapsed().as_secs_f64();
     anyhow::ensure!(read.process_rows > 0, "the floor read no process rows");
-    Ok(s)
+    Ok((s, cpu_s() - cpu))
 }
 
 /// Run the benchmark and print its figures. Exit code 0 when both targets
@@ -117,8 +123,9 @@ pub fn run(args: BenchReportOptions) -> Result<i32> {
     outln!("process rows         {rows}")?;
     outln!("generation           {gen_s:.2} s (transactions of 500 runs, prepared statements)")?;
 
-    let floor_before_s = time_floor(&path, campaign)?;
+    let floor_before = time_floor(&path, campaign)?;
     let reset = reset_peak_rss();
+    let report_cpu = cpu_s();
     let t = Instant::now();
     let store = Store::open_existing(&path)?;
     let report = Report::build(
@@ -156,16 +163,31 @@ pub fn run(args: BenchReportOptions) -> Result<i32> {
         }
     }
     let total = analyse_s + render_s;
+    let report_cpu_s = cpu_s() - report_cpu;
     let rss = peak_rss();
     outln!("report total         {total:.2} s (analysis + three formats)")?;
     // The floor before and after the report, the lesser kept: the page
     // cache holds the file either way, and a disturbance only adds time.
-    let floor_s = floor_before_s.min(time_floor(&path, campaign)?);
+    let floor_after = time_floor(&path, campaign)?;
+    let floor_s = floor_before.0.min(floor_after.0);
+    let floor_cpu_s = floor_before.1.min(floor_after.1);
     let ratio = total / floor_s;
     outln!(
         "SQLite floor         {floor_s:.2} s (every column of every run and process row, stepped by SQLite alone; lesser of before and after)"
     )?;
     outln!("report / floor       {ratio:.2}×")?;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    if threads > 1 {
+        outln!(
+            "threads              the report reads and computes on up to {threads} threads (one per CPU, at most 8), the floor on 1"
+        )?;
+    }
+    // CPU time does not depend on how many threads ran, nor much on what
+    // else the machine was doing.
+    outln!(
+        "CPU time             report {report_cpu_s:.2} s, floor {floor_cpu_s:.2} s: {:.2}× (user and system, every thread; the floor's lesser pass)",
+        report_cpu_s / floor_cpu_s.max(1e-3)
+    )?;
     match (rss, reset) {
         (Some(r), true) => outln!(
             "peak RSS             {} during the report (VmHWM, reset after generation, which peaked at {})",

@@ -9,11 +9,11 @@
 //! pure function of (data, level, resamples, seed): the same seed reproduces
 //! it bit for bit, on any machine and any version of this crate whose
 //! algorithm is unchanged. Quantiles of the bootstrap distribution are type-7
-//! [`percentile`]s (numpy's default).
+//! [`percentile`](super::summary::percentile)s (numpy's default).
 
-use crate::rng::SplitMix64;
+use crate::rng::{Below, SplitMix64};
 
-use super::summary::percentile;
+use super::summary::select_percentile;
 
 /// Whether `level` is a usable confidence level (strictly between 0 and 1).
 fn valid_level(level: f64) -> bool {
@@ -21,12 +21,27 @@ fn valid_level(level: f64) -> bool {
 }
 
 /// Mean of `xs[i]` over `n` indices drawn with replacement.
+///
+/// The indices are `rng.below(n)`'s and the sum is taken in draw order, so
+/// the mean is the same bit for bit; the draws run on a copy of the
+/// generator with the bound's threshold worked out once, and read with
+/// `get` (an index is the high word of a 64-bit value times n, so below
+/// n): an indexing panic path kept the generator in memory, a quarter
+/// slower per draw. Not inlined: inlined into the ratio's loop, the draws
+/// were twice as slow (1.7 against 3.4 ns a draw there, measured).
+#[inline(never)]
 fn resample_mean(xs: &[f64], rng: &mut SplitMix64) -> f64 {
     let n = xs.len();
+    let below = Below::new(n as u64);
+    let mut local = rng.clone();
     let mut sum = 0.0;
     for _ in 0..n {
-        sum += xs[rng.below(n as u64) as usize];
+        sum += xs
+            .get(below.draw(&mut local) as usize)
+            .copied()
+            .unwrap_or(f64::NAN);
     }
+    *rng = local;
     sum / n as f64
 }
 
@@ -37,11 +52,14 @@ fn min_max(xs: &[f64]) -> (f64, f64) {
         })
 }
 
-/// The two percentile-interval ends of `stats` at `level` (sorts in place).
+/// The two percentile-interval ends of `stats` at `level`: the type-7
+/// percentiles of the sorted values, found by selection (reorders `stats`).
 fn percentile_interval(stats: &mut [f64], level: f64) -> (f64, f64) {
-    stats.sort_by(f64::total_cmp);
     let alpha = (1.0 - level) / 2.0;
-    (percentile(stats, alpha), percentile(stats, 1.0 - alpha))
+    (
+        select_percentile(stats, alpha),
+        select_percentile(stats, 1.0 - alpha),
+    )
 }
 
 /// Percentile-bootstrap confidence interval of the mean of `xs`.

@@ -97,26 +97,31 @@ pub fn summarize(xs: &[f64]) -> Option<Summary> {
 }
 
 /// The type-7 median of `xs`, which is reordered: the value
-/// [`percentile`]`(sorted, 0.5)` gives, bit for bit, from a selection of the
-/// one or two middle values (in `f64::total_cmp` order) instead of a sort.
+/// [`percentile`]`(sorted, 0.5)` gives, bit for bit ([`select_percentile`]).
 fn median_of(xs: &mut [f64]) -> f64 {
+    select_percentile(xs, 0.5)
+}
+
+/// The value [`percentile`]`(sorted, p)` gives, bit for bit, for `xs`
+/// sorted in `f64::total_cmp` order, from a selection of the one or two
+/// values at its ranks instead of a sort (`xs` is reordered; a bootstrap
+/// interval's two ends were two sorts of thousands of resampled values).
+pub fn select_percentile(xs: &mut [f64], p: f64) -> f64 {
     let n = xs.len();
-    if n == 0 {
+    if n == 0 || p.is_nan() {
         return f64::NAN;
     }
-    let h = (n - 1) as f64 * 0.5;
+    let h = (n - 1) as f64 * p.clamp(0.0, 1.0);
     let lo = h.floor() as usize;
     let frac = h - lo as f64;
     let (_, &mut a, upper) = xs.select_nth_unstable_by(lo, f64::total_cmp);
     if frac == 0.0 {
         return a;
     }
-    // The next value in order is the least of those above the middle.
-    let b = upper
-        .iter()
-        .copied()
-        .min_by(f64::total_cmp)
-        .expect("an even count has a value above the middle");
+    // The next value in order is the least of those above rank `lo`.
+    let Some(b) = upper.iter().copied().min_by(f64::total_cmp) else {
+        return a;
+    };
     if a == b { a } else { a + frac * (b - a) }
 }
 
@@ -174,6 +179,35 @@ mod tests {
             }
         }
         assert!(median_of(&mut []).is_nan());
+    }
+
+    #[test]
+    fn a_selected_percentile_is_the_sorted_one_bit_for_bit() {
+        let mut rng = crate::rng::SplitMix64::new(7);
+        let ps = [0.0, 0.025, 0.1, 0.333, 0.5, 0.9, 0.975, 1.0, -1.0, 2.0];
+        for n in 1..=80usize {
+            for round in 0..10 {
+                let distinct = if round % 2 == 0 { 4 } else { 1_000_000 };
+                let xs: Vec<f64> = (0..n)
+                    .map(|i| match rng.below(distinct) {
+                        0 if i % 2 == 0 => -0.0,
+                        0 => 0.0,
+                        v => (v as f64 - distinct as f64 / 3.0) * 1.37,
+                    })
+                    .collect();
+                let mut sorted = xs.clone();
+                sorted.sort_by(f64::total_cmp);
+                // Both ends from one slice, as a bootstrap interval takes them.
+                let mut once = xs.clone();
+                for p in ps {
+                    let want = percentile(&sorted, p);
+                    let got = select_percentile(&mut once, p);
+                    assert_eq!(got.to_bits(), want.to_bits(), "n {n}, p {p}, {xs:?}");
+                }
+            }
+        }
+        assert!(select_percentile(&mut [], 0.5).is_nan());
+        assert!(select_percentile(&mut [1.0], f64::NAN).is_nan());
     }
 
     fn close(a: f64, b: f64, rel: f64) -> bool {

@@ -741,6 +741,21 @@ impl Store {
     /// (schema version 1): the report takes weights from the run's priority
     /// mode.
     pub fn report_process_records(&self, run_ids: &[i64]) -> Result<Vec<(i64, ProcessRecord)>> {
+        Ok(self
+            .report_process_records_by_run(run_ids)?
+            .into_iter()
+            .flat_map(|(id, records)| records.into_iter().map(move |p| (id, p)))
+            .collect())
+    }
+
+    /// [`Store::report_process_records`] run by run: each run asked (with
+    /// rows) and its records by process index, without moving a campaign's
+    /// worth of records into one list (the model section reads the
+    /// processes of up to 50 runs of every condition).
+    pub fn report_process_records_by_run(
+        &self,
+        run_ids: &[i64],
+    ) -> Result<Vec<(i64, Vec<ProcessRecord>)>> {
         let mut stmt = self.conn.prepare(&format!(
             "SELECT process_index, role, pid, policy, nice, rt_priority, dl_runtime_ns, dl_deadline_ns,
                     dl_period_ns, start_ns, end_ns, wall_ns, utime_us, stime_us, nvcsw, nivcsw, minflt, majflt,
@@ -749,12 +764,19 @@ impl Store {
             counts::select_list("")
         ))?;
         let cols = Columns::of(&stmt)?;
-        let mut out = Vec::new();
+        let mut out = Vec::with_capacity(run_ids.len());
+        // The size of the last run's list: a campaign's runs have the same
+        // processes, mostly.
+        let mut last = 0;
         for &id in run_ids {
+            let mut records = Vec::with_capacity(last);
             let mut rows = stmt.query([id])?;
             while let Some(r) = rows.next()? {
-                let record = process_record(id, &cols.row(r))?;
-                out.push((id, record));
+                records.push(process_record(id, &cols.row(r))?);
+            }
+            if !records.is_empty() {
+                last = records.len();
+                out.push((id, records));
             }
         }
         Ok(out)

@@ -640,47 +640,82 @@ fn workers(procs: &[ProcessRecord]) -> impl Iterator<Item = &ProcessRecord> {
     procs.iter().filter(|p| p.role == "worker" && p.ok)
 }
 
-/// The classes of a run's workers in process order; "all" when they share one.
-fn classes(procs: &[ProcessRecord]) -> Vec<Class> {
-    let mut out: Vec<Class> = Vec::new();
-    for p in workers(procs) {
-        let c = class_of(&p.sched);
-        if !out.contains(&c) {
-            out.push(c);
+/// A run's ok workers, all of them and by class (classes in the order of
+/// their first worker), each list in process order: sorted out once per
+/// run, where each figure and class of a condition's rows went through
+/// every process of every run again.
+struct Workers<'a> {
+    all: Vec<&'a ProcessRecord>,
+    by_class: Vec<(Class, Vec<&'a ProcessRecord>)>,
+}
+
+impl<'a> Workers<'a> {
+    fn of(procs: &'a [ProcessRecord]) -> Workers<'a> {
+        let all: Vec<&ProcessRecord> = workers(procs).collect();
+        let mut by_class: Vec<(Class, Vec<&ProcessRecord>)> = Vec::new();
+        for &p in &all {
+            let c = class_of(&p.sched);
+            match by_class.iter_mut().find(|(k, _)| *k == c) {
+                Some((_, ps)) => ps.push(p),
+                None => by_class.push((c, vec![p])),
+            }
+        }
+        Workers { all, by_class }
+    }
+
+    /// The classes of the workers; "all" when they share one.
+    fn classes(&self) -> Vec<Class> {
+        self.by_class.iter().map(|(c, _)| *c).collect()
+    }
+
+    /// The workers of `class` (all of them for None), in process order.
+    fn of_class(&self, class: Option<Class>) -> &[&'a ProcessRecord] {
+        match class {
+            None => &self.all,
+            Some(c) => self
+                .by_class
+                .iter()
+                .find(|(k, _)| *k == c)
+                .map_or(&[], |(_, ps)| ps.as_slice()),
         }
     }
-    out
+}
+
+/// The mean of some values, summed in order (None: no value).
+fn mean_of(values: impl Iterator<Item = f64>) -> Option<f64> {
+    let mut n = 0usize;
+    let sum: f64 = values.inspect(|_| n += 1).sum();
+    (n > 0).then(|| sum / n as f64)
 }
 
 /// The mean of a metric over the workers of one class (None: no value).
-fn class_mean(procs: &[ProcessRecord], class: Option<Class>, m: ModelMetric) -> Option<f64> {
-    let v: Vec<f64> = workers(procs)
-        .filter(|p| class.is_none_or(|c| class_of(&p.sched) == c))
-        .filter_map(|p| m.of_process(p))
-        .collect();
-    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+fn class_mean(w: &Workers<'_>, class: Option<Class>, m: ModelMetric) -> Option<f64> {
+    mean_of(w.of_class(class).iter().filter_map(|p| m.of_process(p)))
 }
 
 /// The mean share of the workers of one class in all workers' CPU time,
 /// % (None with fewer than two workers).
-fn worker_share(procs: &[ProcessRecord], class: Option<Class>) -> Option<f64> {
-    let total: u64 = workers(procs)
+fn worker_share(w: &Workers<'_>, class: Option<Class>) -> Option<f64> {
+    let total: u64 = w
+        .all
+        .iter()
         .filter_map(|p| p.kernel.get(Field::RunNs))
         .sum();
-    if workers(procs).count() < 2 || total == 0 {
+    if w.all.len() < 2 || total == 0 {
         return None;
     }
-    let v: Vec<f64> = workers(procs)
-        .filter(|p| class.is_none_or(|c| class_of(&p.sched) == c))
-        .filter_map(|p| p.kernel.get(Field::RunNs))
-        .map(|ns| 100.0 * ns as f64 / total as f64)
-        .collect();
-    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    mean_of(
+        w.of_class(class)
+            .iter()
+            .filter_map(|p| p.kernel.get(Field::RunNs))
+            .map(|ns| 100.0 * ns as f64 / total as f64),
+    )
 }
 
 /// The run's makespan from its workers' ends.
-fn makespan_s(procs: &[ProcessRecord]) -> Option<f64> {
-    workers(procs)
+fn makespan_s(w: &Workers<'_>) -> Option<f64> {
+    w.all
+        .iter()
         .filter_map(|p| p.end_ns)
         .max()
         .map(|ns| ns as f64 / 1e9)
@@ -696,7 +731,10 @@ fn compare_condition(
     rows: &mut Vec<ModelRow>,
 ) {
     let Some(run) = &c.run else { return };
-    let cls = classes(predicted);
+    let predicted = Workers::of(predicted);
+    let measured_runs: Vec<Workers<'_>> =
+        c.runs.iter().map(|r| Workers::of(&r.processes)).collect();
+    let cls = predicted.classes();
     let metrics = ModelMetric::of(&run.workload.workload).iter();
     for &metric in metrics.filter(|&&m| multi_cpu || m != ModelMetric::Migrations) {
         let targets: Vec<Option<Class>> = if metric == ModelMetric::Makespan || cls.len() <= 1 {
@@ -705,16 +743,16 @@ fn compare_condition(
             cls.iter().copied().map(Some).collect()
         };
         for class in targets {
-            let value = |procs: &[ProcessRecord]| match metric {
-                ModelMetric::Makespan => makespan_s(procs),
-                ModelMetric::WorkerShare => worker_share(procs, class),
-                _ => class_mean(procs, class, metric),
+            let value = |w: &Workers<'_>| match metric {
+                ModelMetric::Makespan => makespan_s(w),
+                ModelMetric::WorkerShare => worker_share(w, class),
+                _ => class_mean(w, class, metric),
             };
             let pred = match metric {
                 ModelMetric::Makespan => predicted_makespan_ns.map(|ns| ns as f64 / 1e9),
-                _ => value(predicted),
+                _ => value(&predicted),
             };
-            let values: Vec<f64> = c.runs.iter().filter_map(|r| value(&r.processes)).collect();
+            let values: Vec<f64> = measured_runs.iter().filter_map(value).collect();
             let (Some(pred), Some(measured)) =
                 (pred, measured(&values, &c.label, metric, settings))
             else {

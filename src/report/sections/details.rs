@@ -136,8 +136,8 @@ impl RunDetails {
                 .collect();
         }
         if !needs.processes.is_empty() {
-            for (id, p) in process_records_on_every_cpu(store, &needs.processes)? {
-                d.processes.entry(id).or_default().push(p);
+            for (id, records) in process_records_on_every_cpu(store, &needs.processes)? {
+                add_records(&mut d.processes, id, records);
             }
         }
         for &id in &needs.slices {
@@ -163,8 +163,8 @@ impl RunDetails {
                 .filter(|id| !d.processes.contains_key(id))
                 .collect();
             if !missing.is_empty() {
-                for (id, p) in store.report_process_records(&missing)? {
-                    d.processes.entry(id).or_default().push(p);
+                for (id, records) in store.report_process_records_by_run(&missing)? {
+                    add_records(&mut d.processes, id, records);
                 }
             }
             // The workload's own latency of the traced runs, to set beside
@@ -313,14 +313,25 @@ fn model_twin(
     load_window(&twin, info, window, true)
 }
 
-/// [`Store::report_process_records`] of `ids`, in their order, the ids
+/// A run's records after those already held of it (moved in whole when
+/// there are none).
+fn add_records(held: &mut HashMap<i64, Vec<ProcessRecord>>, id: i64, records: Vec<ProcessRecord>) {
+    match held.entry(id) {
+        std::collections::hash_map::Entry::Vacant(e) => {
+            e.insert(records);
+        }
+        std::collections::hash_map::Entry::Occupied(mut e) => e.get_mut().extend(records),
+    }
+}
+
+/// [`Store::report_process_records_by_run`] of `ids`, in their order, the ids
 /// split among up to `available_parallelism` threads with a read-only
 /// connection each (the model section asks for every process of every
 /// run); on `store` alone when there is no second connection.
 fn process_records_on_every_cpu(
     store: &Store,
     ids: &[i64],
-) -> Result<Vec<(i64, crate::record::ProcessRecord)>> {
+) -> Result<Vec<(i64, Vec<ProcessRecord>)>> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
     let readers: Vec<Store> = if ids.len() >= 64 {
         (1..threads).map_while(|_| store.open_reader()).collect()
@@ -328,7 +339,7 @@ fn process_records_on_every_cpu(
         Vec::new()
     };
     if readers.is_empty() {
-        return store.report_process_records(ids);
+        return store.report_process_records_by_run(ids);
     }
     let chunk = ids.len().div_ceil(readers.len() + 1);
     let mut parts = ids.chunks(chunk);
@@ -336,9 +347,9 @@ fn process_records_on_every_cpu(
     std::thread::scope(|s| {
         let handles: Vec<_> = parts
             .zip(readers)
-            .map(|(part, reader)| s.spawn(move || reader.report_process_records(part)))
+            .map(|(part, reader)| s.spawn(move || reader.report_process_records_by_run(part)))
             .collect();
-        let mut out = store.report_process_records(first)?;
+        let mut out = store.report_process_records_by_run(first)?;
         for h in handles {
             let part = h
                 .join()
