@@ -274,4 +274,53 @@ mod tests {
         let back: ProcessRecord = serde_json::from_value(v).unwrap();
         assert_eq!(back, p);
     }
+
+    /// A process record's JSON text, key by key and in order, as the
+    /// guest sends it to the host (`machine::protocol`): every key the
+    /// usage and the registry give, where they were before either moved.
+    #[test]
+    fn process_json_keeps_its_keys_in_order() {
+        use crate::fields::Field;
+        let sched = crate::policy::ProcSched::fair(crate::policy::Policy::Other, 0);
+        let mut p = crate::testing::synth::synthetic_process(1, sched, 9, 3);
+        p.usage.maxrss_kb = Some(100);
+        p.usage.minflt = Some(4);
+        p.latency.insert("wakeup".into(), vec![1, 2]);
+        p.slice_ns = Some(3_000_000);
+        p.kernel = KernelCounts::default()
+            .with(Field::RunNs, Some(7))
+            .with(Field::NrMigrations, Some(2))
+            .with(Field::CpusUsed, Some(1));
+        let full = serde_json::to_string(&p).unwrap();
+        assert_eq!(full, FULL, "{full}");
+        p.usage.nvcsw = None;
+        p.latency.clear();
+        p.slice_ns = None;
+        p.kernel = KernelCounts::default();
+        let bare = serde_json::to_string(&p).unwrap();
+        assert_eq!(bare, BARE, "{bare}");
+        for text in [full, bare] {
+            let back: ProcessRecord = serde_json::from_str(&text).unwrap();
+            assert_eq!(serde_json::to_string(&back).unwrap(), text);
+        }
+    }
+
+    const FULL: &str = "{\"index\":1,\"role\":\"worker\",\"pid\":10001,\
+     \"sched\":{\"policy\":\"other\",\"nice\":0,\"rt_priority\":null,\
+     \"dl_runtime_ns\":null,\"dl_deadline_ns\":null,\"dl_period_ns\":null,\
+     \"weight\":null},\"start_ns\":null,\"end_ns\":null,\"wall_ns\":9,\
+     \"utime_us\":3,\"stime_us\":0,\"nvcsw\":0,\"nivcsw\":0,\"minflt\":4,\
+     \"majflt\":0,\"maxrss_kb\":100,\"work\":null,\"work_unit\":\"\",\
+     \"figures\":{},\"latency\":{\"wakeup\":[1,2]},\"nr_migrations\":2,\
+     \"cpus_used\":1,\"run_ns\":7,\"wait_ns\":null,\"timeslices\":null,\
+     \"slice_ns\":3000000,\"exit\":\"exit code 0\",\"ok\":true,\
+     \"stderr_tail\":\"\"}";
+    const BARE: &str = "{\"index\":1,\"role\":\"worker\",\"pid\":10001,\
+     \"sched\":{\"policy\":\"other\",\"nice\":0,\"rt_priority\":null,\
+     \"dl_runtime_ns\":null,\"dl_deadline_ns\":null,\"dl_period_ns\":null,\
+     \"weight\":null},\"start_ns\":null,\"end_ns\":null,\"wall_ns\":9,\
+     \"utime_us\":3,\"stime_us\":0,\"nvcsw\":null,\"nivcsw\":0,\"minflt\":4,\
+     \"majflt\":0,\"maxrss_kb\":100,\"work\":null,\"work_unit\":\"\",\
+     \"figures\":{},\"run_ns\":null,\"wait_ns\":null,\"timeslices\":null,\
+     \"exit\":\"exit code 0\",\"ok\":true,\"stderr_tail\":\"\"}";
 }
