@@ -595,14 +595,13 @@ impl Store {
         let run_id = tx.last_insert_rowid();
         {
             // The registry's fields follow the fixed columns.
-            let (count_names, count_marks) = counts::insert_list(29);
+            let (count_names, count_marks) = counts::insert_list(25);
             let mut stmt = tx.prepare_cached(&format!(
                 "INSERT INTO processes (run_id, process_index, role, pid, policy, nice, rt_priority, dl_runtime_ns,
-                     dl_deadline_ns, dl_period_ns, start_ns, end_ns, wall_ns, utime_us, stime_us, nvcsw, nivcsw,
-                     minflt, majflt, maxrss_kb, work, work_unit, figures_json, exit, ok, stderr_tail, weight,
-                     slice_ns{count_names})
+                     dl_deadline_ns, dl_period_ns, start_ns, end_ns, wall_ns, utime_us, stime_us, maxrss_kb, work,
+                     work_unit, figures_json, exit, ok, stderr_tail, weight, slice_ns{count_names})
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,
-                     ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28{count_marks})",
+                     ?20, ?21, ?22, ?23, ?24{count_marks})",
             ))?;
             for p in &rec.processes {
                 let count_values = counts::values(&p.kernel);
@@ -622,10 +621,6 @@ impl Store {
                     i(p.wall_ns),
                     i(p.usage.utime_us),
                     i(p.usage.stime_us),
-                    p.usage.nvcsw.map(i),
-                    p.usage.nivcsw.map(i),
-                    p.usage.minflt.map(i),
-                    p.usage.majflt.map(i),
                     p.usage.maxrss_kb.map(i),
                     p.work.map(i),
                     p.work_unit,
