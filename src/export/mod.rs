@@ -255,11 +255,7 @@ const FIXED: &[Column] = &[
         lat_us(r, |l| l.max_ns)
     }),
     col("rq_wait_per_slice_us", Kind::Real, NULLABLE, |r| {
-        let field = |f: Field| r.kernel.get(f).map(|v| v as i64);
-        real(rq_wait_per_slice_us(
-            field(Field::WaitNs),
-            field(Field::Timeslices),
-        ))
+        real(rq_wait_per_slice_us(&r.kernel))
     }),
     col("slice_us", Kind::Int, NULLABLE, |r| int(r.slice_us)),
     col("slice_ns", Kind::Int, NULLABLE, |r| int(r.slice_ns)),

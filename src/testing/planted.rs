@@ -329,8 +329,7 @@ pub fn latency(cfg: &Planted, data: &ReportData, candidate: bool) -> Vec<Process
                 process_index: p.process_index,
                 name: "wakeup".into(),
                 histogram: h,
-                wait_ns: None,
-                timeslices: None,
+                kernel: Default::default(),
                 activations: None,
                 misses: None,
             });
