@@ -40,12 +40,10 @@ pub(super) fn select_list(prefix: &str, which: Which) -> String {
         .collect()
 }
 
-/// The counters' column names for an INSERT, and their placeholders
-/// numbered from `first`: (", a, b", ", ?31, ?32").
-pub(super) fn insert_list(first: usize) -> (String, String) {
-    let names = columns().map(|(_, c)| format!(", {c}"));
-    let marks = (first..).take(FIELDS.len()).map(|n| format!(", ?{n}"));
-    (names.collect(), marks.collect())
+/// The counters' column names for an INSERT, in registry order (the
+/// order of [`values`]).
+pub(super) fn names() -> impl Iterator<Item = &'static str> {
+    columns().map(|(_, c)| c)
 }
 
 /// The values to insert, in registry order.
@@ -110,11 +108,11 @@ mod tests {
         let k = KernelCounts::default()
             .with(Field::NrMigrations, Some(7))
             .with(Field::LlcMigrations, Some(0));
-        let (names, marks) = insert_list(2);
+        let columns: Vec<&str> = ["id"].into_iter().chain(names()).collect();
         let counts = values(&k);
         let id: &dyn ToSql = &1;
         conn.execute(
-            &format!("INSERT INTO t (id{names}) VALUES (?1{marks})"),
+            &super::super::insert_sql("t", &columns),
             rusqlite::params_from_iter(with_values(&[id], &counts)),
         )
         .unwrap();

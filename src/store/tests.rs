@@ -190,3 +190,22 @@ fn the_export_query_streams_without_sorting() {
         "{plan:?}"
     );
 }
+
+/// An insert's placeholders are numbered from its column list: the runs'
+/// 31 columns, the processes' 24 fixed ones and the registry's fields.
+#[test]
+fn an_insert_numbers_one_placeholder_per_column() {
+    assert_eq!(
+        insert_sql("t", &["a", "b", "c"]),
+        "INSERT INTO t (a, b, c) VALUES (?1, ?2, ?3)"
+    );
+    assert!(RUN_INSERT.ends_with(", machine) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31)"), "{}", *RUN_INSERT);
+    let fields = crate::fields::FIELD_COUNT;
+    let last = format!("?{})", PROCESS_COLUMNS.len() + fields);
+    assert!(PROCESS_INSERT.ends_with(&last), "{}", *PROCESS_INSERT);
+    assert!(
+        PROCESS_INSERT.contains("slice_ns, nr_migrations,"),
+        "{}",
+        *PROCESS_INSERT
+    );
+}
