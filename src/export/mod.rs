@@ -551,8 +551,10 @@ mod tests {
             ["end_ns", "minflt", "majflt", "maxrss_kb"]
         );
         assert_eq!(at("interrupts"), at("nr_migrations") + 1);
+        // After the last fixed column, in registry order (a new field's
+        // comes after them).
         assert_eq!(
-            names[names.len() - 3..],
+            names[at("throttle_count") + 1..][..3],
             ["cpus_used", "llc_migrations", "node_migrations"]
         );
         let text = export(Format::Csv, &[row()], &[]);
