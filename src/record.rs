@@ -1,8 +1,10 @@
 //! What a finished run produced: pure data passed from the launcher to the
 //! store and from the store to exports and reports.
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Serialize, Serializer};
 use std::collections::BTreeMap;
+
+use crate::fields::{Field, RecordPlace};
 
 use crate::plan::Run;
 use crate::policy::ProcSched;
@@ -41,8 +43,11 @@ impl RunStatus {
     }
 }
 
-/// One worker process of a run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One worker process of a run. Its JSON (the guest's protocol) has the
+/// usage and the registry's fields flat at its own level, each field's
+/// key where its [`crate::fields::FieldDef::record`] puts it
+/// ([`RecordJson`]).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct ProcessRecord {
     pub index: u32,
     /// "worker" (measured) or "hog" (an RT CPU hog run beside the workers).
@@ -57,7 +62,7 @@ pub struct ProcessRecord {
     /// process's exit when it did not report.
     pub wall_ns: u64,
     /// Resource usage over the measured window (flattened: the JSON shape
-    /// keeps `utime_us`, `stime_us`, … at this level).
+    /// keeps `utime_us`, `stime_us`, `maxrss_kb` at this level).
     #[serde(flatten)]
     pub usage: ProcessUsage,
     pub work: Option<u64>,
@@ -68,15 +73,12 @@ pub struct ProcessRecord {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub latency: BTreeMap<String, Vec<u8>>,
     /// The per-process fields of the registry over its measured window
-    /// (schedstat's `run_ns`, `wait_ns`, `timeslices`, read after exit and
-    /// before reaping; `nr_migrations`, …), each None where not measured
-    /// (flattened: at this level, the measured ones and the schedstat
-    /// trio, null when not measured, as before the registry).
-    #[serde(
-        flatten,
-        default,
-        serialize_with = "crate::fields::serialize_in_record"
-    )]
+    /// (rusage's switches and page faults; schedstat's `run_ns`,
+    /// `wait_ns`, `timeslices`, read after exit and before reaping;
+    /// `nr_migrations`, …), each None where not measured (flattened: at
+    /// this level, the measured ones, and the rusage counters and the
+    /// schedstat trio null when not measured, as before the registry).
+    #[serde(flatten, default)]
     pub kernel: KernelCounts,
     /// The EEVDF slice the kernel reported for the process (OTHER, BATCH,
     /// IDLE; Linux 6.12+), read back after it was set, in ns.
@@ -90,18 +92,15 @@ pub struct ProcessRecord {
 }
 
 /// A process's resource usage as recorded: its CPU times always; its
-/// switches, page faults and peak memory None where the kernel could not
-/// give them (a `command` worker's tree without taskstats exit records or
-/// a memory group; the run's `extra.command[].missing` says why), never 0
-/// in their place. A built-in workload's rusage has every one.
+/// peak memory None where the kernel could not give it (a `command`
+/// worker's tree without a memory group; the run's
+/// `extra.command[].missing` says why), never 0 in its place. Its
+/// switches and page faults are fields of the registry
+/// ([`ProcessRecord::kernel`], [`rusage_fields`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProcessUsage {
     pub utime_us: u64,
     pub stime_us: u64,
-    pub nvcsw: Option<u64>,
-    pub nivcsw: Option<u64>,
-    pub minflt: Option<u64>,
-    pub majflt: Option<u64>,
     pub maxrss_kb: Option<u64>,
 }
 
@@ -110,10 +109,6 @@ impl From<Usage> for ProcessUsage {
         ProcessUsage {
             utime_us: u.utime_us,
             stime_us: u.stime_us,
-            nvcsw: Some(u.nvcsw),
-            nivcsw: Some(u.nivcsw),
-            minflt: Some(u.minflt),
-            majflt: Some(u.majflt),
             maxrss_kb: Some(u.maxrss_kb),
         }
     }
@@ -123,6 +118,78 @@ impl From<Usage> for ProcessUsage {
 /// each None where it was not measured (hogs, a program's tree, an
 /// untraced run, older databases).
 pub type KernelCounts = crate::fields::ProcessFields;
+
+/// `k` with the registry's fields that rusage gives (the switches and
+/// page faults) set from `u`: a built-in workload's rusage has every one.
+pub fn rusage_fields(k: KernelCounts, u: &Usage) -> KernelCounts {
+    k.with(Field::Nvcsw, Some(u.nvcsw))
+        .with(Field::Nivcsw, Some(u.nivcsw))
+        .with(Field::Minflt, Some(u.minflt))
+        .with(Field::Majflt, Some(u.majflt))
+}
+
+impl Serialize for ProcessRecord {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let p = self;
+        RecordJson {
+            index: p.index,
+            role: &p.role,
+            pid: p.pid,
+            sched: &p.sched,
+            start_ns: p.start_ns,
+            end_ns: p.end_ns,
+            wall_ns: p.wall_ns,
+            utime_us: p.usage.utime_us,
+            stime_us: p.usage.stime_us,
+            usage_fields: p.kernel.in_record(RecordPlace::Usage),
+            maxrss_kb: p.usage.maxrss_kb,
+            work: p.work,
+            work_unit: &p.work_unit,
+            figures: &p.figures,
+            latency: &p.latency,
+            fields: p.kernel.in_record(RecordPlace::Fields),
+            slice_ns: p.slice_ns,
+            exit: &p.exit,
+            ok: p.ok,
+            stderr_tail: &p.stderr_tail,
+        }
+        .serialize(s)
+    }
+}
+
+/// A [`ProcessRecord`]'s JSON, key by key: the registry's fields at their
+/// places ([`RecordPlace`]), where their keys were before the registry.
+#[derive(Serialize)]
+struct RecordJson<'a> {
+    index: u32,
+    role: &'a str,
+    pid: i32,
+    sched: &'a ProcSched,
+    start_ns: Option<u64>,
+    end_ns: Option<u64>,
+    wall_ns: u64,
+    utime_us: u64,
+    stime_us: u64,
+    #[serde(flatten)]
+    usage_fields: crate::fields::InRecord<'a>,
+    maxrss_kb: Option<u64>,
+    work: Option<u64>,
+    work_unit: &'a str,
+    figures: &'a BTreeMap<String, f64>,
+    #[serde(skip_serializing_if = "no_latency")]
+    latency: &'a BTreeMap<String, Vec<u8>>,
+    #[serde(flatten)]
+    fields: crate::fields::InRecord<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    slice_ns: Option<u64>,
+    exit: &'a str,
+    ok: bool,
+    stderr_tail: &'a str,
+}
+
+fn no_latency(l: &&BTreeMap<String, Vec<u8>>) -> bool {
+    l.is_empty()
+}
 
 /// A finished (or skipped) run with everything measured about it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -249,11 +316,11 @@ mod tests {
         let back: ProcessRecord = serde_json::from_str(&text).unwrap();
         assert_eq!(back, p);
         // A figure the kernel did not give is null, and comes back None.
-        p.usage.nvcsw = None;
+        p.kernel.set(crate::fields::Field::Nvcsw, None);
         let v = serde_json::to_value(&p).unwrap();
         assert!(v["nvcsw"].is_null(), "{v}");
         let back: ProcessRecord = serde_json::from_value(v).unwrap();
-        assert_eq!(back.usage.nvcsw, None);
+        assert_eq!(back.kernel.get(crate::fields::Field::Nvcsw), None);
     }
 
     /// The schedstat trio, fields of the registry, keep their keys at the
@@ -274,4 +341,56 @@ mod tests {
         let back: ProcessRecord = serde_json::from_value(v).unwrap();
         assert_eq!(back, p);
     }
+
+    /// A process record's JSON text, key by key and in order, as the
+    /// guest sends it to the host (`machine::protocol`): every key the
+    /// usage and the registry give, where they were before either moved.
+    #[test]
+    fn process_json_keeps_its_keys_in_order() {
+        use crate::fields::Field;
+        let sched = crate::policy::ProcSched::fair(crate::policy::Policy::Other, 0);
+        let mut p = crate::testing::synth::synthetic_process(1, sched, 9, 3);
+        p.usage.maxrss_kb = Some(100);
+        p.kernel.set(Field::Minflt, Some(4));
+        p.latency.insert("wakeup".into(), vec![1, 2]);
+        p.slice_ns = Some(3_000_000);
+        p.kernel = p
+            .kernel
+            .with(Field::RunNs, Some(7))
+            .with(Field::NrMigrations, Some(2))
+            .with(Field::CpusUsed, Some(1));
+        let full = serde_json::to_string(&p).unwrap();
+        assert_eq!(full, FULL, "{full}");
+        p.latency.clear();
+        p.slice_ns = None;
+        for f in [Field::NrMigrations, Field::CpusUsed, Field::RunNs] {
+            p.kernel.set(f, None);
+        }
+        p.kernel.set(Field::Nvcsw, None);
+        let bare = serde_json::to_string(&p).unwrap();
+        assert_eq!(bare, BARE, "{bare}");
+        for text in [full, bare] {
+            let back: ProcessRecord = serde_json::from_str(&text).unwrap();
+            assert_eq!(serde_json::to_string(&back).unwrap(), text);
+        }
+    }
+
+    const FULL: &str = "{\"index\":1,\"role\":\"worker\",\"pid\":10001,\
+     \"sched\":{\"policy\":\"other\",\"nice\":0,\"rt_priority\":null,\
+     \"dl_runtime_ns\":null,\"dl_deadline_ns\":null,\"dl_period_ns\":null,\
+     \"weight\":null},\"start_ns\":null,\"end_ns\":null,\"wall_ns\":9,\
+     \"utime_us\":3,\"stime_us\":0,\"nvcsw\":0,\"nivcsw\":0,\"minflt\":4,\
+     \"majflt\":0,\"maxrss_kb\":100,\"work\":null,\"work_unit\":\"\",\
+     \"figures\":{},\"latency\":{\"wakeup\":[1,2]},\"nr_migrations\":2,\
+     \"cpus_used\":1,\"run_ns\":7,\"wait_ns\":null,\"timeslices\":null,\
+     \"slice_ns\":3000000,\"exit\":\"exit code 0\",\"ok\":true,\
+     \"stderr_tail\":\"\"}";
+    const BARE: &str = "{\"index\":1,\"role\":\"worker\",\"pid\":10001,\
+     \"sched\":{\"policy\":\"other\",\"nice\":0,\"rt_priority\":null,\
+     \"dl_runtime_ns\":null,\"dl_deadline_ns\":null,\"dl_period_ns\":null,\
+     \"weight\":null},\"start_ns\":null,\"end_ns\":null,\"wall_ns\":9,\
+     \"utime_us\":3,\"stime_us\":0,\"nvcsw\":null,\"nivcsw\":0,\"minflt\":4,\
+     \"majflt\":0,\"maxrss_kb\":100,\"work\":null,\"work_unit\":\"\",\
+     \"figures\":{},\"run_ns\":null,\"wait_ns\":null,\"timeslices\":null,\
+     \"exit\":\"exit code 0\",\"ok\":true,\"stderr_tail\":\"\"}";
 }

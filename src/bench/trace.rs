@@ -162,13 +162,15 @@ pub fn run(o: TraceBenchOptions) -> Result<()> {
         .collect();
     for r in &workers {
         let run_ns = r.kernel.get(Field::RunNs).map(|v| v as i64);
-        let (Some(t), Some(run_ns), Some(u)) = (&r.trace, run_ns, &r.usage) else {
+        // A row with a process (run_ns is one of its fields) and a trace.
+        let (Some(t), Some(run_ns)) = (&r.trace, run_ns) else {
             continue;
         };
         lost += t.lost_events;
         // Built-in workloads' rusage always has switches; a row without
         // them (a program's tree the kernel gave none for) is not compared.
-        let Some(rusage) = u.nvcsw.zip(u.nivcsw).map(|(v, i)| v + i) else {
+        let switches = r.kernel.get(Field::Nvcsw).zip(r.kernel.get(Field::Nivcsw));
+        let Some(rusage) = switches.map(|(v, i)| v + i) else {
             continue;
         };
         if let Some(on) = t.work_oncpu_ns.filter(|_| run_ns > 0) {

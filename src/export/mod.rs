@@ -132,8 +132,9 @@ pub static COLUMNS: LazyLock<Vec<Column>> = LazyLock::new(|| {
 
 /// The fixed columns, in order; the fields' columns join them
 /// ([`COLUMNS`]) and `fig_*` columns (all `Real`, nullable) follow them.
-/// The first 21 columns of [`COLUMNS`] (these and the schedstat fields'
-/// after `nivcsw`) are the original ones; never reorder, only append.
+/// The first 21 columns of [`COLUMNS`] (these, the switches' after
+/// `stime_us` and the schedstat fields' after `nivcsw`) are the original
+/// ones; never reorder, only append.
 /// README's "Using the data" documents this schema.
 const FIXED: &[Column] = &[
     col("campaign", Kind::Int, REQUIRED, |r| Value::from(r.campaign)),
@@ -166,8 +167,6 @@ const FIXED: &[Column] = &[
     col("stime_us", Kind::Int, NULLABLE, |r| {
         usage(r, |u| u.stime_us)
     }),
-    col("nvcsw", Kind::Int, NULLABLE, |r| given(r, |u| u.nvcsw)),
-    col("nivcsw", Kind::Int, NULLABLE, |r| given(r, |u| u.nivcsw)),
     col("work", Kind::Int, NULLABLE, |r| int(r.work)),
     col("status", Kind::Text, REQUIRED, |r| {
         Value::from(r.status.as_str())
@@ -191,8 +190,6 @@ const FIXED: &[Column] = &[
     col("pid", Kind::Int, NULLABLE, |r| int(r.pid)),
     col("start_ns", Kind::Int, NULLABLE, |r| int(r.start_ns)),
     col("end_ns", Kind::Int, NULLABLE, |r| int(r.end_ns)),
-    col("minflt", Kind::Int, NULLABLE, |r| given(r, |u| u.minflt)),
-    col("majflt", Kind::Int, NULLABLE, |r| given(r, |u| u.majflt)),
     col("maxrss_kb", Kind::Int, NULLABLE, |r| {
         given(r, |u| u.maxrss_kb)
     }),
@@ -258,11 +255,7 @@ const FIXED: &[Column] = &[
         lat_us(r, |l| l.max_ns)
     }),
     col("rq_wait_per_slice_us", Kind::Real, NULLABLE, |r| {
-        let field = |f: Field| r.kernel.get(f).map(|v| v as i64);
-        real(rq_wait_per_slice_us(
-            field(Field::WaitNs),
-            field(Field::Timeslices),
-        ))
+        real(rq_wait_per_slice_us(&r.kernel))
     }),
     col("slice_us", Kind::Int, NULLABLE, |r| int(r.slice_us)),
     col("slice_ns", Kind::Int, NULLABLE, |r| int(r.slice_ns)),
@@ -510,10 +503,6 @@ mod tests {
             usage: Some(ProcessUsage {
                 utime_us: 3,
                 stime_us: 0,
-                nvcsw: Some(1),
-                nivcsw: Some(0),
-                minflt: Some(5),
-                majflt: Some(0),
                 maxrss_kb: Some(100),
             }),
             work: Some(1000),
@@ -533,6 +522,10 @@ mod tests {
             host_id: None,
             kernel_release: "6.18.0".into(),
             kernel: KernelCounts::default()
+                .with(Field::Nvcsw, Some(1))
+                .with(Field::Nivcsw, Some(0))
+                .with(Field::Minflt, Some(5))
+                .with(Field::Majflt, Some(0))
                 .with(Field::RunNs, Some(3000))
                 .with(Field::WaitNs, Some(10))
                 .with(Field::Timeslices, Some(1)),
@@ -552,9 +545,16 @@ mod tests {
         );
         let at = |n: &str| names.iter().position(|&c| c == n).unwrap();
         assert_eq!(at("nr_migrations"), at("machine") + 1);
-        assert_eq!(at("interrupts"), at("nr_migrations") + 1);
+        // The page faults between end_ns and maxrss_kb, as before.
         assert_eq!(
-            names[names.len() - 3..],
+            names[at("end_ns")..=at("maxrss_kb")],
+            ["end_ns", "minflt", "majflt", "maxrss_kb"]
+        );
+        assert_eq!(at("interrupts"), at("nr_migrations") + 1);
+        // After the last fixed column, in registry order (a new field's
+        // comes after them).
+        assert_eq!(
+            names[at("throttle_count") + 1..][..3],
             ["cpus_used", "llc_migrations", "node_migrations"]
         );
         let text = export(Format::Csv, &[row()], &[]);

@@ -7,7 +7,7 @@
 use serde::{Serialize, Serializer};
 
 use super::process::ReportProcess;
-use super::{FIELD_COUNT, FIELDS, Field, FieldDef};
+use super::{FIELD_COUNT, FIELDS, Field, FieldDef, FieldMetric};
 
 /// A measured quantity. Per-process metrics are averaged over the processes
 /// of a run to give the run's value; `makespan` is a property of the run.
@@ -22,15 +22,13 @@ pub enum Metric {
     Stime,
     /// (user + system CPU) / wall time, %.
     CpuPct,
-    /// Voluntary context switches.
-    Nvcsw,
-    /// Involuntary context switches (preemptions).
-    Nivcsw,
     /// Work done, in the workload's unit.
     Work,
-    /// A per-process field of the registry ([`super::FIELDS`]): among them
-    /// schedstat's run-queue wait ([`Metric::Wait`]), on-CPU time
-    /// ([`Metric::Run`]) and time slices ([`Metric::Timeslices`]).
+    /// A per-process field of the registry ([`super::FIELDS`]) that has a
+    /// metric: among them the context switches ([`Metric::Nvcsw`],
+    /// [`Metric::Nivcsw`]), schedstat's run-queue wait ([`Metric::Wait`]),
+    /// on-CPU time ([`Metric::Run`]) and time slices
+    /// ([`Metric::Timeslices`]).
     Field(Field),
     /// Run makespan: barrier release to the last worker's end, s.
     Makespan,
@@ -42,10 +40,15 @@ pub enum Metric {
     LatencyP99,
 }
 
-// The schedstat trio's metrics, named as the variants they were before
-// they joined the registry (matched on like variants).
+// The metrics of the rusage switches and the schedstat trio, named as the
+// variants they were before they joined the registry (matched on like
+// variants).
 #[allow(non_upper_case_globals)]
 impl Metric {
+    /// Voluntary context switches.
+    pub const Nvcsw: Metric = Metric::Field(Field::Nvcsw);
+    /// Involuntary context switches (preemptions).
+    pub const Nivcsw: Metric = Metric::Field(Field::Nivcsw);
     /// Run-queue wait (schedstat), ms.
     pub const Wait: Metric = Metric::Field(Field::WaitNs);
     /// On-CPU time (schedstat), s.
@@ -183,11 +186,6 @@ impl MetricDef {
         self
     }
 
-    const fn plural(mut self) -> MetricDef {
-        self.plural = true;
-        self
-    }
-
     /// Analysed only when asked for by name.
     const fn on_request(mut self) -> MetricDef {
         self.by_default = false;
@@ -204,9 +202,9 @@ use Direction::{HigherIsBetter as Higher, LowerIsBetter as Lower};
 
 /// The metrics not of a field, in the order of [`Metric`]'s variants (the
 /// fields' come among the per-process ones, each where its row places it,
-/// see [`METRICS`]). Times (wall, CPU, makespan) and switch counts (each
-/// one a scheduling event that costs the process time), like the fields'
-/// (on-CPU time, run-queue wait, slices, migrations), are better lower;
+/// see [`METRICS`]). Times (wall, CPU, makespan), like the fields' (switch
+/// counts: each one a scheduling event that costs the process time;
+/// on-CPU time, run-queue wait, slices, migrations), are better lower;
 /// work done (in a fixed duration: a throughput) and CPU % (the share of
 /// its lifetime a process spent running rather than waiting) are better
 /// higher.
@@ -255,26 +253,6 @@ const FIXED: &[MetricDef] = &[
         }
     }),
     def(
-        Metric::Nvcsw,
-        "nvcsw",
-        "voluntary context switches",
-        "",
-        Lower,
-        "Voluntary context switches",
-    )
-    .per_process(|p| p.usage.nvcsw.map_or(f64::NAN, |v| v as f64))
-    .plural(),
-    def(
-        Metric::Nivcsw,
-        "nivcsw",
-        "involuntary context switches",
-        "",
-        Lower,
-        "Involuntary context switches (preemptions)",
-    )
-    .per_process(|p| p.usage.nivcsw.map_or(f64::NAN, |v| v as f64))
-    .plural(),
-    def(
         Metric::Work,
         "work",
         "work done",
@@ -320,12 +298,25 @@ const FIXED_PER_PROCESS: usize = {
     n
 };
 
+/// How many fields have a metric.
+const FIELD_METRICS: usize = {
+    let (mut f, mut n) = (0, 0);
+    while f < FIELD_COUNT {
+        if FIELDS[f].metric.is_some() {
+            n += 1;
+        }
+        f += 1;
+    }
+    n
+};
+
 /// Where each metric sits in [`METRICS`].
 struct Layout {
-    defs: [MetricDef; FIXED.len() + FIELD_COUNT],
+    defs: [MetricDef; FIXED.len() + FIELD_METRICS],
     /// The index of each metric of [`FIXED`], by its row there.
     fixed: [usize; FIXED.len()],
-    /// The index of each field's metric, by field.
+    /// The index of each field's metric, by field (`usize::MAX` for a
+    /// field without one).
     fields: [usize; FIELD_COUNT],
 }
 
@@ -358,7 +349,9 @@ impl Layout {
     const fn push_after(&mut self, n: &mut usize, name: &str) {
         let mut f = 0;
         while f < FIELD_COUNT {
-            if let Some(after) = FIELDS[f].metric.after
+            if let Some(FieldMetric {
+                after: Some(after), ..
+            }) = FIELDS[f].metric
                 && same(after, name)
             {
                 self.push_field(n, f);
@@ -378,7 +371,7 @@ impl Layout {
     /// after it; the fields' placed nowhere; then the run's own.
     const fn of_metrics() -> Layout {
         let mut l = Layout {
-            defs: [FIXED[0]; FIXED.len() + FIELD_COUNT],
+            defs: [FIXED[0]; FIXED.len() + FIELD_METRICS],
             fixed: [usize::MAX; FIXED.len()],
             fields: [usize::MAX; FIELD_COUNT],
         };
@@ -391,7 +384,7 @@ impl Layout {
         }
         let mut f = 0;
         while f < FIELD_COUNT {
-            if FIELDS[f].metric.after.is_none() {
+            if let Some(FieldMetric { after: None, .. }) = FIELDS[f].metric {
                 l.push_field(&mut n, f);
             }
             f += 1;
@@ -490,7 +483,8 @@ impl Metric {
     pub const COUNT: usize = METRICS.len();
 
     /// This metric's row of [`METRICS`] (and its slot in arrays of every
-    /// metric's value).
+    /// metric's value). A field without a metric has none: no `Metric`
+    /// names it (`Metric::Field` of such a field is never made).
     pub const fn index(self) -> usize {
         // The rows of FIXED.
         let row = match self {
@@ -499,12 +493,10 @@ impl Metric {
             Metric::Utime => 1,
             Metric::Stime => 2,
             Metric::CpuPct => 3,
-            Metric::Nvcsw => 4,
-            Metric::Nivcsw => 5,
-            Metric::Work => 6,
-            Metric::Makespan => 7,
-            Metric::LatencyP50 => 8,
-            Metric::LatencyP99 => 9,
+            Metric::Work => 4,
+            Metric::Makespan => 5,
+            Metric::LatencyP50 => 6,
+            Metric::LatencyP99 => 7,
         };
         FIXED_INDEX[row]
     }
@@ -634,10 +626,16 @@ mod tests {
     #[test]
     fn the_fields_metrics_keep_their_names_units_and_places() {
         let names: Vec<&str> = METRICS.iter().map(|d| d.name).collect();
+        // A new field's metric without a place comes after these, before
+        // the run's own.
         assert_eq!(
-            names.join(","),
+            names[..14].join(","),
             "wall,utime,stime,cpu_pct,nvcsw,nivcsw,wait,run,timeslices,work,nr_migrations,\
-             cpus_used,llc_migrations,node_migrations,makespan,latency_p50,latency_p99"
+             cpus_used,llc_migrations,node_migrations"
+        );
+        assert_eq!(
+            names[names.len() - 3..],
+            ["makespan", "latency_p50", "latency_p99"]
         );
         let units: Vec<&str> = [Metric::Wait, Metric::Run, Metric::Timeslices]
             .map(Metric::unit)
@@ -645,6 +643,11 @@ mod tests {
         assert_eq!(units, ["ms", "s", ""]);
         assert_eq!(Metric::parse("wait"), Some(Metric::Field(Field::WaitNs)));
         assert_eq!(Metric::parse("run_ns"), None, "the metric keeps its name");
+        // The page faults are fields without a metric.
+        assert_eq!(Metric::parse("minflt"), None);
+        assert!(METRICS.iter().all(|d| d.field != Some(Field::Majflt)));
+        assert_eq!(Metric::Nivcsw.label(), "involuntary context switches");
+        assert!(Metric::Nvcsw.plural() && Metric::ALL.contains(&Metric::Nvcsw));
         assert_eq!(Metric::Run.label(), "on-CPU time");
         assert!(Metric::Timeslices.plural() && !Metric::Wait.plural());
         assert_eq!(
@@ -713,12 +716,12 @@ mod tests {
             usage: crate::fields::process::ReportUsage {
                 utime_us: 1_500_000,
                 stime_us: 500_000,
-                nvcsw: Some(3),
-                nivcsw: Some(40),
             },
             work: Some(1000),
             end_ns: Some(2_000_000_000),
             kernel: crate::fields::ProcessFields::default()
+                .with(Field::Nvcsw, Some(3))
+                .with(Field::Nivcsw, Some(40))
                 .with(Field::NrMigrations, Some(4))
                 .with(Field::RunNs, Some(2_000_000_000))
                 .with(Field::WaitNs, Some(5_000_000)),
@@ -726,6 +729,7 @@ mod tests {
         let v = process_values(&p);
         assert_eq!(v[0], 2.0);
         assert_eq!(v[3], 100.0);
+        assert_eq!((v[4], v[5]), (3.0, 40.0));
         assert_eq!(v[6], 5.0);
         assert_eq!(v[7], 2.0);
         assert!(v[8].is_nan());

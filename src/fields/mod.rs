@@ -8,9 +8,10 @@
 //! the exports and the report. Each row of [`FIELDS`] says everything the
 //! layers above need: its `processes` column and SQL type, its unit and
 //! which way is better, who fills it, its export column and place, its
-//! report metric and why it can be absent. A new field is then its reader,
-//! one row here (with its [`Field`] variant) and a store migration that
-//! adds its column.
+//! key's place in a process record's JSON, its report metric (if it has
+//! one) and why it can be absent. A new field is then its reader, one row
+//! here (with its [`Field`] variant) and a store migration that adds its
+//! column.
 
 pub mod metric;
 pub mod process;
@@ -31,6 +32,10 @@ pub enum Field {
     RunNs,
     WaitNs,
     Timeslices,
+    Nvcsw,
+    Nivcsw,
+    Minflt,
+    Majflt,
 }
 
 /// Who fills a field.
@@ -60,6 +65,17 @@ pub enum ExportPlace {
     After(&'static str),
     /// After every fixed column, before the figures: every new field.
     End,
+}
+
+/// Where a process record's JSON (a run's record as the guest sends it,
+/// `machine::protocol`) has a field's key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordPlace {
+    /// Among the usage, after `stime_us` and before `maxrss_kb`: where
+    /// the rusage counters' keys were before the registry.
+    Usage,
+    /// After `latency`: every other field.
+    Fields,
 }
 
 /// A field's report metric, as `compare`, the report and `--metric` name
@@ -107,15 +123,18 @@ pub struct FieldDef {
     /// Who fills it, in order of preference.
     pub readers: &'static [Reader],
     pub export: ExportPlace,
+    /// Where a process record's JSON has its key.
+    pub record: RecordPlace,
     /// Whether a process record's JSON has its key (null) when it was not
-    /// measured: the schedstat trio's did before the registry. Every other
-    /// field's key is left out then.
+    /// measured: the schedstat trio's and the rusage counters' did before
+    /// the registry. Every other field's key is left out then.
     pub json_null: bool,
-    /// The report's metric: its name, unit and place; words for sentences
+    /// The report's metric (None: a report does not analyse it, as the
+    /// page faults): its name, unit and place; words for sentences
     /// and titles, whether they are a plural noun, what it is (for
     /// `--metric`'s help) and whether a report analyses it when no
     /// `--metric` is given.
-    pub metric: FieldMetric,
+    pub metric: Option<FieldMetric>,
     pub label: &'static str,
     pub plural: bool,
     pub description: &'static str,
@@ -125,6 +144,9 @@ pub struct FieldDef {
     /// of why its tree lacks a figure) that says why a tree lacks it.
     pub absent: &'static str,
     pub tree_missing: &'static str,
+    /// Why a program's tree lacks it when its run's record does not say;
+    /// None: as any process ([`FieldDef::absent`]).
+    pub tree_absent: Option<&'static str>,
 }
 
 use Direction::LowerIsBetter as Lower;
@@ -140,8 +162,9 @@ pub const FIELDS: &[FieldDef] = &[
         direction: Lower,
         readers: &[Reader::Schedstat],
         export: ExportPlace::After("machine"),
+        record: RecordPlace::Fields,
         json_null: false,
-        metric: FieldMetric::AS_STORED,
+        metric: Some(FieldMetric::AS_STORED),
         label: "migrations between CPUs",
         plural: true,
         description: "Migrations between CPUs (/proc/PID/sched se.nr_migrations)",
@@ -149,6 +172,7 @@ pub const FIELDS: &[FieldDef] = &[
         absent: "not read for a program's tree, an RT hog, or a kernel without \
                  CONFIG_SCHED_DEBUG's /proc/PID/sched",
         tree_missing: "nr_migrations",
+        tree_absent: None,
     },
     FieldDef {
         field: Field::CpusUsed,
@@ -158,14 +182,16 @@ pub const FIELDS: &[FieldDef] = &[
         direction: Lower,
         readers: &[Reader::Trace, Reader::Model],
         export: ExportPlace::End,
+        record: RecordPlace::Fields,
         json_null: false,
-        metric: FieldMetric::AS_STORED,
+        metric: Some(FieldMetric::AS_STORED),
         label: "CPUs used",
         plural: true,
         description: "Distinct CPUs the process's tasks ran on over its work (trace, model)",
         by_default: false,
         absent: "only a traced or simulated run gives it (no kernel counter says which CPUs a task ran on)",
         tree_missing: "cpus_used",
+        tree_absent: None,
     },
     FieldDef {
         field: Field::LlcMigrations,
@@ -175,14 +201,16 @@ pub const FIELDS: &[FieldDef] = &[
         direction: Lower,
         readers: &[Reader::Trace],
         export: ExportPlace::End,
+        record: RecordPlace::Fields,
         json_null: false,
-        metric: FieldMetric::AS_STORED,
+        metric: Some(FieldMetric::AS_STORED),
         label: "migrations across an LLC",
         plural: true,
         description: "Migrations between CPUs of different last-level caches over its work (trace)",
         by_default: false,
         absent: "only a traced run of a machine whose CPU topology was recorded gives it",
         tree_missing: "llc_migrations",
+        tree_absent: None,
     },
     FieldDef {
         field: Field::NodeMigrations,
@@ -192,14 +220,16 @@ pub const FIELDS: &[FieldDef] = &[
         direction: Lower,
         readers: &[Reader::Trace],
         export: ExportPlace::End,
+        record: RecordPlace::Fields,
         json_null: false,
-        metric: FieldMetric::AS_STORED,
+        metric: Some(FieldMetric::AS_STORED),
         label: "migrations across a NUMA node",
         plural: true,
         description: "Migrations between CPUs of different NUMA nodes over its work (trace)",
         by_default: false,
         absent: "only a traced run of a machine whose CPU topology was recorded gives it",
         tree_missing: "node_migrations",
+        tree_absent: None,
     },
     FieldDef {
         field: Field::RunNs,
@@ -209,19 +239,21 @@ pub const FIELDS: &[FieldDef] = &[
         direction: Lower,
         readers: &[Reader::Schedstat, Reader::Cgroup, Reader::Model],
         export: ExportPlace::After("nivcsw"),
+        record: RecordPlace::Fields,
         json_null: true,
-        metric: FieldMetric {
+        metric: Some(FieldMetric {
             name: Some("run"),
             unit: Some("s"),
             scale: 1e-9,
             after: Some("wait"),
-        },
+        }),
         label: "on-CPU time",
         plural: false,
         description: "On-CPU time (schedstat), s",
         by_default: true,
         absent: SCHEDSTAT_ABSENT,
         tree_missing: "cpu_usage_ns",
+        tree_absent: None,
     },
     FieldDef {
         field: Field::WaitNs,
@@ -231,19 +263,21 @@ pub const FIELDS: &[FieldDef] = &[
         direction: Lower,
         readers: &[Reader::Schedstat, Reader::Taskstats, Reader::Model],
         export: ExportPlace::After("run_ns"),
+        record: RecordPlace::Fields,
         json_null: true,
-        metric: FieldMetric {
+        metric: Some(FieldMetric {
             name: Some("wait"),
             unit: Some("ms"),
             scale: 1e-6,
             after: Some("nivcsw"),
-        },
+        }),
         label: "run-queue wait",
         plural: false,
         description: "Run-queue wait (schedstat), ms",
         by_default: true,
         absent: SCHEDSTAT_ABSENT,
         tree_missing: "run_queue_wait_ns",
+        tree_absent: None,
     },
     FieldDef {
         field: Field::Timeslices,
@@ -253,17 +287,101 @@ pub const FIELDS: &[FieldDef] = &[
         direction: Lower,
         readers: &[Reader::Schedstat, Reader::Taskstats, Reader::Model],
         export: ExportPlace::After("wait_ns"),
+        record: RecordPlace::Fields,
         json_null: true,
-        metric: FieldMetric {
+        metric: Some(FieldMetric {
             after: Some("run"),
             ..FieldMetric::AS_STORED
-        },
+        }),
         label: "time slices",
         plural: true,
         description: "Time slices (schedstat)",
         by_default: true,
         absent: SCHEDSTAT_ABSENT,
         tree_missing: "timeslices",
+        tree_absent: None,
+    },
+    FieldDef {
+        field: Field::Nvcsw,
+        name: "nvcsw",
+        sql_type: "INTEGER",
+        unit: "",
+        direction: Lower,
+        readers: &[Reader::Rusage, Reader::Taskstats, Reader::Model],
+        export: ExportPlace::After("stime_us"),
+        record: RecordPlace::Usage,
+        json_null: true,
+        metric: Some(FieldMetric {
+            after: Some("cpu_pct"),
+            ..FieldMetric::AS_STORED
+        }),
+        label: "voluntary context switches",
+        plural: true,
+        description: "Voluntary context switches",
+        by_default: true,
+        absent: NOT_RECORDED,
+        tree_missing: "voluntary_switches",
+        tree_absent: Some(TREE_NOT_SAID),
+    },
+    FieldDef {
+        field: Field::Nivcsw,
+        name: "nivcsw",
+        sql_type: "INTEGER",
+        unit: "",
+        direction: Lower,
+        readers: &[Reader::Rusage, Reader::Taskstats, Reader::Model],
+        export: ExportPlace::After("nvcsw"),
+        record: RecordPlace::Usage,
+        json_null: true,
+        metric: Some(FieldMetric {
+            after: Some("nvcsw"),
+            ..FieldMetric::AS_STORED
+        }),
+        label: "involuntary context switches",
+        plural: true,
+        description: "Involuntary context switches (preemptions)",
+        by_default: true,
+        absent: NOT_RECORDED,
+        tree_missing: "involuntary_switches",
+        tree_absent: Some(TREE_NOT_SAID),
+    },
+    FieldDef {
+        field: Field::Minflt,
+        name: "minflt",
+        sql_type: "INTEGER",
+        unit: "",
+        direction: Lower,
+        readers: &[Reader::Rusage, Reader::Taskstats, Reader::Model],
+        export: ExportPlace::After("end_ns"),
+        record: RecordPlace::Usage,
+        json_null: true,
+        metric: None,
+        label: "minor page faults",
+        plural: true,
+        description: "Minor page faults (no I/O)",
+        by_default: false,
+        absent: NOT_RECORDED,
+        tree_missing: "minor_faults",
+        tree_absent: Some(TREE_NOT_SAID),
+    },
+    FieldDef {
+        field: Field::Majflt,
+        name: "majflt",
+        sql_type: "INTEGER",
+        unit: "",
+        direction: Lower,
+        readers: &[Reader::Rusage, Reader::Taskstats, Reader::Model],
+        export: ExportPlace::After("minflt"),
+        record: RecordPlace::Usage,
+        json_null: true,
+        metric: None,
+        label: "major page faults",
+        plural: true,
+        description: "Major page faults (with I/O)",
+        by_default: false,
+        absent: NOT_RECORDED,
+        tree_missing: "major_faults",
+        tree_absent: Some(TREE_NOT_SAID),
     },
 ];
 
@@ -271,6 +389,14 @@ pub const FIELDS: &[FieldDef] = &[
 /// tree says why in its own record: [`FieldDef::tree_missing`]).
 const SCHEDSTAT_ABSENT: &str = "not recorded for this run (no /proc/PID/schedstat: a kernel \
                                 without CONFIG_SCHED_INFO, or a database of an older schedlab)";
+
+/// Why a process lacks a usage counter (its rusage has every one: a row
+/// of a database that does not have it), or any figure not of a field.
+pub const NOT_RECORDED: &str = "not recorded for this run";
+
+/// Why a program's tree lacks a figure when its run does not say why
+/// (its `extra.command[].missing` names none).
+pub const TREE_NOT_SAID: &str = "not given for the program's tree (the run does not say why)";
 
 /// How many fields there are.
 pub const FIELD_COUNT: usize = FIELDS.len();
@@ -290,17 +416,25 @@ const _: () = {
 impl FieldDef {
     /// Its metric's name: [`FieldMetric::name`], else the field's.
     pub const fn metric_name(&self) -> &'static str {
-        match self.metric.name {
-            Some(n) => n,
-            None => self.name,
+        match self.metric {
+            Some(FieldMetric { name: Some(n), .. }) => n,
+            _ => self.name,
         }
     }
 
     /// Its metric's unit: [`FieldMetric::unit`], else the field's.
     pub const fn metric_unit(&self) -> &'static str {
-        match self.metric.unit {
-            Some(u) => u,
-            None => self.unit,
+        match self.metric {
+            Some(FieldMetric { unit: Some(u), .. }) => u,
+            _ => self.unit,
+        }
+    }
+
+    /// Multiplies a stored value into its metric's unit.
+    pub const fn metric_scale(&self) -> f64 {
+        match self.metric {
+            Some(m) => m.scale,
+            None => 1.0,
         }
     }
 }
@@ -320,7 +454,7 @@ impl Field {
     #[inline]
     pub fn metric_value(self, v: &ProcessFields) -> f64 {
         v.get(self)
-            .map_or(f64::NAN, |x| x as f64 * self.def().metric.scale)
+            .map_or(f64::NAN, |x| x as f64 * self.def().metric_scale())
     }
 
     /// Every field, in registry order.
@@ -336,19 +470,33 @@ impl Field {
 
 /// The values of every field of one process, each None where it was not
 /// measured (see the field's `absent`). Serialised as a map of the
-/// measured ones by name (flattened into a process record's JSON).
+/// measured ones by name (flattened into a process record's JSON:
+/// [`ProcessFields::in_record`]).
+///
+/// A report holds a million of these: the values and a mask of the
+/// measured ones take 8 bytes a field, where `Option<u64>`s take 16.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ProcessFields {
-    values: [Option<u64>; FIELD_COUNT],
+    /// Field `i`'s value where measured, 0 where not (so that equal
+    /// fields compare equal).
+    values: [u64; FIELD_COUNT],
+    /// Bit `i`: field `i` was measured.
+    measured: u32,
 }
 
+const _: () = assert!(FIELD_COUNT <= u32::BITS as usize, "a bit per field");
+
 impl ProcessFields {
+    #[inline]
     pub fn get(&self, f: Field) -> Option<u64> {
-        self.values[f as usize]
+        let i = f as usize;
+        (self.measured >> i & 1 == 1).then_some(self.values[i])
     }
 
     pub fn set(&mut self, f: Field, v: Option<u64>) {
-        self.values[f as usize] = v;
+        let i = f as usize;
+        self.values[i] = v.unwrap_or(0);
+        self.measured = (self.measured & !(1 << i)) | (u32::from(v.is_some()) << i);
     }
 
     /// With `f` set to `v`.
@@ -359,15 +507,39 @@ impl ProcessFields {
 
     /// Whether no field was measured.
     pub fn is_empty(&self) -> bool {
-        self.values.iter().all(Option::is_none)
+        self.measured == 0
     }
-}
 
-impl ProcessFields {
-    /// A map of the measured fields by name and, with `nulls`, of the
-    /// unmeasured ones whose [`FieldDef::json_null`] says so, as null.
-    fn serialize_map<S: Serializer>(&self, s: S, nulls: bool) -> Result<S::Ok, S::Error> {
-        let keyed = |d: &FieldDef| self.get(d.field).is_some() || (nulls && d.json_null);
+    /// Only the fields that have a report metric, as a report's process
+    /// rows hold them ([`process::ReportProcess::kernel`]).
+    pub fn of_metrics(mut self) -> ProcessFields {
+        for d in FIELDS.iter().filter(|d| d.metric.is_none()) {
+            self.set(d.field, None);
+        }
+        self
+    }
+
+    /// The fields a process record's JSON has at `place` (to flatten into
+    /// it): the measured ones, and a null for each unmeasured one whose
+    /// key a record always has ([`FieldDef::json_null`]).
+    pub fn in_record(&self, place: RecordPlace) -> InRecord<'_> {
+        InRecord {
+            fields: self,
+            place,
+        }
+    }
+
+    /// A map of the fields by name: of `place`'s, the measured ones and
+    /// the unmeasured whose key a record has; else the measured ones.
+    fn serialize_map<S: Serializer>(
+        &self,
+        s: S,
+        place: Option<RecordPlace>,
+    ) -> Result<S::Ok, S::Error> {
+        let keyed = |d: &FieldDef| match place {
+            Some(p) => d.record == p && (self.get(d.field).is_some() || d.json_null),
+            None => self.get(d.field).is_some(),
+        };
         let mut map = s.serialize_map(Some(FIELDS.iter().filter(|d| keyed(d)).count()))?;
         for d in FIELDS.iter().filter(|d| keyed(d)) {
             map.serialize_entry(d.name, &self.get(d.field))?;
@@ -379,15 +551,21 @@ impl ProcessFields {
 impl Serialize for ProcessFields {
     /// The measured fields only.
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.serialize_map(s, false)
+        self.serialize_map(s, None)
     }
 }
 
-/// A process record's fields (flattened into it, `serialize_with`): the
-/// measured ones, and a null for each unmeasured one whose key a record
-/// always has ([`FieldDef::json_null`]).
-pub fn serialize_in_record<S: Serializer>(v: &ProcessFields, s: S) -> Result<S::Ok, S::Error> {
-    v.serialize_map(s, true)
+/// The fields of one place of a process record's JSON
+/// ([`ProcessFields::in_record`]).
+pub struct InRecord<'a> {
+    fields: &'a ProcessFields,
+    place: RecordPlace,
+}
+
+impl Serialize for InRecord<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.fields.serialize_map(s, Some(self.place))
+    }
 }
 
 impl<'de> Deserialize<'de> for ProcessFields {
@@ -450,5 +628,9 @@ mod tests {
         .unwrap();
         assert_eq!(back, v);
         assert!(ProcessFields::default().is_empty());
+        // A field set then cleared is as one never set.
+        let cleared = v.with(Field::Majflt, Some(9)).with(Field::Majflt, None);
+        assert_eq!(cleared, v);
+        assert_eq!(v.with(Field::Majflt, Some(0)).get(Field::Majflt), Some(0));
     }
 }

@@ -18,21 +18,19 @@ pub struct ReportProcess {
     pub work: Option<i64>,
     /// End of the process's measured work after barrier release.
     pub end_ns: Option<i64>,
-    /// The fields of the registry (schedstat's `run_ns`, `wait_ns`,
-    /// `timeslices`, the migrations, …).
+    /// The fields of the registry that have a metric (rusage's `nvcsw`
+    /// and `nivcsw`, schedstat's `run_ns`, `wait_ns`, `timeslices`, the
+    /// migrations, …); the page faults, which no metric reads, are None.
     pub kernel: ProcessFields,
 }
 
 /// The part of a process's [`crate::record::ProcessUsage`] the report's
-/// metrics use. A report holds a million of these for a large campaign, so
-/// the fault and memory counters, which no metric reads, are left out.
-/// Switches are None where the kernel did not give them (a program's tree).
+/// metrics use: its CPU times. A report holds a million of these for a
+/// large campaign, so the peak memory, which no metric reads, is left out.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ReportUsage {
     pub utime_us: u64,
     pub stime_us: u64,
-    pub nvcsw: Option<u64>,
-    pub nivcsw: Option<u64>,
 }
 
 #[cfg(test)]
@@ -40,13 +38,14 @@ mod tests {
     use super::*;
 
     /// A report holds a million rows: 248 bytes each before the schedstat
-    /// trio joined the registry, as three `Option<i64>` members; their
-    /// slots in [`ProcessFields`] take the same room, no more.
+    /// trio and the switches joined the registry, as `Option<i64>`
+    /// members; their slots in [`ProcessFields`] (a value and a bit each,
+    /// faults included) take less.
     #[test]
     #[cfg(target_pointer_width = "64")]
     fn a_process_row_takes_no_more_room_than_before_the_registry_held_schedstat() {
         assert!(
-            std::mem::size_of::<ReportProcess>() <= 248,
+            std::mem::size_of::<ReportProcess>() <= 200,
             "{}",
             std::mem::size_of::<ReportProcess>()
         );

@@ -109,11 +109,15 @@ pub fn record(o: &Observed, outputs: &Outputs) -> (ProcessRecord, Option<String>
         end_ns: o.end_ns,
         wall_ns: o.end_ns.unwrap_or(0),
         usage: tree_usage(stats),
-        // The tree's CPU time from its cgroup, its waits and slices from
-        // its tasks' exit records. /proc/PID/sched counts migrations per
-        // task, and a task's exit record (taskstats) carries none: not
-        // counted over a tree.
+        // The tree's CPU time from its cgroup, its switches, faults, waits
+        // and slices from its tasks' exit records. /proc/PID/sched counts
+        // migrations per task, and a task's exit record (taskstats)
+        // carries none: not counted over a tree.
         kernel: KernelCounts::default()
+            .with(Field::Nvcsw, stats.voluntary_switches)
+            .with(Field::Nivcsw, stats.involuntary_switches)
+            .with(Field::Minflt, stats.minor_faults)
+            .with(Field::Majflt, stats.major_faults)
             .with(Field::RunNs, stats.cpu_usage_ns)
             .with(Field::WaitNs, stats.run_queue_wait_ns)
             .with(Field::Timeslices, stats.timeslices),
@@ -143,19 +147,15 @@ fn escape_failure(escaped: &[Escaped]) -> String {
     )
 }
 
-/// The tree's usage: CPU, switches, page faults and peak memory of every
-/// process it had. A switch, fault or memory figure the kernel could not
-/// give stays None (stored NULL), named with why in
+/// The tree's usage: CPU and peak memory of every process it had (its
+/// switches and page faults are fields of the registry). A figure the
+/// kernel could not give stays None (stored NULL), named with why in
 /// `extra.command.missing`; a tree whose CPU was not read has failed its
 /// run ([`cpu_unread`]), so its 0 is never taken for a measurement.
 fn tree_usage(s: &TreeStats) -> ProcessUsage {
     ProcessUsage {
         utime_us: s.cpu_user_ns.unwrap_or(0) / 1000,
         stime_us: s.cpu_system_ns.unwrap_or(0) / 1000,
-        nvcsw: s.voluntary_switches,
-        nivcsw: s.involuntary_switches,
-        minflt: s.minor_faults,
-        majflt: s.major_faults,
         maxrss_kb: s.peak_memory_bytes.map(|b| b / 1024),
     }
 }

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use crate::fields::Field;
 use crate::plan::Run;
-use crate::record::{KernelCounts, ProcessRecord, RunRecord, RunStatus, SliceRow};
+use crate::record::{KernelCounts, ProcessRecord, RunRecord, RunStatus, SliceRow, rusage_fields};
 use crate::sys::cgroup::TreeGroup;
 use crate::sys::envinfo::EnvSnapshot;
 use crate::sys::proc::{self, Exit, Usage};
@@ -414,7 +414,7 @@ impl RecordContext<'_> {
             end_ns,
             wall_ns: end_ns.unwrap_or_else(|| self.since(seen_ns)),
             usage: usage.into(),
-            kernel: KernelCounts::default()
+            kernel: rusage_fields(KernelCounts::default(), &usage)
                 .with(Field::RunNs, stat.map(|s| s.run_ns))
                 .with(Field::WaitNs, stat.map(|s| s.wait_ns))
                 .with(Field::Timeslices, stat.map(|s| s.timeslices))
@@ -479,7 +479,7 @@ impl RecordContext<'_> {
             end_ns: window.map(|w| w.1),
             wall_ns: window.map(|w| w.1).unwrap_or_else(|| self.since(seen_ns)),
             usage: usage.into(),
-            kernel: KernelCounts::default()
+            kernel: rusage_fields(KernelCounts::default(), &usage)
                 .with(Field::RunNs, window.map(|w| w.0.run_ns))
                 .with(Field::WaitNs, window.map(|w| w.0.wait_ns))
                 .with(Field::Timeslices, window.map(|w| w.0.timeslices)),

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use crate::fields::Field;
 use crate::plan::Run;
 use crate::policy::{self, Class, Policy, ProcSched};
-use crate::record::{ProcessRecord, RunRecord, RunStatus, Usage};
+use crate::record::{ProcessRecord, RunRecord, RunStatus, Usage, rusage_fields};
 use crate::spec::Spec;
 use crate::workload::copy::CopyParams;
 use crate::workload::mixed::MixedParams;
@@ -638,15 +638,14 @@ fn worker_record(
     // Measured from the worker's own start, as the real worker does.
     let (run0, wait0, slices0, nvcsw0, nivcsw0) = s.at_start;
     let run_ns = s.run_ns - run0;
-    p.usage = Usage {
+    let usage = Usage {
         utime_us: run_ns / 1000,
         nvcsw: s.nvcsw - nvcsw0,
         nivcsw: s.nivcsw - nivcsw0,
         ..Usage::default()
-    }
-    .into();
-    p.kernel = p
-        .kernel
+    };
+    p.usage = usage.into();
+    p.kernel = rusage_fields(p.kernel, &usage)
         .with(Field::RunNs, Some(run_ns))
         .with(Field::WaitNs, Some(s.wait_ns - wait0))
         .with(Field::Timeslices, Some(s.timeslices - slices0))
@@ -684,15 +683,14 @@ fn hog_record(i: usize, mem: &Member, out: &Outcome, release_ns: u64, end: u64) 
     p.start_ns = Some(0);
     p.end_ns = Some(end);
     p.wall_ns = end;
-    p.usage = Usage {
+    let usage = Usage {
         utime_us: run / 1000,
         nvcsw: s.nvcsw,
         nivcsw: s.nivcsw,
         ..Usage::default()
-    }
-    .into();
-    p.kernel = p
-        .kernel
+    };
+    p.usage = usage.into();
+    p.kernel = rusage_fields(p.kernel, &usage)
         .with(Field::RunNs, Some(run))
         .with(Field::WaitNs, Some(s.wait_ns))
         .with(Field::Timeslices, Some(s.timeslices));

@@ -207,9 +207,9 @@ fn dist_actions(
 /// CPU, switches, waits and slices; the worker ends with its last task).
 pub fn fold(p: &mut ProcessRecord, s: &TaskStats, release_ns: u64) {
     p.usage.utime_us += s.run_ns / 1000;
-    p.usage.nvcsw = Some(p.usage.nvcsw.unwrap_or(0) + s.nvcsw);
-    p.usage.nivcsw = Some(p.usage.nivcsw.unwrap_or(0) + s.nivcsw);
     for (f, v) in [
+        (Field::Nvcsw, s.nvcsw),
+        (Field::Nivcsw, s.nivcsw),
         (Field::RunNs, s.run_ns),
         (Field::WaitNs, s.wait_ns),
         (Field::Timeslices, s.timeslices),

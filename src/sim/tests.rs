@@ -538,7 +538,7 @@ fn pingpong_round_trips_cost_two_handoffs_and_two_switches() {
         init.figures
     );
     // Every hand-off blocks the one end and wakes the other.
-    assert_eq!(init.usage.nvcsw, Some(100));
+    assert_eq!(init.kernel.get(crate::fields::Field::Nvcsw), Some(100));
 }
 
 /// Two pi workers of 10 ms (1e6 iterations at 1e8/s) free on CPUs 0-1

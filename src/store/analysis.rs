@@ -14,7 +14,7 @@ use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 
 use super::Store;
-use super::counts;
+use super::counts::{self, Which};
 use super::named::{Columns, Named};
 use crate::plan::Run;
 use crate::policy::{Policy, ProcSched};
@@ -639,12 +639,12 @@ impl Store {
         let mut stmt = self
             .conn
             .prepare(&format!(
-                "SELECT p.run_id, p.process_index, p.nice, p.rt_priority, p.wall_ns, p.utime_us, p.stime_us, p.nvcsw,
-                    p.nivcsw, p.work, p.end_ns{}
+                "SELECT p.run_id, p.process_index, p.nice, p.rt_priority, p.wall_ns, p.utime_us, p.stime_us,
+                    p.work, p.end_ns{}
              FROM runs r JOIN processes p ON p.run_id = r.id
              WHERE r.campaign_id IN ({}) AND r.status = 'ok' AND p.role = 'worker'
              ORDER BY r.id, p.process_index",
-                counts::select_list("p."),
+                counts::select_list("p.", Which::Metrics),
                 id_list(campaign_ids)
             ))
             .context(SCHEMA_MISMATCH)?;
@@ -681,10 +681,10 @@ impl Store {
         let mut stmt = self
             .conn
             .prepare(&format!(
-                "SELECT run_id, process_index, nice, rt_priority, wall_ns, utime_us, stime_us, nvcsw, nivcsw,
-                    work, end_ns{}
+                "SELECT run_id, process_index, nice, rt_priority, wall_ns, utime_us, stime_us, work,
+                    end_ns{}
              FROM processes WHERE run_id IN ({}) AND role = 'worker' ORDER BY run_id, process_index",
-                counts::select_list(""),
+                counts::select_list("", Which::Metrics),
                 id_list(&ids)
             ))
             .context(SCHEMA_MISMATCH)?;
@@ -758,10 +758,10 @@ impl Store {
     ) -> Result<Vec<(i64, Vec<ProcessRecord>)>> {
         let mut stmt = self.conn.prepare(&format!(
             "SELECT process_index, role, pid, policy, nice, rt_priority, dl_runtime_ns, dl_deadline_ns,
-                    dl_period_ns, start_ns, end_ns, wall_ns, utime_us, stime_us, nvcsw, nivcsw, minflt, majflt,
-                    maxrss_kb, work, work_unit, figures_json, exit, ok, stderr_tail, weight{}
+                    dl_period_ns, start_ns, end_ns, wall_ns, utime_us, stime_us, maxrss_kb, work, work_unit,
+                    figures_json, exit, ok, stderr_tail, weight{}
              FROM processes WHERE run_id = ?1 ORDER BY process_index",
-            counts::select_list("")
+            counts::select_list("", Which::All)
         ))?;
         let cols = Columns::of(&stmt)?;
         let mut out = Vec::with_capacity(run_ids.len());
@@ -852,11 +852,9 @@ struct ProcessColumns {
     wall_ns: usize,
     utime_us: usize,
     stime_us: usize,
-    nvcsw: usize,
-    nivcsw: usize,
     work: usize,
     end_ns: usize,
-    counts: Vec<usize>,
+    counts: Vec<(crate::fields::Field, usize)>,
 }
 
 impl ProcessColumns {
@@ -871,22 +869,16 @@ impl ProcessColumns {
             wall_ns: at("wall_ns")?,
             utime_us: at("utime_us")?,
             stime_us: at("stime_us")?,
-            nvcsw: at("nvcsw")?,
-            nivcsw: at("nivcsw")?,
             work: at("work")?,
             end_ns: at("end_ns")?,
-            counts: counts::positions(&cols)?,
+            counts: counts::positions(&cols, Which::Metrics)?,
         })
     }
 
-    /// A row of the query. Counts and durations that are never negative
-    /// when stored read a negative value as 0, as [`Named::u64`] does.
+    /// A row of the query. Durations that are never negative when stored
+    /// read a negative value as 0, as [`Named::u64`] does.
     fn read(&self, r: &rusqlite::Row<'_>) -> rusqlite::Result<ReportProcess> {
         let count = |at| r.get::<_, i64>(at).map(|v| v.max(0) as u64);
-        let opt_count = |at| {
-            r.get::<_, Option<i64>>(at)
-                .map(|v| v.map(|v| v.max(0) as u64))
-        };
         Ok(ReportProcess {
             run_id: r.get(self.run_id)?,
             process_index: r.get(self.process_index)?,
@@ -896,8 +888,6 @@ impl ProcessColumns {
             usage: ReportUsage {
                 utime_us: count(self.utime_us)?,
                 stime_us: count(self.stime_us)?,
-                nvcsw: opt_count(self.nvcsw)?,
-                nivcsw: opt_count(self.nivcsw)?,
             },
             work: r.get(self.work)?,
             end_ns: r.get(self.end_ns)?,
@@ -930,10 +920,6 @@ fn process_record(id: i64, n: &Named<'_, '_, '_>) -> Result<ProcessRecord> {
         usage: ProcessUsage {
             utime_us: n.u64("utime_us")?,
             stime_us: n.u64("stime_us")?,
-            nvcsw: n.opt_u64("nvcsw")?,
-            nivcsw: n.opt_u64("nivcsw")?,
-            minflt: n.opt_u64("minflt")?,
-            majflt: n.opt_u64("majflt")?,
             maxrss_kb: n.opt_u64("maxrss_kb")?,
         },
         kernel: counts::read(n)?,
@@ -1003,11 +989,9 @@ mod tests {
                     assert_eq!(p.wall_ns as u64, w.wall_ns);
                     assert_eq!(p.usage.utime_us, w.usage.utime_us);
                     assert_eq!(p.usage.stime_us, w.usage.stime_us);
-                    assert_eq!(p.usage.nvcsw, w.usage.nvcsw);
-                    assert_eq!(p.usage.nivcsw, w.usage.nivcsw);
                     assert_eq!(p.work.map(|v| v as u64), w.work);
                     assert_eq!(p.end_ns.map(|v| v as u64), w.end_ns);
-                    assert_eq!(p.kernel, w.kernel);
+                    assert_eq!(p.kernel, w.kernel.of_metrics());
                     assert!(p.kernel.get(crate::fields::Field::RunNs).is_some());
                     seen += 1;
                 }

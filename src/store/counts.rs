@@ -12,21 +12,38 @@ use crate::record::KernelCounts;
 
 /// Every field's column, in registry order (each added by a migration).
 fn columns() -> impl Iterator<Item = (Field, &'static str)> {
-    FIELDS.iter().map(|d| (d.field, d.name))
+    columns_of(Which::All)
+}
+
+/// Which fields a query reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Which {
+    All,
+    /// Those with a report metric (the report's process rows: the page
+    /// faults, which no metric reads, are left unread).
+    Metrics,
+}
+
+/// The columns of the fields `which` names, in registry order.
+fn columns_of(which: Which) -> impl Iterator<Item = (Field, &'static str)> {
+    FIELDS
+        .iter()
+        .filter(move |d| which == Which::All || d.metric.is_some())
+        .map(|d| (d.field, d.name))
 }
 
 /// The counters' columns for a SELECT list: `, p.a, p.b` with `prefix`
 /// "p.".
-pub(super) fn select_list(prefix: &str) -> String {
-    columns().map(|(_, c)| format!(", {prefix}{c}")).collect()
+pub(super) fn select_list(prefix: &str, which: Which) -> String {
+    columns_of(which)
+        .map(|(_, c)| format!(", {prefix}{c}"))
+        .collect()
 }
 
-/// The counters' column names for an INSERT, and their placeholders
-/// numbered from `first`: (", a, b", ", ?31, ?32").
-pub(super) fn insert_list(first: usize) -> (String, String) {
-    let names = columns().map(|(_, c)| format!(", {c}"));
-    let marks = (first..).take(FIELDS.len()).map(|n| format!(", ?{n}"));
-    (names.collect(), marks.collect())
+/// The counters' column names for an INSERT, in registry order (the
+/// order of [`values`]).
+pub(super) fn names() -> impl Iterator<Item = &'static str> {
+    columns().map(|(_, c)| c)
 }
 
 /// The values to insert, in registry order.
@@ -45,17 +62,19 @@ pub(super) fn read(n: &Named<'_, '_, '_>) -> rusqlite::Result<KernelCounts> {
     Ok(k)
 }
 
-/// The positions of the fields' columns in a statement's result, in
-/// registry order (for [`read_at`]).
-pub(super) fn positions(cols: &Columns) -> rusqlite::Result<Vec<usize>> {
-    columns().map(|(_, c)| cols.position(c)).collect()
+/// The positions of the columns of the fields `which` names in a
+/// statement's result, in registry order (for [`read_at`]).
+pub(super) fn positions(cols: &Columns, which: Which) -> rusqlite::Result<Vec<(Field, usize)>> {
+    columns_of(which)
+        .map(|(f, c)| Ok((f, cols.position(c)?)))
+        .collect()
 }
 
 /// The counters of a row whose columns are at `positions` ([`positions`]),
-/// as [`read`] reads them.
-pub(super) fn read_at(r: &Row<'_>, positions: &[usize]) -> rusqlite::Result<KernelCounts> {
+/// as [`read`] reads them (the fields not there None).
+pub(super) fn read_at(r: &Row<'_>, positions: &[(Field, usize)]) -> rusqlite::Result<KernelCounts> {
     let mut k = KernelCounts::default();
-    for ((f, _), &at) in columns().zip(positions) {
+    for &(f, at) in positions {
         let v: Option<i64> = r.get(at)?;
         k.set(f, v.and_then(|v| u64::try_from(v).ok()));
     }
@@ -89,11 +108,11 @@ mod tests {
         let k = KernelCounts::default()
             .with(Field::NrMigrations, Some(7))
             .with(Field::LlcMigrations, Some(0));
-        let (names, marks) = insert_list(2);
+        let columns: Vec<&str> = ["id"].into_iter().chain(names()).collect();
         let counts = values(&k);
         let id: &dyn ToSql = &1;
         conn.execute(
-            &format!("INSERT INTO t (id{names}) VALUES (?1{marks})"),
+            &super::super::insert_sql("t", &columns),
             rusqlite::params_from_iter(with_values(&[id], &counts)),
         )
         .unwrap();
@@ -101,7 +120,7 @@ mod tests {
         let mut stmt = conn
             .prepare(&format!(
                 "SELECT t.id{} FROM t ORDER BY id",
-                select_list("t.")
+                select_list("t.", Which::All)
             ))
             .unwrap();
         let cols = super::super::named::Columns::of(&stmt).unwrap();

@@ -149,8 +149,7 @@ const EXPORT_SQL: &str = "SELECT c.id AS campaign, c.name AS campaign_name, r.id
         r.environment_id, r.extra_json, r.others_runnable, r.steal_pct, r.other_cpu_pct, r.interrupts,
         r.softirqs, r.cpu_freq_khz, r.throttle_count, p.process_index, p.role, p.pid,
         p.policy AS process_policy, p.nice, p.rt_priority, p.weight, p.dl_runtime_ns, p.dl_deadline_ns,
-        p.dl_period_ns, p.start_ns, p.end_ns, p.wall_ns, p.utime_us, p.stime_us, p.nvcsw, p.nivcsw, p.minflt,
-        p.majflt, p.maxrss_kb, p.work, p.work_unit, p.figures_json, p.exit, p.ok, p.stderr_tail, l.count AS latency_count, l.p50_ns, l.p90_ns, l.p99_ns, l.p999_ns, l.max_ns,
+        p.dl_period_ns, p.start_ns, p.end_ns, p.wall_ns, p.utime_us, p.stime_us, p.maxrss_kb, p.work, p.work_unit, p.figures_json, p.exit, p.ok, p.stderr_tail, l.count AS latency_count, l.p50_ns, l.p90_ns, l.p99_ns, l.p999_ns, l.max_ns,
         r.slice_us, p.slice_ns, c.uuid AS campaign_uuid, e.hostname, e.host_id, e.kernel_release,
         tc.lost_events, tc.unusable, tp.slices, tp.slice_p50_ns, tp.slice_p99_ns, tp.slice_max_ns,
         tp.oncpu_ns, tp.preempted, tp.yielded, tp.voluntary, tp.migrations, tp.wake_p50_ns, tp.wake_p99_ns,
@@ -168,7 +167,7 @@ const EXPORT_SQL: &str = "SELECT c.id AS campaign, c.name AS campaign_name, r.id
 
 /// The export's query, with the kernel counters' columns.
 pub(super) fn export_sql() -> String {
-    EXPORT_SQL.replace("{counts}", &counts::select_list("p."))
+    EXPORT_SQL.replace("{counts}", &counts::select_list("p.", counts::Which::All))
 }
 
 /// One row of [`EXPORT_SQL`].
@@ -280,8 +279,8 @@ fn export_trace(n: &Named<'_, '_, '_>) -> rusqlite::Result<Option<ExportTrace>> 
 }
 
 /// The resource usage columns of an export row, or None in a row without a
-/// process (its CPU times are NOT NULL; its switches, faults and peak
-/// memory NULL where the kernel did not give them).
+/// process (its CPU times are NOT NULL; its peak memory NULL where the
+/// kernel did not give it).
 fn export_usage(n: &Named<'_, '_, '_>) -> rusqlite::Result<Option<ProcessUsage>> {
     let Some(utime_us) = n.get::<Option<i64>>("utime_us")? else {
         return Ok(None);
@@ -289,10 +288,6 @@ fn export_usage(n: &Named<'_, '_, '_>) -> rusqlite::Result<Option<ProcessUsage>>
     Ok(Some(ProcessUsage {
         utime_us: utime_us.max(0) as u64,
         stime_us: n.u64("stime_us")?,
-        nvcsw: n.opt_u64("nvcsw")?,
-        nivcsw: n.opt_u64("nivcsw")?,
-        minflt: n.opt_u64("minflt")?,
-        majflt: n.opt_u64("majflt")?,
         maxrss_kb: n.opt_u64("maxrss_kb")?,
     }))
 }

@@ -22,6 +22,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use sha2::{Digest, Sha256};
 use std::collections::HashSet;
 use std::path::Path;
+use std::sync::LazyLock;
 
 use crate::record::{RunRecord, RunStatus};
 use crate::spec::Spec;
@@ -119,6 +120,93 @@ fn sidecars_absent(path: &Path) -> bool {
         p.push(suffix);
         std::fs::symlink_metadata(std::path::PathBuf::from(p)).is_err()
     })
+}
+
+/// The `runs` columns a stored run fills, in the order of its values.
+const RUN_COLUMNS: &[&str] = &[
+    "campaign_id",
+    "run_key",
+    "seq",
+    "policy",
+    "workload",
+    "workload_kind",
+    "processes",
+    "priority_mode",
+    "cpus",
+    "cpu_list",
+    "rep",
+    "status",
+    "reason",
+    "makespan_ns",
+    "cpu_util",
+    "started_unix_ms",
+    "load_avg_1m",
+    "environment_id",
+    "resolved_json",
+    "rt_runtime_us",
+    "extra_json",
+    "others_runnable",
+    "steal_pct",
+    "other_cpu_pct",
+    "slice_us",
+    "ext_scheduler",
+    "interrupts",
+    "softirqs",
+    "cpu_freq_khz",
+    "throttle_count",
+    "machine",
+];
+
+/// The fixed `processes` columns a stored process fills, in the order of
+/// its values; the registry's fields follow ([`counts::names`]).
+const PROCESS_COLUMNS: &[&str] = &[
+    "run_id",
+    "process_index",
+    "role",
+    "pid",
+    "policy",
+    "nice",
+    "rt_priority",
+    "dl_runtime_ns",
+    "dl_deadline_ns",
+    "dl_period_ns",
+    "start_ns",
+    "end_ns",
+    "wall_ns",
+    "utime_us",
+    "stime_us",
+    "maxrss_kb",
+    "work",
+    "work_unit",
+    "figures_json",
+    "exit",
+    "ok",
+    "stderr_tail",
+    "weight",
+    "slice_ns",
+];
+
+static RUN_INSERT: LazyLock<String> = LazyLock::new(|| insert_sql("runs", RUN_COLUMNS));
+
+static PROCESS_INSERT: LazyLock<String> = LazyLock::new(|| {
+    let columns: Vec<&str> = PROCESS_COLUMNS
+        .iter()
+        .copied()
+        .chain(counts::names())
+        .collect();
+    insert_sql("processes", &columns)
+});
+
+/// `INSERT INTO table (a, b, …) VALUES (?1, ?2, …)`: one placeholder per
+/// column, numbered in order, so a list of values in the columns' order
+/// binds each to its column.
+fn insert_sql(table: &str, columns: &[&str]) -> String {
+    let marks: Vec<String> = (1..=columns.len()).map(|n| format!("?{n}")).collect();
+    format!(
+        "INSERT INTO {table} ({}) VALUES ({})",
+        columns.join(", "),
+        marks.join(", ")
+    )
 }
 
 fn i(v: u64) -> i64 {
@@ -549,16 +637,8 @@ impl Store {
     fn insert_run_in(tx: &rusqlite::Transaction, campaign_id: i64, rec: &RunRecord) -> Result<i64> {
         let env_id = Self::environment_id(tx, &rec.env)?;
         let run = &rec.run;
-        tx.prepare_cached(
-            "INSERT INTO runs (campaign_id, run_key, seq, policy, workload, workload_kind, processes, priority_mode,
-                 cpus, cpu_list, rep, status, reason, makespan_ns, cpu_util, started_unix_ms, load_avg_1m,
-                 environment_id, resolved_json, rt_runtime_us, extra_json, others_runnable, steal_pct,
-                 other_cpu_pct, slice_us, ext_scheduler, interrupts, softirqs, cpu_freq_khz, throttle_count,
-                 machine)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,
-                     ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31)",
-        )?
-        .execute(params![
+        tx.prepare_cached(&RUN_INSERT)?
+            .execute(params![
                 campaign_id,
                 run.key,
                 run.seq as i64,
@@ -591,19 +671,10 @@ impl Store {
                 rec.interference.throttle_count.map(i),
                 run.machine.as_ref().map(|m| m.name.as_str()),
             ])
-        .with_context(|| format!("storing run {}", run.key))?;
+            .with_context(|| format!("storing run {}", run.key))?;
         let run_id = tx.last_insert_rowid();
         {
-            // The registry's fields follow the fixed columns.
-            let (count_names, count_marks) = counts::insert_list(29);
-            let mut stmt = tx.prepare_cached(&format!(
-                "INSERT INTO processes (run_id, process_index, role, pid, policy, nice, rt_priority, dl_runtime_ns,
-                     dl_deadline_ns, dl_period_ns, start_ns, end_ns, wall_ns, utime_us, stime_us, nvcsw, nivcsw,
-                     minflt, majflt, maxrss_kb, work, work_unit, figures_json, exit, ok, stderr_tail, weight,
-                     slice_ns{count_names})
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,
-                     ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28{count_marks})",
-            ))?;
+            let mut stmt = tx.prepare_cached(&PROCESS_INSERT)?;
             for p in &rec.processes {
                 let count_values = counts::values(&p.kernel);
                 let fixed = params![
@@ -622,10 +693,6 @@ impl Store {
                     i(p.wall_ns),
                     i(p.usage.utime_us),
                     i(p.usage.stime_us),
-                    p.usage.nvcsw.map(i),
-                    p.usage.nivcsw.map(i),
-                    p.usage.minflt.map(i),
-                    p.usage.majflt.map(i),
                     p.usage.maxrss_kb.map(i),
                     p.work.map(i),
                     p.work_unit,

@@ -2,7 +2,8 @@
 
 use super::export::export_sql;
 use super::*;
-use crate::record::ProcessUsage;
+use crate::fields::Field;
+use crate::record::{KernelCounts, ProcessUsage};
 
 fn file_bytes(p: &Path) -> Vec<u8> {
     std::fs::read(p).unwrap()
@@ -25,17 +26,16 @@ fn figures_not_given_round_trip_as_null() {
     run.processes = 2;
     let sched = crate::policy::ProcSched::fair(crate::policy::Policy::Other, 0);
     let mut given = synthetic_process(0, sched, 2_000_000, 1000);
-    given.usage.nvcsw = Some(0);
+    given.kernel.set(Field::Nvcsw, Some(0));
     let mut not_given = synthetic_process(1, sched, 2_000_000, 1000);
     not_given.usage = ProcessUsage {
         utime_us: 1000,
         stime_us: 20,
-        nvcsw: None,
-        nivcsw: None,
-        minflt: None,
-        majflt: None,
         maxrss_kb: None,
     };
+    for f in [Field::Nvcsw, Field::Nivcsw, Field::Minflt, Field::Majflt] {
+        not_given.kernel.set(f, None);
+    }
     let rec = synthetic_record(
         &run,
         &synthetic_env(2),
@@ -58,19 +58,29 @@ fn figures_not_given_round_trip_as_null() {
     let rows = store.export_rows(None).unwrap();
     assert_eq!(rows[0].usage, Some(given.usage));
     assert_eq!(rows[1].usage, Some(not_given.usage));
+    assert_eq!(
+        (rows[0].kernel, rows[1].kernel),
+        (given.kernel, not_given.kernel)
+    );
     let recs = store.report_process_records(&[id]).unwrap();
     assert_eq!(recs[0].1.usage, given.usage);
     assert_eq!(recs[1].1.usage, not_given.usage);
+    assert_eq!(
+        (recs[0].1.kernel, recs[1].1.kernel),
+        (given.kernel, not_given.kernel)
+    );
     let mut seen = Vec::new();
+    let switches = |k: &KernelCounts| (k.get(Field::Nvcsw), k.get(Field::Nivcsw));
     store
-        .for_each_report_process(&[c.id], |p| seen.push((p.usage.nvcsw, p.usage.nivcsw)))
+        .for_each_report_process(&[c.id], |p| seen.push(switches(&p.kernel)))
         .unwrap();
-    assert_eq!(seen, [(Some(0), given.usage.nivcsw), (None, None)]);
+    assert_eq!(seen, [(Some(0), Some(0)), (None, None)]);
     // `merge` copies the NULLs.
     let mut merged = Store::open(&dir.path().join("m.db")).unwrap();
     merged.merge_from(&store, |_, _| {}).unwrap();
     let rows = merged.export_rows(None).unwrap();
     assert_eq!(rows[1].usage, Some(not_given.usage));
+    assert_eq!(rows[1].kernel, not_given.kernel);
 }
 
 #[test]
@@ -178,5 +188,24 @@ fn the_export_query_streams_without_sorting() {
     assert!(
         plan.iter().all(|step| !step.contains("TEMP B-TREE")),
         "{plan:?}"
+    );
+}
+
+/// An insert's placeholders are numbered from its column list: the runs'
+/// 31 columns, the processes' 24 fixed ones and the registry's fields.
+#[test]
+fn an_insert_numbers_one_placeholder_per_column() {
+    assert_eq!(
+        insert_sql("t", &["a", "b", "c"]),
+        "INSERT INTO t (a, b, c) VALUES (?1, ?2, ?3)"
+    );
+    assert!(RUN_INSERT.ends_with(", machine) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31)"), "{}", *RUN_INSERT);
+    let fields = crate::fields::FIELD_COUNT;
+    let last = format!("?{})", PROCESS_COLUMNS.len() + fields);
+    assert!(PROCESS_INSERT.ends_with(&last), "{}", *PROCESS_INSERT);
+    assert!(
+        PROCESS_INSERT.contains("slice_ns, nr_migrations,"),
+        "{}",
+        *PROCESS_INSERT
     );
 }

@@ -12,6 +12,7 @@
 use anyhow::{Context, Result};
 
 use super::synth::{synthetic_env, synthetic_process, synthetic_record};
+use crate::fields::Field;
 use crate::plan::Run;
 use crate::policy::ProcSched;
 use crate::record::{ProcessRecord, ProcessUsage, RunRecord};
@@ -148,10 +149,12 @@ fn record(cfg: &Planted, run: &Run, env: &EnvSnapshot, candidate: bool) -> RunRe
             ProcessRecord {
                 usage: ProcessUsage {
                     stime_us: (stime_s * 1e6) as u64,
-                    nivcsw: Some(nivcsw.round() as u64),
-                    nvcsw: Some(2),
                     ..base.usage
                 },
+                kernel: base
+                    .kernel
+                    .with(Field::Nivcsw, Some(nivcsw.round() as u64))
+                    .with(Field::Nvcsw, Some(2)),
                 work: Some(10_000_000),
                 work_unit: "iterations".into(),
                 ..base
@@ -249,7 +252,7 @@ pub fn report_data(cfg: &Planted, candidate: bool, id: i64) -> Result<ReportData
             r.processes
                 .iter()
                 .map(|p| ReportProcess {
-                    kernel: p.kernel,
+                    kernel: p.kernel.of_metrics(),
                     run_id: run.id,
                     process_index: i64::from(p.index),
                     nice: p.sched.nice.map(i64::from),
@@ -258,8 +261,6 @@ pub fn report_data(cfg: &Planted, candidate: bool, id: i64) -> Result<ReportData
                     usage: ReportUsage {
                         utime_us: p.usage.utime_us,
                         stime_us: p.usage.stime_us,
-                        nvcsw: p.usage.nvcsw,
-                        nivcsw: p.usage.nivcsw,
                     },
                     work: p.work.map(|v| v as i64),
                     end_ns: p.end_ns.map(|v| v as i64),
@@ -328,8 +329,7 @@ pub fn latency(cfg: &Planted, data: &ReportData, candidate: bool) -> Vec<Process
                 process_index: p.process_index,
                 name: "wakeup".into(),
                 histogram: h,
-                wait_ns: None,
-                timeslices: None,
+                kernel: Default::default(),
                 activations: None,
                 misses: None,
             });

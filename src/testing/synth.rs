@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use crate::fields::Field;
 use crate::plan::Run;
 use crate::policy::{Class, Policy, ProcSched};
-use crate::record::{KernelCounts, ProcessRecord, ProcessUsage, RunRecord, RunStatus, Usage};
+use crate::record::{ProcessRecord, ProcessUsage, RunRecord, RunStatus, Usage, rusage_fields};
 use crate::rng::SplitMix64;
 use crate::stats::fairness::nice_weight;
 use crate::store::Store;
@@ -242,6 +242,10 @@ pub fn synthetic_process(
     wall_ns: u64,
     utime_us: u64,
 ) -> ProcessRecord {
+    let usage = Usage {
+        utime_us,
+        ..Usage::default()
+    };
     ProcessRecord {
         index,
         role: "worker".into(),
@@ -250,12 +254,8 @@ pub fn synthetic_process(
         start_ns: None,
         end_ns: None,
         wall_ns,
-        usage: Usage {
-            utime_us,
-            ..Usage::default()
-        }
-        .into(),
-        kernel: Default::default(),
+        usage: usage.into(),
+        kernel: rusage_fields(Default::default(), &usage),
         work: None,
         work_unit: String::new(),
         slice_ns: None,
@@ -439,11 +439,12 @@ fn measure(cfg: &SynthConfig, run: &Run, env: &EnvSnapshot, cpus: usize) -> RunR
             ProcessRecord {
                 usage: ProcessUsage {
                     stime_us: (stime * 1e6) as u64,
-                    nvcsw: Some(nvcsw as u64),
-                    nivcsw: Some(nivcsw as u64),
                     ..base.usage
                 },
-                kernel: KernelCounts::default()
+                kernel: base
+                    .kernel
+                    .with(Field::Nvcsw, Some(nvcsw as u64))
+                    .with(Field::Nivcsw, Some(nivcsw as u64))
                     .with(Field::RunNs, Some((cpu * 1e9) as u64))
                     .with(Field::WaitNs, Some((wait * 1e9) as u64))
                     .with(Field::Timeslices, Some((nvcsw + nivcsw + 1.0) as u64)),

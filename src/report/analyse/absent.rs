@@ -45,28 +45,24 @@ impl Absent {
     }
 }
 
-/// The `TreeStats` figure (`extra.command[].missing`'s key) a metric of a
-/// program's tree comes from.
-fn tree_figure(metric: Metric) -> Option<&'static str> {
-    match metric {
-        Metric::Nvcsw => Some("voluntary_switches"),
-        Metric::Nivcsw => Some("involuntary_switches"),
-        Metric::Field(f) => Some(f.def().tree_missing),
-        _ => None,
-    }
-}
-
-/// Why `run` has no value of `metric`.
+/// Why `run` has no value of `metric`: the run's own words for its
+/// program's tree (`extra.command[].missing`, by the `TreeStats` figure
+/// the field comes from), else the field's.
 fn reason(metric: Metric, run: &ReportRun) -> String {
-    match tree_figure(metric).and_then(|k| run.not_given.get(k)) {
+    use crate::fields::{NOT_RECORDED, TREE_NOT_SAID};
+    let Metric::Field(f) = metric else {
+        let why = match run.workload_kind.as_str() {
+            "command" => TREE_NOT_SAID,
+            _ => NOT_RECORDED,
+        };
+        return why.into();
+    };
+    let d = f.def();
+    match run.not_given.get(d.tree_missing) {
         Some(why) => format!("not given by this kernel: {why}"),
-        // A field says why it can be absent.
-        None => match metric {
-            Metric::Field(f) => f.def().absent.into(),
-            _ if run.workload_kind == "command" => {
-                "not given for the program's tree (the run does not say why)".into()
-            }
-            _ => "not recorded for this run".into(),
+        None => match d.tree_absent {
+            Some(why) if run.workload_kind == "command" => why.into(),
+            _ => d.absent.into(),
         },
     }
 }

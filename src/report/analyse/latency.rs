@@ -165,7 +165,7 @@ pub fn analyse(a: &Analysis, processes: &[ProcessLatency], seed: u64) -> Latency
         };
         let waits: Vec<f64> = all
             .iter()
-            .filter_map(|p| crate::store::rq_wait_per_slice_us(p.wait_ns, p.timeslices))
+            .filter_map(|p| crate::store::rq_wait_per_slice_us(&p.kernel))
             .collect();
         out.conditions.push(ConditionLatency {
             condition: ci,

@@ -207,7 +207,7 @@ impl ModelMetric {
             }
             ModelMetric::Completion => p.end_ns.map(|ns| ns as f64 / 1e9),
             ModelMetric::Makespan | ModelMetric::WorkerShare => None,
-            ModelMetric::InvolSwitches => p.usage.nivcsw.map(|v| v as f64),
+            ModelMetric::InvolSwitches => p.kernel.get(Field::Nivcsw).map(|v| v as f64),
             ModelMetric::Slices => p.kernel.get(Field::Timeslices).map(|n| n as f64),
             ModelMetric::WakeupP50 => p.figures.get("wakeup_p50_us").copied(),
             ModelMetric::RoundTrips => p.figures.get("round_trips_per_s").copied(),

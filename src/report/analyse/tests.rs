@@ -48,12 +48,10 @@ fn analysed(samples: &[(&str, Vec<f64>)]) -> Analysis {
                     100_000,
                 );
                 ProcessRecord {
-                    usage: crate::record::ProcessUsage {
-                        nvcsw: Some(1),
-                        nivcsw: Some(2),
-                        ..base.usage
-                    },
-                    kernel: KernelCounts::default()
+                    kernel: base
+                        .kernel
+                        .with(Field::Nvcsw, Some(1))
+                        .with(Field::Nivcsw, Some(2))
                         .with(Field::RunNs, Some(100_000_000))
                         .with(Field::WaitNs, Some(0))
                         .with(Field::Timeslices, Some(3)),
@@ -380,6 +378,8 @@ fn mem_process(run_id: i64, index: i64, wall_s: f64) -> ReportProcess {
     let ns = (wall_s * 1e9) as i64;
     ReportProcess {
         kernel: KernelCounts::default()
+            .with(Field::Nvcsw, Some(1))
+            .with(Field::Nivcsw, Some(10 * (index as u64 + 1)))
             .with(Field::RunNs, Some(ns as u64))
             .with(Field::WaitNs, Some(0))
             .with(Field::Timeslices, Some(5)),
@@ -391,8 +391,6 @@ fn mem_process(run_id: i64, index: i64, wall_s: f64) -> ReportProcess {
         usage: crate::store::ReportUsage {
             utime_us: ns as u64 / 1000,
             stime_us: 0,
-            nvcsw: Some(1),
-            nivcsw: Some(10 * (index as u64 + 1)),
         },
         work: Some(1000),
         end_ns: Some(ns),
@@ -501,9 +499,9 @@ fn a_condition_whose_runs_lack_a_figure_has_it_absent_with_why() {
         run.not_given
             .insert("voluntary_switches".into(), why.to_string());
         for p in rows.iter_mut() {
-            p.usage.nvcsw = None;
+            p.kernel.set(Field::Nvcsw, None);
             if run.rep <= 2 {
-                p.usage.nivcsw = None;
+                p.kernel.set(Field::Nivcsw, None);
             }
         }
         if run.rep <= 2 {
@@ -563,7 +561,7 @@ fn a_run_whose_figure_only_some_workers_have_lacks_it() {
     let mut data = mem_campaign();
     for (run, rows) in data.runs.iter_mut().zip(&mut data.processes) {
         if run.policy == "other" && run.rep <= 2 {
-            rows[0].usage.nvcsw = None;
+            rows[0].kernel.set(Field::Nvcsw, None);
         }
     }
     let a = analyse_data(data, &Options::default());

@@ -16,6 +16,7 @@ use std::collections::HashMap;
 
 use super::Analysis;
 use super::conditions::Condition;
+use crate::fields::Field;
 use crate::record::ProcessRecord;
 use crate::store::{ProcessLatency, RunTrace};
 use crate::trace::summary::ProcessTrace;
@@ -499,7 +500,10 @@ fn agreement_of(run_id: i64, ci: usize, p: &ProcessTrace, rec: &ProcessRecord) -
             )
         }
     };
-    let rusage_switches = rec.usage.nvcsw.zip(rec.usage.nivcsw).map(|(v, i)| v + i);
+    let switch = |f| rec.kernel.get(f);
+    let rusage_switches = switch(Field::Nvcsw)
+        .zip(switch(Field::Nivcsw))
+        .map(|(v, i)| v + i);
     let tree_tasks = rec.figures.get("tree_tasks").map(|&t| t as u64);
     let schedstat_run_ns = rec.kernel.get(crate::fields::Field::RunNs);
     let (oncpu_ratio, oncpu_off) = match schedstat_run_ns {
