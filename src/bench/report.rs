@@ -1,6 +1,6 @@
 //! `schedlab bench report`: how fast `schedlab report` is on a large
-//! campaign. Builds a synthetic database (by default 10,000 runs × 100
-//! processes = 1,000,000 process rows, in transactions of 500 runs), then times the
+//! campaign. Builds a synthetic database (by default 100,000 runs × 100
+//! processes = 10,000,000 process rows, in transactions of 500 runs), then times the
 //! analysis and the rendering to HTML, Markdown and JSON beside the floor
 //! (SQLite alone stepping through the same rows), and prints the times,
 //! their ratio to the floor, the peak resident memory and the rows.
@@ -17,6 +17,10 @@ use crate::testing::synth::{self, SynthConfig};
 /// at most this many times what SQLite alone takes to step through the same
 /// rows ([`Store::read_floor`]), measured in the same run.
 pub const TARGET_RATIO: f64 = 1.5;
+/// The process rows the targets are set at (issue 34's ten million): at
+/// fewer, the bootstrap and the model section, whose costs are per
+/// condition, weigh more against the floor.
+pub const TARGET_ROWS: u64 = 10_000_000;
 /// Peak resident memory target, bytes.
 pub const TARGET_RSS: u64 = 1 << 30;
 
@@ -26,7 +30,8 @@ pub struct BenchReportOptions {
     /// Keep the synthetic database at this path (default: a temporary
     /// file, removed afterwards). An existing file is replaced.
     pub db: Option<PathBuf>,
-    /// Repetitions per condition (40 conditions; 250 for 10,000 runs).
+    /// Repetitions per condition (40 conditions of 100 processes on
+    /// average; 2,500 for 100,000 runs and the target's 10 M process rows).
     pub repetitions: u32,
     /// Write the three reports into this directory (None: discard them).
     pub out: Option<PathBuf>,
@@ -36,7 +41,7 @@ impl Default for BenchReportOptions {
     fn default() -> Self {
         BenchReportOptions {
             db: None,
-            repetitions: 250,
+            repetitions: 2500,
             out: None,
         }
     }
@@ -203,9 +208,14 @@ pub fn run(args: BenchReportOptions) -> Result<i32> {
     let time_ok = ratio <= TARGET_RATIO;
     let rss_ok = rss.is_none_or(|r| r < TARGET_RSS);
     outln!(
-        "targets              report ≤ {TARGET_RATIO}× the SQLite floor: {}; peak RSS < 1 GiB: {}",
+        "targets              report ≤ {TARGET_RATIO}× the SQLite floor: {}; peak RSS < 1 GiB: {}{}",
         if time_ok { "met" } else { "MISSED" },
-        if rss_ok { "met" } else { "MISSED" }
+        if rss_ok { "met" } else { "MISSED" },
+        if rows < TARGET_ROWS {
+            format!(" (the targets are set at {TARGET_ROWS} process rows, this was {rows})")
+        } else {
+            String::new()
+        }
     )?;
     Ok(if time_ok && rss_ok { 0 } else { 1 })
 }
