@@ -178,6 +178,20 @@ pub fn assert_no_console_errors(stderr: &[u8]) {
     }
 }
 
+/// The DOM Chromium builds from `url`, with no console error or uncaught
+/// exception in its log.
+pub fn dumped_dom(chrome: &Path, url: &str) -> String {
+    let profile = tempfile::tempdir().unwrap();
+    let dom = headless(chrome, profile.path())
+        .args(["--enable-logging=stderr", "--v=0", "--dump-dom"])
+        .arg(url)
+        .output()
+        .expect("run chromium");
+    assert!(dom.status.success(), "{}", text(&dom));
+    assert_no_console_errors(&dom.stderr);
+    String::from_utf8_lossy(&dom.stdout).into_owned()
+}
+
 /// Base Chromium command line: headless, no network, no profile reuse.
 pub fn headless(chrome: &Path, profile: &Path) -> Command {
     let mut c = Command::new(chrome);

@@ -10,7 +10,7 @@ use schedlab::store::Store;
 use schedlab::testing::planted::{self, Planted};
 
 use crate::common;
-use common::{assert_no_console_errors, chromium, headless, schedlab, screenshot, text};
+use common::{chromium, dumped_dom, schedlab, screenshot, text};
 
 /// One side of `cfg` as the only campaign of a new database `name`.
 fn database(dir: &Path, name: &str, cfg: &Planted, candidate: bool) -> PathBuf {
@@ -399,21 +399,13 @@ fn end_to_end_two_real_campaigns_compared_in_every_format() {
 
     let Some(chrome) = chromium() else { return };
     let url = format!("file://{}", html_path.display());
-    let profile = tempfile::tempdir().unwrap();
-    let dom = headless(&chrome, profile.path())
-        .args(["--enable-logging=stderr", "--v=0", "--dump-dom"])
-        .arg(&url)
-        .output()
-        .expect("run chromium");
-    assert!(dom.status.success(), "{}", text(&dom));
-    let dom_html = String::from_utf8_lossy(&dom.stdout);
+    let dom_html = dumped_dom(&chrome, &url);
     assert_eq!(
         dom_html.matches("data-kind=\"compare-ratio\"").count(),
         ratio_charts,
         "every chart survives parsing"
     );
     assert!(dom_html.contains("<section id=\"differences\">"));
-    assert_no_console_errors(&dom.stderr);
     let png_path = d.join("shot.png");
     let png = screenshot(&chrome, &url, "1280,2000", &png_path);
     assert!(png.starts_with(b"\x89PNG"), "not a PNG");

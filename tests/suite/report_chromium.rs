@@ -8,7 +8,7 @@ use schedlab::report::{Format, Metric, Options, Report};
 
 use crate::common;
 use crate::report::{charts, small_campaign};
-use common::{assert_no_console_errors, chromium, headless, schedlab, screenshot, text};
+use common::{chromium, dumped_dom, headless, schedlab, screenshot, text};
 
 /// What a screenshot shows, enough to tell a blank page from a drawn one
 /// (decoded by the `png` crate).
@@ -112,21 +112,13 @@ bytes = 65_536
 
     let url = format!("file://{}", html_path.display());
     // The DOM Chromium builds, with console logging on stderr.
-    let profile = tempfile::tempdir().unwrap();
-    let dom = headless(&chrome, profile.path())
-        .args(["--enable-logging=stderr", "--v=0", "--dump-dom"])
-        .arg(&url)
-        .output()
-        .expect("run chromium");
-    assert!(dom.status.success(), "{}", text(&dom));
-    let dom_html = String::from_utf8_lossy(&dom.stdout);
+    let dom_html = dumped_dom(&chrome, &url);
     assert_eq!(
         dom_html.matches("data-kind=\"bars\"").count(),
         html.matches("data-kind=\"bars\"").count(),
         "every chart survives parsing"
     );
     assert!(dom_html.contains("<section id=\"summary\">"));
-    assert_no_console_errors(&dom.stderr);
 
     // A screenshot that is not blank.
     let png_path = d.join("shot.png");
