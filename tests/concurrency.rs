@@ -1,5 +1,6 @@
 //! Two schedlabs at once: on one database the second is refused naming the
-//! first; on two databases their measured runs take turns on the machine.
+//! first; on two databases their measured runs take turns on the machine,
+//! and two traced campaigns take turns tracing.
 
 mod common;
 use common::{bin, text};
@@ -9,6 +10,10 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn spec(dir: &Path, name: &str, reps: u32) {
+    spec_of(dir, name, reps, 1.0, false);
+}
+
+fn spec_of(dir: &Path, name: &str, reps: u32, duration_s: f64, trace: bool) {
     std::fs::write(
         dir.join(format!("{name}.toml")),
         format!(
@@ -17,6 +22,7 @@ name = "{name}"
 repetitions = {reps}
 cooldown_s = 0
 timeout_s = 30
+trace = {trace}
 [matrix]
 policy = ["other"]
 workload = ["spin"]
@@ -24,7 +30,7 @@ processes = [2]
 cpus = ["0"]
 [workloads.spin]
 kind = "pi"
-duration_s = 1.0
+duration_s = {duration_s}
 "#
         ),
     )
@@ -119,5 +125,41 @@ fn campaigns_on_two_databases_take_turns_measuring() {
             let overlap = e1.min(e2) - s1.max(s2);
             assert!(overlap < 10.0, "a {s1}..{e1} and b {s2}..{e2} overlap");
         }
+    }
+}
+
+#[test]
+fn two_traced_campaigns_take_turns_tracing() {
+    let euid = schedlab::sys::proc::euid();
+    if !common::require(euid == 0, format!("tracing needs root (euid is {euid})")) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    spec_of(dir.path(), "a", 2, 0.3, true);
+    spec_of(dir.path(), "b", 2, 0.3, true);
+    let a = start(dir.path(), "a", "a.db");
+    wait_for_db(&dir.path().join("a.db"));
+    let b = start(dir.path(), "b", "b.db");
+    let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+    // Neither is refused: one schedlab traces at a time, and the other
+    // waits for it, saying so.
+    assert!(a.status.success(), "{}", text(&a));
+    assert!(b.status.success(), "{}", text(&b));
+    let waited = |o: &std::process::Output| {
+        let t = text(o);
+        t.contains("is tracing right now") && t.contains("(waiting)")
+    };
+    assert!(
+        waited(&a) || waited(&b),
+        "neither waited to trace:\n{}\n{}",
+        text(&a),
+        text(&b)
+    );
+    for db in ["a.db", "b.db"] {
+        let conn = rusqlite::Connection::open(dir.path().join(db)).unwrap();
+        let traced: i64 = conn
+            .query_row("SELECT count(*) FROM trace_captures", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(traced, 2, "{db}");
     }
 }

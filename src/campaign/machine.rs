@@ -30,11 +30,16 @@ pub struct MachineExecutor {
     quiet: bool,
     allow_concurrent: bool,
     cooldown: Duration,
+    /// The first of the runs left, for the tracing instance made ahead.
+    first: Option<Run>,
+    /// Runs left to carry out: after the last, the tracing instance goes.
+    left: usize,
 }
 
 impl MachineExecutor {
-    /// Take the guards the runs left need (an RT sweep, tracing) and make
-    /// the launcher.
+    /// Take the guards the runs left need (an RT sweep, tracing), waiting
+    /// while another schedlab holds one, and make the launcher: `Err(sig)`
+    /// when a stop signal came while waiting.
     pub fn begin(
         spec: &Spec,
         env: &envinfo::EnvSnapshot,
@@ -42,7 +47,7 @@ impl MachineExecutor {
         pending: &[&Run],
         opts: &Options,
         what: &str,
-    ) -> Result<MachineExecutor> {
+    ) -> Result<Result<MachineExecutor, i32>> {
         // Kernel settings the campaign sweeps are journaled before the
         // first change and put back when the guard is restored or dropped
         // (also on error and Ctrl-C, since the signals are taken
@@ -50,7 +55,12 @@ impl MachineExecutor {
         let rt_guard = match pending.iter().any(|r| r.rt_runtime_us.is_some()) {
             true => {
                 knobs::ensure_signals_blocked()?;
-                Some(knobs::RtGuard::acquire().context("cannot change sched_rt_runtime_us")?)
+                match acquire_waiting(&signals, opts.quiet, knobs::RtGuard::acquire)
+                    .context("cannot change sched_rt_runtime_us")?
+                {
+                    Ok(g) => Some(g),
+                    Err(sig) => return Ok(Err(sig)),
+                }
             }
             false => None,
         };
@@ -60,8 +70,12 @@ impl MachineExecutor {
         let trace_guard = match spec.trace && !pending.is_empty() {
             true => {
                 knobs::ensure_signals_blocked()?;
-                let g =
-                    knobs::TraceGuard::acquire().context("cannot trace (trace = true, --trace)")?;
+                let g = match acquire_waiting(&signals, opts.quiet, knobs::TraceGuard::acquire)
+                    .context("cannot trace (trace = true, --trace)")?
+                {
+                    Ok(g) => g,
+                    Err(sig) => return Ok(Err(sig)),
+                };
                 if let (Some(w), false) = (g.recovered(), opts.quiet) {
                     note!("warning: {}", crate::out::esc_lines(w));
                 }
@@ -77,7 +91,7 @@ impl MachineExecutor {
                 name: g.instance_name().to_string(),
             });
         }
-        Ok(MachineExecutor {
+        Ok(Ok(MachineExecutor {
             launcher,
             rt_guard,
             trace_guard,
@@ -86,7 +100,18 @@ impl MachineExecutor {
             quiet: opts.quiet,
             allow_concurrent: opts.allow_concurrent,
             cooldown: Duration::from_nanos(spec.cooldown_ns),
-        })
+            first: pending.first().map(|r| (*r).clone()),
+            left: pending.len(),
+        }))
+    }
+
+    /// Starts what the first run needs and can be made before it, on a
+    /// thread while the caller goes on (the campaign calibrates): its
+    /// tracing instance, whose set-up waits on RCU grace periods.
+    pub fn make_ready(&self, env: &envinfo::EnvSnapshot) {
+        if let Some(run) = &self.first {
+            self.launcher.trace_ahead(run, env);
+        }
     }
 
     /// Put back what the campaign changed on the machine.
@@ -122,13 +147,49 @@ impl Executor for MachineExecutor {
                 format!("setting sched_rt_runtime_us = {v} for {}", run.label())
             })?;
         }
-        self.launcher.launch(run)
+        let outcome = self.launcher.launch(run);
+        self.left = self.left.saturating_sub(1);
+        if self.left == 0 {
+            // Removed while the campaign stores this last run.
+            self.launcher.trace_done();
+        }
+        outcome
     }
 
     fn between_runs(&mut self) -> Option<i32> {
         match self.cooldown.is_zero() {
             true => None,
             false => proc::pending_stop_signal_within(&self.signals, self.cooldown),
+        }
+    }
+}
+
+/// A guard from `acquire`, waiting while another live schedlab holds what
+/// it guards (saying so once, unless `quiet`) and taking Ctrl-C meanwhile:
+/// `Err(sig)` when a stop signal came first. Two campaigns that trace or
+/// sweep RT bandwidth take turns, as they take turns measuring.
+fn acquire_waiting<G>(
+    signals: &libc::sigset_t,
+    quiet: bool,
+    acquire: impl Fn() -> Result<G>,
+) -> Result<Result<G, i32>> {
+    let mut told = false;
+    loop {
+        match acquire() {
+            Ok(g) => return Ok(Ok(g)),
+            Err(e) if knobs::HeldByAnother::is(&e) => {
+                if !told && !quiet {
+                    // "…; one schedlab traces at a time: wait for it to
+                    // finish" — which this does.
+                    note!("{} (waiting)", crate::out::esc_lines(&format!("{e:#}")));
+                }
+                told = true;
+                let poll = Duration::from_millis(100);
+                if let Some(sig) = proc::pending_stop_signal_within(signals, poll) {
+                    return Ok(Err(sig));
+                }
+            }
+            Err(e) => return Err(e),
         }
     }
 }
@@ -186,4 +247,35 @@ pub fn calibrate_quietly(workdir: &Path) -> crate::workload::Rates {
             copy_bytes_per_s: 5e8,
             wake_round_trip_s: 10e-6,
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    /// The stop signals, none of which comes during the test.
+    fn no_signals() -> libc::sigset_t {
+        proc::control_signals()
+    }
+
+    #[test]
+    fn a_guard_another_schedlab_holds_is_waited_for_and_other_errors_are_not() {
+        let calls = Cell::new(0);
+        let got = acquire_waiting(&no_signals(), true, || {
+            calls.set(calls.get() + 1);
+            match calls.get() {
+                1 | 2 => Err(knobs::HeldByAnother("schedlab pid 1 is tracing".into()).into()),
+                n => Ok(n),
+            }
+        });
+        assert_eq!(got.unwrap().unwrap(), 3);
+        let calls = Cell::new(0);
+        let got: Result<Result<(), i32>> = acquire_waiting(&no_signals(), true, || {
+            calls.set(calls.get() + 1);
+            anyhow::bail!("needs root")
+        });
+        assert!(format!("{:#}", got.unwrap_err()).contains("needs root"));
+        assert_eq!(calls.get(), 1);
+    }
 }

@@ -118,6 +118,18 @@ pub fn run(
     // this point); block them here too for other callers.
     let signals = proc::control_signals();
     proc::block(&signals).context("blocking signals")?;
+    let pending = opened.pending_runs();
+    let (guest_runs, host_runs): (Vec<&Run>, Vec<&Run>) = pending
+        .iter()
+        .partition(|r| r.machine.as_ref().is_some_and(|m| m.guest.is_some()));
+    let host = match MachineExecutor::begin(spec, &env, signals, &host_runs, opts, &what)? {
+        Ok(host) => host,
+        Err(sig) => {
+            let mut summary = opened.summary();
+            summary.interrupted = Some(sig);
+            return Ok(summary);
+        }
+    };
     // The calibration measures the machine too: it waits its turn like a run.
     let rates = {
         let _measuring = match opts.allow_concurrent {
@@ -131,17 +143,16 @@ pub fn run(
                 }
             },
         };
+        host.make_ready(&env);
         machine::calibrate_quietly(&workdir)
     };
     let mut progress = announce(spec, &opened, &env, &rates, opts, true);
-    let pending = opened.pending_runs();
-    let (guest_runs, host_runs): (Vec<&Run>, Vec<&Run>) = pending
-        .iter()
-        .partition(|r| r.machine.as_ref().is_some_and(|m| m.guest.is_some()));
-    let host = MachineExecutor::begin(spec, &env, signals, &host_runs, opts, &what)?;
     if guest_runs.is_empty() {
         let mut exec = host;
         let summary = opened.execute(&mut exec, &mut progress, &signals)?;
+        // Closed first: SQLite's last checkpoint overlaps the tracing
+        // instance's removal, which waits on RCU grace periods.
+        drop(opened);
         exec.finish()?;
         return Ok(summary);
     }
@@ -156,6 +167,7 @@ pub fn run(
     )?;
     let mut exec = levels::Levels::new(host, guests);
     let summary = opened.execute(&mut exec, &mut progress, &signals)?;
+    drop(opened);
     exec.finish()?;
     Ok(summary)
 }

@@ -30,6 +30,7 @@ mod release;
 pub mod rundir;
 mod spawn;
 mod spawned;
+mod trace_slot;
 mod trees;
 mod wait;
 
@@ -97,9 +98,9 @@ pub struct Launcher {
     /// Where runs are traced (tracefs root and instance name), when the
     /// campaign traces them ([`Launcher::trace_into`]).
     trace: Option<TraceTarget>,
-    /// The tracing instance the last traced run finished with, for the
-    /// next run to reuse (`trace::capture::Kept`).
-    kept_trace: std::sync::Mutex<Option<crate::trace::capture::Kept>>,
+    /// The tracing instance between traced runs (made ahead of the first,
+    /// handed from each to the next, removed after the last).
+    trace_slot: trace_slot::TraceSlot,
     /// The WRR mechanism this machine allows (`wrr.mechanism = "auto"`),
     /// probed on first use: ext, else fifo, else signals.
     wrr_mechanism: std::sync::OnceLock<Mechanism>,
@@ -133,7 +134,7 @@ impl Launcher {
             rt_period_us: env.sched_rt_period_us.unwrap_or(1_000_000),
             quiet: false,
             trace: None,
-            kept_trace: std::sync::Mutex::new(None),
+            trace_slot: trace_slot::TraceSlot::default(),
             wrr_mechanism: std::sync::OnceLock::new(),
             cpu_dma_latency_us: spec.cpu_dma_latency_us,
             open_files_base: probe::rlimit(libc::RLIMIT_NOFILE).0,
@@ -162,30 +163,53 @@ impl Launcher {
         self.trace = Some(target);
     }
 
-    /// The instance a finished run handed back, if any (taken: a run owns
-    /// it until it hands it back).
+    /// The instance a finished run handed back, or the one made ahead,
+    /// if any (taken: a run owns it until it hands it back).
     fn take_kept_trace(&self) -> Option<crate::trace::capture::Kept> {
-        self.kept_trace.lock().ok()?.take()
+        self.trace_slot.take()
     }
 
     /// Keeps a finished run's instance for the next run.
     fn keep_trace(&self, kept: crate::trace::capture::Kept) {
-        if let Ok(mut slot) = self.kept_trace.lock() {
-            *slot = Some(kept);
+        self.trace_slot.keep(kept);
+    }
+
+    /// Starts making the tracing instance on a thread, configured for
+    /// `run` (the campaign's first traced run), while the caller goes on
+    /// (see [`trace_slot`]). Nothing when runs are not traced, or `run`
+    /// cannot have its CPUs (it is skipped when it comes).
+    pub fn trace_ahead(&self, run: &Run, env: &EnvSnapshot) {
+        let Some(t) = &self.trace else { return };
+        let Ok(cast) = members::cast(run, &self.setting(), env) else {
+            return;
+        };
+        let (cpus, buffer_kb) = prepare::traced_shape(run, &cast, env);
+        let (root, name) = (t.root.clone(), t.name.clone());
+        self.trace_slot
+            .make_ahead(move || crate::trace::capture::Kept::make(&root, &name, &cpus, buffer_kb));
+    }
+
+    /// No run of this launcher will be traced again: its instance is
+    /// removed on a thread while the caller stores the last run; dropping
+    /// the launcher waits for it.
+    pub fn trace_done(&self) {
+        self.trace_slot.remove_in_background();
+    }
+
+    fn setting(&self) -> members::Setting<'_> {
+        members::Setting {
+            allowed_cpus: &self.allowed_cpus,
+            deadline: &self.deadline,
+            hog: self.hog.as_ref(),
+            timeout: self.timeout,
+            rt_period_us: self.rt_period_us,
         }
     }
 
     /// Run `run` to the end, phase by phase.
     pub fn launch(&self, run: &Run) -> Result<Outcome> {
         let start = record::Start::now();
-        let setting = members::Setting {
-            allowed_cpus: &self.allowed_cpus,
-            deadline: &self.deadline,
-            hog: self.hog.as_ref(),
-            timeout: self.timeout,
-            rt_period_us: self.rt_period_us,
-        };
-        let cast = match members::cast(run, &setting, &start.env) {
+        let cast = match members::cast(run, &self.setting(), &start.env) {
             Ok(c) => c,
             Err((cpus, reason)) => {
                 let rec = start.ended_early(run, RunStatus::Skipped, cpus, reason);

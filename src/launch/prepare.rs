@@ -57,12 +57,7 @@ impl Prepared {
         let recorder = match &l.trace {
             None => None,
             Some(t) => {
-                let traced: Vec<u32> = cast.run_cpus.iter().map(|&c| c as u32).collect();
-                let rate = trace_capture::expected_events_per_s(
-                    run.workload.workload.cpu_bound(),
-                    cast.members.len() as f64 / cast.run_cpus.len().max(1) as f64,
-                );
-                let kb = trace_capture::buffer_kb(rate, env.cpus_online.max(1));
+                let (traced, kb) = traced_shape(run, cast, env);
                 let r = Recorder::prepare(&t.root, &t.name, &traced, kb, l.take_kept_trace())
                     .map_err(|e| Early::failed(format!("tracing could not be set up: {e:#}")))?;
                 Some(r)
@@ -175,4 +170,18 @@ fn prepare_dir(l: &Launcher, run: &Run) -> Result<rundir::OwnedDir, Early> {
         return Err(Early::Ends(status, reason));
     }
     Ok(dir)
+}
+
+/// The CPUs a run's trace records and its buffer size per CPU (KiB),
+/// from the run's expected event rate.
+pub fn traced_shape(run: &Run, cast: &Cast, env: &EnvSnapshot) -> (Vec<u32>, u64) {
+    let traced: Vec<u32> = cast.run_cpus.iter().map(|&c| c as u32).collect();
+    let rate = trace_capture::expected_events_per_s(
+        run.workload.workload.cpu_bound(),
+        cast.members.len() as f64 / cast.run_cpus.len().max(1) as f64,
+    );
+    (
+        traced,
+        trace_capture::buffer_kb(rate, env.cpus_online.max(1)),
+    )
 }

@@ -53,7 +53,8 @@ pub fn serve() -> Result<()> {
         &pending,
         &opts,
         "schedlab guest agent",
-    )?;
+    )?
+    .map_err(|sig| anyhow::anyhow!("stopped by {}", proc::signal_name(sig)))?;
     protocol::send(&mut out, &ToHost::Hello(Box::new(env)))?;
     let mut first = true;
     while let Some(msg) = protocol::receive::<ToGuest>(&mut input)? {

@@ -15,6 +15,10 @@
 //! the campaign journaled (`knobs::TraceGuard`), which removes it at the
 //! end, on Ctrl-C or a panic, and after a SIGKILL at the next start. A run
 //! that fails drops its instance (removing it) and the next makes a new one.
+//! Making and removing wait on RCU grace periods, not the CPU, so the
+//! campaign makes the instance on a thread while it calibrates
+//! ([`Kept::make`]) and removes it on a thread while it stores its last
+//! run (`launch::trace_slot`).
 //!
 //! What it costs, and why it is set up this way (measured on the 2-CPU VM:
 //! a pipe ping-pong pinned to one CPU, traced / untraced makespan, medians
@@ -290,6 +294,49 @@ pub struct Kept {
     cpumask: String,
     /// The CPUs the last run recorded on.
     cpus: Vec<u32>,
+    /// Whether the sched tracepoints are enabled in it: not yet in one
+    /// made ahead of the campaign's first run ([`Kept::make`]).
+    events_on: bool,
+}
+
+impl Kept {
+    /// Makes the instance `name` under tracefs `root` and configures it as
+    /// [`Recorder::prepare`] would for `cpus` and `buffer_kb` (an earlier
+    /// instance of that name, the campaign's own, is removed first), but
+    /// leaves its tracepoints off: their probes run on every switch of the
+    /// machine, recording or not, so they are enabled by the run that
+    /// records. Setting the clock and sizing the buffers each wait for an
+    /// RCU grace period (tens of ms here), so a campaign makes its instance
+    /// this way on a thread of its own while it calibrates.
+    pub fn make(root: &Path, name: &str, cpus: &[u32], buffer_kb: u64) -> Result<Kept> {
+        crate::sys::tracefs::remove_instance(root, name)?;
+        let instance = Instance::create(root, name)?;
+        instance.write("tracing_on", "0")?;
+        instance.write("trace_clock", "mono")?;
+        instance.write("buffer_size_kb", &buffer_kb.to_string())?;
+        let cpumask = cpumask_hex(cpus);
+        instance.write("tracing_cpumask", &cpumask)?;
+        let formats: Vec<EventFormat> = TRACEPOINTS
+            .iter()
+            .map(|t| {
+                parse_event_format(&instance.read(&format!("events/sched/{t}/format"))?)
+                    .with_context(|| format!("the format of sched:{t}"))
+            })
+            .collect::<Result<_>>()?;
+        let decoder = Decoder::new(
+            parse_header_page(&instance.read("events/header_page")?)?,
+            parse_header_event(&instance.read("events/header_event")?)?,
+            &formats,
+        )?;
+        Ok(Kept {
+            instance,
+            decoder,
+            buffer_kb,
+            cpumask,
+            cpus: cpus.to_vec(),
+            events_on: false,
+        })
+    }
 }
 
 /// One run's recording, from set-up to the finished [`Capture`]. Dropped
@@ -343,8 +390,14 @@ impl Recorder {
             buffer_kb: had_kb,
             cpumask: had_mask,
             cpus: had_cpus,
+            events_on,
         } = k;
         instance.write("tracing_on", "0")?;
+        if !events_on {
+            for t in TRACEPOINTS {
+                instance.write(&format!("events/sched/{t}/enable"), "1")?;
+            }
+        }
         if had_kb != buffer_kb {
             instance.write("buffer_size_kb", &buffer_kb.to_string())?;
         }
@@ -370,29 +423,7 @@ impl Recorder {
     /// A new instance (one an earlier run could not remove is removed
     /// first: the name is the campaign's own, journaled).
     fn create(root: &Path, name: &str, cpus: &[u32], buffer_kb: u64) -> Result<Recorder> {
-        crate::sys::tracefs::remove_instance(root, name)?;
-        let instance = Instance::create(root, name)?;
-        instance.write("tracing_on", "0")?;
-        instance.write("trace_clock", "mono")?;
-        instance.write("buffer_size_kb", &buffer_kb.to_string())?;
-        let cpumask = cpumask_hex(cpus);
-        instance.write("tracing_cpumask", &cpumask)?;
-        let formats: Vec<EventFormat> = TRACEPOINTS
-            .iter()
-            .map(|t| {
-                parse_event_format(&instance.read(&format!("events/sched/{t}/format"))?)
-                    .with_context(|| format!("the format of sched:{t}"))
-            })
-            .collect::<Result<_>>()?;
-        let decoder = Decoder::new(
-            parse_header_page(&instance.read("events/header_page")?)?,
-            parse_header_event(&instance.read("events/header_event")?)?,
-            &formats,
-        )?;
-        for t in TRACEPOINTS {
-            instance.write(&format!("events/sched/{t}/enable"), "1")?;
-        }
-        Self::ready(instance, decoder, cpus, buffer_kb, cpumask)
+        Self::reuse(Kept::make(root, name, cpus, buffer_kb)?, cpus, buffer_kb)
     }
 
     fn ready(
@@ -492,6 +523,7 @@ impl Recorder {
             buffer_kb: self.buffer_kb,
             cpumask: std::mem::take(&mut self.cpumask),
             cpus: self.cpus.clone(),
+            events_on: true,
         };
         let mut events = g.events;
         // Stable: equal stamps keep each CPU buffer's order.

@@ -24,7 +24,9 @@
 //! outside the run are not in the capture by design, and a gap among them
 //! contradicts nothing.
 
-use std::collections::{HashMap, HashSet};
+// foldhash, not std's SipHash: the walk looks up a pid on every event
+// (about a third of analysing a traced pingpong run went to SipHash).
+use foldhash::{HashMap, HashMapExt, HashSet};
 
 use super::event::{Capture, Event, EventKind, SwitchEnd};
 

@@ -15,6 +15,7 @@ pub mod derive;
 pub mod derived_blob;
 pub mod event;
 pub mod export;
+mod packed;
 pub mod perfetto;
 pub mod placement;
 pub mod prediction;

@@ -8,7 +8,9 @@
 //! over the whole trace. A program's tree is counted under its top process
 //! ([`summary::process_of`]).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
+
+use foldhash::HashMap;
 
 use super::Analysed;
 use super::summary;

@@ -4,7 +4,10 @@
 //! per CPU. A task forked from one of the run's is counted under its
 //! parent's process ([`process_of`]): a program's tree as one.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+// foldhash: `within` looks up every slice's pid.
+use foldhash::HashMap;
 
 use super::derive::Derived;
 use super::event::{Capture, EventKind, SwitchEnd};

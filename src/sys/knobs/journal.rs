@@ -382,6 +382,19 @@ pub(crate) fn restore_in_drop(restore: impl FnOnce() -> Result<()>) -> Option<St
     }
 }
 
+/// Another live schedlab holds a journal: what a guard's `acquire` fails
+/// with when waiting for that schedlab would succeed ([`HeldByAnother::is`]).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct HeldByAnother(pub String);
+
+impl HeldByAnother {
+    /// Whether `e` (or what it wraps) is this refusal.
+    pub fn is(e: &anyhow::Error) -> bool {
+        e.chain().any(|c| c.is::<HeldByAnother>())
+    }
+}
+
 /// The refusal when another schedlab holds the journal at `path`:
 /// "{who} {doing} (it holds PATH and its lock); {rule}".
 pub(super) fn refusal_held(path: &Path, doing: &str, rule: &str) -> anyhow::Error {
@@ -389,10 +402,11 @@ pub(super) fn refusal_held(path: &Path, doing: &str, rule: &str) -> anyhow::Erro
         Ok(Some(j)) => format!("schedlab pid {}", j.pid),
         _ => "another schedlab".to_string(),
     };
-    anyhow::anyhow!(
+    HeldByAnother(format!(
         "{who} {doing} (it holds {} and its lock); {rule}",
         path.display()
-    )
+    ))
+    .into()
 }
 
 pub(crate) fn remove_journal(path: &Path) -> Result<()> {

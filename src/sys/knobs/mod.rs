@@ -99,7 +99,9 @@ mod trace;
 pub use access::{ChildGroup, read_rt_bandwidth};
 pub use capability::{KnobCapability, capability, capability_from};
 pub use guard::{RtGuard, ensure_signals_blocked};
-pub use journal::{JOURNAL_FORMAT, Journal, journal_path, read_journal, trace_journal_path};
+pub use journal::{
+    HeldByAnother, JOURNAL_FORMAT, Journal, journal_path, read_journal, trace_journal_path,
+};
 pub use plan::{Knob, RtBandwidth, plan_writes, validate_runtime};
 pub use recover::recover_leftover;
 pub use setting::{RtOriginals, Setting};
