@@ -3,7 +3,7 @@
 use super::export::export_sql;
 use super::*;
 use crate::fields::Field;
-use crate::record::{KernelCounts, ProcessUsage};
+use crate::record::ProcessUsage;
 
 fn file_bytes(p: &Path) -> Vec<u8> {
     std::fs::read(p).unwrap()
@@ -70,7 +70,7 @@ fn figures_not_given_round_trip_as_null() {
         (given.kernel, not_given.kernel)
     );
     let mut seen = Vec::new();
-    let switches = |k: &KernelCounts| (k.get(Field::Nvcsw), k.get(Field::Nivcsw));
+    let switches = |k: &crate::fields::MetricFields| (k.get(Field::Nvcsw), k.get(Field::Nivcsw));
     store
         .for_each_report_process(&[c.id], |p| seen.push(switches(&p.kernel)))
         .unwrap();

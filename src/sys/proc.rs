@@ -21,6 +21,24 @@ pub struct Usage {
     pub minflt: u64,
     pub majflt: u64,
     pub maxrss_kb: u64,
+    /// Filesystem input and output operations in 512-byte blocks
+    /// (`ru_inblock`, `ru_oublock`: the bytes read from storage, and the
+    /// page-cache bytes dirtied less those truncated before writeback,
+    /// over 512). None on a kernel without per-task I/O accounting
+    /// ([`io_accounted`]), where the kernel gives 0 for both.
+    #[serde(default)]
+    pub inblock: Option<u64>,
+    #[serde(default)]
+    pub oublock: Option<u64>,
+}
+
+/// Whether this kernel keeps per-task I/O accounting
+/// (`CONFIG_TASK_IO_ACCOUNTING`, which `/proc/PID/io` exists with): without
+/// it rusage's block counts and taskstats' storage bytes are always 0.
+/// Looked up once per process.
+pub fn io_accounted() -> bool {
+    static ACCOUNTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ACCOUNTED.get_or_init(|| std::path::Path::new("/proc/self/io").exists())
 }
 
 /// How a child ended.
@@ -412,6 +430,8 @@ fn usage_from(ru: &libc::rusage) -> Usage {
         minflt: ru.ru_minflt as u64,
         majflt: ru.ru_majflt as u64,
         maxrss_kb: ru.ru_maxrss as u64,
+        inblock: io_accounted().then_some(ru.ru_inblock as u64),
+        oublock: io_accounted().then_some(ru.ru_oublock as u64),
     }
 }
 
@@ -429,6 +449,7 @@ impl Usage {
     /// What happened between `earlier` and `self` (max RSS is kept as is:
     /// it is a high-water mark, not a counter).
     pub fn since(&self, earlier: &Usage) -> Usage {
+        let delta = |now: Option<u64>, then: Option<u64>| Some(now?.saturating_sub(then?));
         Usage {
             utime_us: self.utime_us.saturating_sub(earlier.utime_us),
             stime_us: self.stime_us.saturating_sub(earlier.stime_us),
@@ -437,6 +458,8 @@ impl Usage {
             minflt: self.minflt.saturating_sub(earlier.minflt),
             majflt: self.majflt.saturating_sub(earlier.majflt),
             maxrss_kb: self.maxrss_kb,
+            inblock: delta(self.inblock, earlier.inblock),
+            oublock: delta(self.oublock, earlier.oublock),
         }
     }
 }
