@@ -49,7 +49,9 @@ pub struct TreeStats {
     /// Filesystem input and output operations in 512-byte blocks summed
     /// over the tree's tasks, each task's as its rusage counts them
     /// (`read_bytes / 512`; `(write_bytes - cancelled_write_bytes) / 512`),
-    /// from its taskstats bytes, which are rounded down to KiB.
+    /// from its taskstats bytes, which are rounded down to KiB (a task
+    /// that cancelled more than it wrote, by truncating others' dirty
+    /// pages, counts 0 written where the kernel's own count wraps).
     pub read_blocks: Option<u64>,
     pub write_blocks: Option<u64>,
     /// The top process's wait status, from its exit record.
