@@ -41,7 +41,7 @@ pub fn run(opts: &MergeOptions) -> Result<i32> {
     // Before anything is made beside it (the runner lock, SQLite's
     // journal): a directory, a device or standard output cannot hold a
     // database, and another database's side file must not become one.
-    crate::output::check_database_target(&opts.output)?;
+    crate::output::check_database_target("-o", &opts.output)?;
     for s in &opts.sources {
         if same_file(s, &opts.output) {
             bail!(

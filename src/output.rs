@@ -55,62 +55,99 @@ const SIDE_FILES: [(&str, &str); 4] = [
     ("-runner.lock", "the runner lock"),
 ];
 
-/// Why an `-o` is refused (before anything is written).
-#[derive(Debug, Error, PartialEq, Eq)]
-pub enum OutputError {
-    #[error("cannot write -o {0}: it is a directory")]
-    Directory(String),
-    #[error(
-        "cannot write -o {path}: it is a {kind}; only a regular file, a character device or a FIFO can be written"
-    )]
-    Special { path: String, kind: &'static str },
-    #[error("cannot write -o {path}: it is a {kind}, which cannot hold a database")]
-    NotForDatabase { path: String, kind: &'static str },
-    #[error("cannot write -o {0}: it is a symbolic link to a file that does not exist")]
-    DanglingLink(String),
-    #[error("cannot write -o {path}: it is {what}; choose another file")]
-    DatabaseFile { path: String, what: String },
-    #[error("cannot write -o {path}: directory {dir} does not exist")]
-    NoDirectory { path: String, dir: String },
-    #[error("cannot write -o {0}: not a file name")]
-    NotAFileName(String),
-    #[error("-o - (standard output) cannot hold a database: name a file")]
+/// Why an output argument is refused (before anything is written),
+/// naming the flag that gave it (`-o`, `--rt-app`, …) and its path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutputError {
+    pub flag: &'static str,
+    pub path: String,
+    pub refusal: Refusal,
+}
+
+/// What is wrong with an output argument.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    Directory,
+    Special { kind: &'static str },
+    NotForDatabase { kind: &'static str },
+    DanglingLink,
+    DatabaseFile { what: String },
+    NoDirectory { dir: String },
+    NotAFileName,
     DatabaseToStdout,
 }
 
-/// Where an output goes, decided from the `-o` argument.
+impl std::fmt::Display for OutputError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (flag, path) = (self.flag, &self.path);
+        match &self.refusal {
+            Refusal::DatabaseToStdout => write!(
+                f,
+                "{flag} - (standard output) cannot hold a database: name a file"
+            ),
+            Refusal::Special { kind } => write!(
+                f,
+                "cannot write {flag} {path}: it is a {kind}; only a regular file, a character \
+                 device or a FIFO can be written"
+            ),
+            r => write!(f, "cannot write {flag} {path}: {}", r.reason()),
+        }
+    }
+}
+
+impl std::error::Error for OutputError {}
+
+impl OutputError {
+    fn new(flag: &'static str, path: String, refusal: Refusal) -> OutputError {
+        OutputError {
+            flag,
+            path,
+            refusal,
+        }
+    }
+}
+
+/// Where an output goes, decided from its argument (`-o`, `--rt-app`, …:
+/// the flag that gave it, which its messages name).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
     /// `-o -`.
     Stdout,
     /// A character device or a FIFO: opened and written, never replaced.
-    Through { path: PathBuf },
+    Through { flag: &'static str, path: PathBuf },
     /// A regular file (or a new name): replaced whole. `file` is where the
     /// file really is (a symbolic link's target), `given` the argument.
-    Replace { given: PathBuf, file: PathBuf },
+    Replace {
+        flag: &'static str,
+        given: PathBuf,
+        file: PathBuf,
+    },
 }
 
 impl Target {
-    /// What `-o ARG` names, or why it cannot be written.
-    pub fn parse(arg: &Path) -> Result<Target, OutputError> {
+    /// What `FLAG ARG` (`-o ARG`, `--rt-app ARG`) names, or why it cannot
+    /// be written, naming `flag`.
+    pub fn parse(flag: &'static str, arg: &Path) -> Result<Target, OutputError> {
         if arg.as_os_str() == "-" {
             return Ok(Target::Stdout);
         }
         let shown = out::path(arg);
+        let refuse = |refusal| Err(OutputError::new(flag, shown.clone(), refusal));
         let meta = match std::fs::metadata(arg) {
             Ok(m) => Some(m),
             Err(_) if std::fs::symlink_metadata(arg).is_ok_and(|m| m.is_symlink()) => {
-                return Err(OutputError::DanglingLink(shown));
+                return refuse(Refusal::DanglingLink);
             }
             Err(_) => None,
         };
         if let Some(m) = &meta {
             let t = m.file_type();
             if t.is_dir() {
-                return Err(OutputError::Directory(shown));
+                return refuse(Refusal::Directory);
             }
             if t.is_char_device() || t.is_fifo() {
                 return Ok(Target::Through {
+                    flag,
                     path: arg.to_path_buf(),
                 });
             }
@@ -124,7 +161,7 @@ impl Target {
                 None
             };
             if let Some(kind) = kind {
-                return Err(OutputError::Special { path: shown, kind });
+                return refuse(Refusal::Special { kind });
             }
         }
         // A symbolic link to a regular file: the file is replaced, the link
@@ -134,22 +171,22 @@ impl Target {
             None => arg.to_path_buf(),
         };
         if let Some(what) = database_file(&file) {
-            return Err(OutputError::DatabaseFile { path: shown, what });
+            return refuse(Refusal::DatabaseFile { what });
         }
         let name_ok = file
             .file_name()
             .is_some_and(|n| n != "." && n != ".." && !n.is_empty());
         if !name_ok {
-            return Err(OutputError::NotAFileName(shown));
+            return refuse(Refusal::NotAFileName);
         }
         let dir = parent_dir(&file);
         if !dir.is_dir() {
-            return Err(OutputError::NoDirectory {
-                path: shown,
+            return refuse(Refusal::NoDirectory {
                 dir: out::path(dir),
             });
         }
         Ok(Target::Replace {
+            flag,
             given: arg.to_path_buf(),
             file,
         })
@@ -159,8 +196,16 @@ impl Target {
     pub fn shown(&self) -> String {
         match self {
             Target::Stdout => "standard output".into(),
-            Target::Through { path } => out::path(path),
+            Target::Through { path, .. } => out::path(path),
             Target::Replace { given, .. } => out::path(given),
+        }
+    }
+
+    /// The flag that named it, for messages ("-o" for standard output).
+    pub fn flag(&self) -> &'static str {
+        match self {
+            Target::Stdout => "-o",
+            Target::Through { flag, .. } | Target::Replace { flag, .. } => flag,
         }
     }
 
@@ -172,15 +217,15 @@ impl Target {
     /// it (after removing the leftovers of dead schedlabs there); a device
     /// or FIFO is opened (a FIFO waits for its reader, as a shell's `>`).
     pub fn open(&self) -> Result<Output> {
-        let shown = self.shown();
+        let (flag, shown) = (self.flag(), self.shown());
         let sink = match self {
             Target::Stdout => Sink::Stdout,
-            Target::Through { path } => Sink::Through(
+            Target::Through { path, .. } => Sink::Through(
                 OpenOptions::new()
                     .write(true)
                     .custom_flags(libc::O_NOCTTY)
                     .open(path)
-                    .with_context(|| format!("cannot write -o {shown}"))?,
+                    .with_context(|| format!("cannot write {flag} {shown}"))?,
             ),
             Target::Replace { file, .. } => {
                 let dir = parent_dir(file);
@@ -188,7 +233,7 @@ impl Target {
                 let name = file.file_name().expect("checked by parse");
                 let owned =
                     OwnedDir::create_named(dir, &format!("{TEMP_PREFIX}{}-", std::process::id()))
-                        .with_context(|| format!("cannot write -o {shown}"))?;
+                        .with_context(|| format!("cannot write {flag} {shown}"))?;
                 let temp = owned.path().join(name);
                 // Mode 0666 before the umask, like any file a command
                 // creates; an existing file's mode is kept at commit.
@@ -197,7 +242,7 @@ impl Target {
                     .create_new(true)
                     .mode(0o666)
                     .open(&temp)
-                    .with_context(|| format!("cannot write -o {shown}"))?;
+                    .with_context(|| format!("cannot write {flag} {shown}"))?;
                 Sink::Replace {
                     file: f,
                     temp,
@@ -206,7 +251,7 @@ impl Target {
                 }
             }
         };
-        Ok(Output { shown, sink })
+        Ok(Output { flag, shown, sink })
     }
 }
 
@@ -261,15 +306,16 @@ fn database_file(file: &Path) -> Option<String> {
     })
 }
 
-/// The checks of an `-o` that is to be a database (`schedlab merge`): made
-/// before anything is created beside it. A database (or a new name) is
-/// accepted; standard output, a directory, a device, a FIFO and the side
-/// files of another database are refused naming the path.
-pub fn check_database_target(arg: &Path) -> Result<(), OutputError> {
-    match Target::parse(arg) {
-        Ok(Target::Stdout) => Err(OutputError::DatabaseToStdout),
-        Ok(Target::Through { path }) => Err(OutputError::NotForDatabase {
-            path: out::path(&path),
+/// The checks of an output that is to be a database (`schedlab merge -o`,
+/// named by `flag`): made before anything is created beside it. A
+/// database (or a new name) is accepted; standard output, a directory, a
+/// device, a FIFO and the side files of another database are refused
+/// naming the flag and the path.
+pub fn check_database_target(flag: &'static str, arg: &Path) -> Result<(), OutputError> {
+    let refuse = |refusal| Err(OutputError::new(flag, out::path(arg), refusal));
+    match Target::parse(flag, arg) {
+        Ok(Target::Stdout) => refuse(Refusal::DatabaseToStdout),
+        Ok(Target::Through { path, .. }) => refuse(Refusal::NotForDatabase {
             kind: if std::fs::metadata(&path).is_ok_and(|m| m.file_type().is_fifo()) {
                 "FIFO"
             } else {
@@ -277,7 +323,10 @@ pub fn check_database_target(arg: &Path) -> Result<(), OutputError> {
             },
         }),
         Ok(Target::Replace { .. }) => Ok(()),
-        Err(OutputError::DatabaseFile { what, .. }) if what == DATABASE => Ok(()),
+        Err(OutputError {
+            refusal: Refusal::DatabaseFile { what },
+            ..
+        }) if what == DATABASE => Ok(()),
         Err(e) => Err(e),
     }
 }
@@ -298,29 +347,27 @@ pub struct DatabaseArgError {
 /// journal), so that a device never gets files beside it in `/dev` and
 /// another database's write-ahead log never becomes a database.
 pub fn check_database_arg(flag: &'static str, arg: &Path) -> Result<(), DatabaseArgError> {
-    check_database_target(arg).map_err(|e| DatabaseArgError {
+    check_database_target(flag, arg).map_err(|e| DatabaseArgError {
         flag,
         path: out::path(arg),
-        reason: e.reason(),
+        reason: e.refusal.reason(),
     })
 }
 
-impl OutputError {
-    /// Why, without the "cannot write -o PATH" in front.
+impl Refusal {
+    /// Why, without the "cannot write FLAG PATH" in front.
     fn reason(&self) -> String {
         match self {
-            OutputError::Directory(_) => "it is a directory".into(),
-            OutputError::Special { kind, .. } => format!("it is a {kind}"),
-            OutputError::NotForDatabase { kind, .. } => {
+            Refusal::Directory => "it is a directory".into(),
+            Refusal::Special { kind } => format!("it is a {kind}"),
+            Refusal::NotForDatabase { kind } => {
                 format!("it is a {kind}, which cannot hold a database")
             }
-            OutputError::DanglingLink(_) => {
-                "it is a symbolic link to a file that does not exist".into()
-            }
-            OutputError::DatabaseFile { what, .. } => format!("it is {what}; choose another file"),
-            OutputError::NoDirectory { dir, .. } => format!("directory {dir} does not exist"),
-            OutputError::NotAFileName(_) => "not a file name".into(),
-            OutputError::DatabaseToStdout => {
+            Refusal::DanglingLink => "it is a symbolic link to a file that does not exist".into(),
+            Refusal::DatabaseFile { what } => format!("it is {what}; choose another file"),
+            Refusal::NoDirectory { dir } => format!("directory {dir} does not exist"),
+            Refusal::NotAFileName => "not a file name".into(),
+            Refusal::DatabaseToStdout => {
                 "standard output cannot hold a database: name a file".into()
             }
         }
@@ -363,6 +410,7 @@ enum Sink {
 /// Dropped without a commit, a replaced file is left as it was. Every
 /// error names the output.
 pub struct Output {
+    flag: &'static str,
     shown: String,
     sink: Sink,
 }
@@ -374,21 +422,25 @@ impl Output {
     }
 
     fn name_error(&self, e: io::Error) -> io::Error {
-        io::Error::new(e.kind(), format!("cannot write -o {}: {e}", self.shown))
+        io::Error::new(
+            e.kind(),
+            format!("cannot write {} {}: {e}", self.flag, self.shown),
+        )
     }
 
     /// Finish: flush; a replaced file is synced, given the old file's mode
     /// and renamed over it.
     pub fn commit(mut self) -> Result<()> {
         self.flush()?;
-        let shown = self.shown.clone();
+        let (flag, shown) = (self.flag, self.shown.clone());
         let Sink::Replace {
             file, temp, target, ..
         } = &self.sink
         else {
             return Ok(());
         };
-        let io = |e: io::Error| anyhow::Error::from(e).context(format!("cannot write -o {shown}"));
+        let io =
+            |e: io::Error| anyhow::Error::from(e).context(format!("cannot write {flag} {shown}"));
         if let Ok(m) = std::fs::metadata(target) {
             file.set_permissions(std::fs::Permissions::from_mode(m.permissions().mode()))
                 .map_err(io)?;
@@ -422,10 +474,10 @@ impl Write for Output {
     }
 }
 
-/// The target of a resolved destination: a path, or None for standard
-/// output.
-pub fn target_of(destination: Option<&Path>) -> Result<Target, OutputError> {
-    destination.map_or(Ok(Target::Stdout), Target::parse)
+/// The target of a resolved destination given by `flag`: a path, or None
+/// for standard output.
+pub fn target_of(flag: &'static str, destination: Option<&Path>) -> Result<Target, OutputError> {
+    destination.map_or(Ok(Target::Stdout), |d| Target::parse(flag, d))
 }
 
 /// Write `bytes` to `target` whole ([`Target::open`], [`Output::commit`]).
@@ -449,7 +501,7 @@ mod tests {
     }
 
     fn refusal(arg: &Path) -> String {
-        Target::parse(arg).unwrap_err().to_string()
+        Target::parse("-o", arg).unwrap_err().to_string()
     }
 
     fn sqlite_db(path: &Path) {
@@ -466,7 +518,7 @@ mod tests {
         let p = d.path().join("run.pftrace");
         std::fs::write(&p, b"old").unwrap();
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o640)).unwrap();
-        let t = Target::parse(&p).unwrap();
+        let t = Target::parse("-o", &p).unwrap();
         assert!(matches!(&t, Target::Replace { file, .. } if file.ends_with("run.pftrace")));
         let mut o = t.open().unwrap();
         o.write_all(b"new ").unwrap();
@@ -481,7 +533,7 @@ mod tests {
         assert_eq!(mode & 0o777, 0o640);
         // A new file: 0666 less the umask, not a temporary file's 0600.
         let q = d.path().join("new.json");
-        write_all(&Target::parse(&q).unwrap(), b"{}").unwrap();
+        write_all(&Target::parse("-o", &q).unwrap(), b"{}").unwrap();
         let mode = std::fs::metadata(&q).unwrap().permissions().mode();
         assert_ne!(mode & 0o044, 0, "mode {mode:o}");
     }
@@ -491,7 +543,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("r.csv");
         std::fs::write(&p, b"earlier good output").unwrap();
-        let mut o = Target::parse(&p).unwrap().open().unwrap();
+        let mut o = Target::parse("-o", &p).unwrap().open().unwrap();
         o.write_all(b"half").unwrap();
         drop(o);
         assert_eq!(std::fs::read(&p).unwrap(), b"earlier good output");
@@ -505,7 +557,7 @@ mod tests {
         std::fs::write(&real, "old").unwrap();
         let link = d.path().join("link.md");
         std::os::unix::fs::symlink(&real, &link).unwrap();
-        write_all(&Target::parse(&link).unwrap(), b"new").unwrap();
+        write_all(&Target::parse("-o", &link).unwrap(), b"new").unwrap();
         assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
         assert_eq!(std::fs::read(&real).unwrap(), b"new");
         let dangling = d.path().join("dangling");
@@ -516,10 +568,11 @@ mod tests {
     #[test]
     fn a_character_device_is_written_through_and_stays_a_device() {
         let null = Path::new("/dev/null");
-        let t = Target::parse(null).unwrap();
+        let t = Target::parse("-o", null).unwrap();
         assert_eq!(
             t,
             Target::Through {
+                flag: "-o",
                 path: null.to_path_buf()
             }
         );
@@ -537,7 +590,7 @@ mod tests {
         // /dev/full: every write fails with ENOSPC. Asserted to be written
         // through before anything is written, so that a broken parse
         // cannot replace the device.
-        let t = Target::parse(Path::new("/dev/full")).unwrap();
+        let t = Target::parse("-o", Path::new("/dev/full")).unwrap();
         assert!(matches!(t, Target::Through { .. }), "{t:?}");
         let err = format!("{:#}", write_all(&t, &[1; 10_000]).unwrap_err());
         assert!(
@@ -557,7 +610,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("report.html");
         std::fs::write(&p, b"earlier good output").unwrap();
-        let mut o = Target::parse(&p).unwrap().open().unwrap();
+        let mut o = Target::parse("-o", &p).unwrap().open().unwrap();
         // As on a full disk: the temporary's writes fail with ENOSPC.
         let Sink::Replace { file, .. } = &mut o.sink else {
             unreachable!()
@@ -582,7 +635,7 @@ mod tests {
             .status()
             .unwrap();
         assert!(made.success());
-        let t = Target::parse(&fifo).unwrap();
+        let t = Target::parse("-o", &fifo).unwrap();
         assert!(matches!(t, Target::Through { .. }));
         let reader = {
             let fifo = fifo.clone();
@@ -596,11 +649,11 @@ mod tests {
 
     #[test]
     fn standard_output_is_a_dash() {
-        assert_eq!(Target::parse(Path::new("-")).unwrap(), Target::Stdout);
+        assert_eq!(Target::parse("-o", Path::new("-")).unwrap(), Target::Stdout);
         assert_eq!(Target::Stdout.shown(), "standard output");
         // A file named "-" in a directory is a file.
         assert!(matches!(
-            Target::parse(Path::new("./-")).unwrap(),
+            Target::parse("-o", Path::new("./-")).unwrap(),
             Target::Replace { .. }
         ));
     }
@@ -618,6 +671,34 @@ mod tests {
         assert!(
             err.contains("-o") && err.contains("no/such/dir") && err.contains("does not exist"),
             "{err}"
+        );
+    }
+
+    /// A refusal and a failed write name the flag that gave the path,
+    /// not always `-o`.
+    #[test]
+    fn a_refusal_and_a_failed_write_name_the_flag_given() {
+        let d = tempfile::tempdir().unwrap();
+        let missing = d.path().join("no/such/r.json");
+        let err = Target::parse("--rt-app", &missing).unwrap_err();
+        assert_eq!(err.flag, "--rt-app");
+        let err = err.to_string();
+        assert!(
+            err.starts_with(&format!("cannot write --rt-app {}: ", missing.display()))
+                && err.contains("does not exist"),
+            "{err}"
+        );
+        let err = Target::parse("--rt-app", d.path()).unwrap_err().to_string();
+        assert!(err.starts_with("cannot write --rt-app "), "{err}");
+        let t = Target::parse("--dir", Path::new("/dev/full")).unwrap();
+        let err = format!("{:#}", write_all(&t, &[1; 10_000]).unwrap_err());
+        assert!(err.contains("cannot write --dir /dev/full"), "{err}");
+        let err = check_database_target("-o", Path::new("-"))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "-o - (standard output) cannot hold a database: name a file"
         );
     }
 
@@ -649,7 +730,7 @@ mod tests {
         // A name like a side file without a database beside it is a file.
         let lone = d.path().join("notes-journal");
         assert!(matches!(
-            Target::parse(&lone).unwrap(),
+            Target::parse("-o", &lone).unwrap(),
             Target::Replace { .. }
         ));
     }
@@ -659,22 +740,31 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let db = d.path().join("a.db");
         sqlite_db(&db);
-        assert_eq!(check_database_target(&db), Ok(()));
-        assert_eq!(check_database_target(&d.path().join("new.db")), Ok(()));
+        assert_eq!(check_database_target("-o", &db), Ok(()));
         assert_eq!(
-            check_database_target(Path::new("-")),
-            Err(OutputError::DatabaseToStdout)
+            check_database_target("-o", &d.path().join("new.db")),
+            Ok(())
         );
-        let err = check_database_target(Path::new("/dev/null"))
+        assert_eq!(
+            check_database_target("-o", Path::new("-")),
+            Err(OutputError::new(
+                "-o",
+                "-".into(),
+                Refusal::DatabaseToStdout
+            ))
+        );
+        let err = check_database_target("-o", Path::new("/dev/null"))
             .unwrap_err()
             .to_string();
         assert!(
             err.contains("/dev/null") && err.contains("character device"),
             "{err}"
         );
-        let err = check_database_target(d.path()).unwrap_err().to_string();
+        let err = check_database_target("-o", d.path())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("is a directory"), "{err}");
-        let err = check_database_target(&d.path().join("a.db-wal"))
+        let err = check_database_target("-o", &d.path().join("a.db-wal"))
             .unwrap_err()
             .to_string();
         assert!(err.contains("write-ahead log"), "{err}");
@@ -717,9 +807,9 @@ mod tests {
         std::fs::write(&p, b"good").unwrap();
         // A live writer, then one killed mid-write: its lock released, its
         // directory kept.
-        let mut live = Target::parse(&p).unwrap().open().unwrap();
+        let mut live = Target::parse("-o", &p).unwrap().open().unwrap();
         live.write_all(b"live").unwrap();
-        let mut dead = Target::parse(&p).unwrap().open().unwrap();
+        let mut dead = Target::parse("-o", &p).unwrap().open().unwrap();
         dead.write_all(&[0; 4096]).unwrap();
         let Sink::Replace { _dir, file, .. } = std::mem::replace(&mut dead.sink, Sink::Stdout)
         else {
@@ -744,12 +834,12 @@ mod tests {
     fn opening_an_output_removes_the_leftovers_beside_it() {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("t.pftrace");
-        let mut dead = Target::parse(&p).unwrap().open().unwrap();
+        let mut dead = Target::parse("-o", &p).unwrap().open().unwrap();
         let Sink::Replace { _dir, .. } = std::mem::replace(&mut dead.sink, Sink::Stdout) else {
             unreachable!()
         };
         let left = _dir.abandon();
-        write_all(&Target::parse(&p).unwrap(), b"x").unwrap();
+        write_all(&Target::parse("-o", &p).unwrap(), b"x").unwrap();
         assert!(!left.exists());
         assert_eq!(names(d.path()), ["t.pftrace"]);
     }

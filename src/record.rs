@@ -119,13 +119,16 @@ impl From<Usage> for ProcessUsage {
 /// untraced run, older databases).
 pub type KernelCounts = crate::fields::ProcessFields;
 
-/// `k` with the registry's fields that rusage gives (the switches and
-/// page faults) set from `u`: a built-in workload's rusage has every one.
+/// `k` with the registry's fields that rusage gives (the switches, page
+/// faults and block I/O) set from `u`: a built-in workload's rusage has
+/// every one, the block counts where the kernel accounts them.
 pub fn rusage_fields(k: KernelCounts, u: &Usage) -> KernelCounts {
     k.with(Field::Nvcsw, Some(u.nvcsw))
         .with(Field::Nivcsw, Some(u.nivcsw))
         .with(Field::Minflt, Some(u.minflt))
         .with(Field::Majflt, Some(u.majflt))
+        .with(Field::Inblock, u.inblock)
+        .with(Field::Oublock, u.oublock)
 }
 
 impl Serialize for ProcessRecord {
@@ -273,6 +276,48 @@ pub fn timeout_reason(timeout_s: f64, killed: usize, workers: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// A copy of 8 MiB (`dd`, as the copy workload does: read a file,
+    /// write another, through the page cache) fills the process's
+    /// `oublock` with the 16,384 blocks of 512 bytes it dirtied, from
+    /// rusage as `wait4` gives it (the reader of workers and hogs); its
+    /// input, just written and so in the page cache, is read from memory,
+    /// not from storage. A kernel without per-task I/O accounting gives
+    /// neither.
+    #[test]
+    fn a_copy_fills_oublock_from_rusage() {
+        use crate::fields::Field::{Inblock, Oublock};
+        const BYTES: usize = 8 << 20;
+        // Beside the test binary, on the disk the build is on (a tmpfs
+        // file has no writeback, so no block is ever counted there).
+        let exe = std::env::current_exe().unwrap();
+        let dir = tempfile::tempdir_in(exe.parent().unwrap()).unwrap();
+        let (input, output) = (dir.path().join("in"), dir.path().join("out"));
+        std::fs::write(&input, vec![7u8; BYTES]).unwrap();
+        // Reaped by wait4 (`reap`), which gives its rusage, not by `wait`.
+        #[expect(clippy::zombie_processes, reason = "reaped by sys::proc::reap")]
+        let child = std::process::Command::new("dd")
+            .arg(format!("if={}", input.display()))
+            .arg(format!("of={}", output.display()))
+            .args(["bs=1M", "status=none"])
+            .spawn()
+            .unwrap();
+        let (exit, usage) = crate::sys::proc::reap(child.id() as i32).unwrap();
+        assert!(exit.success(), "{exit:?}");
+        assert_eq!(std::fs::metadata(&output).unwrap().len(), BYTES as u64);
+        let k = super::rusage_fields(super::KernelCounts::default(), &usage);
+        if !crate::sys::proc::io_accounted() {
+            assert_eq!((k.get(Inblock), k.get(Oublock)), (None, None));
+            return;
+        }
+        let blocks = (BYTES / 512) as u64;
+        let written = k.get(Oublock).unwrap();
+        assert!(
+            (blocks..=blocks + blocks / 16).contains(&written),
+            "{written} blocks written for {blocks}"
+        );
+        assert!(k.get(Inblock).unwrap() < blocks / 2, "{k:?}");
+    }
+
     #[test]
     fn a_timeout_reason_counts_its_killed_workers_in_plain_words() {
         let r = |k, n| super::timeout_reason(2.5, k, n);

@@ -147,8 +147,11 @@ fn run(json: &str) -> Result<()> {
     // call every one `exe`: give each its own name for ps and traces.
     let _ = crate::sys::proc::set_thread_name(&format!("schedlab-w{}", args.index));
     // The process's first clock read faults in the vDSO's data page (a few
-    // µs): take that fault here, not between the barrier and start_ns.
+    // µs): take that fault here, not between the barrier and start_ns; and
+    // the look-up of whether rusage's block counts are kept (a stat of
+    // /proc/self/io) here, not in the first getrusage after the start.
     monotonic_ns();
+    crate::sys::proc::io_accounted();
     // The barrier is closed after start_ns, not before: a close is a
     // system call between the CPU's hand-over and the start.
     let barrier = if args.wait_barrier {

@@ -113,6 +113,30 @@ fn switches_and_faults_are_empty_without_exit_records() {
         )
         .unwrap();
     assert!(why.contains("network namespace"), "{why}");
+    // The tree's block I/O comes from the same exit records: empty (not
+    // 0) in every row, with the same why. (Checked in the database: its
+    // columns sit after `extra_json`, which a CSV split at commas cannot
+    // pass.)
+    let empty: i64 = db
+        .query_row(
+            "SELECT count(*) FROM processes WHERE inblock IS NULL AND oublock IS NULL",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(empty, 2, "inblock and oublock NULL in every row");
+    for key in ["read_blocks", "write_blocks"] {
+        let why: String = db
+            .query_row(
+                &format!(
+                    "SELECT json_extract(extra_json, '$.command[0].missing.{key}') FROM runs LIMIT 1"
+                ),
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert!(why.contains("network namespace"), "{key}: {why}");
+    }
     schedlab(
         dir.path(),
         &["report", "--db", "t.db", "--format", "md", "-o", "r.md"],

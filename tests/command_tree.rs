@@ -1,8 +1,9 @@
 //! A program's tree figures against second observers (issue 19): its
 //! run-queue wait, time slices and page faults against what each of its
 //! tasks read of itself (`/proc/self/schedstat` and `/proc/self/stat`)
-//! just before it exited, and its peak memory against the peak RSS of a
-//! program that allocates and touches 64 MiB.
+//! just before it exited, its peak memory against the peak RSS of a
+//! program that allocates and touches 64 MiB, and its block I/O against
+//! the bytes its children write.
 
 mod common;
 use common::{root_for_commands, schedlab_isolated, serial, text};
@@ -86,6 +87,44 @@ fn run_queue_wait_slices_and_faults_match_each_task_s_own_counters() {
         (0.0..=200.0 + 0.02 * self_faults).contains(&(tree_faults - self_faults)),
         "tree minor faults {tree_faults}, the tasks' own sum {self_faults}"
     );
+}
+
+/// Two children that write 4 MiB each, through the page cache, to files
+/// of their own.
+const WRITE_2X4_MIB: &str =
+    r#"["sh", "-c", "for i in 1 2; do head -c 4194304 /dev/zero > w.$i & done; wait"]"#;
+
+/// A tree's `oublock` is the 512-byte blocks its tasks dirtied, from their
+/// exit records: 2 × 4 MiB is 16,384 blocks, as each task's rusage would
+/// count them.
+#[test]
+fn a_tree_that_writes_8_mib_has_its_16384_blocks_in_oublock() {
+    let _one_at_a_time = serial();
+    if !root_for_commands()
+        || !schedlab::testing::skip_unless(
+            schedlab::sys::proc::io_accounted(),
+            "this kernel keeps no per-task I/O accounting (no /proc/self/io)",
+        )
+    {
+        return;
+    }
+    // A tmpfs file has no writeback, so no block is counted there.
+    let fs = std::process::Command::new("stat")
+        .args(["-f", "-c", "%T"])
+        .arg(std::env::temp_dir())
+        .output()
+        .unwrap();
+    let fs = String::from_utf8_lossy(&fs.stdout).trim().to_string();
+    if !schedlab::testing::skip_unless(fs != "tmpfs", "the temporary directory is a tmpfs") {
+        return;
+    }
+    let r = run_one("other", WRITE_2X4_MIB, "");
+    let blocks = r["oublock"].as_u64().expect("oublock");
+    assert!(
+        (16_384..=16_384 + 256).contains(&blocks),
+        "{blocks} blocks for 8 MiB written ({r})"
+    );
+    assert!(r["inblock"].as_u64().is_some(), "{r}");
 }
 
 /// A program that allocates and touches 64 MiB, then prints its own peak

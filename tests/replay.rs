@@ -85,17 +85,23 @@ fn a_run_without_a_trace_is_refused() {
     );
     assert!(text(&o).contains("no run 9"), "{}", text(&o));
     // An output that cannot be written is refused first (before the
-    // database is even opened), naming its path.
-    for extra in [
-        ["-o", "no/such/dir/r.toml", "--rt-app", "r.json"],
-        ["-o", "r.toml", "--rt-app", "no/such/dir/r.json"],
+    // database is even opened), naming the flag that gave it and its path.
+    for (extra, names) in [
+        (
+            ["-o", "no/such/dir/r.toml", "--rt-app", "r.json"],
+            "cannot write -o no/such/dir/r.toml: ",
+        ),
+        (
+            ["-o", "r.toml", "--rt-app", "no/such/dir/r.json"],
+            "cannot write --rt-app no/such/dir/r.json: ",
+        ),
     ] {
         let mut args = vec!["synthesize", "--db", "missing.db", "--run", "1"];
         args.extend(extra);
         let o = run(dir.path(), &args);
         assert_eq!(o.status.code(), Some(1), "{}", text(&o));
         assert!(
-            text(&o).contains("directory no/such/dir does not exist"),
+            text(&o).contains(names) && text(&o).contains("directory no/such/dir does not exist"),
             "{}",
             text(&o)
         );

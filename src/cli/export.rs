@@ -31,7 +31,7 @@ pub(super) struct ExportArgs {
 pub(super) fn run(a: ExportArgs) -> Result<i32> {
     let store = Store::open_existing(&a.db.db)?;
     let target = match &a.output {
-        Some(path) => Target::parse(path)?,
+        Some(path) => Target::parse("-o", path)?,
         None => Target::Stdout,
     };
     if a.format.binary()

@@ -58,7 +58,7 @@ pub(super) fn run(a: ManArgs) -> Result<i32> {
     }
     for (name, page) in &pages {
         let path = dir.join(name);
-        let target = Target::parse(&path)?;
+        let target = Target::parse("--dir", &path)?;
         output::write_all(&target, page)
             .with_context(|| format!("--dir: writing {}", out::path(&path)))?;
     }

@@ -83,8 +83,9 @@ fn summary(rec: &Recording, tasks: &[crate::workload::replay::desc::ReplayTask])
     s
 }
 
-fn write(path: &std::path::Path, text: &str) -> Result<()> {
-    let target = Target::parse(path)?;
+/// Write `text` to the output `flag` names (`-o`, `--rt-app`).
+fn write(flag: &'static str, path: &std::path::Path, text: &str) -> Result<()> {
+    let target = Target::parse(flag, path)?;
     let mut o = target.open()?;
     o.write_all(text.as_bytes())?;
     o.commit()
@@ -93,9 +94,9 @@ fn write(path: &std::path::Path, text: &str) -> Result<()> {
 pub(super) fn run(a: SynthesizeArgs) -> Result<i32> {
     // An output that cannot be written is refused before the work (a
     // calibration replay and the synthesis), not after it.
-    Target::parse(&a.output)?;
+    Target::parse("-o", &a.output)?;
     if let Some(p) = &a.rt_app {
-        Target::parse(p)?;
+        Target::parse("--rt-app", p)?;
     }
     let store = Store::open_existing(&a.db.db)?;
     let read = synth::read_run(&store, a.run, a.allow_lost)?;
@@ -121,7 +122,7 @@ pub(super) fn run(a: SynthesizeArgs) -> Result<i32> {
         text.len() >> 20,
         spec::MAX_SPEC_BYTES >> 20
     );
-    write(&a.output, &text)?;
+    write("-o", &a.output, &text)?;
     note!(
         "run {}: {}; each burst less the replayer's own CPU for its steps ({how}: {}); wrote \
          {origin}",
@@ -139,7 +140,7 @@ pub(super) fn run(a: SynthesizeArgs) -> Result<i32> {
             "deadline" => "SCHED_DEADLINE",
             _ => "SCHED_OTHER",
         };
-        write(p, &rtapp::to_json(&tasks, rate, policy))?;
+        write("--rt-app", p, &rtapp::to_json(&tasks, rate, policy))?;
         note!(
             "wrote {} (rt-app: processes become threads; run µs at this machine's pi rate)",
             out::path(p)
@@ -207,7 +208,7 @@ fn check(a: &SynthesizeArgs, text: &str, origin: &str, read: &synth::Read) -> Re
             a.run,
             read.source.run.label()
         );
-        write(&a.output, &synth::with_fidelity(text, &line)?)?;
+        write("-o", &a.output, &synth::with_fidelity(text, &line)?)?;
         note!("fidelity written to {origin}");
     }
     Ok(0)

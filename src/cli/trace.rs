@@ -140,7 +140,7 @@ fn export(a: &ExportArgs) -> Result<i32> {
             out::path(&a.output)
         );
     }
-    let target = Target::parse(&a.output)?;
+    let target = Target::parse("-o", &a.output)?;
     let Some(kernel_release) = store.run_kernel_release(a.run)? else {
         bail!(
             "--run {}: no such run in {} (the `run` column of `schedlab export` lists them)",

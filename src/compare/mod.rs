@@ -234,7 +234,7 @@ pub fn build(opts: &RunOptions) -> Result<Comparison> {
 /// `--fail-on regression` when a row is a regression.
 pub fn run(opts: RunOptions) -> Result<i32> {
     // Checked before both analyses: a refused -o costs nothing.
-    let target = crate::output::target_of(opts.destination.as_deref())?;
+    let target = crate::output::target_of("-o", opts.destination.as_deref())?;
     let c = build(&opts)?;
     for r in c.unexpected_environment() {
         note!(

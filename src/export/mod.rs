@@ -605,10 +605,22 @@ mod tests {
         assert!(lines[0].starts_with(
             "campaign,run,policy,workload,processes,priority_mode,cpus,rep,process_index"
         ));
-        assert!(lines[0].ends_with(
+        // The existing columns keep their order; a field placed at the
+        // end follows them, in registry order, before the figures.
+        assert!(lines[0].contains(
             ",nr_migrations,interrupts,softirqs,cpu_freq_khz,throttle_count,cpus_used,\
-             llc_migrations,node_migrations,fig_mflops,fig_pi_error"
+             llc_migrations,node_migrations,"
         ));
+        let at_end: Vec<&str> = FIELDS
+            .iter()
+            .filter(|d| d.export == ExportPlace::End)
+            .map(|d| d.name)
+            .collect();
+        assert!(
+            lines[0].ends_with(&format!(",{},fig_mflops,fig_pi_error", at_end.join(","))),
+            "{}",
+            lines[0]
+        );
         // The JSON of extra_json is one quoted cell.
         let cells: Vec<&str> = lines[1].split(',').collect();
         assert_eq!(cells.len(), COLUMNS.len() + 2);

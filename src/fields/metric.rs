@@ -719,7 +719,7 @@ mod tests {
             },
             work: Some(1000),
             end_ns: Some(2_000_000_000),
-            kernel: crate::fields::ProcessFields::default()
+            kernel: crate::fields::MetricFields::default()
                 .with(Field::Nvcsw, Some(3))
                 .with(Field::Nivcsw, Some(40))
                 .with(Field::NrMigrations, Some(4))

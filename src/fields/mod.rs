@@ -11,7 +11,12 @@
 //! key's place in a process record's JSON, its report metric (if it has
 //! one) and why it can be absent. A new field is then its reader, one row
 //! here (with its [`Field`] variant) and a store migration that adds its
-//! column.
+//! column. A reader is the read of the kernel's figure and the line that
+//! sets the field from it: for rusage, `sys::proc::Usage` and
+//! `record::rusage_fields`; for a program's tree, `sys::cgroup::taskstats`
+//! (the exit record), `sys::cgroup::stats` (its sum over the tree's tasks)
+//! and `launch::program` (the tree's fields). A field without a report
+//! metric takes no room in a report's process rows ([`MetricFields`]).
 
 pub mod metric;
 pub mod process;
@@ -36,6 +41,8 @@ pub enum Field {
     Nivcsw,
     Minflt,
     Majflt,
+    Inblock,
+    Oublock,
 }
 
 /// Who fills a field.
@@ -383,7 +390,53 @@ pub const FIELDS: &[FieldDef] = &[
         tree_missing: "major_faults",
         tree_absent: Some(TREE_NOT_SAID),
     },
+    FieldDef {
+        field: Field::Inblock,
+        name: "inblock",
+        sql_type: "INTEGER",
+        unit: "512-byte blocks",
+        direction: Lower,
+        readers: &[Reader::Rusage, Reader::Taskstats],
+        export: ExportPlace::End,
+        record: RecordPlace::Fields,
+        json_null: false,
+        metric: None,
+        label: "blocks read from storage",
+        plural: true,
+        description: "Filesystem input operations in 512-byte blocks (rusage ru_inblock: \
+                      bytes the process had read from storage, not from the page cache)",
+        by_default: false,
+        absent: IO_ABSENT,
+        tree_missing: "read_blocks",
+        tree_absent: None,
+    },
+    FieldDef {
+        field: Field::Oublock,
+        name: "oublock",
+        sql_type: "INTEGER",
+        unit: "512-byte blocks",
+        direction: Lower,
+        readers: &[Reader::Rusage, Reader::Taskstats],
+        export: ExportPlace::End,
+        record: RecordPlace::Fields,
+        json_null: false,
+        metric: None,
+        label: "blocks written to storage",
+        plural: true,
+        description: "Filesystem output operations in 512-byte blocks (rusage ru_oublock: \
+                      page-cache pages the process dirtied for storage, less those truncated \
+                      before writeback)",
+        by_default: false,
+        absent: IO_ABSENT,
+        tree_missing: "write_blocks",
+        tree_absent: None,
+    },
 ];
+
+/// Why a process lacks its block I/O counts.
+const IO_ABSENT: &str = "not given by a kernel without per-task I/O accounting \
+                         (CONFIG_TASK_IO_ACCOUNTING: no /proc/PID/io), nor by the model (which \
+                         does no I/O), nor in rows stored before schema 16";
 
 /// Why a process lacks a figure of `/proc/PID/schedstat` (a program's
 /// tree says why in its own record: [`FieldDef::tree_missing`]).
@@ -452,7 +505,7 @@ impl Field {
     /// Its value in a process's fields as its metric shows it (in the
     /// metric's unit), NaN where it was not measured.
     #[inline]
-    pub fn metric_value(self, v: &ProcessFields) -> f64 {
+    pub fn metric_value(self, v: &MetricFields) -> f64 {
         v.get(self)
             .map_or(f64::NAN, |x| x as f64 * self.def().metric_scale())
     }
@@ -473,8 +526,9 @@ impl Field {
 /// measured ones by name (flattened into a process record's JSON:
 /// [`ProcessFields::in_record`]).
 ///
-/// A report holds a million of these: the values and a mask of the
-/// measured ones take 8 bytes a field, where `Option<u64>`s take 16.
+/// The values and a mask of the measured ones take 8 bytes a field, where
+/// `Option<u64>`s take 16; a report's rows hold only the fields with a
+/// metric ([`MetricFields`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ProcessFields {
     /// Field `i`'s value where measured, 0 where not (so that equal
@@ -512,11 +566,12 @@ impl ProcessFields {
 
     /// Only the fields that have a report metric, as a report's process
     /// rows hold them ([`process::ReportProcess::kernel`]).
-    pub fn of_metrics(mut self) -> ProcessFields {
-        for d in FIELDS.iter().filter(|d| d.metric.is_none()) {
-            self.set(d.field, None);
+    pub fn of_metrics(&self) -> MetricFields {
+        let mut m = MetricFields::default();
+        for d in FIELDS.iter().filter(|d| d.metric.is_some()) {
+            m.set(d.field, self.get(d.field));
         }
-        self
+        m
     }
 
     /// The fields a process record's JSON has at `place` (to flatten into
@@ -552,6 +607,77 @@ impl Serialize for ProcessFields {
     /// The measured fields only.
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         self.serialize_map(s, None)
+    }
+}
+
+/// How many fields have a report metric.
+pub const METRIC_FIELD_COUNT: usize = {
+    let (mut f, mut n) = (0, 0);
+    while f < FIELD_COUNT {
+        if FIELDS[f].metric.is_some() {
+            n += 1;
+        }
+        f += 1;
+    }
+    n
+};
+
+/// Each field's slot in [`MetricFields`], in registry order among the
+/// fields with a metric (`usize::MAX` for a field without one).
+const METRIC_SLOT: [usize; FIELD_COUNT] = {
+    let mut slots = [usize::MAX; FIELD_COUNT];
+    let (mut f, mut n) = (0, 0);
+    while f < FIELD_COUNT {
+        if FIELDS[f].metric.is_some() {
+            slots[f] = n;
+            n += 1;
+        }
+        f += 1;
+    }
+    slots
+};
+
+/// The values of the fields of one process that have a report metric,
+/// as a report's process rows hold them: a report holds millions of
+/// rows, so a field no metric reads (the page faults, the block I/O
+/// counts) takes no room in them. Reads and writes as
+/// [`ProcessFields`]; a field without a metric reads as None.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct MetricFields {
+    values: [u64; METRIC_FIELD_COUNT],
+    /// Bit `i`: slot `i` was measured.
+    measured: u32,
+}
+
+impl MetricFields {
+    #[inline]
+    pub fn get(&self, f: Field) -> Option<u64> {
+        let i = *METRIC_SLOT.get(f as usize)?;
+        (i != usize::MAX && self.measured >> i & 1 == 1).then(|| self.values[i])
+    }
+
+    /// Sets `f`, which must have a metric (a row holds no other).
+    pub fn set(&mut self, f: Field, v: Option<u64>) {
+        let i = METRIC_SLOT[f as usize];
+        assert!(i != usize::MAX, "{} has no report metric", f.name());
+        self.values[i] = v.unwrap_or(0);
+        self.measured = (self.measured & !(1 << i)) | (u32::from(v.is_some()) << i);
+    }
+
+    /// With `f` set to `v`.
+    pub fn with(mut self, f: Field, v: Option<u64>) -> MetricFields {
+        self.set(f, v);
+        self
+    }
+}
+
+impl From<MetricFields> for ProcessFields {
+    fn from(m: MetricFields) -> ProcessFields {
+        let mut out = ProcessFields::default();
+        for d in FIELDS.iter().filter(|d| d.metric.is_some()) {
+            out.set(d.field, m.get(d.field));
+        }
+        out
     }
 }
 
@@ -632,5 +758,25 @@ mod tests {
         let cleared = v.with(Field::Majflt, Some(9)).with(Field::Majflt, None);
         assert_eq!(cleared, v);
         assert_eq!(v.with(Field::Majflt, Some(0)).get(Field::Majflt), Some(0));
+    }
+
+    /// A report row's fields are those with a metric: the others (page
+    /// faults, block I/O) are dropped, the rest read back as they were.
+    #[test]
+    fn a_report_row_keeps_only_the_fields_with_a_metric() {
+        let v = ProcessFields::default()
+            .with(Field::RunNs, Some(5))
+            .with(Field::Nivcsw, Some(0))
+            .with(Field::Oublock, Some(8));
+        let m = v.of_metrics();
+        assert_eq!(m.get(Field::RunNs), Some(5));
+        assert_eq!(m.get(Field::Nivcsw), Some(0));
+        assert_eq!((m.get(Field::Oublock), m.get(Field::WaitNs)), (None, None));
+        assert_eq!(ProcessFields::from(m), v.with(Field::Oublock, None));
+        assert_eq!(m.with(Field::RunNs, None).get(Field::RunNs), None);
+        assert_eq!(
+            METRIC_FIELD_COUNT,
+            FIELDS.iter().filter(|d| d.metric.is_some()).count()
+        );
     }
 }

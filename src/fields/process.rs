@@ -4,7 +4,7 @@
 //! registry, below the store that fills it from the `processes` table and
 //! the report that reads it.
 
-use super::ProcessFields;
+use super::MetricFields;
 
 /// The measured figures of one worker process of an ok run.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -20,8 +20,9 @@ pub struct ReportProcess {
     pub end_ns: Option<i64>,
     /// The fields of the registry that have a metric (rusage's `nvcsw`
     /// and `nivcsw`, schedstat's `run_ns`, `wait_ns`, `timeslices`, the
-    /// migrations, …); the page faults, which no metric reads, are None.
-    pub kernel: ProcessFields,
+    /// migrations, …); a field no metric reads (the page faults, the
+    /// block I/O counts) takes no room here.
+    pub kernel: MetricFields,
 }
 
 /// The part of a process's [`crate::record::ProcessUsage`] the report's
@@ -39,8 +40,9 @@ mod tests {
 
     /// A report holds a million rows: 248 bytes each before the schedstat
     /// trio and the switches joined the registry, as `Option<i64>`
-    /// members; their slots in [`ProcessFields`] (a value and a bit each,
-    /// faults included) take less.
+    /// members; their slots in [`MetricFields`] (a value and a bit each,
+    /// for the fields with a metric only) take less, and a new field
+    /// without a metric adds nothing.
     #[test]
     #[cfg(target_pointer_width = "64")]
     fn a_process_row_takes_no_more_room_than_before_the_registry_held_schedstat() {

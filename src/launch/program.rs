@@ -109,8 +109,8 @@ pub fn record(o: &Observed, outputs: &Outputs) -> (ProcessRecord, Option<String>
         end_ns: o.end_ns,
         wall_ns: o.end_ns.unwrap_or(0),
         usage: tree_usage(stats),
-        // The tree's CPU time from its cgroup, its switches, faults, waits
-        // and slices from its tasks' exit records. /proc/PID/sched counts
+        // The tree's CPU time from its cgroup, its switches, faults, block
+        // I/O, waits and slices from its tasks' exit records. /proc/PID/sched counts
         // migrations per task, and a task's exit record (taskstats)
         // carries none: not counted over a tree.
         kernel: KernelCounts::default()
@@ -118,6 +118,8 @@ pub fn record(o: &Observed, outputs: &Outputs) -> (ProcessRecord, Option<String>
             .with(Field::Nivcsw, stats.involuntary_switches)
             .with(Field::Minflt, stats.minor_faults)
             .with(Field::Majflt, stats.major_faults)
+            .with(Field::Inblock, stats.read_blocks)
+            .with(Field::Oublock, stats.write_blocks)
             .with(Field::RunNs, stats.cpu_usage_ns)
             .with(Field::WaitNs, stats.run_queue_wait_ns)
             .with(Field::Timeslices, stats.timeslices),

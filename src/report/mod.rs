@@ -212,7 +212,7 @@ impl Report {
 pub fn run(opts: RunOptions) -> Result<i32> {
     let store = Store::open_existing(&opts.db)?;
     // Checked before the analysis: a refused -o costs nothing.
-    let target = crate::output::target_of(opts.destination.as_deref())?;
+    let target = crate::output::target_of("-o", opts.destination.as_deref())?;
     let report = Report::build(&store, &opts.analysis)?;
     let text = report.render(opts.format);
     crate::output::write_all(&target, text.as_bytes())?;

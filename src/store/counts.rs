@@ -7,7 +7,7 @@ use rusqlite::Row;
 use rusqlite::types::ToSql;
 
 use super::named::{Columns, Named};
-use crate::fields::{FIELDS, Field};
+use crate::fields::{FIELDS, Field, MetricFields};
 use crate::record::KernelCounts;
 
 /// Every field's column, in registry order (each added by a migration).
@@ -70,10 +70,11 @@ pub(super) fn positions(cols: &Columns, which: Which) -> rusqlite::Result<Vec<(F
         .collect()
 }
 
-/// The counters of a row whose columns are at `positions` ([`positions`]),
-/// as [`read`] reads them (the fields not there None).
-pub(super) fn read_at(r: &Row<'_>, positions: &[(Field, usize)]) -> rusqlite::Result<KernelCounts> {
-    let mut k = KernelCounts::default();
+/// The fields with a metric of a row whose columns are at `positions`
+/// ([`positions`] of [`Which::Metrics`]), as [`read`] reads them (the
+/// fields not there None): a report's process row.
+pub(super) fn read_at(r: &Row<'_>, positions: &[(Field, usize)]) -> rusqlite::Result<MetricFields> {
+    let mut k = MetricFields::default();
     for &(f, at) in positions {
         let v: Option<i64> = r.get(at)?;
         k.set(f, v.and_then(|v| u64::try_from(v).ok()));

@@ -197,6 +197,83 @@ static PROCESS_INSERT: LazyLock<String> = LazyLock::new(|| {
     insert_sql("processes", &columns)
 });
 
+/// The `campaigns` columns a new campaign fills, in the order of its values.
+const CAMPAIGN_INSERT_COLUMNS: &[&str] = &[
+    "name",
+    "description",
+    "identity",
+    "seed",
+    "scale",
+    "planned_runs",
+    "spec_json",
+    "spec_toml",
+    "overrides",
+    "created_unix_ms",
+    "schedlab_version",
+    "uuid",
+    "host_id",
+    "hostname",
+];
+
+static CAMPAIGN_INSERT: LazyLock<String> =
+    LazyLock::new(|| insert_sql("campaigns", CAMPAIGN_INSERT_COLUMNS));
+
+/// The `environments` columns a new environment fills, in the order of its
+/// values.
+const ENVIRONMENT_COLUMNS: &[&str] = &[
+    "fingerprint",
+    "kernel_release",
+    "cpu_model",
+    "cpus_online",
+    "hz",
+    "preempt_model",
+    "sched_rt_runtime_us",
+    "sched_rt_period_us",
+    "sched_rr_timeslice_ms",
+    "cgroup_version",
+    "virtualization",
+    "schedlab_version",
+    "json",
+    "host_id",
+    "hostname",
+];
+
+static ENVIRONMENT_INSERT: LazyLock<String> =
+    LazyLock::new(|| insert_sql("environments", ENVIRONMENT_COLUMNS));
+
+/// The `latency` columns a stored histogram fills, in the order of its
+/// values.
+const LATENCY_COLUMNS: &[&str] = &[
+    "run_id",
+    "process_index",
+    "name",
+    "is_primary",
+    "count",
+    "p50_ns",
+    "p90_ns",
+    "p99_ns",
+    "p999_ns",
+    "max_ns",
+    "histogram",
+];
+
+static LATENCY_INSERT: LazyLock<String> = LazyLock::new(|| insert_sql("latency", LATENCY_COLUMNS));
+
+/// The `slices` columns a stored WRR slice fills, in the order of its
+/// values.
+const SLICE_COLUMNS: &[&str] = &[
+    "run_id",
+    "seq",
+    "process_index",
+    "cpu",
+    "planned_start_ns",
+    "planned_end_ns",
+    "actual_end_ns",
+    "cpu_ns",
+];
+
+static SLICE_INSERT: LazyLock<String> = LazyLock::new(|| insert_sql("slices", SLICE_COLUMNS));
+
 /// `INSERT INTO table (a, b, …) VALUES (?1, ?2, …)`: one placeholder per
 /// column, numbered in order, so a list of values in the columns' order
 /// binds each to its column.
@@ -511,9 +588,7 @@ impl Store {
         let now = unix_ms();
         let uuid = uuid::Uuid::new_v4().to_string();
         self.conn.execute(
-            "INSERT INTO campaigns (name, description, identity, seed, scale, planned_runs, spec_json, spec_toml,
-                                    overrides, created_unix_ms, schedlab_version, uuid, host_id, hostname)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+            &CAMPAIGN_INSERT,
             params![
                 spec.name,
                 spec.description,
@@ -586,10 +661,7 @@ impl Store {
             return Ok(id);
         }
         tx.execute(
-            "INSERT INTO environments (fingerprint, kernel_release, cpu_model, cpus_online, hz, preempt_model,
-                 sched_rt_runtime_us, sched_rt_period_us, sched_rr_timeslice_ms, cgroup_version, virtualization,
-                 schedlab_version, json, host_id, hostname)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+            &ENVIRONMENT_INSERT,
             params![
                 fingerprint,
                 env.kernel_release,
@@ -711,11 +783,7 @@ impl Store {
         }
         {
             let primary = rec.run.workload.workload.primary_latency();
-            let mut stmt = tx.prepare_cached(
-                "INSERT INTO latency (run_id, process_index, name, is_primary, count, p50_ns, p90_ns,
-                     p99_ns, p999_ns, max_ns, histogram)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-            )?;
+            let mut stmt = tx.prepare_cached(&LATENCY_INSERT)?;
             for p in &rec.processes {
                 for (name, bytes) in &p.latency {
                     let h = Latency::decode(bytes)
@@ -738,11 +806,7 @@ impl Store {
             }
         }
         {
-            let mut stmt = tx.prepare_cached(
-                "INSERT INTO slices (run_id, seq, process_index, cpu, planned_start_ns, planned_end_ns,
-                     actual_end_ns, cpu_ns)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            )?;
+            let mut stmt = tx.prepare_cached(&SLICE_INSERT)?;
             for (seq, sl) in rec.slices.iter().enumerate() {
                 stmt.execute(params![
                     run_id,

@@ -417,6 +417,15 @@ pub const MIGRATIONS: &[&str] = &[
     ALTER TABLE processes ADD COLUMN llc_migrations INTEGER;
     ALTER TABLE processes ADD COLUMN node_migrations INTEGER;
     "#,
+    // 16: block I/O of each process over its work (fields::FIELDS): its
+    // filesystem input and output operations in 512-byte blocks (rusage
+    // `ru_inblock`/`ru_oublock`; a program's tree: its tasks' taskstats
+    // storage bytes). NULL in older rows, in simulated runs and on a
+    // kernel without per-task I/O accounting.
+    r#"
+    ALTER TABLE processes ADD COLUMN inblock INTEGER;
+    ALTER TABLE processes ADD COLUMN oublock INTEGER;
+    "#,
 ];
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 use super::export::export_sql;
 use super::*;
 use crate::fields::Field;
-use crate::record::{KernelCounts, ProcessUsage};
+use crate::record::ProcessUsage;
 
 fn file_bytes(p: &Path) -> Vec<u8> {
     std::fs::read(p).unwrap()
@@ -70,7 +70,7 @@ fn figures_not_given_round_trip_as_null() {
         (given.kernel, not_given.kernel)
     );
     let mut seen = Vec::new();
-    let switches = |k: &KernelCounts| (k.get(Field::Nvcsw), k.get(Field::Nivcsw));
+    let switches = |k: &crate::fields::MetricFields| (k.get(Field::Nvcsw), k.get(Field::Nivcsw));
     store
         .for_each_report_process(&[c.id], |p| seen.push(switches(&p.kernel)))
         .unwrap();
@@ -208,4 +208,40 @@ fn an_insert_numbers_one_placeholder_per_column() {
         "{}",
         *PROCESS_INSERT
     );
+    let conn = migrated();
+    for (sql, columns) in [
+        (&*CAMPAIGN_INSERT, CAMPAIGN_INSERT_COLUMNS),
+        (&*ENVIRONMENT_INSERT, ENVIRONMENT_COLUMNS),
+        (&*LATENCY_INSERT, LATENCY_COLUMNS),
+        (&*SLICE_INSERT, SLICE_COLUMNS),
+    ] {
+        assert_prepares_with_a_placeholder_per_column(&conn, sql, columns);
+    }
+    assert!(
+        ENVIRONMENT_INSERT.ends_with(", json, host_id, hostname) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"),
+        "{}",
+        *ENVIRONMENT_INSERT
+    );
+}
+
+/// A connection with every migration applied.
+pub(super) fn migrated() -> rusqlite::Connection {
+    let conn = rusqlite::Connection::open_in_memory().unwrap();
+    for m in MIGRATIONS {
+        conn.execute_batch(m).unwrap();
+    }
+    conn
+}
+
+/// `sql` prepares against the schema (each column exists) and has one
+/// placeholder per column, the last numbered as their count.
+pub(super) fn assert_prepares_with_a_placeholder_per_column(
+    conn: &rusqlite::Connection,
+    sql: &str,
+    columns: &[&str],
+) {
+    let stmt = conn.prepare(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+    assert_eq!(stmt.parameter_count(), columns.len(), "{sql}");
+    assert!(sql.ends_with(&format!("?{})", columns.len())), "{sql}");
+    assert!(sql.contains(&format!("({})", columns.join(", "))), "{sql}");
 }

@@ -16,13 +16,86 @@ use anyhow::{Context, Result, bail};
 use rusqlite::{OptionalExtension, Transaction, params};
 
 use super::named::Columns;
-use super::{RunRecord, Store, i};
+use super::{RunRecord, Store, i, insert_sql};
 use crate::trace::derive::{Repair, Slice, WakeUp};
 use crate::trace::derived_blob::{self, StoredDerivation};
 use crate::trace::summary::{CpuTrace, ProcessTrace, WithinWindow};
 use crate::trace::verdict::Verdict;
 use crate::trace::{Analysed, Capture, SwitchEnd, Task, blob};
 use crate::workload::latency::Latency;
+use std::sync::LazyLock;
+
+/// The `trace_captures` columns a stored capture fills, in the order of
+/// its values.
+const CAPTURE_COLUMNS: &[&str] = &[
+    "run_id",
+    "start_ns",
+    "end_ns",
+    "cpus",
+    "lost_events",
+    "mismatched_switches",
+    "unusable",
+    "event_count",
+    "events",
+    "release_ns",
+    "repaired_switches",
+    "refused_switches",
+    "unattributed_ns",
+    "oncpu_ns",
+    "unusable_reason",
+    "derived",
+    "source",
+];
+
+static CAPTURE_INSERT: LazyLock<String> =
+    LazyLock::new(|| insert_sql("trace_captures", CAPTURE_COLUMNS));
+
+/// The `trace_processes` columns a traced process fills, in the order of
+/// its values.
+const PROCESS_TRACE_COLUMNS: &[&str] = &[
+    "run_id",
+    "tgid",
+    "slices",
+    "slice_p50_ns",
+    "slice_p99_ns",
+    "slice_max_ns",
+    "slice_histogram",
+    "oncpu_ns",
+    "preempted",
+    "yielded",
+    "voluntary",
+    "migrations",
+    "wakeups",
+    "wake_p50_ns",
+    "wake_p99_ns",
+    "wake_max_ns",
+    "wake_histogram",
+    "work_oncpu_ns",
+    "work_switches",
+    "unattributed_ns",
+    "missing_switches",
+    "work_unattributed_ns",
+    "work_missing_switches",
+];
+
+static PROCESS_TRACE_INSERT: LazyLock<String> =
+    LazyLock::new(|| insert_sql("trace_processes", PROCESS_TRACE_COLUMNS));
+
+/// The `trace_cpus` columns a traced CPU fills, in the order of its values.
+const CPU_TRACE_COLUMNS: &[&str] = &[
+    "run_id",
+    "cpu",
+    "window_ns",
+    "busy_ns",
+    "gaps",
+    "gap_p50_ns",
+    "gap_max_ns",
+    "gap_histogram",
+    "unattributed_ns",
+];
+
+static CPU_TRACE_INSERT: LazyLock<String> =
+    LazyLock::new(|| insert_sql("trace_cpus", CPU_TRACE_COLUMNS));
 
 /// A stored capture's facts, without its events.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -187,10 +260,7 @@ impl Store {
                 .with_context(ctx)?;
         }
         tx.execute(
-            "INSERT INTO trace_captures (run_id, start_ns, end_ns, cpus, lost_events, mismatched_switches,
-                 unusable, event_count, events, release_ns, repaired_switches, refused_switches,
-                 unattributed_ns, oncpu_ns, unusable_reason, derived, source)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+            &CAPTURE_INSERT,
             params![
                 run_id,
                 i(cap.start_ns),
@@ -222,14 +292,7 @@ impl Store {
             }
         }
         {
-            let mut stmt = tx.prepare_cached(
-                "INSERT INTO trace_processes (run_id, tgid, slices, slice_p50_ns, slice_p99_ns, slice_max_ns,
-                     slice_histogram, oncpu_ns, preempted, yielded, voluntary, migrations, wakeups,
-                     wake_p50_ns, wake_p99_ns, wake_max_ns, wake_histogram, work_oncpu_ns, work_switches,
-                     unattributed_ns, missing_switches, work_unattributed_ns, work_missing_switches)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
-                     ?18, ?19, ?20, ?21, ?22, ?23)",
-            )?;
+            let mut stmt = tx.prepare_cached(&PROCESS_TRACE_INSERT)?;
             for (p, work) in &trace.processes {
                 let (_, s50, s99, smax) = quantiles(&p.slice_ns);
                 let (wn, w50, w99, wmax) = quantiles(&p.wake_ns);
@@ -261,11 +324,7 @@ impl Store {
             }
         }
         {
-            let mut stmt = tx.prepare_cached(
-                "INSERT INTO trace_cpus (run_id, cpu, window_ns, busy_ns, gaps, gap_p50_ns, gap_max_ns,
-                     gap_histogram, unattributed_ns)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            )?;
+            let mut stmt = tx.prepare_cached(&CPU_TRACE_INSERT)?;
             for c in &trace.cpus {
                 let (n, g50, _, gmax) = quantiles(&c.gap_ns);
                 stmt.execute(params![

@@ -21,6 +21,25 @@ pub struct Usage {
     pub minflt: u64,
     pub majflt: u64,
     pub maxrss_kb: u64,
+    /// Filesystem input and output operations in 512-byte blocks
+    /// (`ru_inblock`, `ru_oublock`: the bytes read from storage, and the
+    /// page-cache bytes dirtied less those truncated before writeback,
+    /// over 512). None on a kernel without per-task I/O accounting
+    /// ([`io_accounted`]), where the kernel gives 0 for both, and where
+    /// the kernel's count wrapped ([`block_count`]).
+    #[serde(default)]
+    pub inblock: Option<u64>,
+    #[serde(default)]
+    pub oublock: Option<u64>,
+}
+
+/// Whether this kernel keeps per-task I/O accounting
+/// (`CONFIG_TASK_IO_ACCOUNTING`, which `/proc/PID/io` exists with): without
+/// it rusage's block counts and taskstats' storage bytes are always 0.
+/// Looked up once per process.
+pub fn io_accounted() -> bool {
+    static ACCOUNTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ACCOUNTED.get_or_init(|| std::path::Path::new("/proc/self/io").exists())
 }
 
 /// How a child ended.
@@ -402,6 +421,17 @@ pub fn exited_child() -> io::Result<Option<i32>> {
     Ok(if pid == 0 { None } else { Some(pid) })
 }
 
+/// A block count of rusage: None without I/O accounting, and where the
+/// kernel's count wrapped (`ru_oublock` is each task's written bytes less
+/// its cancelled ones, subtracted unsigned: a task that truncated more of
+/// others' dirty pages than it dirtied counts about 2^55 blocks, 16 EiB).
+fn block_count(blocks: libc::c_long) -> Option<u64> {
+    const WRAPPED: u64 = 1 << 54;
+    u64::try_from(blocks)
+        .ok()
+        .filter(|&b| io_accounted() && b < WRAPPED)
+}
+
 fn usage_from(ru: &libc::rusage) -> Usage {
     let tv_us = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64;
     Usage {
@@ -412,6 +442,8 @@ fn usage_from(ru: &libc::rusage) -> Usage {
         minflt: ru.ru_minflt as u64,
         majflt: ru.ru_majflt as u64,
         maxrss_kb: ru.ru_maxrss as u64,
+        inblock: block_count(ru.ru_inblock),
+        oublock: block_count(ru.ru_oublock),
     }
 }
 
@@ -429,6 +461,7 @@ impl Usage {
     /// What happened between `earlier` and `self` (max RSS is kept as is:
     /// it is a high-water mark, not a counter).
     pub fn since(&self, earlier: &Usage) -> Usage {
+        let delta = |now: Option<u64>, then: Option<u64>| Some(now?.saturating_sub(then?));
         Usage {
             utime_us: self.utime_us.saturating_sub(earlier.utime_us),
             stime_us: self.stime_us.saturating_sub(earlier.stime_us),
@@ -437,6 +470,8 @@ impl Usage {
             minflt: self.minflt.saturating_sub(earlier.minflt),
             majflt: self.majflt.saturating_sub(earlier.majflt),
             maxrss_kb: self.maxrss_kb,
+            inblock: delta(self.inblock, earlier.inblock),
+            oublock: delta(self.oublock, earlier.oublock),
         }
     }
 }
@@ -622,6 +657,18 @@ pub fn stderr_is_tty() -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    /// A block count the kernel wrapped (more cancelled than written) is
+    /// not given, never 2^55 blocks; a negative one neither.
+    #[test]
+    fn a_wrapped_block_count_is_not_given() {
+        let wrapped = ((u64::MAX - 4096) >> 9) as libc::c_long;
+        assert_eq!(block_count(wrapped), None);
+        assert_eq!(block_count(-1), None);
+        let expect = io_accounted().then_some(16_384);
+        assert_eq!(block_count(16_384), expect);
+    }
 
     #[test]
     fn set_thread_name_is_what_the_kernel_reports() {
@@ -634,7 +681,6 @@ mod tests {
         .join()
         .unwrap();
     }
-    use super::*;
 
     #[test]
     fn monotonic_clock_advances() {

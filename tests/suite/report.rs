@@ -338,12 +338,8 @@ fn process(
         wall_ns: (end_ms * 1e6) as u64,
         usage: Usage {
             utime_us: (cpu_ms * 1e3) as u64,
-            stime_us: 0,
-            nvcsw: 1,
-            nivcsw: 10,
-            minflt: 0,
-            majflt: 0,
             maxrss_kb: 1000,
+            ..Usage::default()
         }
         .into(),
         kernel: KernelCounts::default()

@@ -382,7 +382,8 @@ fn mem_process(run_id: i64, index: i64, wall_s: f64) -> ReportProcess {
             .with(Field::Nivcsw, Some(10 * (index as u64 + 1)))
             .with(Field::RunNs, Some(ns as u64))
             .with(Field::WaitNs, Some(0))
-            .with(Field::Timeslices, Some(5)),
+            .with(Field::Timeslices, Some(5))
+            .of_metrics(),
         run_id,
         process_index: index,
         nice: Some(0),

@@ -491,3 +491,23 @@ fn forgetting_a_run_forgets_its_trace() {
         assert_eq!(n, 0, "{t}");
     }
 }
+
+/// The trace tables' inserts number one placeholder per column, from
+/// their column lists, and prepare against the schema.
+#[test]
+fn the_trace_inserts_number_one_placeholder_per_column() {
+    use crate::store::tests::{assert_prepares_with_a_placeholder_per_column, migrated};
+    let conn = migrated();
+    for (sql, columns) in [
+        (&*CAPTURE_INSERT, CAPTURE_COLUMNS),
+        (&*PROCESS_TRACE_INSERT, PROCESS_TRACE_COLUMNS),
+        (&*CPU_TRACE_INSERT, CPU_TRACE_COLUMNS),
+    ] {
+        assert_prepares_with_a_placeholder_per_column(&conn, sql, columns);
+    }
+    assert!(
+        PROCESS_TRACE_INSERT.ends_with("?22, ?23)"),
+        "{}",
+        *PROCESS_TRACE_INSERT
+    );
+}

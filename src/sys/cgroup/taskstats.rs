@@ -13,7 +13,9 @@
 //! version 1 and fields were only appended, so a record shorter than a
 //! field leaves that field None). Every field read here is filled for each
 //! task at its exit whatever `CONFIG_TASK_XACCT` says (`bacct_add_tsk`,
-//! `delayacct_add_tsk`, the switches).
+//! `delayacct_add_tsk`, the switches), except the storage I/O bytes
+//! (`xacct_add_tsk`), which are 0 on a kernel without per-task I/O
+//! accounting.
 
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -64,6 +66,13 @@ pub struct ExitRecord {
     pub majflt: u64,
     pub nvcsw: Option<u64>,
     pub nivcsw: Option<u64>,
+    /// The task's storage I/O (`read_bytes`, `write_bytes`,
+    /// `cancelled_write_bytes`: what its rusage block counts are made of,
+    /// rounded down to KiB by taskstats); 0 without `CONFIG_TASK_XACCT` and
+    /// `CONFIG_TASK_IO_ACCOUNTING` (see [`crate::sys::proc::io_accounted`]).
+    pub read_bytes: Option<u64>,
+    pub write_bytes: Option<u64>,
+    pub cancelled_write_bytes: Option<u64>,
     /// The scheduling policy it exited under (`ac_sched`: the task's
     /// `policy`, as `sched_setscheduler` numbers it), which a program may
     /// have changed for itself (`chrt`).
@@ -101,6 +110,9 @@ pub fn decode_taskstats(b: &[u8]) -> Option<ExitRecord> {
         majflt: u64_at(b, 176)?,
         nvcsw: u64_at(b, 272),
         nivcsw: u64_at(b, 280),
+        read_bytes: u64_at(b, 248),
+        write_bytes: u64_at(b, 256),
+        cancelled_write_bytes: u64_at(b, 264),
         policy: b.get(112).map(|&p| u32::from(p)),
     })
 }
@@ -445,6 +457,9 @@ mod tests {
         b[160..168].copy_from_slice(&250u64.to_ne_bytes());
         b[168..176].copy_from_slice(&321u64.to_ne_bytes());
         b[176..184].copy_from_slice(&2u64.to_ne_bytes());
+        b[248..256].copy_from_slice(&8192u64.to_ne_bytes());
+        b[256..264].copy_from_slice(&1_048_576u64.to_ne_bytes());
+        b[264..272].copy_from_slice(&4096u64.to_ne_bytes());
         b[272..280].copy_from_slice(&11u64.to_ne_bytes());
         b[280..288].copy_from_slice(&5u64.to_ne_bytes());
         b[368..372].copy_from_slice(&4320u32.to_ne_bytes());
@@ -471,6 +486,9 @@ mod tests {
                 majflt: 2,
                 nvcsw: Some(11),
                 nivcsw: Some(5),
+                read_bytes: Some(8192),
+                write_bytes: Some(1_048_576),
+                cancelled_write_bytes: Some(4096),
                 policy: Some(1),
             }
         );
@@ -480,6 +498,7 @@ mod tests {
         short[0..2].copy_from_slice(&4u16.to_ne_bytes());
         let r = decode_taskstats(&short).unwrap();
         assert_eq!((r.nvcsw, r.tgid), (None, None));
+        assert_eq!(r.read_bytes, None);
         assert_eq!(decode_taskstats(&short[..120]), None);
     }
 
