@@ -65,7 +65,7 @@ pub(super) struct MachinesBenchArgs {
 
 #[derive(Args)]
 pub(super) struct ModelBenchArgs {
-    /// Multiplies each case's work and durations (1: about three minutes).
+    /// Multiplies each case's work and durations (1: about two minutes).
     #[arg(long, default_value_t = 1.0)]
     scale: f64,
     /// Runs per condition (at least 2).
@@ -75,7 +75,8 @@ pub(super) struct ModelBenchArgs {
     #[arg(long)]
     db: Option<PathBuf>,
     /// Only these cases, comma-separated: quick, policies, priorities, wrr-weights,
-    /// rt-throttle, eevdf-slice, periodic-fifo (default: all).
+    /// rt-throttle, eevdf-slice, periodic-fifo, multi-hogs, multi-periodic, scale
+    /// (default: all).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
 }
