@@ -74,6 +74,24 @@ fn windows(db: &Path) -> Vec<(f64, f64)> {
     .collect()
 }
 
+/// Runs campaign a (into a.db), then b (b.db) once a has its database;
+/// both succeed and one of them said every one of `waited`.
+fn both_succeed_one_waiting(dir: &Path, waited: &[&str]) {
+    let a = start(dir, "a", "a.db");
+    wait_for_db(&dir.join("a.db"));
+    let b = start(dir, "b", "b.db");
+    let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+    assert!(a.status.success(), "{}", text(&a));
+    assert!(b.status.success(), "{}", text(&b));
+    let said = |o: &std::process::Output| waited.iter().all(|w| text(o).contains(w));
+    assert!(
+        said(&a) || said(&b),
+        "neither said {waited:?}:\n{}\n{}",
+        text(&a),
+        text(&b)
+    );
+}
+
 #[test]
 fn a_second_run_of_one_database_is_refused_naming_the_first() {
     let dir = tempfile::tempdir().unwrap();
@@ -101,21 +119,9 @@ fn campaigns_on_two_databases_take_turns_measuring() {
     let dir = tempfile::tempdir().unwrap();
     spec(dir.path(), "a", 2);
     spec(dir.path(), "b", 2);
-    let a = start(dir.path(), "a", "a.db");
-    wait_for_db(&dir.path().join("a.db"));
-    let b = start(dir.path(), "b", "b.db");
-    let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
-    assert!(a.status.success(), "{}", text(&a));
-    assert!(b.status.success(), "{}", text(&b));
     // One of them waited for the other: b, or a when b took the machine
     // first (a's database exists before a takes the machine).
-    let waited = |o: &std::process::Output| text(o).contains("waiting for the machine");
-    assert!(
-        waited(&a) || waited(&b),
-        "neither waited:\n{}\n{}",
-        text(&a),
-        text(&b)
-    );
+    both_succeed_one_waiting(dir.path(), &["waiting for the machine"]);
     let wa = windows(&dir.path().join("a.db"));
     let wb = windows(&dir.path().join("b.db"));
     assert_eq!((wa.len(), wb.len()), (2, 2));
@@ -137,24 +143,9 @@ fn two_traced_campaigns_take_turns_tracing() {
     let dir = tempfile::tempdir().unwrap();
     spec_of(dir.path(), "a", 2, 0.3, true);
     spec_of(dir.path(), "b", 2, 0.3, true);
-    let a = start(dir.path(), "a", "a.db");
-    wait_for_db(&dir.path().join("a.db"));
-    let b = start(dir.path(), "b", "b.db");
-    let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
     // Neither is refused: one schedlab traces at a time, and the other
     // waits for it, saying so.
-    assert!(a.status.success(), "{}", text(&a));
-    assert!(b.status.success(), "{}", text(&b));
-    let waited = |o: &std::process::Output| {
-        let t = text(o);
-        t.contains("is tracing right now") && t.contains("(waiting)")
-    };
-    assert!(
-        waited(&a) || waited(&b),
-        "neither waited to trace:\n{}\n{}",
-        text(&a),
-        text(&b)
-    );
+    both_succeed_one_waiting(dir.path(), &["is tracing right now", "(waiting)"]);
     for db in ["a.db", "b.db"] {
         let conn = rusqlite::Connection::open(dir.path().join(db)).unwrap();
         let traced: i64 = conn
