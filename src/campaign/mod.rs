@@ -89,8 +89,11 @@ pub fn open_campaign(
 }
 
 /// Run a campaign on this machine: expand the spec once, check that plan
-/// against the machine, open the campaign with it, calibrate (holding the measurement lock), announce the runs
-/// left, and carry them out through [`MachineExecutor`].
+/// against the machine, open the campaign with it, take the machine's
+/// guards ([`MachineExecutor::begin`], waiting for another schedlab that
+/// holds one), calibrate (holding the measurement lock, while the first
+/// run's tracing instance is made on a thread), announce the runs left, and
+/// carry them out.
 pub fn run(
     spec: &Spec,
     origin: &str,
