@@ -152,6 +152,26 @@ pub fn percentile(sorted: &[f64], p: f64) -> f64 {
 mod tests {
     use super::*;
 
+    /// `n` values of `distinct` possible ones (few in some rounds, to have
+    /// ties), with signed zeros at every `zero_every`-th place where a zero
+    /// is drawn (total_cmp orders them), spread around `centre` by `step`.
+    fn tied(
+        rng: &mut crate::rng::SplitMix64,
+        n: usize,
+        distinct: u64,
+        zero_every: usize,
+        centre: f64,
+        step: f64,
+    ) -> Vec<f64> {
+        (0..n)
+            .map(|i| match rng.below(distinct) {
+                0 if i % zero_every == 0 => -0.0,
+                0 => 0.0,
+                v => (v as f64 - centre) * step,
+            })
+            .collect()
+    }
+
     #[test]
     fn the_selected_median_is_the_sorted_median_bit_for_bit() {
         let mut rng = crate::rng::SplitMix64::new(42);
@@ -160,13 +180,7 @@ mod tests {
                 // Few distinct values in some rounds, to have ties; signed
                 // zeros in all, whose order total_cmp fixes.
                 let distinct = if round % 2 == 0 { 3 } else { 1_000_000 };
-                let xs: Vec<f64> = (0..n)
-                    .map(|i| match rng.below(distinct) {
-                        0 if i % 3 == 0 => -0.0,
-                        0 => 0.0,
-                        v => (v as f64 - distinct as f64 / 2.0) * 0.37,
-                    })
-                    .collect();
+                let xs = tied(&mut rng, n, distinct, 3, distinct as f64 / 2.0, 0.37);
                 let mut sorted = xs.clone();
                 sorted.sort_by(f64::total_cmp);
                 let want = percentile(&sorted, 0.5);
@@ -188,13 +202,7 @@ mod tests {
         for n in 1..=80usize {
             for round in 0..10 {
                 let distinct = if round % 2 == 0 { 4 } else { 1_000_000 };
-                let xs: Vec<f64> = (0..n)
-                    .map(|i| match rng.below(distinct) {
-                        0 if i % 2 == 0 => -0.0,
-                        0 => 0.0,
-                        v => (v as f64 - distinct as f64 / 3.0) * 1.37,
-                    })
-                    .collect();
+                let xs = tied(&mut rng, n, distinct, 2, distinct as f64 / 3.0, 1.37);
                 let mut sorted = xs.clone();
                 sorted.sort_by(f64::total_cmp);
                 // Both ends from one slice, as a bootstrap interval takes them.

@@ -186,18 +186,13 @@ pub fn encode(events: &[Event]) -> Vec<u8> {
             }
         })
         .collect();
-    // Sized once (an event takes about 12 bytes, at most ~30), so that the
-    // megabytes of a busy run are written once, not regrown and copied.
-    let body = postcard::to_extend(&raw, Vec::with_capacity(16 * events.len()))
-        .expect("serialising into memory cannot fail");
-    super::packed::pack(&body)
+    // An event takes about 12 bytes, at most ~30.
+    super::packed::encode(&raw, 16 * events.len())
 }
 
 /// The events [`encode`] wrote.
 pub fn decode(blob: &[u8]) -> Result<Vec<Event>> {
-    let body = super::packed::unpack(blob, "trace event blob")?;
-    let raw: Vec<Raw> = postcard::from_bytes(&body)
-        .map_err(|e| anyhow::anyhow!("corrupt trace event blob: {e}"))?;
+    let raw: Vec<Raw> = super::packed::decode(blob, "trace event blob")?;
     let mut ts = 0u64;
     Ok(raw
         .into_iter()

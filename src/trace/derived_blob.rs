@@ -7,7 +7,7 @@
 //! start and its end reason and marks in one byte, about 10 bytes a slice;
 //! in the LZ4 envelope of [`super::packed`] (about 3 bytes a slice).
 
-use anyhow::{Result, anyhow, bail};
+use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 
 use super::derive::{Repair, Slice, WakeUp};
@@ -155,19 +155,14 @@ pub fn encode(slices: &[Slice], wakeups: &[WakeUp], repairs: &[Repair]) -> Vec<u
         wakeups,
         repairs,
     };
-    // Sized once (about 10 bytes a slice, 14 a wake-up), so that a busy
-    // run's megabyte is written once, not regrown and copied.
+    // About 10 bytes a slice, 14 a wake-up.
     let records = raw.slices.len() + raw.wakeups.len() + raw.repairs.len();
-    let body = postcard::to_extend(&raw, Vec::with_capacity(16 * records))
-        .expect("serialising into memory cannot fail");
-    super::packed::pack(&body)
+    super::packed::encode(&raw, 16 * records)
 }
 
 /// What [`encode`] wrote.
 pub fn decode(blob: &[u8]) -> Result<StoredDerivation> {
-    let body = super::packed::unpack(blob, "trace derivation blob")?;
-    let raw: Raw =
-        postcard::from_bytes(&body).map_err(|e| anyhow!("corrupt trace derivation blob: {e}"))?;
+    let raw: Raw = super::packed::decode(blob, "trace derivation blob")?;
     let mut prev = 0u64;
     let slices = raw
         .slices

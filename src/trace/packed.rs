@@ -11,25 +11,33 @@
 use std::borrow::Cow;
 
 use anyhow::{Result, anyhow, bail};
+use serde::{Serialize, de::DeserializeOwned};
 
 /// The uncompressed layout.
 const PLAIN: u8 = 1;
 /// LZ4-compressed: what [`pack`] writes.
 pub const LZ4: u8 = 2;
 
-/// The blob of postcard `body`, compressed.
+/// The blob of `value`: postcard into a buffer sized once for about
+/// `bytes_hint` bytes (so that a busy run's megabytes are written once, not
+/// regrown and copied), then compressed.
+pub fn encode<T: Serialize>(value: &T, bytes_hint: usize) -> Vec<u8> {
+    let body = postcard::to_extend(value, Vec::with_capacity(bytes_hint))
+        .expect("serialising into memory cannot fail");
+    pack(&body)
+}
+
+/// The value [`encode`] wrote, from a blob of either format; `what` names
+/// the blob in errors.
+pub fn decode<T: DeserializeOwned>(blob: &[u8], what: &str) -> Result<T> {
+    postcard::from_bytes(&unpack(blob, what)?).map_err(|e| anyhow!("corrupt {what}: {e}"))
+}
+
+/// The blob of postcard `body`, compressed (LZ4's size-prepended block:
+/// its length as 4 bytes little-endian, then the block).
 pub fn pack(body: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(5 + lz4_flex::block::get_maximum_output_size(body.len()));
-    out.push(LZ4);
-    out.extend_from_slice(&(body.len() as u32).to_le_bytes());
-    let header = out.len();
-    out.resize(
-        header + lz4_flex::block::get_maximum_output_size(body.len()),
-        0,
-    );
-    let n = lz4_flex::block::compress_into(body, &mut out[header..])
-        .expect("the output is sized for the worst case");
-    out.truncate(header + n);
+    let mut out = vec![LZ4];
+    out.extend(lz4_flex::compress_prepend_size(body));
     out
 }
 
